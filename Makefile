@@ -1,0 +1,131 @@
+# crec: record/replay engine for Linux x86-64 programs.
+#
+#   make            build build/crec and build/libcrec.a (installs missing deps)
+#   make demo       build, then run a sample program under crec
+#   make test       build and run every unit and end-to-end test
+#   make test SANITIZE=1   the same under AddressSanitizer + UBSan (build-san/)
+#   make fuzz       run the format reader's libFuzzer target (FUZZ_SECONDS=300)
+#   make bench      benchmarks (see bench/README.md)
+#   make format     clang-format every C file
+#
+# Every module is one folder; all its .c files go into libcrec.a.  The cli
+# folder builds the `crec` command on top of it.
+
+MODULES   := common format emu recorder replayer index
+SANITIZE  ?= 0
+CC        ?= cc
+
+ifeq ($(SANITIZE),1)
+BUILD     ?= build-san
+SANFLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+else
+BUILD     ?= build
+SANFLAGS  :=
+endif
+
+# Debian package that provides each pkg-config module we need.
+PKGS_BUILD := libunicorn-dev libcapstone-dev libzstd-dev libxxhash-dev pkg-config
+PKGS_TEST  := libcriterion-dev busybox-static lua5.4 sqlite3 gzip clang faketime
+PKG_MODS   := unicorn capstone libzstd libxxhash
+
+DEPS_CFLAGS = $(shell pkg-config --cflags $(PKG_MODS) 2>/dev/null)
+DEPS_LIBS   = $(shell pkg-config --libs $(PKG_MODS) 2>/dev/null)
+
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+            -Wno-missing-field-initializers $(SANFLAGS)
+CPPFLAGS += -Iinclude -I. -D_GNU_SOURCE $(DEPS_CFLAGS)
+LDFLAGS  += $(SANFLAGS)
+LDLIBS   += $(DEPS_LIBS) -lpthread -lm
+
+LIB_SRC  := $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_SRC  := $(wildcard cli/*.c)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+# Programs the tests run as guests (built natively, outside the sanitizer).
+GUEST_SRC := $(wildcard tests/guests/*.c)
+GUEST_BIN := $(GUEST_SRC:tests/guests/%.c=build/guests/%)
+# Test tools that use libcrec directly (e.g. to tamper with a recording).
+TOOL_SRC := $(wildcard tests/tools/*.c)
+TOOL_BIN := $(TOOL_SRC:tests/%.c=$(BUILD)/%)
+
+CREC := $(BUILD)/crec
+
+.PHONY: all deps deps-test demo test unit e2e fuzz bench format clean guests
+.DEFAULT_GOAL := all
+
+all: deps $(CREC)
+
+# --- dependencies ----------------------------------------------------------
+# Checked before anything is compiled, so a missing package is reported as
+# such and never as a compiler error about a header.
+deps:
+	@sh tools/deps.sh $(PKGS_BUILD)
+
+deps-test:
+	@sh tools/deps.sh $(PKGS_BUILD) $(PKGS_TEST)
+
+# --- library and command ---------------------------------------------------
+$(BUILD)/obj/%.o: %.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libcrec.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(CREC): $(CLI_OBJ) $(BUILD)/libcrec.a
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libcrec.a $(LDLIBS)
+
+# --- tests -----------------------------------------------------------------
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libcrec.a | deps-test
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libcrec.a $(LDLIBS) -lcriterion
+
+$(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libcrec.a | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libcrec.a $(LDLIBS)
+
+build/guests/%: tests/guests/%.c
+	@mkdir -p $(dir $@)
+	sh tests/guests/build.sh $< $@
+
+guests: $(GUEST_BIN)
+
+unit: deps-test $(TEST_BIN)
+	@sh tests/run_unit.sh $(TEST_BIN)
+
+e2e: deps-test $(CREC) guests $(TOOL_BIN)
+	@CREC=$(CREC) CRECTOOLS=$(BUILD)/tools sh tests/e2e/run.sh
+
+test: deps-test $(CREC) $(TEST_BIN) guests $(TOOL_BIN)
+	@CRECTOOLS=$(BUILD)/tools sh tests/run_all.sh $(BUILD) $(CREC) $(TEST_BIN)
+
+# --- demo ------------------------------------------------------------------
+demo: all
+	@CREC=$(CREC) sh tools/demo.sh
+
+# --- fuzzing (clang libFuzzer + ASan + UBSan) --------------------------------
+FUZZ_SECONDS ?= 300
+FUZZ_SRC := $(foreach m,common format,$(wildcard $(m)/*.c))
+build-fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c $(FUZZ_SRC) | deps-test
+	@mkdir -p build-fuzz
+	clang -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -I. -D_GNU_SOURCE \
+	    $(DEPS_CFLAGS) -o $@ $^ $(DEPS_LIBS)
+
+fuzz: build-fuzz/fuzz_reader
+	@sh tests/fuzz/run.sh build-fuzz/fuzz_reader $(FUZZ_SECONDS)
+
+# --- benchmarks ------------------------------------------------------------
+bench: all guests
+	@CREC=$(CREC) QUICK=$(QUICK) sh bench/run.sh
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build build-san build-fuzz
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)

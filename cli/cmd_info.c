@@ -1,0 +1,281 @@
+/*
+ * cmd_info.c - `crec info FILE [--json]`: describe a recording.  All the
+ * reading is crec_fmt_summarize(); this file only parses and prints.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "format/format.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: crec info FILE [--json]\n\n"
+                 "Describe a recording: its header, threads, instruction count, key frames,\n"
+                 "snapshots, chunks, the size of each stream (compressed and raw) and the\n"
+                 "bits per instruction.  A recording whose end is missing (the recorder was\n"
+                 "killed) is read up to its last complete chunk, and info says where it ends.\n"
+                 "FILE '-' reads standard input in one pass.\n\n"
+                 "Options:\n"
+                 "  --json     print the same as one JSON object\n"
+                 "  -h, --help print this help\n\n"
+                 "Exit status: 0 success, 1 bad or corrupt file, 2 bad command line.\n");
+}
+
+/* ---- text --------------------------------------------------------------- */
+
+static const char *exit_text(uint32_t how)
+{
+    switch (how) {
+    case CREC_FMT_EXIT_SIGNAL:
+        return "killed by signal";
+    case CREC_FMT_EXIT_STOPPED:
+        return "recording stopped by signal";
+    }
+    return "status";
+}
+
+static double bits_per_instr(const crec_fmt_summary *s)
+{
+    return s->instructions ? (double)s->compressed_bytes * 8.0 / (double)s->instructions : 0.0;
+}
+
+static void print_time(FILE *out, int64_t sec)
+{
+    time_t t = (time_t)sec;
+    struct tm tm;
+    char buf[64];
+    if (gmtime_r(&t, &tm) && strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm))
+        fputs(buf, out);
+    else
+        fprintf(out, "%lld", (long long)sec);
+}
+
+/* One argument, shell-quoted when it is empty or holds a special character,
+ * so the command line reads as one could type it. */
+static void print_arg(FILE *out, const char *a)
+{
+    if (*a && strspn(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                        "%+,-./:=@_") == strlen(a)) {
+        fprintf(out, " %s", a);
+        return;
+    }
+    fputs(" '", out);
+    for (; *a; a++) {
+        if (*a == '\'')
+            fputs("'\\''", out);
+        else if ((unsigned char)*a < 0x20 || *a == 0x7f)
+            fprintf(out, "\\x%02x", (unsigned char)*a);
+        else
+            fputc(*a, out);
+    }
+    fputc('\'', out);
+}
+
+static void print_header(FILE *out, const char *name, const crec_fmt_header *h,
+                         const crec_fmt_summary *s)
+{
+    fprintf(out, "file:          %s (%llu bytes)\n", name, (unsigned long long)s->file_bytes);
+    fprintf(out, "format:        version %u, written by crec %s\n", h->version, h->crec_version);
+    fprintf(out, "guest:         x86-64, recorded on a %s-endian host, page size %llu\n",
+            h->host_order == CREC_FMT_ORDER_BIG ? "big" : "little",
+            (unsigned long long)h->page_size);
+    fprintf(out, "started:       ");
+    print_time(out, h->start_sec);
+    fprintf(out, "\ncommand:      ");
+    for (size_t i = 0; i < h->argc; i++)
+        print_arg(out, h->argv[i]);
+    fprintf(out, "\nenvironment:   %zu variables\n", h->envc);
+    fprintf(out, "cpuid:         %zu leaves shown to the guest\n", h->ncpuid);
+    fprintf(out, "cache:         %llu entries of %llu bytes\n",
+            (unsigned long long)h->cache_entries, (unsigned long long)h->cache_granule);
+}
+
+static void print_text(FILE *out, const char *name, crec_fmt_reader *r, const crec_fmt_summary *s)
+{
+    const crec_fmt_header *h = crec_fmt_reader_header(r);
+    print_header(out, name, h, s);
+    fprintf(out, "key frames:    %llu (every %llu instructions)\n",
+            (unsigned long long)s->nkeyframes, (unsigned long long)h->keyframe_interval);
+    fprintf(out, "snapshots:     %llu (every %llu key frames)\n",
+            (unsigned long long)s->nsnapshots, (unsigned long long)h->snapshot_interval);
+    fprintf(out, "threads:       %llu\n", (unsigned long long)s->nthreads);
+    fprintf(out, "instructions:  %llu\n", (unsigned long long)s->instructions);
+    if (s->exited)
+        fprintf(out, "exit:          %s %llu\n", exit_text(s->exit_how),
+                (unsigned long long)s->exit_value);
+    fprintf(out, "records:       %llu events, %llu code mappings, %llu symbols, %llu blobs\n",
+            (unsigned long long)s->nevents, (unsigned long long)s->ncode,
+            (unsigned long long)s->nsymbols, (unsigned long long)s->nblobs);
+    fprintf(out, "chunks:        %llu in %llu streams\n", (unsigned long long)s->nchunks,
+            (unsigned long long)s->nstreams);
+    fprintf(out, "streams:       %-10s %8s %8s %14s %14s\n", "type", "thread", "chunks", "raw",
+            "compressed");
+    for (size_t i = 0; i < crec_fmt_reader_nstreams(r); i++) {
+        crec_fmt_stream_info si;
+        crec_fmt_reader_stream(r, i, &si, NULL);
+        fprintf(out, "               %-10s %8u %8llu %14llu %14llu\n",
+                crec_fmt_stream_name(si.type), si.tid, (unsigned long long)si.nchunks,
+                (unsigned long long)si.raw_bytes, (unsigned long long)si.compressed_bytes);
+    }
+    fprintf(out, "total:         %llu bytes raw, %llu compressed\n",
+            (unsigned long long)s->raw_bytes, (unsigned long long)s->compressed_bytes);
+    fprintf(out, "bits/instr:    %.3f\n", bits_per_instr(s));
+    if (s->truncated)
+        fprintf(out, "truncated:     yes, valid data ends at byte %llu (%s)\n",
+                (unsigned long long)s->truncated_at, s->truncated_why);
+}
+
+/* ---- JSON --------------------------------------------------------------- */
+
+static void json_str(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(out, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(out, "\\u%04x", *p);
+        else
+            fputc(*p, out);
+    }
+    fputc('"', out);
+}
+
+static void json_strings(FILE *out, char *const *v, size_t n)
+{
+    fputc('[', out);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            fputs(", ", out);
+        json_str(out, v[i]);
+    }
+    fputc(']', out);
+}
+
+static void json_u64(FILE *out, const char *key, uint64_t v)
+{
+    fprintf(out, "  \"%s\": %llu,\n", key, (unsigned long long)v);
+}
+
+static void json_header(FILE *out, const char *name, const crec_fmt_header *h)
+{
+    fputs("{\n  \"file\": ", out);
+    json_str(out, name);
+    fprintf(out, ",\n  \"format_version\": %u,\n  \"crec_version\": ", h->version);
+    json_str(out, h->crec_version);
+    fprintf(out, ",\n  \"arch\": \"x86-64\",\n  \"host_byte_order\": \"%s\",\n",
+            h->host_order == CREC_FMT_ORDER_BIG ? "big" : "little");
+    json_u64(out, "page_size", h->page_size);
+    json_u64(out, "cache_entries", h->cache_entries);
+    json_u64(out, "cache_granule", h->cache_granule);
+    json_u64(out, "keyframe_interval", h->keyframe_interval);
+    json_u64(out, "snapshot_interval", h->snapshot_interval);
+    fprintf(out, "  \"start_time\": %lld.%09u,\n", (long long)h->start_sec, h->start_nsec);
+    fputs("  \"argv\": ", out);
+    json_strings(out, h->argv, h->argc);
+    fputs(",\n  \"env\": ", out);
+    json_strings(out, h->envp, h->envc);
+    fputs(",\n  \"cpuid\": [", out);
+    for (size_t i = 0; i < h->ncpuid; i++) {
+        const crec_fmt_cpuid *c = &h->cpuid[i];
+        fprintf(out, "%s[%u, %u, %u, %u, %u, %u]", i ? ", " : "", c->leaf, c->subleaf, c->eax,
+                c->ebx, c->ecx, c->edx);
+    }
+    fputs("],\n", out);
+}
+
+static void print_json(FILE *out, const char *name, crec_fmt_reader *r, const crec_fmt_summary *s)
+{
+    json_header(out, name, crec_fmt_reader_header(r));
+    json_u64(out, "file_bytes", s->file_bytes);
+    json_u64(out, "threads", s->nthreads);
+    json_u64(out, "instructions", s->instructions);
+    json_u64(out, "keyframes", s->nkeyframes);
+    json_u64(out, "snapshots", s->nsnapshots);
+    json_u64(out, "events", s->nevents);
+    json_u64(out, "code_mappings", s->ncode);
+    json_u64(out, "symbols", s->nsymbols);
+    json_u64(out, "blobs", s->nblobs);
+    json_u64(out, "chunks", s->nchunks);
+    json_u64(out, "raw_bytes", s->raw_bytes);
+    json_u64(out, "compressed_bytes", s->compressed_bytes);
+    fprintf(out, "  \"bits_per_instruction\": %.3f,\n", bits_per_instr(s));
+    if (s->exited)
+        fprintf(out, "  \"exit\": {\"how\": \"%s\", \"value\": %llu},\n",
+                s->exit_how == CREC_FMT_EXIT_SIGNAL    ? "signal"
+                : s->exit_how == CREC_FMT_EXIT_STOPPED ? "stopped"
+                                                       : "status",
+                (unsigned long long)s->exit_value);
+    fputs("  \"streams\": [", out);
+    for (size_t i = 0; i < crec_fmt_reader_nstreams(r); i++) {
+        crec_fmt_stream_info si;
+        crec_fmt_reader_stream(r, i, &si, NULL);
+        fprintf(out,
+                "%s\n    {\"type\": \"%s\", \"thread\": %u, \"chunks\": %llu, \"raw_bytes\": "
+                "%llu, \"compressed_bytes\": %llu}",
+                i ? "," : "", crec_fmt_stream_name(si.type), si.tid,
+                (unsigned long long)si.nchunks, (unsigned long long)si.raw_bytes,
+                (unsigned long long)si.compressed_bytes);
+    }
+    fputs("\n  ],\n  \"truncated\": ", out);
+    if (s->truncated) {
+        fprintf(out, "{\"at\": %llu, \"why\": ", (unsigned long long)s->truncated_at);
+        json_str(out, s->truncated_why);
+        fputs("}\n}\n", out);
+    } else {
+        fputs("false\n}\n", out);
+    }
+}
+
+/* ---- main ----------------------------------------------------------------- */
+
+/* "crec: FILE: message", unless the message already names the file. */
+static int fail_file(const char *name, const crec_error *e)
+{
+    size_t n = strlen(name);
+    if (strncmp(e->msg, name, n) == 0 && e->msg[n] == ':')
+        return cli_fail(EXIT_FAIL, "%s", e->msg);
+    return cli_fail(EXIT_FAIL, "%s: %s", name, e->msg[0] ? e->msg : crec_strerror(e->code));
+}
+
+int cmd_info(int argc, char **argv)
+{
+    const char *path = NULL;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (cli_is_help(argv[i])) {
+            usage(stdout);
+            return EXIT_OK;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            return cli_usage_error("info", "unknown option '%s'", argv[i]);
+        } else if (path) {
+            return cli_usage_error("info", "more than one FILE");
+        } else {
+            path = argv[i];
+        }
+    }
+    if (!path)
+        return cli_usage_error("info", "missing FILE");
+    const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
+    crec_error e = {0};
+    crec_fmt_reader *r;
+    crec_fmt_summary s;
+    if (crec_fmt_reader_open(path, &r, &e) != CREC_OK)
+        return fail_file(name, &e);
+    if (crec_fmt_summarize(r, &s, &e) != CREC_OK) {
+        crec_fmt_reader_free(r);
+        return fail_file(name, &e);
+    }
+    if (json)
+        print_json(stdout, name, r, &s);
+    else
+        print_text(stdout, name, r, &s);
+    crec_fmt_reader_free(r);
+    if (fflush(stdout) != 0)
+        return cli_fail(EXIT_FAIL, "write error on standard output");
+    return EXIT_OK;
+}

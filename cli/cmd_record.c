@@ -1,0 +1,151 @@
+/*
+ * cmd_record.c - `crec record`: run a program under the emulator and write
+ * a recording of it.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "recorder/recorder.h"
+
+extern char **environ;
+
+static const char record_usage[] =
+    "usage: crec record [OPTIONS] [--] PROG [ARGS...]\n"
+    "\n"
+    "Run PROG under crec's software CPU and record it.  The program's input and\n"
+    "output are the real ones; crec exits with the program's own status.\n"
+    "\n"
+    "Options:\n"
+    "  -o, --output FILE           write the recording to FILE ('-': standard output);\n"
+    "                              default: the program's name with .crec\n"
+    "  --keyframe-interval N       instructions between key frames (default 1000000)\n"
+    "  --snapshot-interval M       key frames between memory snapshots (default 16)\n"
+    "  --cache-bits K              prediction cache of 2^K entries (4..24, default 16)\n"
+    "  --stats                     print what was recorded when the program ends\n"
+    "  --strace                    log every syscall to standard error\n"
+    "  --strict                    stop at the first syscall crec does not emulate\n"
+    "  -h, --help                  show this help\n";
+
+static int parse_u64(const char *s, uint64_t min, uint64_t *out)
+{
+    char *end;
+    unsigned long long v;
+
+    if (!s[0] || s[0] == '-')
+        return -1;
+    v = strtoull(s, &end, 0);
+    if (*end || v < min)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* The default output: the program's base name with .crec, in the current directory. */
+static void default_output(const char *prog, char *buf, size_t size)
+{
+    const char *base = strrchr(prog, '/');
+    snprintf(buf, size, "%s.crec", base ? base + 1 : prog);
+}
+
+static void print_stats(const char *out, const crec_rec_stats *st, double secs)
+{
+    fprintf(stderr,
+            "crec: recorded %llu instructions in %.2f s to %s: %llu key frames, %llu "
+            "snapshots, %llu syscalls, %llu of %llu loads logged\n",
+            (unsigned long long)st->instructions, secs, out, (unsigned long long)st->keyframes,
+            (unsigned long long)st->snapshots, (unsigned long long)st->syscalls,
+            (unsigned long long)st->reads_logged,
+            (unsigned long long)(st->reads_logged + st->reads_hit));
+}
+
+int cmd_record(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"output", required_argument, NULL, 'o'},
+        {"keyframe-interval", required_argument, NULL, 'k'},
+        {"snapshot-interval", required_argument, NULL, 's'},
+        {"cache-bits", required_argument, NULL, 'c'},
+        {"stats", no_argument, NULL, 'S'},
+        {"strace", no_argument, NULL, 't'},
+        {"strict", no_argument, NULL, 'x'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    crec_rec_options o = {0};
+    crec_rec_stats st;
+    struct crec_emu_exit ex;
+    crec_error err = {0};
+    char path[4096], out[4096];
+    struct timespec t0, t1;
+    int c, stats = 0, rc;
+    uint64_t v;
+
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o':
+            o.out_path = optarg;
+            break;
+        case 'k':
+            if (parse_u64(optarg, 1, &o.keyframe_interval) != 0)
+                return cli_usage_error("record", "bad --keyframe-interval '%s'", optarg);
+            break;
+        case 's':
+            if (parse_u64(optarg, 1, &o.snapshot_interval) != 0)
+                return cli_usage_error("record", "bad --snapshot-interval '%s'", optarg);
+            break;
+        case 'c':
+            if (parse_u64(optarg, 4, &v) != 0 || v > 24)
+                return cli_usage_error("record", "bad --cache-bits '%s' (4 to 24)", optarg);
+            o.cache_log2 = (unsigned)v;
+            break;
+        case 'S':
+            stats = 1;
+            break;
+        case 't':
+            o.strace = 1;
+            break;
+        case 'x':
+            o.strict = 1;
+            break;
+        case 'h':
+            fputs(record_usage, stdout);
+            return EXIT_OK;
+        default:
+            return cli_usage_error("record", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return cli_usage_error("record", "no program to record");
+    switch (crec_emu_find_program(argv[optind], path, sizeof path, &err)) {
+    case CREC_FIND_OK:
+        break;
+    case CREC_FIND_MISSING:
+        return cli_fail(EXIT_NOT_FOUND, "%s", err.msg);
+    default:
+        return cli_fail(EXIT_NOT_EXEC, "%s", err.msg);
+    }
+    if (!o.out_path) {
+        default_output(argv[optind], out, sizeof out);
+        o.out_path = out;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rc = crec_rec_run(&o, path, argv + optind, environ, &ex, &st, &err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (rc != CREC_OK)
+        return cli_fail(rc == CREC_ERR_GUEST ? EXIT_NOT_EXEC : EXIT_CREC_FAILED, "%s", err.msg);
+    if (stats)
+        print_stats(o.out_path, &st, (double)(t1.tv_sec - t0.tv_sec) +
+                                         (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    if (ex.signo) {
+        fprintf(stderr, "crec: %s\n", ex.msg);
+        return 128 + ex.signo;
+    }
+    return ex.status;
+}

@@ -1,0 +1,83 @@
+/*
+ * main.c - `crec`: dispatch to a subcommand, and the top-level --help.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const struct cli_command commands[] = {
+    {"record", "run a program under the emulator and record it", cmd_record},
+    {"replay", "re-execute a recording with no OS and verify it", cmd_replay},
+    {"run", "run a program under the emulator, without recording", cmd_run},
+    {"info", "describe a recording: header, threads, streams, sizes", cmd_info},
+};
+
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static void print_help(FILE *out)
+{
+    fprintf(out, "usage: crec COMMAND [OPTIONS] [ARGS]\n\n"
+                 "crec records a Linux x86-64 program under a software CPU and replays it.\n\n"
+                 "Commands:\n");
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n'crec COMMAND --help' describes one command.\n\n"
+                 "Exit status:\n"
+                 "  0    success\n"
+                 "  1    failure: bad or corrupt file, bad query, I/O error\n"
+                 "  2    bad command line\n"
+                 "  3    replay diverged from the recording\n"
+                 "  run exits with the program's own status, or 125 when crec\n"
+                 "  itself fails, 126 when the program can't be executed and\n"
+                 "  127 when it does not exist.\n");
+}
+
+int cli_is_help(const char *arg)
+{
+    return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "crec %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (see 'crec %s --help')\n", cmd);
+    return EXIT_USAGE;
+}
+
+int cli_fail(int code, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "crec: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return code;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_help(stderr);
+        return EXIT_USAGE;
+    }
+    if (cli_is_help(argv[1])) {
+        print_help(stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("crec %s\n", CREC_VERSION_STRING);
+        return EXIT_OK;
+    }
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].main(argc - 1, argv + 1);
+    fprintf(stderr, "crec: unknown command '%s' (see 'crec --help')\n", argv[1]);
+    return EXIT_USAGE;
+}

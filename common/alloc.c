@@ -1,0 +1,45 @@
+/*
+ * alloc.c - allocation wrappers with failure injection, so that tests can
+ * walk every out-of-memory path the way SQLite's malloc tests do.
+ */
+#include <stdlib.h>
+
+#include "common/common.h"
+
+/* 0: never fail.  Otherwise the number of allocations left before failing. */
+static unsigned long alloc_budget;
+
+void crec_alloc_fail_after(unsigned long n)
+{
+    alloc_budget = n;
+}
+
+static int alloc_should_fail(void)
+{
+    if (alloc_budget == 0)
+        return 0;
+    if (alloc_budget == 1)
+        return 1; /* stays at 1: every later allocation fails too */
+    alloc_budget--;
+    return 0;
+}
+
+void *crec_malloc(size_t n)
+{
+    return alloc_should_fail() ? NULL : malloc(n ? n : 1);
+}
+
+void *crec_calloc(size_t count, size_t size)
+{
+    return alloc_should_fail() ? NULL : calloc(count ? count : 1, size ? size : 1);
+}
+
+void *crec_realloc(void *p, size_t n)
+{
+    return alloc_should_fail() ? NULL : realloc(p, n ? n : 1);
+}
+
+void crec_free(void *p)
+{
+    free(p);
+}

@@ -1,0 +1,278 @@
+/*
+ * blocks.c - exact instruction counting and the RDTSC trap.
+ *
+ * Unicorn calls UC_HOOK_BLOCK with a block's address and size before the
+ * block runs.  We decode each block once with Capstone, memoise its
+ * instruction count in an open-addressing table keyed by address, and add
+ * the count.  A UC_HOOK_CODE on every instruction would cost 10x.
+ *
+ * A `rep` instruction: QEMU ends the block after one iteration and jumps
+ * back to the instruction itself, so every further iteration is a block of
+ * one instruction, and a rep instruction counts once per iteration (once
+ * when it runs zero times).  tests/test_emu.c checks this.
+ *
+ * RDTSC: Unicorn 2.0.1 refuses an instruction hook for it, and a code hook
+ * bounded to one address costs nothing elsewhere, but applies only to code
+ * translated after it is added.  So when a newly decoded block holds an
+ * RDTSC we add a bounded hook on it, drop the block's translation, stop, and
+ * let the run loop restart at the block's start (DESIGN.md option b).
+ */
+#include <string.h>
+
+#include "emu/emu_int.h"
+
+static size_t block_slot(uint64_t addr, size_t cap)
+{
+    uint64_t h = addr * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 20) & (cap - 1);
+}
+
+int emu_blocks_init(crec_emu_cpu *cpu)
+{
+    cpu->blocks_cap = 1 << 14;
+    cpu->blocks = crec_calloc(cpu->blocks_cap, sizeof *cpu->blocks);
+    return cpu->blocks ? 0 : -1;
+}
+
+void emu_blocks_free(crec_emu_cpu *cpu)
+{
+    crec_free(cpu->blocks);
+    cpu->blocks = NULL;
+    crec_free(cpu->rdtsc_sites);
+    cpu->rdtsc_sites = NULL;
+}
+
+static void block_put(struct emu_block *tab, size_t cap, const struct emu_block *b)
+{
+    size_t i = block_slot(b->addr, cap);
+    while (tab[i].addr && tab[i].addr != b->addr)
+        i = (i + 1) & (cap - 1);
+    tab[i] = *b;
+}
+
+static int blocks_grow(crec_emu_cpu *cpu)
+{
+    size_t cap = cpu->blocks_cap * 2;
+    struct emu_block *n = crec_calloc(cap, sizeof *n);
+    if (!n)
+        return -1;
+    for (size_t i = 0; i < cpu->blocks_cap; i++)
+        if (cpu->blocks[i].addr)
+            block_put(n, cap, &cpu->blocks[i]);
+    crec_free(cpu->blocks);
+    cpu->blocks = n;
+    cpu->blocks_cap = cap;
+    return 0;
+}
+
+/* Drop every memoised block that overlaps [addr, addr+len); rebuild the
+ * table so that the probe chains stay intact. */
+void emu_blocks_forget(crec_emu_cpu *cpu, uint64_t addr, uint64_t len)
+{
+    struct emu_block *old = cpu->blocks;
+    size_t cap = cpu->blocks_cap, kept = 0;
+    struct emu_block *n = crec_calloc(cap, sizeof *n);
+
+    if (!n) { /* can't rebuild: forget everything, which is always safe */
+        memset(old, 0, cap * sizeof *old);
+        cpu->blocks_used = 0;
+        return;
+    }
+    for (size_t i = 0; i < cap; i++) {
+        const struct emu_block *b = &old[i];
+        if (!b->addr)
+            continue;
+        if (len == 0 || (b->addr < addr + len && b->addr + b->size > addr))
+            continue;
+        block_put(n, cap, b);
+        kept++;
+    }
+    crec_free(old);
+    cpu->blocks = n;
+    cpu->blocks_used = kept;
+}
+
+long emu_count_insns(crec_emu_cpu *cpu, uint64_t addr, uint64_t size, uint64_t upto)
+{
+    uint8_t buf[4096 + 16];
+    const uint8_t *code = buf;
+    size_t left;
+    uint64_t pc = addr;
+    cs_insn *insn;
+    long n = 0;
+
+    if (size > 4096)
+        size = 4096;
+    if (crec_emu_mem_read(cpu, buf, addr, size) != 0)
+        return -1;
+    left = size;
+    insn = cs_malloc(cpu->cs);
+    if (!insn)
+        return -1;
+    while (pc < upto && left > 0 && cs_disasm_iter(cpu->cs, &code, &left, &pc, insn))
+        n++;
+    if (pc < upto && left > 0)
+        n++; /* an instruction Capstone does not know still counts as one */
+    cs_free(insn, 1);
+    return n;
+}
+
+void emu_describe_insn(crec_emu_cpu *cpu, uint64_t addr, char *buf, size_t size)
+{
+    uint8_t code[16];
+    size_t got = 0, off;
+    cs_insn *insn = NULL;
+
+    while (got < sizeof code && crec_emu_mem_read(cpu, code + got, addr + got, 1) == 0)
+        got++;
+    if (got == 0) {
+        snprintf(buf, size, "(unmapped)");
+        return;
+    }
+    size_t n = cs_disasm(cpu->cs, code, got, addr, 1, &insn);
+    size_t len = n ? insn[0].size : (got < 4 ? got : 4);
+    off = 0;
+    for (size_t i = 0; i < len && off + 3 < size; i++)
+        off += snprintf(buf + off, size - off, "%s%02x", i ? " " : "", code[i]);
+    if (n)
+        snprintf(buf + off, size - off, " (%s%s%s)", insn[0].mnemonic,
+                 insn[0].op_str[0] ? " " : "", insn[0].op_str);
+    else
+        snprintf(buf + off, size - off, " (not decodable)");
+    if (n)
+        cs_free(insn, n);
+}
+
+static int rdtsc_known(const crec_emu_cpu *cpu, uint64_t addr)
+{
+    for (size_t i = 0; i < cpu->n_rdtsc; i++)
+        if (cpu->rdtsc_sites[i] == addr)
+            return 1;
+    return 0;
+}
+
+/* The bounded code hook on one RDTSC/RDTSCP: emulate it and skip it. */
+static void rdtsc_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
+{
+    crec_emu_cpu *cpu = ud;
+    uint8_t b[3] = {0};
+    uint64_t v;
+    long before;
+
+    (void)uc;
+    crec_emu_mem_read(cpu, b, addr, 3);
+    /* the block was counted whole on entry: keep only what ran, plus this */
+    before = emu_count_insns(cpu, cpu->cur_block, cpu->cur_block_size, addr);
+    if (before >= 0 && (uint64_t)before < cpu->cur_block_n) {
+        cpu->icount -= cpu->cur_block_n - (uint64_t)before - 1;
+        cpu->cur_block_n = (uint32_t)before + 1;
+    }
+    v = cpu->hooks.rdtsc ? cpu->hooks.rdtsc(cpu->hooks.ctx, cpu)
+                         : crec_emu_rdtsc_default(cpu->icount);
+    crec_emu_reg_set(cpu, UC_X86_REG_RAX, v & 0xffffffffu);
+    crec_emu_reg_set(cpu, UC_X86_REG_RDX, v >> 32);
+    if (b[2] == 0xf9) /* rdtscp: ecx = TSC_AUX, processor 0 */
+        crec_emu_reg_set(cpu, UC_X86_REG_RCX, 0);
+    /* Writing RIP from a code hook makes Unicorn leave the block here and
+     * go on at the new address, where a new block (and count) starts. */
+    crec_emu_reg_set(cpu, UC_X86_REG_RIP, addr + size);
+    cpu->cur_block = addr + size;
+    cpu->cur_block_n = 0;
+    cpu->cur_block_size = 0;
+}
+
+/* Add bounded hooks for the RDTSCs of a new block.  Returns 1 if any. */
+static int trap_rdtsc(crec_emu_cpu *cpu, uint64_t addr, uint32_t size)
+{
+    uint8_t buf[4096];
+    const uint8_t *code = buf;
+    size_t left = size > sizeof buf ? sizeof buf : size;
+    uint64_t pc = addr;
+    cs_insn *insn;
+    int added = 0;
+
+    if (crec_emu_mem_read(cpu, buf, addr, left) != 0)
+        return 0;
+    insn = cs_malloc(cpu->cs);
+    if (!insn)
+        return 0;
+    while (cs_disasm_iter(cpu->cs, &code, &left, &pc, insn)) {
+        uc_hook h;
+        if (insn->id != X86_INS_RDTSC && insn->id != X86_INS_RDTSCP)
+            continue;
+        if (rdtsc_known(cpu, insn->address))
+            continue;
+        if (cpu->n_rdtsc == cpu->cap_rdtsc) {
+            size_t cap = cpu->cap_rdtsc ? cpu->cap_rdtsc * 2 : 16;
+            uint64_t *n = crec_realloc(cpu->rdtsc_sites, cap * sizeof *n);
+            if (!n)
+                break;
+            cpu->rdtsc_sites = n;
+            cpu->cap_rdtsc = cap;
+        }
+        if (uc_hook_add(cpu->uc, &h, UC_HOOK_CODE, (void *)rdtsc_hook, cpu, insn->address,
+                        insn->address) != UC_ERR_OK)
+            continue;
+        cpu->rdtsc_sites[cpu->n_rdtsc++] = insn->address;
+        added = 1;
+    }
+    cs_free(insn, 1);
+    return added;
+}
+
+/* Decode a block seen for the first time. */
+static int block_learn(crec_emu_cpu *cpu, uint64_t addr, uint32_t size, struct emu_block *out)
+{
+    long n = emu_count_insns(cpu, addr, size, addr + size);
+
+    out->addr = addr;
+    out->size = size;
+    out->ninsns = n < 0 ? 1 : (uint32_t)n;
+    if (trap_rdtsc(cpu, addr, size)) {
+        uc_ctl_remove_cache(cpu->uc, addr, addr + (size ? size : 1));
+        cpu->restart_at = addr;
+        uc_emu_stop(cpu->uc);
+        return 1;
+    }
+    if (cpu->blocks_used * 2 >= cpu->blocks_cap && blocks_grow(cpu) != 0)
+        return 0;
+    block_put(cpu->blocks, cpu->blocks_cap, out);
+    cpu->blocks_used++;
+    return 0;
+}
+
+void emu_block_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
+{
+    crec_emu_cpu *cpu = ud;
+    size_t i = block_slot(addr, cpu->blocks_cap);
+    struct emu_block b;
+
+    (void)uc;
+    if (cpu->restart_at)
+        return; /* stopping: this block will be entered again */
+    for (;;) {
+        const struct emu_block *s = &cpu->blocks[i];
+        if (s->addr == addr && s->size == size) {
+            b = *s;
+            break;
+        }
+        if (s->addr == 0 || s->addr == addr) {
+            /* new, or same start and a new size (retranslated code) */
+            if (s->addr == addr)
+                emu_blocks_forget(cpu, addr, 1);
+            if (block_learn(cpu, addr, size, &b))
+                return;
+            break;
+        }
+        i = (i + 1) & (cpu->blocks_cap - 1);
+    }
+    cpu->icount += b.ninsns;
+    cpu->cur_block = addr;
+    cpu->cur_block_n = b.ninsns;
+    cpu->cur_block_size = size;
+    if (cpu->hooks.block) {
+        cpu->in_block_hook = 1;
+        cpu->hooks.block(cpu->hooks.ctx, addr, b.ninsns, cpu->icount);
+        cpu->in_block_hook = 0;
+    }
+}

@@ -1,0 +1,376 @@
+/*
+ * cpu.c - the Unicorn engine in x86-64 mode: creation, hooks, the run
+ * loop, and the register state.  No syscall or ELF code is referenced
+ * here, so the replayer can link the CPU alone.
+ *
+ * uc_emu_start is never given a count or a timeout (DESIGN.md): a count
+ * adds a code hook and toggling it flushes every translation, a timeout is
+ * a timer thread and so not deterministic.
+ */
+#include <signal.h>
+#include <string.h>
+
+#include "emu/emu_int.h"
+
+uint64_t crec_emu_reg_get(crec_emu_cpu *cpu, int reg)
+{
+    uint64_t v = 0;
+    uc_reg_read(cpu->uc, reg, &v);
+    return v;
+}
+
+void crec_emu_reg_set(crec_emu_cpu *cpu, int reg, uint64_t v)
+{
+    uc_reg_write(cpu->uc, reg, &v);
+}
+
+uint64_t crec_emu_rdtsc_default(uint64_t icount)
+{
+    return 1000000000ull + 4 * icount;
+}
+
+static void hook_syscall(uc_engine *uc, void *ud)
+{
+    crec_emu_cpu *cpu = ud;
+    (void)uc;
+    if (cpu->hooks.syscall)
+        cpu->hooks.syscall(cpu->hooks.ctx, cpu);
+    else
+        crec_emu_reg_set(cpu, UC_X86_REG_RAX, (uint64_t)-ENOSYS);
+}
+
+static int hook_cpuid(uc_engine *uc, void *ud)
+{
+    crec_emu_cpu *cpu = ud;
+    uint32_t out[4];
+    uint32_t leaf = (uint32_t)crec_emu_reg_get(cpu, UC_X86_REG_RAX);
+    uint32_t sub = (uint32_t)crec_emu_reg_get(cpu, UC_X86_REG_RCX);
+
+    (void)uc;
+    if (cpu->hooks.cpuid)
+        cpu->hooks.cpuid(cpu->hooks.ctx, leaf, sub, out);
+    else
+        crec_emu_cpuid_default(leaf, sub, out);
+    crec_emu_reg_set(cpu, UC_X86_REG_RAX, out[0]);
+    crec_emu_reg_set(cpu, UC_X86_REG_RBX, out[1]);
+    crec_emu_reg_set(cpu, UC_X86_REG_RCX, out[2]);
+    crec_emu_reg_set(cpu, UC_X86_REG_RDX, out[3]);
+    return 1; /* skip Unicorn's own CPUID */
+}
+
+static bool hook_invalid_insn(uc_engine *uc, void *ud)
+{
+    (void)uc, (void)ud;
+    return false; /* stop with UC_ERR_INSN_INVALID */
+}
+
+static bool hook_mem_invalid(uc_engine *uc, uc_mem_type type, uint64_t addr, int size,
+                             int64_t value, void *ud)
+{
+    crec_emu_cpu *cpu = ud;
+    struct crec_emu_stop *f = &cpu->fault;
+
+    (void)uc, (void)size, (void)value;
+    memset(f, 0, sizeof *f);
+    f->why = CREC_STOP_FAULT;
+    f->signo = SIGSEGV;
+    f->addr = addr;
+    f->rip = crec_emu_reg_get(cpu, UC_X86_REG_RIP);
+    switch (type) {
+    case UC_MEM_READ_UNMAPPED: f->access = 'r', f->unmapped = 1; break;
+    case UC_MEM_WRITE_UNMAPPED: f->access = 'w', f->unmapped = 1; break;
+    case UC_MEM_FETCH_UNMAPPED: f->access = 'x', f->unmapped = 1, f->rip = addr; break;
+    case UC_MEM_WRITE_PROT: f->access = 'w'; break;
+    case UC_MEM_READ_PROT: f->access = 'r'; break;
+    case UC_MEM_FETCH_PROT: f->access = 'x', f->rip = addr; break;
+    default: f->access = '?'; break;
+    }
+    cpu->fault_seen = 1;
+    return false;
+}
+
+static void hook_intr(uc_engine *uc, uint32_t intno, void *ud)
+{
+    crec_emu_cpu *cpu = ud;
+    cpu->intr_seen = 1;
+    cpu->intno = intno;
+    uc_emu_stop(uc);
+}
+
+/*
+ * The FPU as Linux starts a process: x87 control word 0x37f (all exceptions
+ * masked, 64-bit precision), an empty x87 stack, MXCSR 0x1f80.  Unicorn's
+ * reset leaves the control word and MXCSR at 0 and all tags "full"; that
+ * goes unnoticed until an FXRSTOR (ld.so's lazy binding) loads the zero
+ * control word into the softfloat state.
+ */
+static void cpu_reset_fpu(crec_emu_cpu *cpu)
+{
+    /* CR4.OSFXSR|OSXMMEXCPT, as Linux sets them: without OSFXSR, QEMU's
+     * FXSAVE/FXRSTOR skip MXCSR and the XMM registers, and ld.so's lazy
+     * binding (_dl_runtime_resolve_fxsave) loses the caller's xmm args. */
+    crec_emu_reg_set(cpu, UC_X86_REG_CR4,
+                     crec_emu_reg_get(cpu, UC_X86_REG_CR4) | (1u << 9) | (1u << 10));
+    crec_emu_reg_set(cpu, UC_X86_REG_FPCW, 0x37f);
+    crec_emu_reg_set(cpu, UC_X86_REG_FPTAG, 0xffff);
+    crec_emu_reg_set(cpu, UC_X86_REG_MXCSR, 0x1f80);
+}
+
+int crec_emu_cpu_create(crec_emu_cpu **out, const struct crec_emu_cpu_hooks *hooks,
+                        crec_error *err)
+{
+    crec_emu_cpu *cpu = crec_calloc(1, sizeof *cpu);
+    uc_err ue;
+
+    *out = NULL;
+    if (!cpu)
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+    if (hooks)
+        cpu->hooks = *hooks;
+    ue = uc_open(UC_ARCH_X86, UC_MODE_64, &cpu->uc);
+    if (ue != UC_ERR_OK) {
+        crec_free(cpu);
+        return crec_error_set(err, CREC_ERR_EMU, "uc_open: %s", uc_strerror(ue));
+    }
+    if (cs_open(CS_ARCH_X86, CS_MODE_64, &cpu->cs) != CS_ERR_OK) {
+        uc_close(cpu->uc);
+        crec_free(cpu);
+        return crec_error_set(err, CREC_ERR_EMU, "capstone: cs_open failed");
+    }
+    if (emu_blocks_init(cpu) != 0) {
+        crec_emu_cpu_free(cpu);
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+    }
+    /* begin > end: the hooks apply to every address */
+    if ((ue = uc_hook_add(cpu->uc, &cpu->h_block, UC_HOOK_BLOCK, (void *)emu_block_hook, cpu,
+                          1, 0)) ||
+        (ue = uc_hook_add(cpu->uc, &cpu->h_syscall, UC_HOOK_INSN, (void *)hook_syscall, cpu, 1,
+                          0, UC_X86_INS_SYSCALL)) ||
+        (ue = uc_hook_add(cpu->uc, &cpu->h_cpuid, UC_HOOK_INSN, (void *)hook_cpuid, cpu, 1, 0,
+                          UC_X86_INS_CPUID)) ||
+        (ue = uc_hook_add(cpu->uc, &cpu->h_invalid, UC_HOOK_INSN_INVALID,
+                          (void *)hook_invalid_insn, cpu, 1, 0)) ||
+        (ue = uc_hook_add(cpu->uc, &cpu->h_mem, UC_HOOK_MEM_INVALID, (void *)hook_mem_invalid,
+                          cpu, 1, 0)) ||
+        (ue = uc_hook_add(cpu->uc, &cpu->h_intr, UC_HOOK_INTR, (void *)hook_intr, cpu, 1, 0))) {
+        crec_emu_cpu_free(cpu);
+        return crec_error_set(err, CREC_ERR_EMU, "uc_hook_add: %s", uc_strerror(ue));
+    }
+    cpu_reset_fpu(cpu);
+    *out = cpu;
+    return CREC_OK;
+}
+
+void crec_emu_cpu_free(crec_emu_cpu *cpu)
+{
+    if (!cpu)
+        return;
+    if (cpu->uc)
+        uc_close(cpu->uc);
+    emu_mem_free_all(cpu);
+    emu_blocks_free(cpu);
+    cs_close(&cpu->cs);
+    crec_free(cpu);
+}
+
+void crec_emu_cpu_stop(crec_emu_cpu *cpu)
+{
+    cpu->stop_requested = 1;
+    /* From a block hook the stop comes before the block runs: uncount it. */
+    if (cpu->in_block_hook) {
+        cpu->icount -= cpu->cur_block_n;
+        cpu->cur_block_n = 0, cpu->cur_block_size = 0;
+    }
+    uc_emu_stop(cpu->uc);
+}
+
+uint64_t crec_emu_cpu_icount(const crec_emu_cpu *cpu)
+{
+    return cpu->icount;
+}
+
+void crec_emu_cpu_set_icount(crec_emu_cpu *cpu, uint64_t icount)
+{
+    cpu->icount = icount;
+    cpu->cur_block_n = 0, cpu->cur_block_size = 0;
+}
+
+void crec_emu_cpu_describe(crec_emu_cpu *cpu, uint64_t addr, char *buf, size_t size)
+{
+    emu_describe_insn(cpu, addr, buf, size);
+}
+
+void *crec_emu_cpu_uc(crec_emu_cpu *cpu)
+{
+    return cpu->uc;
+}
+
+void crec_emu_cpu_flush_code(crec_emu_cpu *cpu, uint64_t addr, uint64_t len)
+{
+    if (len == 0) {
+        uc_ctl_flush_tlb(cpu->uc); /* UC_CTL_TB_FLUSH: every translated block */
+        emu_blocks_forget(cpu, 0, 0);
+        return;
+    }
+    uc_ctl_remove_cache(cpu->uc, addr, addr + len);
+    emu_blocks_forget(cpu, addr, len);
+}
+
+/*
+ * A stop in the middle of a block: count only what completed before rip.
+ * At a fault, Unicorn 2.0.1 reports the exact RIP only when a memory hook
+ * is installed (as when recording); otherwise RIP is the block's start
+ * (unicorn issue #1323).  Either way the count is "instructions completed
+ * before the reported RIP", so the two agree with each other.
+ */
+static void uncount_rest(crec_emu_cpu *cpu, uint64_t rip)
+{
+    long done;
+    if (rip < cpu->cur_block || rip >= cpu->cur_block + cpu->cur_block_size)
+        return;
+    done = emu_count_insns(cpu, cpu->cur_block, cpu->cur_block_size, rip);
+    if (done >= 0 && (uint64_t)done <= cpu->cur_block_n)
+        cpu->icount -= cpu->cur_block_n - (uint64_t)done;
+    cpu->cur_block_n = 0, cpu->cur_block_size = 0;
+}
+
+static int trap_signal(uint32_t intno)
+{
+    switch (intno) {
+    case 0: return SIGFPE;  /* #DE */
+    case 1: case 3: return SIGTRAP;
+    case 6: return SIGILL;
+    case 16: case 19: return SIGFPE;
+    default: return SIGSEGV;
+    }
+}
+
+static void describe_stop(crec_emu_cpu *cpu, struct crec_emu_stop *stop, uc_err ue)
+{
+    uint64_t rip = crec_emu_reg_get(cpu, UC_X86_REG_RIP);
+
+    if (cpu->fault_seen) {
+        *stop = cpu->fault;
+        uncount_rest(cpu, stop->rip);
+        return;
+    }
+    stop->rip = rip;
+    if (ue == UC_ERR_INSN_INVALID) {
+        stop->why = CREC_STOP_ILLEGAL;
+        stop->signo = SIGILL;
+        uncount_rest(cpu, rip);
+        emu_describe_insn(cpu, rip, stop->what, sizeof stop->what);
+    } else if (cpu->intr_seen) {
+        stop->why = CREC_STOP_TRAP;
+        stop->signo = trap_signal(cpu->intno);
+        uncount_rest(cpu, rip);
+        snprintf(stop->what, sizeof stop->what, "CPU exception %u", cpu->intno);
+        if (cpu->intno == 0x80)
+            snprintf(stop->what, sizeof stop->what, "int 0x80 (32-bit syscalls are not supported)");
+    } else if (ue != UC_ERR_OK) {
+        stop->why = CREC_STOP_FAULT;
+        stop->signo = SIGSEGV;
+        stop->addr = rip;
+        stop->access = '?';
+        snprintf(stop->what, sizeof stop->what, "%s", uc_strerror(ue));
+    } else {
+        /* Unicorn returns quietly after HLT, which Linux punishes with #GP */
+        stop->why = CREC_STOP_TRAP;
+        stop->signo = SIGSEGV;
+        stop->rip = rip - 1;
+        snprintf(stop->what, sizeof stop->what, "privileged instruction (hlt)");
+    }
+}
+
+int crec_emu_cpu_run(crec_emu_cpu *cpu, struct crec_emu_stop *stop, crec_error *err)
+{
+    uc_err ue;
+
+    (void)err;
+    memset(stop, 0, sizeof *stop);
+    for (;;) {
+        uint64_t rip = crec_emu_reg_get(cpu, UC_X86_REG_RIP);
+        cpu->stop_requested = cpu->fault_seen = cpu->intr_seen = 0;
+        cpu->restart_at = 0;
+        ue = uc_emu_start(cpu->uc, rip, (uint64_t)-1, 0, 0);
+        if (cpu->restart_at && !cpu->fault_seen && !cpu->intr_seen) {
+            /* a block with a new RDTSC trap: enter it again */
+            crec_emu_reg_set(cpu, UC_X86_REG_RIP, cpu->restart_at);
+            if (!cpu->stop_requested)
+                continue;
+        }
+        if (cpu->stop_requested && ue == UC_ERR_OK && !cpu->intr_seen)
+            return CREC_OK;
+        describe_stop(cpu, stop, ue);
+        return CREC_OK;
+    }
+}
+
+/* --- registers ---------------------------------------------------------- */
+
+static const int gpr_ids[CREC_NGPR] = {
+    UC_X86_REG_RAX, UC_X86_REG_RCX, UC_X86_REG_RDX, UC_X86_REG_RBX,
+    UC_X86_REG_RSP, UC_X86_REG_RBP, UC_X86_REG_RSI, UC_X86_REG_RDI,
+    UC_X86_REG_R8,  UC_X86_REG_R9,  UC_X86_REG_R10, UC_X86_REG_R11,
+    UC_X86_REG_R12, UC_X86_REG_R13, UC_X86_REG_R14, UC_X86_REG_R15,
+};
+
+/* Unicorn reads an x87 register as 8 bytes of mantissa then 2 of exponent,
+ * which is the 80-bit little-endian layout crec_regs wants. */
+int crec_emu_regs_get(crec_emu_cpu *cpu, crec_regs *r)
+{
+    uc_err ue = UC_ERR_OK;
+    uint64_t v;
+
+    memset(r, 0, sizeof *r);
+    for (int i = 0; i < CREC_NGPR && !ue; i++)
+        ue = uc_reg_read(cpu->uc, gpr_ids[i], &r->gpr[i]);
+    if (!ue) ue = uc_reg_read(cpu->uc, UC_X86_REG_RIP, &r->rip);
+    if (!ue) ue = uc_reg_read(cpu->uc, UC_X86_REG_RFLAGS, &r->rflags);
+    if (!ue) ue = uc_reg_read(cpu->uc, UC_X86_REG_FS_BASE, &r->fs_base);
+    if (!ue) ue = uc_reg_read(cpu->uc, UC_X86_REG_GS_BASE, &r->gs_base);
+    for (int i = 0; i < 16 && !ue; i++)
+        ue = uc_reg_read(cpu->uc, UC_X86_REG_XMM0 + i, r->xmm[i]);
+    for (int i = 0; i < 8 && !ue; i++)
+        ue = uc_reg_read(cpu->uc, UC_X86_REG_ST0 + i, r->st[i]);
+    v = 0;
+    if (!ue) ue = uc_reg_read(cpu->uc, UC_X86_REG_MXCSR, &v);
+    r->mxcsr = (uint32_t)v;
+    v = 0;
+    if (!ue) ue = uc_reg_read(cpu->uc, UC_X86_REG_FPCW, &v);
+    r->fpcw = (uint16_t)v;
+    v = 0;
+    if (!ue) ue = uc_reg_read(cpu->uc, UC_X86_REG_FPSW, &v);
+    r->fpsw = (uint16_t)v;
+    v = 0;
+    if (!ue) ue = uc_reg_read(cpu->uc, UC_X86_REG_FPTAG, &v);
+    r->fptag = (uint16_t)v;
+    return ue ? CREC_ERR_EMU : CREC_OK;
+}
+
+int crec_emu_regs_set(crec_emu_cpu *cpu, const crec_regs *r)
+{
+    uc_err ue = UC_ERR_OK;
+    uint64_t v;
+
+    for (int i = 0; i < CREC_NGPR && !ue; i++)
+        ue = uc_reg_write(cpu->uc, gpr_ids[i], &r->gpr[i]);
+    if (!ue) ue = uc_reg_write(cpu->uc, UC_X86_REG_RFLAGS, &r->rflags);
+    if (!ue) ue = uc_reg_write(cpu->uc, UC_X86_REG_FS_BASE, &r->fs_base);
+    if (!ue) ue = uc_reg_write(cpu->uc, UC_X86_REG_GS_BASE, &r->gs_base);
+    for (int i = 0; i < 16 && !ue; i++)
+        ue = uc_reg_write(cpu->uc, UC_X86_REG_XMM0 + i, r->xmm[i]);
+    for (int i = 0; i < 8 && !ue; i++)
+        ue = uc_reg_write(cpu->uc, UC_X86_REG_ST0 + i, r->st[i]);
+    v = r->mxcsr;
+    if (!ue) ue = uc_reg_write(cpu->uc, UC_X86_REG_MXCSR, &v);
+    v = r->fpcw;
+    if (!ue) ue = uc_reg_write(cpu->uc, UC_X86_REG_FPCW, &v);
+    v = r->fpsw;
+    if (!ue) ue = uc_reg_write(cpu->uc, UC_X86_REG_FPSW, &v);
+    v = r->fptag;
+    if (!ue) ue = uc_reg_write(cpu->uc, UC_X86_REG_FPTAG, &v);
+    /* RIP last: writing it from inside a hook also restarts the block */
+    if (!ue) ue = uc_reg_write(cpu->uc, UC_X86_REG_RIP, &r->rip);
+    return ue ? CREC_ERR_EMU : CREC_OK;
+}

@@ -1,0 +1,320 @@
+/*
+ * emu.h - the emulator module: runs a Linux x86-64 program under Unicorn.
+ *
+ * Two layers, so that the replayer can take the first without the second:
+ *
+ *   the CPU  (crec_emu_cpu_*, crec_emu_mem_*, crec_emu_regs_*): a Unicorn
+ *            engine in x86-64 mode, guest memory that we own and map with
+ *            uc_mem_map_ptr, the full register state, exact instruction
+ *            counting, CPUID answered by a callback and RDTSC trapped into a
+ *            callback.  Files: cpu.c, mem.c, blocks.c, cpuid.c.  They never
+ *            reference the syscall or ELF code.
+ *
+ *   the OS   (crec_emu_*): a process on top of a CPU - the ELF loader, the
+ *            initial stack, the Linux syscall layer and the observer that
+ *            the recorder fills.  Files: loader.c, process.c, syscall.c,
+ *            sys_*.c (one per syscall family), strace.c, sysnames.c.
+ *            docs/EMU.md describes what is emulated.
+ *
+ * Time is the instruction count: a `rep`-prefixed instruction counts once
+ * per iteration (docs/EMU.md explains how that falls out of Unicorn).
+ */
+#ifndef CREC_EMU_H
+#define CREC_EMU_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "crec.h"
+
+/* ------------------------------------------------------------------------ */
+/* The CPU                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct crec_emu_cpu crec_emu_cpu;
+
+/* Guest page size; every mapping is a whole number of these. */
+#define CREC_EMU_PAGE 4096ull
+
+/* Protection bits of a guest mapping (the same values as PROT_* on Linux). */
+#define CREC_PROT_READ 1
+#define CREC_PROT_WRITE 2
+#define CREC_PROT_EXEC 4
+
+/*
+ * Callbacks from the CPU to whoever drives it (the OS layer when running,
+ * the replayer when replaying).  All optional except `syscall`, which must
+ * be there for any program that makes one.
+ */
+struct crec_emu_cpu_hooks {
+    void *ctx;
+    /* A `syscall` instruction; RIP is the instruction's own address and is
+     * advanced past it after the callback returns. */
+    void (*syscall)(void *ctx, crec_emu_cpu *cpu);
+    /* Fill out[0..3] = eax, ebx, ecx, edx for CPUID leaf/subleaf.  Absent:
+     * crec_emu_cpuid_default. */
+    void (*cpuid)(void *ctx, uint32_t leaf, uint32_t subleaf, uint32_t out[4]);
+    /* The value RDTSC/RDTSCP returns.  Absent: crec_emu_rdtsc_default. */
+    uint64_t (*rdtsc)(void *ctx, crec_emu_cpu *cpu);
+    /* A block starts; `icount` already includes its `ninsns`. */
+    void (*block)(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t icount);
+};
+
+/* Why crec_emu_cpu_run returned. */
+enum crec_emu_stop_why {
+    CREC_STOP_REQUESTED = 0, /* a callback called crec_emu_cpu_stop */
+    CREC_STOP_FAULT = 1,     /* unmapped or protected memory access */
+    CREC_STOP_ILLEGAL = 2,   /* invalid or unsupported instruction */
+    CREC_STOP_TRAP = 3,      /* another CPU exception (int3, #DE, #GP, hlt) */
+};
+
+struct crec_emu_stop {
+    enum crec_emu_stop_why why;
+    int signo;          /* the signal Linux would deliver (0 for REQUESTED) */
+    uint64_t rip;       /* address of the instruction that stopped */
+    uint64_t addr;      /* FAULT: the data address */
+    int access;         /* FAULT: 'r', 'w' or 'x' */
+    int unmapped;       /* FAULT: 1 unmapped, 0 protection */
+    char what[160];     /* ILLEGAL/TRAP: bytes and disassembly, one line */
+};
+
+/*! crec_emu_cpu_create() :
+ *  A fresh x86-64 CPU with no memory and all registers zero.  `hooks` is
+ *  copied.  @return CREC_OK or CREC_ERR_EMU / CREC_ERR_NOMEM. */
+int crec_emu_cpu_create(crec_emu_cpu **out, const struct crec_emu_cpu_hooks *hooks,
+                        crec_error *err);
+
+/*! crec_emu_cpu_free() : free the CPU and all guest memory.  NULL is fine. */
+void crec_emu_cpu_free(crec_emu_cpu *cpu);
+
+/*! crec_emu_cpu_run() :
+ *  Run from the current RIP until a callback calls crec_emu_cpu_stop or the
+ *  guest stops on a fault, an illegal instruction or a trap (described in
+ *  *stop; the instruction count then covers only the instructions that
+ *  completed).  @return CREC_OK, or CREC_ERR_EMU if Unicorn itself failed. */
+int crec_emu_cpu_run(crec_emu_cpu *cpu, struct crec_emu_stop *stop, crec_error *err);
+
+/*! crec_emu_cpu_stop() : from a callback, end crec_emu_cpu_run after the
+ *  current instruction. */
+void crec_emu_cpu_stop(crec_emu_cpu *cpu);
+
+/*! crec_emu_cpu_icount() : @return instructions executed so far. */
+uint64_t crec_emu_cpu_icount(const crec_emu_cpu *cpu);
+
+/*! crec_emu_cpu_set_icount() : set the instruction count (a replay that
+ *  starts at a key frame). */
+void crec_emu_cpu_set_icount(crec_emu_cpu *cpu, uint64_t icount);
+
+/*! crec_emu_cpu_describe() : "BYTES (MNEMONIC OPERANDS)" of the instruction
+ *  at addr, one line, into buf. */
+void crec_emu_cpu_describe(crec_emu_cpu *cpu, uint64_t addr, char *buf, size_t size);
+
+/*! crec_emu_cpu_uc() : @return the Unicorn engine (a `uc_engine *`), for
+ *  the recorder's memory hooks.  Add hooks before running, or call
+ *  crec_emu_cpu_flush_code afterwards: Unicorn applies a hook only to code
+ *  translated after it was added. */
+void *crec_emu_cpu_uc(crec_emu_cpu *cpu);
+
+/*! crec_emu_cpu_flush_code() : forget every translated block and every
+ *  memoised block count in [addr, addr+len) (len 0: everything). */
+void crec_emu_cpu_flush_code(crec_emu_cpu *cpu, uint64_t addr, uint64_t len);
+
+/*! crec_emu_regs_get() / crec_emu_regs_set() :
+ *  The whole register state.  Unicorn 2.0.1 reads and writes every field of
+ *  crec_regs; the x87 tag word is the full form (two bits per register,
+ *  0xffff = all empty), as FNSTENV stores it.
+ *  @return CREC_OK or CREC_ERR_EMU. */
+int crec_emu_regs_get(crec_emu_cpu *cpu, crec_regs *r);
+int crec_emu_regs_set(crec_emu_cpu *cpu, const crec_regs *r);
+
+/*! crec_emu_reg_get() / crec_emu_reg_set() : one register by its Unicorn id
+ *  (UC_X86_REG_*), for callbacks that need only a few. */
+uint64_t crec_emu_reg_get(crec_emu_cpu *cpu, int uc_reg);
+void crec_emu_reg_set(crec_emu_cpu *cpu, int uc_reg, uint64_t value);
+
+/*! crec_emu_cpuid_default() : the fixed CPUID table (docs/EMU.md): the same
+ *  answer on every host. */
+void crec_emu_cpuid_default(uint32_t leaf, uint32_t subleaf, uint32_t out[4]);
+
+/*! crec_emu_rdtsc_default() : the virtual TSC, a pure function of the
+ *  instruction count: 1e9 + 4 * icount. */
+uint64_t crec_emu_rdtsc_default(uint64_t icount);
+
+/* --- guest memory -------------------------------------------------------- */
+
+/*! crec_emu_mem_map() :
+ *  Map [addr, addr+len) (page-aligned) with `prot`, zero-filled, backed by
+ *  host memory this module owns.  Replaces whatever was mapped there.
+ *  @return CREC_OK, CREC_ERR_NOMEM or CREC_ERR_EMU. */
+int crec_emu_mem_map(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot,
+                     crec_error *err);
+
+/*! crec_emu_mem_map_host() :
+ *  Like crec_emu_mem_map, but backed by `host`, which the caller got from
+ *  mmap(2) and hands over: it is munmap'ed when the guest unmaps it. */
+int crec_emu_mem_map_host(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot,
+                          void *host, crec_error *err);
+
+/*! crec_emu_mem_unmap() : unmap every page of the range; holes are fine. */
+int crec_emu_mem_unmap(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, crec_error *err);
+
+/*! crec_emu_mem_protect() : change protection of every mapped page in the
+ *  range.  @return CREC_ERR_ARG when part of the range is not mapped (and
+ *  then nothing changed). */
+int crec_emu_mem_protect(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot,
+                         crec_error *err);
+
+/*! crec_emu_mem_host() :
+ *  Translate a guest range to a host pointer.  @return NULL unless the
+ *  whole range is mapped, contiguous in host memory, and allows `prot`
+ *  (0: any mapped page will do). */
+void *crec_emu_mem_host(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot);
+
+/*! crec_emu_mem_read() / crec_emu_mem_write() :
+ *  Copy between guest and host memory, across mappings, ignoring
+ *  protection (a debugger's view).  @return 0, or -1 if a page is not mapped. */
+int crec_emu_mem_read(crec_emu_cpu *cpu, void *dst, uint64_t addr, uint64_t len);
+int crec_emu_mem_write(crec_emu_cpu *cpu, uint64_t addr, const void *src, uint64_t len);
+
+/*! crec_emu_mem_prot() : @return the protection of the page holding addr,
+ *  or -1 if it is not mapped. */
+int crec_emu_mem_prot(crec_emu_cpu *cpu, uint64_t addr);
+
+/*! crec_emu_mem_find_free() :
+ *  The highest page-aligned hole of `len` bytes that ends at or below
+ *  `below` and starts at or above `above`.  @return 0, or -1 if none. */
+int crec_emu_mem_find_free(crec_emu_cpu *cpu, uint64_t len, uint64_t above,
+                           uint64_t below, uint64_t *addr);
+
+/* One guest mapping, as crec_emu_mem_foreach reports it. */
+struct crec_emu_mapping {
+    uint64_t start, end;
+    int prot;
+    void *host;
+};
+
+/*! crec_emu_mem_foreach() : call fn for each mapping in address order; stop
+ *  early when fn returns non-zero.  @return what fn returned last. */
+int crec_emu_mem_foreach(crec_emu_cpu *cpu,
+                         int (*fn)(void *ctx, const struct crec_emu_mapping *m), void *ctx);
+
+/* ------------------------------------------------------------------------ */
+/* The OS: a process on a CPU                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef struct crec_emu crec_emu;
+
+/* A guest range the emulated kernel wrote during one syscall. */
+struct crec_emu_range {
+    uint64_t addr, len;
+};
+
+#define CREC_EMU_MAX_OUT 8
+
+/* One finished syscall, as on_syscall_exit sees it. */
+struct crec_emu_syscall {
+    uint64_t nr;
+    uint64_t args[6];
+    int64_t ret;                      /* value or -errno, as the guest sees it */
+    unsigned n_out;                   /* ranges of guest memory written */
+    struct crec_emu_range out[CREC_EMU_MAX_OUT];
+    int out_overflow;                 /* more ranges were written than listed */
+};
+
+/* A change of the guest's memory map. */
+enum crec_emu_mem_kind {
+    CREC_MEM_MMAP,
+    CREC_MEM_MUNMAP,
+    CREC_MEM_MPROTECT,
+    CREC_MEM_BRK,
+    CREC_MEM_MREMAP, /* reported as an MUNMAP of the old range then this */
+};
+
+struct crec_emu_mem_event {
+    enum crec_emu_mem_kind kind;
+    uint64_t addr, len;
+    int prot;            /* new protection (MMAP, MPROTECT, BRK, MREMAP) */
+    int became_exec;     /* some page in the range is now executable */
+    int fd;              /* MMAP of a file: the guest fd, else -1 */
+    uint64_t offset;     /* MMAP of a file: its offset */
+    const char *path;    /* MMAP of a file: its host path (NULL if unknown),
+                            valid during the callback only */
+};
+
+/* How the guest ended. */
+struct crec_emu_exit {
+    int status;          /* exit status when signo == 0 */
+    int signo;           /* the fatal signal, or 0 */
+    struct crec_emu_stop stop; /* the CPU stop that ended it, if signo != 0 */
+    char msg[256];       /* signo != 0: "guest killed by SIGSEGV at ..." */
+};
+
+/*
+ * What the recorder watches.  Every member is optional; `ctx` is passed
+ * back.  They are called after the event, with the guest state already
+ * updated.
+ */
+struct crec_emu_observer {
+    void *ctx;
+    void (*on_block)(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t icount);
+    /* before the emulated kernel runs: nr and args are set, ret is 0 */
+    void (*on_syscall_enter)(void *ctx, const struct crec_emu_syscall *sc);
+    /* after it: ret and the ranges it wrote are set (not for exit) */
+    void (*on_syscall_exit)(void *ctx, const struct crec_emu_syscall *sc);
+    void (*on_cpuid)(void *ctx, uint32_t leaf, uint32_t subleaf, const uint32_t out[4]);
+    void (*on_rdtsc)(void *ctx, uint64_t value);
+    void (*on_mem)(void *ctx, const struct crec_emu_mem_event *ev);
+    void (*on_exit)(void *ctx, const struct crec_emu_exit *ex);
+};
+
+struct crec_emu_options {
+    int strace;          /* print every syscall to `log` */
+    int strict;          /* an unsupported syscall stops the run */
+    FILE *log;           /* messages; NULL: stderr */
+    const struct crec_emu_observer *observer; /* NULL: none */
+};
+
+/* Why crec_emu_find_program failed, for exit codes 126/127. */
+enum crec_emu_find {
+    CREC_FIND_OK = 0,
+    CREC_FIND_MISSING = 1,  /* no such file (127) */
+    CREC_FIND_NOEXEC = 2,   /* exists but not executable / not x86-64 ELF (126) */
+};
+
+/*! crec_emu_find_program() :
+ *  Resolve `prog` like execvp: a name with a '/' as is, else each entry of
+ *  PATH.  Checks that it is an executable x86-64 ELF file.
+ *  @return CREC_FIND_*; on failure err holds the one-line reason. */
+int crec_emu_find_program(const char *prog, char *path, size_t size, crec_error *err);
+
+/*! crec_emu_create() : a process with no program loaded yet.  `opt` is
+ *  copied (the observer it points to must outlive the process). */
+int crec_emu_create(crec_emu **out, const struct crec_emu_options *opt, crec_error *err);
+
+/*! crec_emu_free() : NULL is fine.  Closes the guest's files. */
+void crec_emu_free(crec_emu *e);
+
+/*! crec_emu_load() :
+ *  Load the ELF file `path` (and its interpreter) as the kernel's execve
+ *  would, with argv and envp (NULL-terminated) on the initial stack.
+ *  @return CREC_OK, CREC_ERR_GUEST (bad ELF, missing interpreter),
+ *  CREC_ERR_IO, CREC_ERR_NOMEM or CREC_ERR_EMU. */
+int crec_emu_load(crec_emu *e, const char *path, char *const argv[], char *const envp[],
+                  crec_error *err);
+
+/*! crec_emu_run() :
+ *  Run the loaded program to its end.  @return CREC_OK with *ex filled when
+ *  the guest exited or was killed; CREC_ERR_UNSUPPORTED (--strict) or
+ *  CREC_ERR_EMU when crec could not go on. */
+int crec_emu_run(crec_emu *e, struct crec_emu_exit *ex, crec_error *err);
+
+/*! crec_emu_stop() :
+ *  From an observer callback: end crec_emu_run before the current block
+ *  (from on_block) or after the current instruction, with the guest still
+ *  alive; *ex is then all zero.  @return nothing. */
+void crec_emu_stop(crec_emu *e);
+
+/*! crec_emu_cpu_of() : @return the process's CPU. */
+crec_emu_cpu *crec_emu_cpu_of(crec_emu *e);
+
+#endif /* CREC_EMU_H */

@@ -1,0 +1,170 @@
+/*
+ * emu_int.h - private to emu/: the structures behind crec_emu_cpu and
+ * crec_emu, and the helpers the syscall families share.
+ */
+#ifndef CREC_EMU_INT_H
+#define CREC_EMU_INT_H
+
+#include <capstone/capstone.h>
+#include <errno.h>
+#include <stdint.h>
+#include <unicorn/unicorn.h>
+
+#include "common/common.h"
+#include "emu/emu.h"
+
+/* ---- the CPU (cpu.c, mem.c, blocks.c) ----------------------------------- */
+
+/*
+ * One guest mapping.  Host memory always comes from mmap(2), so any page
+ * range of it can be given back with munmap, which is what lets us cut a
+ * mapping into pieces.  Each entry is exactly one Unicorn region.
+ */
+struct emu_map {
+    uint64_t start, end; /* guest, page-aligned */
+    uint8_t *host;       /* host address of `start` */
+    int prot;
+};
+
+/* Memoised instruction count of one translated block. */
+struct emu_block {
+    uint64_t addr;  /* 0: empty slot */
+    uint32_t size;  /* bytes, as Unicorn reported */
+    uint32_t ninsns;
+};
+
+struct crec_emu_cpu {
+    uc_engine *uc;
+    csh cs;
+    struct crec_emu_cpu_hooks hooks;
+    uc_hook h_block, h_syscall, h_cpuid, h_invalid, h_mem, h_intr;
+
+    struct emu_map *maps; /* sorted by start, no overlap */
+    size_t n_maps, cap_maps;
+    int ever_exec;        /* some mapping was executable: flushes must scan */
+
+    struct emu_block *blocks; /* open addressing, power-of-two size */
+    size_t blocks_cap, blocks_used;
+
+    uint64_t icount;
+    uint64_t cur_block;       /* address of the block running now */
+    uint32_t cur_block_n;     /* its instruction count (already in icount) */
+    uint32_t cur_block_size;
+
+    uint64_t *rdtsc_sites;    /* instructions with a bounded code hook */
+    size_t n_rdtsc, cap_rdtsc;
+    uint64_t restart_at;      /* non-zero: the run loop restarts here */
+
+    int stop_requested;
+    int in_block_hook;        /* hooks.block is running */
+    int fault_seen;           /* set by the invalid-memory hook */
+    struct crec_emu_stop fault;
+    int intr_seen;
+    uint32_t intno;
+};
+
+int emu_blocks_init(crec_emu_cpu *cpu);
+void emu_blocks_free(crec_emu_cpu *cpu);
+void emu_blocks_forget(crec_emu_cpu *cpu, uint64_t addr, uint64_t len);
+void emu_block_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud);
+/* Instructions of [addr, addr+size) before `upto`; -1 on decode trouble. */
+long emu_count_insns(crec_emu_cpu *cpu, uint64_t addr, uint64_t size, uint64_t upto);
+/* Format "BYTES  MNEMONIC OPS" for the instruction at addr into buf. */
+void emu_describe_insn(crec_emu_cpu *cpu, uint64_t addr, char *buf, size_t size);
+
+void emu_mem_free_all(crec_emu_cpu *cpu);
+/* 0 if every byte of the range is mapped with at least `prot`, else -1. */
+int emu_mem_check(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot);
+
+/* ---- the OS (process.c, loader.c, syscall.c, sys_*.c) ------------------- */
+
+#define EMU_MAX_FDS 1024
+#define EMU_STACK_TOP 0x7ffffffff000ull
+#define EMU_STACK_SIZE (8ull << 20)
+#define EMU_MMAP_TOP 0x7ffff7fff000ull  /* top-down mmap base, as with no ASLR */
+#define EMU_MMAP_BOTTOM 0x10000ull
+#define EMU_PIE_BASE 0x555555554000ull
+
+struct emu_sigaction {
+    uint64_t handler, flags, restorer, mask;
+};
+
+struct crec_emu {
+    crec_emu_cpu *cpu;
+    struct crec_emu_options opt;
+    FILE *log;
+    struct crec_emu_observer obs;
+
+    int fds[EMU_MAX_FDS];     /* guest fd -> host fd, -1 free */
+    uint64_t brk_start, brk_cur, brk_reserved; /* brk_reserved: end of host reservation */
+    uint8_t *brk_host;        /* host reservation for the heap */
+    char exe[4096];           /* the program's path, for /proc/self/exe */
+    struct emu_sigaction sigs[65];
+    uint64_t sigmask;
+    uint32_t umask_v;
+    uint64_t tid_address;
+    uint64_t fs_base_dummy;
+
+    /* the syscall in progress */
+    struct crec_emu_syscall sc;
+    unsigned char unsupported_seen[512 / 8];
+
+    int done;                 /* the guest exited or was killed */
+    int stopped;              /* crec_emu_stop was called: the guest lives on */
+    struct crec_emu_exit exit;
+    int fatal;                /* crec must stop: err holds why */
+    crec_error err;
+};
+
+/* A syscall handler: args in a[0..5]; returns the result or -errno. */
+typedef int64_t (*emu_sys_fn)(crec_emu *e, const uint64_t a[6]);
+
+struct emu_sys {
+    emu_sys_fn fn;
+    /* Argument kinds for --strace, one char per argument:
+     * d signed, u unsigned, x hex, s path string, b buffer in (a[i], a[i+1]),
+     * B buffer out (a[i], ret), o octal, f fd, p pointer.  "" = none. */
+    const char *fmt;
+};
+
+const char *emu_syscall_name(uint64_t nr);
+const char *emu_syscall_fmt(uint64_t nr);
+void emu_syscall_entry(void *ctx, crec_emu_cpu *cpu);
+void emu_strace(crec_emu *e, uint64_t nr, const uint64_t a[6], int64_t ret);
+
+/* Family tables: each fills its handlers into the table by number. */
+void emu_sys_fs_register(struct emu_sys *t, size_t n);
+void emu_sys_mman_register(struct emu_sys *t, size_t n);
+void emu_sys_proc_register(struct emu_sys *t, size_t n);
+void emu_sys_time_register(struct emu_sys *t, size_t n);
+void emu_sys_net_register(struct emu_sys *t, size_t n);
+
+/* Guest memory from a handler: return 0 or -EFAULT. Writes are recorded in
+ * the syscall's out list for the observer. */
+int emu_copy_in(crec_emu *e, void *dst, uint64_t addr, uint64_t len);
+int emu_copy_out(crec_emu *e, uint64_t addr, const void *src, uint64_t len);
+/* A NUL-terminated string from the guest: length, -EFAULT or -ENAMETOOLONG. */
+long emu_string_in(crec_emu *e, uint64_t addr, char *buf, size_t size);
+void emu_note_written(crec_emu *e, uint64_t addr, uint64_t len);
+/* Host pointer for a guest buffer the handler will write / read in place. */
+void *emu_buf(crec_emu *e, uint64_t addr, uint64_t len, int prot);
+
+/* fd table */
+int emu_fd_host(crec_emu *e, uint64_t gfd);  /* -1 if not open */
+int emu_fd_install(crec_emu *e, int hostfd, int lowest); /* guest fd or -EMFILE */
+
+void emu_mem_event(crec_emu *e, enum crec_emu_mem_kind kind, uint64_t addr, uint64_t len,
+                   int prot, int fd, uint64_t off);
+/* The same for a mapping of the file `path` (the ELF loader's segments). */
+void emu_mem_event_path(crec_emu *e, enum crec_emu_mem_kind kind, uint64_t addr, uint64_t len,
+                        int prot, const char *path, uint64_t off);
+/* End the guest: exit status or fatal signal. */
+void emu_exit(crec_emu *e, int status, int signo, const char *msg);
+
+int emu_load_elf(crec_emu *e, const char *path, char *const argv[], char *const envp[],
+                 crec_error *err);
+
+#define EMU_PAGE_DOWN(x) ((x) & ~(CREC_EMU_PAGE - 1))
+#define EMU_PAGE_UP(x) (((x) + CREC_EMU_PAGE - 1) & ~(CREC_EMU_PAGE - 1))
+
+#endif /* CREC_EMU_INT_H */

@@ -1,0 +1,315 @@
+/*
+ * mem.c - guest memory: a sorted list of mappings, each one Unicorn region
+ * backed by host memory from mmap(2) that we own (uc_mem_map_ptr), so that
+ * any guest range can be read through a host pointer - the recorder needs
+ * that because UC_HOOK_MEM_READ passes value 0 in Unicorn 2.0.1.
+ *
+ * Unmapping or re-protecting part of a mapping is done by hand: unmap the
+ * whole Unicorn region, give the cut pages back to the host, and map the
+ * pieces that remain.  That keeps our list and Unicorn's in step one to
+ * one, and never relies on Unicorn splitting a pointer-backed region.
+ */
+#include <string.h>
+#include <sys/mman.h>
+
+#include "emu/emu_int.h"
+
+/* Index of the first mapping whose end is above addr. */
+static size_t map_lower(const crec_emu_cpu *cpu, uint64_t addr)
+{
+    size_t lo = 0, hi = cpu->n_maps;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cpu->maps[mid].end <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int map_insert(crec_emu_cpu *cpu, size_t at, const struct emu_map *m)
+{
+    if (cpu->n_maps == cpu->cap_maps) {
+        size_t cap = cpu->cap_maps ? cpu->cap_maps * 2 : 64;
+        struct emu_map *n = crec_realloc(cpu->maps, cap * sizeof *n);
+        if (!n)
+            return -1;
+        cpu->maps = n;
+        cpu->cap_maps = cap;
+    }
+    memmove(cpu->maps + at + 1, cpu->maps + at, (cpu->n_maps - at) * sizeof *cpu->maps);
+    cpu->maps[at] = *m;
+    cpu->n_maps++;
+    return 0;
+}
+
+static void map_delete(crec_emu_cpu *cpu, size_t at)
+{
+    memmove(cpu->maps + at, cpu->maps + at + 1, (cpu->n_maps - at - 1) * sizeof *cpu->maps);
+    cpu->n_maps--;
+}
+
+/* Give the Unicorn region of one of our mappings a new shape. */
+static int uc_region_map(crec_emu_cpu *cpu, const struct emu_map *m)
+{
+    return uc_mem_map_ptr(cpu->uc, m->start, m->end - m->start, m->prot, m->host);
+}
+
+/* Forget translated code in a mapping that was executable: called while
+ * it is still mapped, since Unicorn looks the page up to invalidate it. */
+static void forget_code(crec_emu_cpu *cpu, const struct emu_map *m, uint64_t a, uint64_t b)
+{
+    if (!(m->prot & CREC_PROT_EXEC))
+        return;
+    uc_ctl_remove_cache(cpu->uc, a, b);
+    emu_blocks_forget(cpu, a, b - a);
+}
+
+/*
+ * Cut [a, b) out of mapping i, which overlaps it.  The pieces left on
+ * either side stay mapped; with `keep` the cut part is mapped again with
+ * prot `newprot` (mprotect), otherwise its host pages are released.
+ * Returns the number of entries that now stand where i stood.
+ */
+static int map_cut(crec_emu_cpu *cpu, size_t i, uint64_t a, uint64_t b, int keep, int newprot,
+                   crec_error *err)
+{
+    struct emu_map m = cpu->maps[i], piece[3];
+    int n = 0;
+    uc_err ue;
+
+    if (a < m.start)
+        a = m.start;
+    if (b > m.end)
+        b = m.end;
+    if (keep && m.prot == newprot)
+        return 1;
+    forget_code(cpu, &m, a, b);
+    ue = uc_mem_unmap(cpu->uc, m.start, m.end - m.start);
+    if (ue != UC_ERR_OK)
+        return crec_error_set(err, CREC_ERR_EMU, "uc_mem_unmap(0x%llx): %s",
+                              (unsigned long long)m.start, uc_strerror(ue)),
+               -1;
+    if (m.start < a)
+        piece[n++] = (struct emu_map){m.start, a, m.host, m.prot};
+    if (keep)
+        piece[n++] = (struct emu_map){a, b, m.host + (a - m.start), newprot};
+    else
+        munmap(m.host + (a - m.start), b - a);
+    if (b < m.end)
+        piece[n++] = (struct emu_map){b, m.end, m.host + (b - m.start), m.prot};
+    map_delete(cpu, i);
+    for (int k = 0; k < n; k++) {
+        ue = uc_region_map(cpu, &piece[k]);
+        if (ue != UC_ERR_OK || map_insert(cpu, i + k, &piece[k]) != 0) {
+            crec_error_set(err, ue ? CREC_ERR_EMU : CREC_ERR_NOMEM,
+                           "remapping guest 0x%llx: %s", (unsigned long long)piece[k].start,
+                           ue ? uc_strerror(ue) : "out of memory");
+            return -1;
+        }
+    }
+    return n;
+}
+
+int crec_emu_mem_unmap(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, crec_error *err)
+{
+    uint64_t end = addr + len;
+    size_t i = map_lower(cpu, addr);
+
+    while (i < cpu->n_maps && cpu->maps[i].start < end) {
+        int n = map_cut(cpu, i, addr, end, 0, 0, err);
+        if (n < 0)
+            return err ? err->code : CREC_ERR_EMU;
+        i += n; /* past the pieces left on either side of the cut */
+    }
+    return CREC_OK;
+}
+
+int crec_emu_mem_protect(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot,
+                         crec_error *err)
+{
+    uint64_t end = addr + len, at = addr;
+    size_t i = map_lower(cpu, addr);
+
+    /* all mapped?  mprotect(2) fails with ENOMEM on a hole and changes nothing */
+    for (size_t k = i; at < end; k++) {
+        if (k >= cpu->n_maps || cpu->maps[k].start > at)
+            return crec_error_set(err, CREC_ERR_ARG, "mprotect of unmapped 0x%llx",
+                                  (unsigned long long)at);
+        at = cpu->maps[k].end;
+    }
+    if (prot & CREC_PROT_EXEC)
+        cpu->ever_exec = 1;
+    while (i < cpu->n_maps && cpu->maps[i].start < end) {
+        int n = map_cut(cpu, i, addr, end, 1, prot, err);
+        if (n < 0)
+            return err ? err->code : CREC_ERR_EMU;
+        i += n;
+    }
+    return CREC_OK;
+}
+
+int crec_emu_mem_map_host(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot,
+                          void *host, crec_error *err)
+{
+    struct emu_map m = {addr, addr + len, host, prot};
+    uc_err ue;
+    int rc = crec_emu_mem_unmap(cpu, addr, len, err);
+
+    if (rc != CREC_OK)
+        return rc;
+    ue = uc_region_map(cpu, &m);
+    if (ue != UC_ERR_OK)
+        return crec_error_set(err, CREC_ERR_EMU, "uc_mem_map_ptr(0x%llx, 0x%llx): %s",
+                              (unsigned long long)addr, (unsigned long long)len,
+                              uc_strerror(ue));
+    if (map_insert(cpu, map_lower(cpu, addr), &m) != 0) {
+        uc_mem_unmap(cpu->uc, addr, len);
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+    }
+    if (prot & CREC_PROT_EXEC)
+        cpu->ever_exec = 1;
+    return CREC_OK;
+}
+
+int crec_emu_mem_map(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot,
+                     crec_error *err)
+{
+    void *host;
+    int rc;
+
+    if (len == 0 || (addr | len) & (CREC_EMU_PAGE - 1))
+        return crec_error_set(err, CREC_ERR_ARG, "unaligned guest mapping 0x%llx+0x%llx",
+                              (unsigned long long)addr, (unsigned long long)len);
+    host = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                -1, 0);
+    if (host == MAP_FAILED)
+        return crec_error_set(err, CREC_ERR_NOMEM, "cannot reserve %llu bytes of guest memory",
+                              (unsigned long long)len);
+    rc = crec_emu_mem_map_host(cpu, addr, len, prot, host, err);
+    if (rc != CREC_OK)
+        munmap(host, len);
+    return rc;
+}
+
+void emu_mem_free_all(crec_emu_cpu *cpu)
+{
+    for (size_t i = 0; i < cpu->n_maps; i++)
+        munmap(cpu->maps[i].host, cpu->maps[i].end - cpu->maps[i].start);
+    crec_free(cpu->maps);
+    cpu->maps = NULL;
+    cpu->n_maps = cpu->cap_maps = 0;
+}
+
+void *crec_emu_mem_host(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot)
+{
+    size_t i = map_lower(cpu, addr);
+    uint64_t end = addr + len;
+    uint8_t *p;
+
+    if (end < addr || i >= cpu->n_maps || cpu->maps[i].start > addr)
+        return NULL;
+    p = cpu->maps[i].host + (addr - cpu->maps[i].start);
+    /* a range may run on into the next mapping if its host memory follows */
+    for (;;) {
+        const struct emu_map *m = &cpu->maps[i];
+        if ((m->prot & prot) != prot)
+            return NULL;
+        if (end <= m->end)
+            return p;
+        if (i + 1 >= cpu->n_maps || cpu->maps[i + 1].start != m->end ||
+            cpu->maps[i + 1].host != m->host + (m->end - m->start))
+            return NULL;
+        i++;
+    }
+}
+
+/* Copy between guest and host, page-run by page-run; dir 0 reads. */
+static int mem_copy(crec_emu_cpu *cpu, uint8_t *h, uint64_t addr, uint64_t len, int dir)
+{
+    size_t i = map_lower(cpu, addr);
+
+    while (len > 0) {
+        const struct emu_map *m;
+        uint64_t n;
+        if (i >= cpu->n_maps || cpu->maps[i].start > addr)
+            return -1;
+        m = &cpu->maps[i];
+        n = m->end - addr < len ? m->end - addr : len;
+        if (dir)
+            memcpy(m->host + (addr - m->start), h, n);
+        else
+            memcpy(h, m->host + (addr - m->start), n);
+        h += n, addr += n, len -= n, i++;
+    }
+    return 0;
+}
+
+int crec_emu_mem_read(crec_emu_cpu *cpu, void *dst, uint64_t addr, uint64_t len)
+{
+    return mem_copy(cpu, dst, addr, len, 0);
+}
+
+int crec_emu_mem_write(crec_emu_cpu *cpu, uint64_t addr, const void *src, uint64_t len)
+{
+    return mem_copy(cpu, (uint8_t *)src, addr, len, 1);
+}
+
+int crec_emu_mem_prot(crec_emu_cpu *cpu, uint64_t addr)
+{
+    size_t i = map_lower(cpu, addr);
+    if (i >= cpu->n_maps || cpu->maps[i].start > addr)
+        return -1;
+    return cpu->maps[i].prot;
+}
+
+int crec_emu_mem_find_free(crec_emu_cpu *cpu, uint64_t len, uint64_t above, uint64_t below,
+                           uint64_t *addr)
+{
+    size_t i = map_lower(cpu, below); /* maps before i end at or below `below` */
+    uint64_t hi = below;
+
+    if (i < cpu->n_maps && cpu->maps[i].start < hi)
+        hi = cpu->maps[i].start;
+    /* walk the holes downwards: hole i lies between maps[i-1] and hi */
+    for (;;) {
+        uint64_t lo = i > 0 ? cpu->maps[i - 1].end : 0;
+        if (lo < above)
+            lo = above;
+        if (hi >= lo && hi - lo >= len) {
+            *addr = hi - len;
+            return 0;
+        }
+        if (i == 0 || cpu->maps[i - 1].end <= above)
+            return -1;
+        hi = cpu->maps[--i].start;
+    }
+}
+
+int crec_emu_mem_foreach(crec_emu_cpu *cpu,
+                         int (*fn)(void *ctx, const struct crec_emu_mapping *m), void *ctx)
+{
+    int rc = 0;
+    for (size_t i = 0; i < cpu->n_maps && rc == 0; i++) {
+        struct crec_emu_mapping m = {cpu->maps[i].start, cpu->maps[i].end, cpu->maps[i].prot,
+                                     cpu->maps[i].host};
+        rc = fn(ctx, &m);
+    }
+    return rc;
+}
+
+int emu_mem_check(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot)
+{
+    uint64_t end = addr + len;
+    size_t i = map_lower(cpu, addr);
+
+    if (end < addr)
+        return -1;
+    while (addr < end) {
+        if (i >= cpu->n_maps || cpu->maps[i].start > addr || (cpu->maps[i].prot & prot) != prot)
+            return -1;
+        addr = cpu->maps[i++].end;
+    }
+    return 0;
+}

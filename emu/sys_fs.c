@@ -1,0 +1,981 @@
+/*
+ * sys_fs.c - files, descriptors and directories.
+ *
+ * Most calls pass through to the host kernel with the guest descriptor
+ * translated and guest buffers reached through host pointers.  A buffer
+ * that spans two mappings whose host memory is not contiguous goes through
+ * a bounce buffer instead.  x86-64 host and guest share every structure
+ * layout (stat, statx, statfs, termios, dirent64), so they are copied as
+ * bytes.
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/select.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "emu/emu_int.h"
+
+#define BOUNCE_MAX (1u << 20)
+#define PATH_SZ 4096
+
+static int64_t R(long r)
+{
+    return r < 0 ? -errno : r;
+}
+
+static int dirfd_host(crec_emu *e, uint64_t fd)
+{
+    if ((int)fd == AT_FDCWD)
+        return AT_FDCWD;
+    return emu_fd_host(e, fd);
+}
+
+#define HOSTFD(h, gfd)                                                                        \
+    int h = emu_fd_host(e, (gfd));                                                            \
+    if (h < 0)                                                                                \
+        return -EBADF
+
+#define PATH(buf, addr)                                                                       \
+    char buf[PATH_SZ];                                                                        \
+    do {                                                                                      \
+        long l_ = emu_string_in(e, (addr), buf, sizeof buf);                                  \
+        if (l_ < 0)                                                                           \
+            return l_;                                                                        \
+    } while (0)
+
+/* ---- read and write ------------------------------------------------------ */
+
+/* read/pread into a guest buffer; off < 0: no offset. */
+static int64_t do_read(crec_emu *e, int h, uint64_t buf, uint64_t n, int64_t off)
+{
+    void *p = emu_buf(e, buf, n, CREC_PROT_WRITE);
+    long r;
+
+    if (n == 0)
+        return R(off < 0 ? read(h, NULL, 0) : pread(h, NULL, 0, off));
+    if (!p) {
+        if (emu_mem_check(e->cpu, buf, n, CREC_PROT_WRITE) != 0)
+            return -EFAULT;
+        if (n > BOUNCE_MAX)
+            n = BOUNCE_MAX;
+        p = crec_malloc(n);
+        if (!p)
+            return -ENOMEM;
+        r = off < 0 ? read(h, p, n) : pread(h, p, n, off);
+        int64_t ret = R(r);
+        if (r > 0)
+            emu_copy_out(e, buf, p, (uint64_t)r);
+        crec_free(p);
+        return ret;
+    }
+    r = off < 0 ? read(h, p, n) : pread(h, p, n, off);
+    if (r > 0)
+        emu_note_written(e, buf, (uint64_t)r);
+    return R(r);
+}
+
+static int64_t do_write(crec_emu *e, int h, uint64_t buf, uint64_t n, int64_t off)
+{
+    const void *p = emu_buf(e, buf, n, CREC_PROT_READ);
+    void *tmp = NULL;
+    long r;
+
+    if (n && !p) {
+        if (emu_mem_check(e->cpu, buf, n, CREC_PROT_READ) != 0)
+            return -EFAULT;
+        if (n > BOUNCE_MAX)
+            n = BOUNCE_MAX;
+        p = tmp = crec_malloc(n);
+        if (!tmp)
+            return -ENOMEM;
+        crec_emu_mem_read(e->cpu, tmp, buf, n);
+    }
+    r = off < 0 ? write(h, p, n) : pwrite(h, p, n, off);
+    crec_free(tmp);
+    return R(r);
+}
+
+static int64_t sys_read(crec_emu *e, const uint64_t a[6])
+{
+    HOSTFD(h, a[0]);
+    return do_read(e, h, a[1], a[2], -1);
+}
+
+static int64_t sys_write(crec_emu *e, const uint64_t a[6])
+{
+    HOSTFD(h, a[0]);
+    return do_write(e, h, a[1], a[2], -1);
+}
+
+static int64_t sys_pread64(crec_emu *e, const uint64_t a[6])
+{
+    HOSTFD(h, a[0]);
+    if ((int64_t)a[3] < 0)
+        return -EINVAL;
+    return do_read(e, h, a[1], a[2], (int64_t)a[3]);
+}
+
+static int64_t sys_pwrite64(crec_emu *e, const uint64_t a[6])
+{
+    HOSTFD(h, a[0]);
+    if ((int64_t)a[3] < 0)
+        return -EINVAL;
+    return do_write(e, h, a[1], a[2], (int64_t)a[3]);
+}
+
+/* readv/writev (and the p- forms, off >= 0): one host call when every
+ * element is directly reachable, else element by element. */
+static int64_t do_vec(crec_emu *e, const uint64_t a[6], int writing, int64_t off)
+{
+    uint64_t cnt = a[2], iov[2 * 64];
+    struct iovec hv[64];
+    int64_t total = 0;
+    int direct = 1;
+    long r;
+
+    HOSTFD(h, a[0]);
+    if (cnt > 1024)
+        return -EINVAL;
+    if (cnt > 64)
+        cnt = 64; /* a short transfer is allowed */
+    if (cnt && emu_copy_in(e, iov, a[1], cnt * 16) != 0)
+        return -EFAULT;
+    for (uint64_t i = 0; i < cnt; i++) {
+        hv[i].iov_len = iov[2 * i + 1];
+        hv[i].iov_base = emu_buf(e, iov[2 * i], iov[2 * i + 1],
+                                 writing ? CREC_PROT_READ : CREC_PROT_WRITE);
+        if (!hv[i].iov_base && hv[i].iov_len)
+            direct = 0;
+    }
+    if (direct) {
+        if (writing)
+            r = off < 0 ? writev(h, hv, (int)cnt) : pwritev(h, hv, (int)cnt, off);
+        else
+            r = off < 0 ? readv(h, hv, (int)cnt) : preadv(h, hv, (int)cnt, off);
+        if (r > 0 && !writing) {
+            uint64_t left = (uint64_t)r;
+            for (uint64_t i = 0; i < cnt && left; i++) {
+                uint64_t n = hv[i].iov_len < left ? hv[i].iov_len : left;
+                emu_note_written(e, iov[2 * i], n);
+                left -= n;
+            }
+        }
+        return R(r);
+    }
+    for (uint64_t i = 0; i < cnt; i++) {
+        int64_t n = writing ? do_write(e, h, iov[2 * i], iov[2 * i + 1], off)
+                            : do_read(e, h, iov[2 * i], iov[2 * i + 1], off);
+        if (n < 0)
+            return total ? total : n;
+        total += n;
+        if (off >= 0)
+            off += n;
+        if ((uint64_t)n < iov[2 * i + 1])
+            break;
+    }
+    return total;
+}
+
+static int64_t sys_readv(crec_emu *e, const uint64_t a[6]) { return do_vec(e, a, 0, -1); }
+static int64_t sys_writev(crec_emu *e, const uint64_t a[6]) { return do_vec(e, a, 1, -1); }
+static int64_t sys_preadv(crec_emu *e, const uint64_t a[6]) { return do_vec(e, a, 0, (int64_t)a[3]); }
+static int64_t sys_pwritev(crec_emu *e, const uint64_t a[6]) { return do_vec(e, a, 1, (int64_t)a[3]); }
+
+/* ---- open, close, dup ------------------------------------------------------ */
+
+static int64_t do_openat(crec_emu *e, uint64_t dirfd, uint64_t path, uint64_t flags, uint64_t mode)
+{
+    int d = dirfd_host(e, dirfd), h;
+    PATH(p, path);
+    if (d == -1)
+        return -EBADF;
+    h = openat(d, p, (int)flags | O_CLOEXEC, (mode_t)mode);
+    if (h < 0)
+        return -errno;
+    return emu_fd_install(e, h, 0);
+}
+
+static int64_t sys_open(crec_emu *e, const uint64_t a[6])
+{
+    return do_openat(e, (uint64_t)AT_FDCWD, a[0], a[1], a[2]);
+}
+
+static int64_t sys_openat(crec_emu *e, const uint64_t a[6])
+{
+    return do_openat(e, a[0], a[1], a[2], a[3]);
+}
+
+static int64_t sys_creat(crec_emu *e, const uint64_t a[6])
+{
+    return do_openat(e, (uint64_t)AT_FDCWD, a[0], O_CREAT | O_WRONLY | O_TRUNC, a[1]);
+}
+
+static int64_t sys_close(crec_emu *e, const uint64_t a[6])
+{
+    HOSTFD(h, a[0]);
+    e->fds[a[0]] = -1;
+    return close(h) == 0 || errno == EINTR ? 0 : -errno;
+}
+
+static int64_t sys_dup(crec_emu *e, const uint64_t a[6])
+{
+    HOSTFD(h, a[0]);
+    int n = fcntl(h, F_DUPFD_CLOEXEC, 3);
+    return n < 0 ? -errno : emu_fd_install(e, n, 0);
+}
+
+static int64_t do_dup3(crec_emu *e, uint64_t oldfd, uint64_t newfd, int flags)
+{
+    HOSTFD(h, oldfd);
+    int n;
+    if (newfd >= EMU_MAX_FDS)
+        return -EBADF;
+    if (oldfd == newfd)
+        return flags ? -EINVAL : (int64_t)newfd;
+    n = fcntl(h, F_DUPFD_CLOEXEC, 3);
+    if (n < 0)
+        return -errno;
+    if (e->fds[newfd] >= 0)
+        close(e->fds[newfd]);
+    e->fds[newfd] = n;
+    return (int64_t)newfd;
+}
+
+static int64_t sys_dup2(crec_emu *e, const uint64_t a[6])
+{
+    if (a[0] == a[1])
+        return emu_fd_host(e, a[0]) < 0 ? -EBADF : (int64_t)a[1];
+    return do_dup3(e, a[0], a[1], 0);
+}
+
+static int64_t sys_dup3(crec_emu *e, const uint64_t a[6])
+{
+    return do_dup3(e, a[0], a[1], (int)a[2]);
+}
+
+static int64_t sys_pipe2(crec_emu *e, const uint64_t a[6])
+{
+    int hp[2], gp[2];
+    if (emu_mem_check(e->cpu, a[0], 8, CREC_PROT_WRITE) != 0)
+        return -EFAULT;
+    if (pipe2(hp, ((int)a[1] & ~O_CLOEXEC) | O_CLOEXEC) != 0)
+        return -errno;
+    gp[0] = emu_fd_install(e, hp[0], 0);
+    if (gp[0] < 0) {
+        close(hp[1]);
+        return gp[0];
+    }
+    gp[1] = emu_fd_install(e, hp[1], 0);
+    if (gp[1] < 0) {
+        close(hp[0]);
+        e->fds[gp[0]] = -1;
+        return gp[1];
+    }
+    return emu_copy_out(e, a[0], gp, 8);
+}
+
+static int64_t sys_pipe(crec_emu *e, const uint64_t a[6])
+{
+    uint64_t b[6] = {a[0], 0};
+    return sys_pipe2(e, b);
+}
+
+static int64_t sys_fcntl(crec_emu *e, const uint64_t a[6])
+{
+    HOSTFD(h, a[0]);
+    int cmd = (int)a[1];
+    switch (cmd) {
+    case F_DUPFD:
+    case F_DUPFD_CLOEXEC: {
+        int n = fcntl(h, F_DUPFD_CLOEXEC, 3);
+        if (n < 0)
+            return -errno;
+        return emu_fd_install(e, n, (int)a[2]);
+    }
+    case F_GETFD:
+    case F_SETFD:
+        return 0; /* close-on-exec has no meaning without exec */
+    case F_GETFL:
+    case F_SETFL:
+    case F_GETPIPE_SZ:
+    case F_SETPIPE_SZ:
+    case F_GET_SEALS:
+        return R(fcntl(h, cmd, (long)a[2]));
+    case F_GETLK:
+    case F_SETLK:
+    case F_SETLKW:
+    case F_OFD_GETLK:
+    case F_OFD_SETLK:
+    case F_OFD_SETLKW: {
+        struct flock fl;
+        if (emu_copy_in(e, &fl, a[2], sizeof fl) != 0)
+            return -EFAULT;
+        if (fcntl(h, cmd, &fl) != 0)
+            return -errno;
+        if (cmd == F_GETLK || cmd == F_OFD_GETLK)
+            return emu_copy_out(e, a[2], &fl, sizeof fl);
+        return 0;
+    }
+    default:
+        return -EINVAL;
+    }
+}
+
+static int64_t sys_ioctl(crec_emu *e, const uint64_t a[6])
+{
+    unsigned char buf[64];
+    HOSTFD(h, a[0]);
+    switch (a[1]) {
+    case TCGETS: /* struct termios as the kernel has it: 36 bytes */
+        if (ioctl(h, TCGETS, buf) != 0)
+            return -errno;
+        return emu_copy_out(e, a[2], buf, 36);
+    case TIOCGWINSZ:
+        if (ioctl(h, TIOCGWINSZ, buf) != 0)
+            return -errno;
+        return emu_copy_out(e, a[2], buf, 8);
+    case TIOCGPGRP:
+        if (ioctl(h, TIOCGPGRP, buf) != 0)
+            return -errno;
+        return emu_copy_out(e, a[2], buf, 4);
+    case FIONREAD:
+        if (ioctl(h, FIONREAD, buf) != 0)
+            return -errno;
+        return emu_copy_out(e, a[2], buf, 4);
+    case TCSETS:
+    case TCSETSW:
+    case TCSETSF:
+        if (emu_copy_in(e, buf, a[2], 36) != 0)
+            return -EFAULT;
+        return ioctl(h, a[1], buf) ? -errno : 0;
+    case FIOCLEX:
+    case FIONCLEX:
+        return 0;
+    default:
+        return -ENOTTY;
+    }
+}
+
+/* ---- metadata ------------------------------------------------------------ */
+
+static int64_t stat_out(crec_emu *e, long r, uint64_t addr, const void *st, size_t n)
+{
+    if (r < 0)
+        return -errno;
+    return emu_copy_out(e, addr, st, n);
+}
+
+static int64_t sys_fstat(crec_emu *e, const uint64_t a[6])
+{
+    struct stat st;
+    HOSTFD(h, a[0]);
+    return stat_out(e, syscall(SYS_fstat, h, &st), a[1], &st, sizeof st);
+}
+
+static int64_t sys_stat(crec_emu *e, const uint64_t a[6])
+{
+    struct stat st;
+    PATH(p, a[0]);
+    return stat_out(e, syscall(SYS_stat, p, &st), a[1], &st, sizeof st);
+}
+
+static int64_t sys_lstat(crec_emu *e, const uint64_t a[6])
+{
+    struct stat st;
+    PATH(p, a[0]);
+    return stat_out(e, syscall(SYS_lstat, p, &st), a[1], &st, sizeof st);
+}
+
+static int64_t sys_newfstatat(crec_emu *e, const uint64_t a[6])
+{
+    struct stat st;
+    int d = dirfd_host(e, a[0]);
+    PATH(p, a[1]);
+    if (d == -1 && !(p[0] == '/'))
+        return -EBADF;
+    return stat_out(e, syscall(SYS_newfstatat, d, p, &st, (int)a[3]), a[2], &st, sizeof st);
+}
+
+static int64_t sys_statx(crec_emu *e, const uint64_t a[6])
+{
+    unsigned char stx[256];
+    int d = dirfd_host(e, a[0]);
+    PATH(p, a[1]);
+    if (d == -1 && !(p[0] == '/'))
+        return -EBADF;
+    return stat_out(e, syscall(SYS_statx, d, p, (int)a[2], (unsigned)a[3], stx), a[4], stx,
+                    256);
+}
+
+static int64_t sys_statfs(crec_emu *e, const uint64_t a[6])
+{
+    unsigned char b[120];
+    PATH(p, a[0]);
+    return stat_out(e, syscall(SYS_statfs, p, b), a[1], b, sizeof b);
+}
+
+static int64_t sys_fstatfs(crec_emu *e, const uint64_t a[6])
+{
+    unsigned char b[120];
+    HOSTFD(h, a[0]);
+    return stat_out(e, syscall(SYS_fstatfs, h, b), a[1], b, sizeof b);
+}
+
+static int64_t sys_lseek(crec_emu *e, const uint64_t a[6])
+{
+    HOSTFD(h, a[0]);
+    return R(lseek(h, (off_t)a[1], (int)a[2]));
+}
+
+static int64_t sys_getdents64(crec_emu *e, const uint64_t a[6])
+{
+    HOSTFD(h, a[0]);
+    uint64_t n = a[2] > BOUNCE_MAX ? BOUNCE_MAX : a[2];
+    void *p = crec_malloc(n ? n : 1);
+    long r;
+    if (!p)
+        return -ENOMEM;
+    r = syscall(SYS_getdents64, h, p, n);
+    int64_t ret = R(r);
+    if (r > 0 && emu_copy_out(e, a[1], p, (uint64_t)r) != 0)
+        ret = -EFAULT;
+    crec_free(p);
+    return ret;
+}
+
+static int64_t do_faccessat(crec_emu *e, uint64_t dirfd, uint64_t path, uint64_t mode,
+                            uint64_t flags)
+{
+    int d = dirfd_host(e, dirfd);
+    PATH(p, path);
+    if (d == -1 && p[0] != '/')
+        return -EBADF;
+    return R(syscall(SYS_faccessat2, d, p, (int)mode, (int)flags));
+}
+
+static int64_t sys_access(crec_emu *e, const uint64_t a[6])
+{
+    return do_faccessat(e, (uint64_t)AT_FDCWD, a[0], a[1], 0);
+}
+
+static int64_t sys_faccessat(crec_emu *e, const uint64_t a[6])
+{
+    return do_faccessat(e, a[0], a[1], a[2], 0);
+}
+
+static int64_t sys_faccessat2(crec_emu *e, const uint64_t a[6])
+{
+    return do_faccessat(e, a[0], a[1], a[2], a[3]);
+}
+
+static int64_t sys_getcwd(crec_emu *e, const uint64_t a[6])
+{
+    char buf[PATH_SZ];
+    size_t n;
+    if (!getcwd(buf, sizeof buf))
+        return -errno;
+    n = strlen(buf) + 1;
+    if (n > a[1])
+        return -ERANGE;
+    return emu_copy_out(e, a[0], buf, n) ?: (int64_t)n;
+}
+
+static int64_t sys_chdir(crec_emu *e, const uint64_t a[6])
+{
+    PATH(p, a[0]);
+    return R(chdir(p));
+}
+
+static int64_t sys_fchdir(crec_emu *e, const uint64_t a[6])
+{
+    HOSTFD(h, a[0]);
+    return R(fchdir(h));
+}
+
+static int64_t do_readlinkat(crec_emu *e, uint64_t dirfd, uint64_t path, uint64_t buf,
+                             uint64_t size)
+{
+    char out[PATH_SZ];
+    int d = dirfd_host(e, dirfd);
+    long n;
+    PATH(p, path);
+    if ((int64_t)size <= 0)
+        return -EINVAL;
+    if (strcmp(p, "/proc/self/exe") == 0) { /* the guest, not crec */
+        n = (long)strlen(e->exe);
+        memcpy(out, e->exe, (size_t)n);
+    } else {
+        if (d == -1 && p[0] != '/')
+            return -EBADF;
+        n = readlinkat(d, p, out, sizeof out);
+        if (n < 0)
+            return -errno;
+    }
+    if ((uint64_t)n > size)
+        n = (long)size;
+    return emu_copy_out(e, buf, out, (uint64_t)n) ?: n;
+}
+
+static int64_t sys_readlink(crec_emu *e, const uint64_t a[6])
+{
+    return do_readlinkat(e, (uint64_t)AT_FDCWD, a[0], a[1], a[2]);
+}
+
+static int64_t sys_readlinkat(crec_emu *e, const uint64_t a[6])
+{
+    return do_readlinkat(e, a[0], a[1], a[2], a[3]);
+}
+
+/* ---- namespace changes ------------------------------------------------------ */
+
+static int64_t sys_unlink(crec_emu *e, const uint64_t a[6])
+{
+    PATH(p, a[0]);
+    return R(unlink(p));
+}
+
+static int64_t sys_unlinkat(crec_emu *e, const uint64_t a[6])
+{
+    int d = dirfd_host(e, a[0]);
+    PATH(p, a[1]);
+    return R(unlinkat(d, p, (int)a[2]));
+}
+
+static int64_t sys_rmdir(crec_emu *e, const uint64_t a[6])
+{
+    PATH(p, a[0]);
+    return R(rmdir(p));
+}
+
+static int64_t sys_mkdir(crec_emu *e, const uint64_t a[6])
+{
+    PATH(p, a[0]);
+    return R(mkdir(p, (mode_t)a[1]));
+}
+
+static int64_t sys_mkdirat(crec_emu *e, const uint64_t a[6])
+{
+    int d = dirfd_host(e, a[0]);
+    PATH(p, a[1]);
+    return R(mkdirat(d, p, (mode_t)a[2]));
+}
+
+static int64_t sys_rename(crec_emu *e, const uint64_t a[6])
+{
+    PATH(p, a[0]);
+    PATH(q, a[1]);
+    return R(rename(p, q));
+}
+
+static int64_t sys_renameat2(crec_emu *e, const uint64_t a[6])
+{
+    int d1 = dirfd_host(e, a[0]), d2 = dirfd_host(e, a[2]);
+    PATH(p, a[1]);
+    PATH(q, a[3]);
+    return R(syscall(SYS_renameat2, d1, p, d2, q, (unsigned)a[4]));
+}
+
+static int64_t sys_renameat(crec_emu *e, const uint64_t a[6])
+{
+    uint64_t b[6] = {a[0], a[1], a[2], a[3], 0, 0};
+    return sys_renameat2(e, b);
+}
+
+static int64_t sys_symlink(crec_emu *e, const uint64_t a[6])
+{
+    PATH(p, a[0]);
+    PATH(q, a[1]);
+    return R(symlink(p, q));
+}
+
+static int64_t sys_symlinkat(crec_emu *e, const uint64_t a[6])
+{
+    int d = dirfd_host(e, a[1]);
+    PATH(p, a[0]);
+    PATH(q, a[2]);
+    return R(symlinkat(p, d, q));
+}
+
+static int64_t sys_link(crec_emu *e, const uint64_t a[6])
+{
+    PATH(p, a[0]);
+    PATH(q, a[1]);
+    return R(link(p, q));
+}
+
+static int64_t sys_linkat(crec_emu *e, const uint64_t a[6])
+{
+    int d1 = dirfd_host(e, a[0]), d2 = dirfd_host(e, a[2]);
+    PATH(p, a[1]);
+    PATH(q, a[3]);
+    return R(linkat(d1, p, d2, q, (int)a[4]));
+}
+
+static int64_t sys_chmod(crec_emu *e, const uint64_t a[6])
+{
+    PATH(p, a[0]);
+    return R(chmod(p, (mode_t)a[1]));
+}
+
+static int64_t sys_fchmod(crec_emu *e, const uint64_t a[6])
+{
+    HOSTFD(h, a[0]);
+    return R(fchmod(h, (mode_t)a[1]));
+}
+
+static int64_t sys_fchmodat(crec_emu *e, const uint64_t a[6])
+{
+    int d = dirfd_host(e, a[0]);
+    PATH(p, a[1]);
+    return R(syscall(SYS_fchmodat, d, p, (mode_t)a[2]));
+}
+
+static int64_t sys_fchown(crec_emu *e, const uint64_t a[6])
+{
+    HOSTFD(h, a[0]);
+    return R(fchown(h, (uid_t)a[1], (gid_t)a[2]));
+}
+
+static int64_t sys_fchownat(crec_emu *e, const uint64_t a[6])
+{
+    int d = dirfd_host(e, a[0]);
+    PATH(p, a[1]);
+    return R(fchownat(d, p, (uid_t)a[2], (gid_t)a[3], (int)a[4]));
+}
+
+static int64_t sys_utimensat(crec_emu *e, const uint64_t a[6])
+{
+    struct timespec ts[2];
+    char p[PATH_SZ];
+    int d = dirfd_host(e, a[0]);
+    if (a[1] && emu_string_in(e, a[1], p, sizeof p) < 0)
+        return -EFAULT;
+    if (a[2] && emu_copy_in(e, ts, a[2], sizeof ts) != 0)
+        return -EFAULT;
+    return R(syscall(SYS_utimensat, d, a[1] ? p : NULL, a[2] ? ts : NULL, (int)a[3]));
+}
+
+static int64_t sys_ftruncate(crec_emu *e, const uint64_t a[6])
+{
+    HOSTFD(h, a[0]);
+    return R(ftruncate(h, (off_t)a[1]));
+}
+
+static int64_t sys_truncate(crec_emu *e, const uint64_t a[6])
+{
+    PATH(p, a[0]);
+    return R(truncate(p, (off_t)a[1]));
+}
+
+static int64_t sys_fsync(crec_emu *e, const uint64_t a[6])
+{
+    HOSTFD(h, a[0]);
+    return R(fsync(h));
+}
+
+static int64_t sys_fallocate(crec_emu *e, const uint64_t a[6])
+{
+    HOSTFD(h, a[0]);
+    return R(fallocate(h, (int)a[1], (off_t)a[2], (off_t)a[3]));
+}
+
+static int64_t sys_flock(crec_emu *e, const uint64_t a[6])
+{
+    HOSTFD(h, a[0]);
+    return R(syscall(SYS_flock, h, (int)a[1]));
+}
+
+static int64_t sys_fadvise64(crec_emu *e, const uint64_t a[6])
+{
+    HOSTFD(h, a[0]);
+    (void)h;
+    return 0; /* advice only */
+}
+
+static int64_t sys_umask(crec_emu *e, const uint64_t a[6])
+{
+    uint32_t old = e->umask_v;
+    e->umask_v = (uint32_t)a[0] & 0777;
+    umask((mode_t)e->umask_v);
+    return old;
+}
+
+/* copy_file_range and sendfile move data inside the host kernel; only the
+ * offsets live in guest memory. */
+static int64_t sys_copy_file_range(crec_emu *e, const uint64_t a[6])
+{
+    HOSTFD(hi, a[0]);
+    HOSTFD(ho, a[2]);
+    loff_t oi, oo;
+    long r;
+    if ((a[1] && emu_copy_in(e, &oi, a[1], 8)) || (a[3] && emu_copy_in(e, &oo, a[3], 8)))
+        return -EFAULT;
+    r = syscall(SYS_copy_file_range, hi, a[1] ? &oi : NULL, ho, a[3] ? &oo : NULL,
+                (size_t)a[4], (unsigned)a[5]);
+    if (r < 0)
+        return -errno;
+    if ((a[1] && emu_copy_out(e, a[1], &oi, 8)) || (a[3] && emu_copy_out(e, a[3], &oo, 8)))
+        return -EFAULT;
+    return r;
+}
+
+static int64_t sys_sendfile(crec_emu *e, const uint64_t a[6])
+{
+    HOSTFD(ho, a[0]);
+    HOSTFD(hi, a[1]);
+    off_t off;
+    long r;
+    if (a[2] && emu_copy_in(e, &off, a[2], 8))
+        return -EFAULT;
+    r = syscall(SYS_sendfile, ho, hi, a[2] ? &off : NULL, (size_t)a[3]);
+    if (r < 0)
+        return -errno;
+    if (a[2] && emu_copy_out(e, a[2], &off, 8))
+        return -EFAULT;
+    return r;
+}
+
+/* ---- extended attributes: passed through so that `ls -l` shows the same ---- */
+
+static int64_t do_getxattr(crec_emu *e, const uint64_t a[6], int nr)
+{
+    char name[256], *val = NULL;
+    int64_t ret;
+    long r;
+    int h = -1;
+    char p[PATH_SZ];
+
+    if (nr == SYS_fgetxattr) {
+        h = emu_fd_host(e, a[0]);
+        if (h < 0)
+            return -EBADF;
+    } else if (emu_string_in(e, a[0], p, sizeof p) < 0) {
+        return -EFAULT;
+    }
+    if (emu_string_in(e, a[1], name, sizeof name) < 0)
+        return -EFAULT;
+    if (a[3] && !(val = crec_malloc(a[3] > 65536 ? 65536 : a[3])))
+        return -ENOMEM;
+    r = nr == SYS_fgetxattr ? syscall(nr, h, name, val, a[3] > 65536 ? 65536 : a[3])
+                            : syscall(nr, p, name, val, a[3] > 65536 ? 65536 : a[3]);
+    ret = R(r);
+    if (r > 0 && a[3] && emu_copy_out(e, a[2], val, (uint64_t)r) != 0)
+        ret = -EFAULT;
+    crec_free(val);
+    return ret;
+}
+
+static int64_t sys_getxattr(crec_emu *e, const uint64_t a[6]) { return do_getxattr(e, a, SYS_getxattr); }
+static int64_t sys_lgetxattr(crec_emu *e, const uint64_t a[6]) { return do_getxattr(e, a, SYS_lgetxattr); }
+static int64_t sys_fgetxattr(crec_emu *e, const uint64_t a[6]) { return do_getxattr(e, a, SYS_fgetxattr); }
+
+static int64_t do_listxattr(crec_emu *e, const uint64_t a[6], int nr)
+{
+    char p[PATH_SZ], *val = NULL;
+    uint64_t n = a[2] > 65536 ? 65536 : a[2];
+    int64_t ret;
+    long r;
+    if (emu_string_in(e, a[0], p, sizeof p) < 0)
+        return -EFAULT;
+    if (n && !(val = crec_malloc(n)))
+        return -ENOMEM;
+    r = syscall(nr, p, val, n);
+    ret = R(r);
+    if (r > 0 && n && emu_copy_out(e, a[1], val, (uint64_t)r) != 0)
+        ret = -EFAULT;
+    crec_free(val);
+    return ret;
+}
+
+static int64_t sys_listxattr(crec_emu *e, const uint64_t a[6]) { return do_listxattr(e, a, SYS_listxattr); }
+static int64_t sys_llistxattr(crec_emu *e, const uint64_t a[6]) { return do_listxattr(e, a, SYS_llistxattr); }
+
+/* ---- waiting on descriptors --------------------------------------------------- */
+
+static int64_t do_poll(crec_emu *e, uint64_t addr, uint64_t n, int timeout_ms)
+{
+    struct pollfd fds[256];
+    int gfd[256];
+    long r;
+    if (n > 256)
+        return -EINVAL;
+    if (n && emu_copy_in(e, fds, addr, n * sizeof *fds) != 0)
+        return -EFAULT;
+    for (uint64_t i = 0; i < n; i++) {
+        gfd[i] = fds[i].fd;
+        fds[i].fd = gfd[i] < 0 ? -1 : emu_fd_host(e, (uint64_t)gfd[i]);
+        if (gfd[i] >= 0 && fds[i].fd < 0)
+            fds[i].fd = -1; /* reported as POLLNVAL below */
+    }
+    r = poll(fds, n, timeout_ms);
+    if (r < 0)
+        return -errno;
+    for (uint64_t i = 0; i < n; i++) {
+        if (gfd[i] >= 0 && emu_fd_host(e, (uint64_t)gfd[i]) < 0) {
+            fds[i].revents = POLLNVAL;
+            r++;
+        }
+        fds[i].fd = gfd[i];
+    }
+    return emu_copy_out(e, addr, fds, n * sizeof *fds) ?: r;
+}
+
+/* select: guest fd_sets are rebuilt with host descriptors and back. */
+static int64_t do_select(crec_emu *e, const uint64_t a[6], struct timespec *ts)
+{
+    uint64_t gset[3][16] = {{0}}, nbytes;
+    fd_set hset[3];
+    int n = (int)a[0], hmax = -1, r;
+
+    if (n < 0 || n > 1024)
+        return -EINVAL;
+    nbytes = (uint64_t)(n + 63) / 64 * 8;
+    for (int k = 0; k < 3; k++) {
+        FD_ZERO(&hset[k]);
+        if (a[1 + k] && nbytes && emu_copy_in(e, gset[k], a[1 + k], nbytes) != 0)
+            return -EFAULT;
+        for (int fd = 0; fd < n; fd++) {
+            if (!(gset[k][fd / 64] >> (fd % 64) & 1))
+                continue;
+            int h = emu_fd_host(e, (uint64_t)fd);
+            if (h < 0 || h >= FD_SETSIZE)
+                return -EBADF;
+            FD_SET(h, &hset[k]);
+            if (h > hmax)
+                hmax = h;
+        }
+    }
+    r = pselect(hmax + 1, &hset[0], &hset[1], &hset[2], ts, NULL);
+    if (r < 0)
+        return -errno;
+    for (int k = 0; k < 3; k++) {
+        for (int fd = 0; fd < n; fd++)
+            if (gset[k][fd / 64] >> (fd % 64) & 1 && !FD_ISSET(emu_fd_host(e, (uint64_t)fd), &hset[k]))
+                gset[k][fd / 64] &= ~(1ull << (fd % 64));
+        if (a[1 + k] && nbytes && emu_copy_out(e, a[1 + k], gset[k], nbytes) != 0)
+            return -EFAULT;
+    }
+    return r;
+}
+
+static int64_t sys_select(crec_emu *e, const uint64_t a[6])
+{
+    struct timespec ts;
+    int64_t tv[2];
+    if (a[4]) {
+        if (emu_copy_in(e, tv, a[4], sizeof tv) != 0)
+            return -EFAULT;
+        ts.tv_sec = tv[0], ts.tv_nsec = tv[1] * 1000;
+    }
+    return do_select(e, a, a[4] ? &ts : NULL);
+}
+
+static int64_t sys_pselect6(crec_emu *e, const uint64_t a[6])
+{
+    struct timespec ts;
+    if (a[4] && emu_copy_in(e, &ts, a[4], sizeof ts) != 0)
+        return -EFAULT;
+    return do_select(e, a, a[4] ? &ts : NULL); /* the signal mask is ignored */
+}
+
+static int64_t sys_poll(crec_emu *e, const uint64_t a[6])
+{
+    return do_poll(e, a[0], a[1], (int)a[2]);
+}
+
+static int64_t sys_ppoll(crec_emu *e, const uint64_t a[6])
+{
+    struct timespec ts;
+    int ms = -1;
+    if (a[2]) {
+        if (emu_copy_in(e, &ts, a[2], sizeof ts) != 0)
+            return -EFAULT;
+        ms = (int)(ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+    }
+    return do_poll(e, a[0], a[1], ms);
+}
+
+void emu_sys_fs_register(struct emu_sys *t, size_t n)
+{
+#define REG(name, f) \
+    if (SYS_##name < n) t[SYS_##name] = (struct emu_sys){sys_##name, f}
+    REG(read, "fBu");
+    REG(write, "fbu");
+    REG(pread64, "fBud");
+    REG(pwrite64, "fbud");
+    REG(readv, "fpd");
+    REG(writev, "fpd");
+    REG(preadv, "fpdd");
+    REG(pwritev, "fpdd");
+    REG(open, "sxo");
+    REG(openat, "fsxo");
+    REG(creat, "so");
+    REG(close, "f");
+    REG(dup, "f");
+    REG(dup2, "ff");
+    REG(dup3, "ffx");
+    REG(pipe, "p");
+    REG(pipe2, "px");
+    REG(fcntl, "fdx");
+    REG(ioctl, "fxp");
+    REG(fstat, "fp");
+    REG(stat, "sp");
+    REG(lstat, "sp");
+    REG(newfstatat, "fspx");
+    REG(statx, "fsxxp");
+    REG(statfs, "sp");
+    REG(fstatfs, "fp");
+    REG(lseek, "fdd");
+    REG(getdents64, "fpu");
+    REG(access, "so");
+    REG(faccessat, "fso");
+    REG(faccessat2, "fsox");
+    REG(getcwd, "pu");
+    REG(chdir, "s");
+    REG(fchdir, "f");
+    REG(readlink, "spu");
+    REG(readlinkat, "fspu");
+    REG(unlink, "s");
+    REG(unlinkat, "fsx");
+    REG(rmdir, "s");
+    REG(mkdir, "so");
+    REG(mkdirat, "fso");
+    REG(rename, "ss");
+    REG(renameat, "fsfs");
+    REG(renameat2, "fsfsx");
+    REG(symlink, "ss");
+    REG(symlinkat, "sfs");
+    REG(link, "ss");
+    REG(linkat, "fsfsx");
+    REG(chmod, "so");
+    REG(fchmod, "fo");
+    REG(fchmodat, "fso");
+    REG(fchown, "fdd");
+    REG(fchownat, "fsddx");
+    REG(utimensat, "fspx");
+    REG(ftruncate, "fd");
+    REG(truncate, "sd");
+    REG(fsync, "f");
+    REG(fallocate, "fxdd");
+    REG(flock, "fx");
+    REG(fadvise64, "fddd");
+    REG(umask, "o");
+    REG(copy_file_range, "fpfpux");
+    REG(sendfile, "ffpu");
+    REG(getxattr, "sspu");
+    REG(lgetxattr, "sspu");
+    REG(fgetxattr, "fspu");
+    REG(listxattr, "spu");
+    REG(llistxattr, "spu");
+    REG(poll, "pud");
+    REG(ppoll, "pupp");
+    REG(select, "dpppp");
+    REG(pselect6, "dppppp");
+    t[SYS_fdatasync] = (struct emu_sys){sys_fsync, "f"};
+#undef REG
+}

@@ -1,0 +1,413 @@
+/*
+ * sys_proc.c - the process: exit, identity, limits, signals (bookkeeping
+ * only: no signal is delivered to a handler yet), futex for one thread,
+ * and clear refusals for what is not there yet (threads, fork, exec).
+ */
+#include <asm/prctl.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/sysinfo.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "emu/emu_int.h"
+
+static int64_t sys_exit_group(crec_emu *e, const uint64_t a[6])
+{
+    emu_exit(e, (int)(a[0] & 0xff), 0, NULL);
+    return 0;
+}
+
+static int64_t sys_getpid(crec_emu *e, const uint64_t a[6]) { (void)e, (void)a; return getpid(); }
+static int64_t sys_getppid(crec_emu *e, const uint64_t a[6]) { (void)e, (void)a; return getppid(); }
+static int64_t sys_getuid(crec_emu *e, const uint64_t a[6]) { (void)e, (void)a; return getuid(); }
+static int64_t sys_geteuid(crec_emu *e, const uint64_t a[6]) { (void)e, (void)a; return geteuid(); }
+static int64_t sys_getgid(crec_emu *e, const uint64_t a[6]) { (void)e, (void)a; return getgid(); }
+static int64_t sys_getegid(crec_emu *e, const uint64_t a[6]) { (void)e, (void)a; return getegid(); }
+static int64_t sys_getpgrp(crec_emu *e, const uint64_t a[6]) { (void)e, (void)a; return getpgrp(); }
+static int64_t sys_getsid(crec_emu *e, const uint64_t a[6]) { (void)e; return getsid((pid_t)a[0]); }
+static int64_t sys_getpgid(crec_emu *e, const uint64_t a[6]) { (void)e; return getpgid((pid_t)a[0]); }
+static int64_t sys_setpgid(crec_emu *e, const uint64_t a[6]) { (void)e, (void)a; return 0; }
+
+static int64_t sys_getresuid(crec_emu *e, const uint64_t a[6])
+{
+    uint32_t id = getuid(), eid = geteuid();
+    if (emu_copy_out(e, a[0], &id, 4) || emu_copy_out(e, a[1], &eid, 4) ||
+        emu_copy_out(e, a[2], &eid, 4))
+        return -EFAULT;
+    return 0;
+}
+
+static int64_t sys_getresgid(crec_emu *e, const uint64_t a[6])
+{
+    uint32_t id = getgid(), eid = getegid();
+    if (emu_copy_out(e, a[0], &id, 4) || emu_copy_out(e, a[1], &eid, 4) ||
+        emu_copy_out(e, a[2], &eid, 4))
+        return -EFAULT;
+    return 0;
+}
+
+static int64_t sys_getgroups(crec_emu *e, const uint64_t a[6])
+{
+    gid_t g[256];
+    int n = getgroups(256, g);
+    if (n < 0)
+        return -errno;
+    if (a[0] == 0)
+        return n;
+    if ((int)a[0] < n)
+        return -EINVAL;
+    return emu_copy_out(e, a[1], g, (uint64_t)n * sizeof *g) ?: n;
+}
+
+static int64_t sys_set_tid_address(crec_emu *e, const uint64_t a[6])
+{
+    e->tid_address = a[0];
+    return getpid(); /* one thread: its tid is the pid */
+}
+
+static int64_t sys_zero(crec_emu *e, const uint64_t a[6])
+{
+    (void)e, (void)a;
+    return 0;
+}
+
+static int64_t sys_enosys(crec_emu *e, const uint64_t a[6])
+{
+    (void)e, (void)a;
+    return -ENOSYS; /* known, and glibc copes without it (rseq, clone3) */
+}
+
+static int64_t sys_arch_prctl(crec_emu *e, const uint64_t a[6])
+{
+    uint64_t v;
+    switch (a[0]) {
+    case ARCH_SET_FS:
+        crec_emu_reg_set(e->cpu, UC_X86_REG_FS_BASE, a[1]);
+        return 0;
+    case ARCH_SET_GS:
+        crec_emu_reg_set(e->cpu, UC_X86_REG_GS_BASE, a[1]);
+        return 0;
+    case ARCH_GET_FS:
+        v = crec_emu_reg_get(e->cpu, UC_X86_REG_FS_BASE);
+        return emu_copy_out(e, a[1], &v, 8);
+    case ARCH_GET_GS:
+        v = crec_emu_reg_get(e->cpu, UC_X86_REG_GS_BASE);
+        return emu_copy_out(e, a[1], &v, 8);
+    default:
+        return -EINVAL;
+    }
+}
+
+static int64_t sys_uname(crec_emu *e, const uint64_t a[6])
+{
+    struct utsname u;
+    uname(&u);
+    return emu_copy_out(e, a[0], &u, sizeof u);
+}
+
+static int64_t sys_sysinfo(crec_emu *e, const uint64_t a[6])
+{
+    struct sysinfo si;
+    sysinfo(&si);
+    si.procs = 1;
+    return emu_copy_out(e, a[0], &si, sizeof si);
+}
+
+/* One CPU, so that sort, xz and friends don't try to start threads. */
+static int64_t sys_sched_getaffinity(crec_emu *e, const uint64_t a[6])
+{
+    uint64_t mask = 1;
+    if (a[1] < 8 || (a[1] & 7))
+        return -EINVAL;
+    return emu_copy_out(e, a[2], &mask, 8) ?: 8;
+}
+
+static int64_t sys_getcpu(crec_emu *e, const uint64_t a[6])
+{
+    uint32_t zero = 0;
+    if ((a[0] && emu_copy_out(e, a[0], &zero, 4)) || (a[1] && emu_copy_out(e, a[1], &zero, 4)))
+        return -EFAULT;
+    return 0;
+}
+
+static int64_t sys_prlimit64(crec_emu *e, const uint64_t a[6])
+{
+    struct rlimit rl;
+    if (a[0] != 0 && (pid_t)a[0] != getpid())
+        return -EPERM;
+    if (a[3]) {
+        if (getrlimit((int)a[1], &rl) != 0)
+            return -errno;
+        if (a[1] == RLIMIT_NOFILE) /* the guest's fd table */
+            rl.rlim_cur = rl.rlim_max = EMU_MAX_FDS;
+        if (emu_copy_out(e, a[3], &rl, sizeof rl) != 0)
+            return -EFAULT;
+    }
+    /* a new limit is accepted and not applied: it would bind crec too */
+    return 0;
+}
+
+static int64_t sys_getrlimit(crec_emu *e, const uint64_t a[6])
+{
+    uint64_t b[6] = {0, a[0], 0, a[1], 0, 0};
+    return sys_prlimit64(e, b);
+}
+
+static int64_t sys_getrusage(crec_emu *e, const uint64_t a[6])
+{
+    struct rusage ru;
+    if (getrusage((int)a[0] == RUSAGE_CHILDREN ? RUSAGE_CHILDREN : RUSAGE_SELF, &ru) != 0)
+        return -errno;
+    return emu_copy_out(e, a[1], &ru, sizeof ru);
+}
+
+static int64_t sys_getrandom(crec_emu *e, const uint64_t a[6])
+{
+    uint8_t buf[256];
+    uint64_t n = a[1] > sizeof buf ? sizeof buf : a[1];
+    ssize_t r = getrandom(buf, n, (unsigned)a[2] & GRND_NONBLOCK);
+    if (r < 0)
+        return -errno;
+    return emu_copy_out(e, a[0], buf, (uint64_t)r) ?: r;
+}
+
+static int64_t sys_prctl(crec_emu *e, const uint64_t a[6])
+{
+    static char name[16] = "guest";
+    switch (a[0]) {
+    case 15: /* PR_SET_NAME */
+        return emu_copy_in(e, name, a[1], 15) ? -EFAULT : 0;
+    case 16: /* PR_GET_NAME */
+        return emu_copy_out(e, a[1], name, 16);
+    case 3: /* PR_GET_DUMPABLE */
+        return 1;
+    default:
+        return -EINVAL;
+    }
+}
+
+/* ---- signals: bookkeeping ------------------------------------------------ */
+
+static int64_t sys_rt_sigaction(crec_emu *e, const uint64_t a[6])
+{
+    int sig = (int)a[0];
+    struct emu_sigaction act;
+    if (sig < 1 || sig > 64 || a[3] != 8)
+        return -EINVAL;
+    if (a[1] && (sig == SIGKILL || sig == SIGSTOP))
+        return -EINVAL;
+    if (a[1] && emu_copy_in(e, &act, a[1], sizeof act) != 0)
+        return -EFAULT;
+    if (a[2] && emu_copy_out(e, a[2], &e->sigs[sig], sizeof act) != 0)
+        return -EFAULT;
+    if (a[1])
+        e->sigs[sig] = act;
+    return 0;
+}
+
+static int64_t sys_rt_sigprocmask(crec_emu *e, const uint64_t a[6])
+{
+    uint64_t set, old = e->sigmask;
+    if (a[3] != 8)
+        return -EINVAL;
+    if (a[1]) {
+        if (emu_copy_in(e, &set, a[1], 8) != 0)
+            return -EFAULT;
+        set &= ~((1ull << (SIGKILL - 1)) | (1ull << (SIGSTOP - 1)));
+        switch (a[0]) {
+        case SIG_BLOCK: e->sigmask |= set; break;
+        case SIG_UNBLOCK: e->sigmask &= ~set; break;
+        case SIG_SETMASK: e->sigmask = set; break;
+        default: return -EINVAL;
+        }
+    }
+    if (a[2] && emu_copy_out(e, a[2], &old, 8) != 0)
+        return -EFAULT;
+    return 0;
+}
+
+static int64_t sys_sigaltstack(crec_emu *e, const uint64_t a[6])
+{
+    static uint64_t cur[3] = {0, SS_DISABLE, 0}; /* ss_sp, ss_flags, ss_size */
+    uint64_t nw[3];
+    if (a[1] && emu_copy_out(e, a[1], cur, sizeof cur) != 0)
+        return -EFAULT;
+    if (a[0]) {
+        if (emu_copy_in(e, nw, a[0], sizeof nw) != 0)
+            return -EFAULT;
+        memcpy(cur, nw, sizeof cur);
+    }
+    return 0;
+}
+
+static int default_ignored(int sig)
+{
+    return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
+}
+
+/* A signal to ourselves: the default action, or nothing. */
+static int64_t signal_self(crec_emu *e, int sig)
+{
+    char msg[128];
+    if (sig == 0)
+        return 0;
+    if (sig < 1 || sig > 64)
+        return -EINVAL;
+    if (e->sigs[sig].handler == 1 /* SIG_IGN */ || (e->sigs[sig].handler == 0 && default_ignored(sig)))
+        return 0;
+    if (e->sigs[sig].handler != 0 && sig != SIGKILL) {
+        fprintf(e->log, "crec: signal %s to a guest handler is not supported yet; ignored\n",
+                sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+        return 0;
+    }
+    snprintf(msg, sizeof msg, "guest killed by SIG%s (sent by itself)",
+             sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+    emu_exit(e, 0, sig, msg);
+    return 0;
+}
+
+static int64_t sys_kill(crec_emu *e, const uint64_t a[6])
+{
+    pid_t pid = (pid_t)a[0];
+    if (pid == 0 || pid == getpid())
+        return signal_self(e, (int)a[1]);
+    return kill(pid, (int)a[1]) ? -errno : 0;
+}
+
+static int64_t sys_tgkill(crec_emu *e, const uint64_t a[6])
+{
+    if ((pid_t)a[0] != getpid() || (pid_t)a[1] != getpid())
+        return -ESRCH;
+    return signal_self(e, (int)a[2]);
+}
+
+static int64_t sys_tkill(crec_emu *e, const uint64_t a[6])
+{
+    if ((pid_t)a[0] != getpid())
+        return -ESRCH;
+    return signal_self(e, (int)a[1]);
+}
+
+/* ---- one thread ------------------------------------------------------------ */
+
+static int64_t sys_futex(crec_emu *e, const uint64_t a[6])
+{
+    uint32_t v;
+    switch (a[1] & 0x7f) {
+    case 0: /* FUTEX_WAIT */
+    case 9: /* FUTEX_WAIT_BITSET */
+        if (emu_copy_in(e, &v, a[0], 4) != 0)
+            return -EFAULT;
+        /* nobody else could wake us: time out rather than hang */
+        return v != (uint32_t)a[2] ? -EAGAIN : -ETIMEDOUT;
+    case 1:  /* FUTEX_WAKE */
+    case 10: /* FUTEX_WAKE_BITSET */
+    case 3:  /* FUTEX_REQUEUE */
+    case 4:  /* FUTEX_CMP_REQUEUE */
+    case 5:  /* FUTEX_WAKE_OP */
+        return 0;
+    default:
+        return -ENOSYS;
+    }
+}
+
+static int64_t not_yet(crec_emu *e, const char *what, int64_t ret)
+{
+    if (e->opt.strict) {
+        crec_error_set(&e->err, CREC_ERR_UNSUPPORTED, "%s is not supported yet (--strict)", what);
+        e->fatal = 1;
+        crec_emu_cpu_stop(e->cpu);
+        return ret;
+    }
+    fprintf(e->log, "crec: %s is not supported yet; the guest gets %s\n", what,
+            ret == -EAGAIN ? "EAGAIN" : "ENOSYS");
+    return ret;
+}
+
+static int64_t sys_clone(crec_emu *e, const uint64_t a[6])
+{
+    return not_yet(e, (a[0] & CLONE_VM) ? "creating a thread (clone)" : "fork (clone)", -EAGAIN);
+}
+
+static int64_t sys_fork(crec_emu *e, const uint64_t a[6])
+{
+    (void)a;
+    return not_yet(e, "fork", -EAGAIN);
+}
+
+static int64_t sys_execve(crec_emu *e, const uint64_t a[6])
+{
+    (void)a;
+    return not_yet(e, "execve", -ENOSYS);
+}
+
+static int64_t sys_wait4(crec_emu *e, const uint64_t a[6])
+{
+    (void)e, (void)a;
+    return -ECHILD;
+}
+
+void emu_sys_proc_register(struct emu_sys *t, size_t n)
+{
+#define REG(name, f) \
+    if (SYS_##name < n) t[SYS_##name] = (struct emu_sys){sys_##name, f}
+#define ALIAS(name, fn, f) \
+    if (SYS_##name < n) t[SYS_##name] = (struct emu_sys){fn, f}
+    REG(exit_group, "d");
+    ALIAS(exit, sys_exit_group, "d");
+    REG(getpid, "");
+    ALIAS(gettid, sys_getpid, "");
+    REG(getppid, "");
+    REG(getuid, "");
+    REG(geteuid, "");
+    REG(getgid, "");
+    REG(getegid, "");
+    REG(getpgrp, "");
+    REG(getsid, "d");
+    REG(getpgid, "d");
+    REG(setpgid, "dd");
+    REG(getresuid, "ppp");
+    REG(getresgid, "ppp");
+    REG(getgroups, "dp");
+    REG(set_tid_address, "p");
+    ALIAS(set_robust_list, sys_zero, "pu");
+    ALIAS(rseq, sys_enosys, "pxxx");
+    ALIAS(clone3, sys_enosys, "pu");
+    REG(arch_prctl, "xp");
+    REG(uname, "p");
+    REG(sysinfo, "p");
+    REG(sched_getaffinity, "dup");
+    ALIAS(sched_setaffinity, sys_zero, "dup");
+    ALIAS(sched_yield, sys_zero, "");
+    REG(getcpu, "ppp");
+    REG(prlimit64, "ddpp");
+    REG(getrlimit, "dp");
+    ALIAS(setrlimit, sys_zero, "dp");
+    REG(getrusage, "dp");
+    REG(getrandom, "pux");
+    REG(prctl, "dxxxx");
+    REG(rt_sigaction, "dppu");
+    REG(rt_sigprocmask, "dppu");
+    REG(sigaltstack, "pp");
+    REG(kill, "dd");
+    REG(tgkill, "ddd");
+    REG(tkill, "dd");
+    REG(futex, "pxdppd");
+    REG(clone, "xppppp");
+    REG(fork, "");
+    ALIAS(vfork, sys_fork, "");
+    REG(execve, "spp");
+    ALIAS(execveat, sys_execve, "fsppx");
+    REG(wait4, "dpxp");
+    ALIAS(waitid, sys_wait4, "ddpxp");
+    ALIAS(membarrier, sys_zero, "xx");
+    ALIAS(sched_getparam, sys_zero, "dp");
+    ALIAS(sched_getscheduler, sys_zero, "d");
+#undef REG
+#undef ALIAS
+}

@@ -1,0 +1,472 @@
+/*
+ * format.h - the .crec container: the one header other modules include to
+ * write or read a recording.  docs/FORMAT.md is the normative byte-level
+ * spec; this header is the C view of it.
+ *
+ * A recording is a header and a set of named streams.  A stream is a byte
+ * sequence identified by (type, thread id); global streams use thread 0.
+ * Streams are cut into zstd-compressed, checksummed chunks.  The records in
+ * each stream are encoded and decoded by the crec_fmt_*_encode/_decode pairs
+ * below, the one place where packet layouts are defined for both record and
+ * replay.
+ *
+ * Every function that can fail returns a crec_err and fills `err` (which may
+ * be NULL) with a one-line message.  Handles are opaque; free accepts NULL.
+ */
+#ifndef CREC_FORMAT_H
+#define CREC_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "crec.h"
+
+/* ---- versions and stream types ------------------------------------------ */
+
+/*
+ * The format version and the list of stream and record types sit together:
+ * bump CREC_FMT_VERSION when this list changes (or when any layout in
+ * docs/FORMAT.md changes).  A reader refuses every other version.
+ */
+#define CREC_FMT_VERSION 1
+
+enum crec_fmt_stream {
+    CREC_FMT_S_HEADER = 1,    /* the recording header (one chunk, first) */
+    CREC_FMT_S_READS = 2,     /* per thread: unpredicted read values */
+    CREC_FMT_S_EVENTS = 3,    /* per thread: non-determinism records */
+    CREC_FMT_S_SEQ = 4,       /* per thread: sequencing points */
+    CREC_FMT_S_KEYFRAMES = 5, /* global: KEYFRAME records */
+    CREC_FMT_S_SNAPSHOTS = 6, /* global: SNAPSHOT records */
+    CREC_FMT_S_BLOBS = 7,     /* global: content-addressed BLOB records */
+    CREC_FMT_S_CODE = 8,      /* global: CODE mapping records */
+    CREC_FMT_S_SYMBOLS = 9,   /* global: SYMBOL records */
+    CREC_FMT_S_INDEX = 10,    /* global: opaque bytes of the index module */
+    CREC_FMT_S_DIRECTORY = 11, /* the chunk directory (one chunk, last) */
+    CREC_FMT_S_MAX = 11
+};
+
+/* Record kinds: the first byte of every framed record (docs/FORMAT.md §6). */
+enum crec_fmt_kind {
+    CREC_FMT_K_KEYFRAME = 0x01,
+    CREC_FMT_K_SYSCALL = 0x10,
+    CREC_FMT_K_CPUID = 0x11,
+    CREC_FMT_K_RDTSC = 0x12,
+    CREC_FMT_K_MMAP = 0x13,
+    CREC_FMT_K_SIGNAL = 0x14,
+    CREC_FMT_K_THREAD = 0x15,
+    CREC_FMT_K_EXIT = 0x16,
+    CREC_FMT_K_SNAPSHOT = 0x20,
+    CREC_FMT_K_BLOB = 0x30,
+    CREC_FMT_K_CODE = 0x40,
+    CREC_FMT_K_SYMBOL = 0x50,
+};
+
+/* ---- limits a reader enforces (and a writer respects) ------------------- */
+
+#define CREC_FMT_MAX_CHUNK (64u << 20)    /* bytes in one chunk, either form */
+#define CREC_FMT_MAX_RECORD (64u << 20)   /* bytes in one framed record body */
+#define CREC_FMT_MAX_STRING (1u << 20)    /* bytes in one string */
+#define CREC_FMT_MAX_STRINGS 65536        /* argv or envp entries */
+#define CREC_FMT_MAX_THREADS 65536        /* distinct thread ids */
+#define CREC_FMT_MAX_STREAMS (3 * CREC_FMT_MAX_THREADS + 16)
+#define CREC_FMT_MAX_CPUID 1024           /* CPUID leaves in the header */
+#define CREC_FMT_DEFAULT_CHUNK (256u << 10) /* writer flush threshold */
+#define CREC_FMT_READ_WIDTH_MAX 16        /* bytes of one READS value */
+
+/* ---- the header ----------------------------------------------------------- */
+
+#define CREC_FMT_ARCH_X86_64 1
+#define CREC_FMT_ORDER_LITTLE 0
+#define CREC_FMT_ORDER_BIG 1
+
+/* One CPUID answer shown to the guest. */
+typedef struct crec_fmt_cpuid {
+    uint32_t leaf, subleaf;
+    uint32_t eax, ebx, ecx, edx;
+} crec_fmt_cpuid;
+
+/*
+ * The recording header.  The writer copies what it is given; a header
+ * filled by the reader owns its strings and is released with
+ * crec_fmt_header_clear().
+ */
+typedef struct crec_fmt_header {
+    uint32_t version;        /* read only: CREC_FMT_VERSION */
+    uint32_t arch;           /* CREC_FMT_ARCH_X86_64 */
+    uint32_t host_order;     /* CREC_FMT_ORDER_* of the recording host */
+    uint64_t page_size;
+    uint64_t cache_entries;  /* prediction cache: number of entries */
+    uint64_t cache_granule;  /* prediction cache: bytes per entry */
+    uint64_t keyframe_interval; /* instructions between key frames */
+    uint64_t snapshot_interval; /* key frames between snapshots */
+    int64_t start_sec;       /* wall clock at start, for information only */
+    uint32_t start_nsec;
+    char *crec_version;      /* e.g. CREC_VERSION_STRING; NULL = "" */
+    size_t ncpuid;
+    crec_fmt_cpuid *cpuid;
+    size_t argc;
+    char **argv;
+    size_t envc;
+    char **envp;
+} crec_fmt_header;
+
+/*! crec_fmt_header_clear() :
+ *  Free the strings and arrays of a header filled by the reader, and zero it.
+ *  @return nothing; accepts NULL. */
+void crec_fmt_header_clear(crec_fmt_header *h);
+
+/*! crec_fmt_stream_name() :
+ *  @return "READS", "EVENTS", ... for a stream type, "?" otherwise. */
+const char *crec_fmt_stream_name(int type);
+
+/*! crec_fmt_stream_per_thread() :
+ *  @return 1 for READS, EVENTS and SEQ (thread id > 0 allowed), else 0. */
+int crec_fmt_stream_per_thread(int type);
+
+/* ---- content hashes ------------------------------------------------------ */
+
+/* XXH3-128 of a blob's bytes: 16 bytes, low half first, each half LE. */
+typedef struct crec_fmt_hash {
+    uint8_t b[16];
+} crec_fmt_hash;
+
+/*! crec_fmt_hash_bytes() :
+ *  @return the content hash of `len` bytes (XXH3-128, seed 0). */
+crec_fmt_hash crec_fmt_hash_bytes(const void *data, size_t len);
+
+/* ---- byte buffers and cursors (records are built and parsed with these) -- */
+
+/* A growable output buffer.  Zero-initialise; release with crec_fmt_buf_free. */
+typedef struct crec_fmt_buf {
+    uint8_t *data;
+    size_t len, cap;
+    int nomem; /* set once an append failed: the content is then incomplete */
+} crec_fmt_buf;
+
+void crec_fmt_buf_free(crec_fmt_buf *b);
+void crec_fmt_buf_reset(crec_fmt_buf *b); /* len = 0, keeps memory, clears nomem */
+
+/* A bounds-checked input cursor over bytes the caller owns. */
+typedef struct crec_fmt_cur {
+    const uint8_t *p;
+    size_t len, pos;
+} crec_fmt_cur;
+
+/* ---- record codecs ------------------------------------------------------- */
+/*
+ * Each *_encode appends one record, framed (kind, varint body length, body)
+ * except READS and SEQ entries, which are bare.  It returns CREC_OK or
+ * CREC_ERR_NOMEM.  Each *_decode takes a record body as returned by
+ * crec_fmt_cursor_next() (kind already consumed) and fails with
+ * CREC_ERR_CORRUPT naming the field when the body is short or inconsistent.
+ */
+
+/*! KEYFRAME: the full state of one thread at a segment start, and where its
+ *  per-thread streams stood, so that replay can start there. */
+typedef struct crec_fmt_keyframe {
+    uint32_t tid;
+    uint64_t global_icount, thread_icount;
+    crec_regs regs;
+    uint64_t reads_off, events_off, seq_off; /* uncompressed stream offsets */
+    uint64_t hits_before; /* hits of the next READS entry that belong to
+                             the segments before this key frame */
+} crec_fmt_keyframe;
+int crec_fmt_kf_encode(crec_fmt_buf *b, const crec_fmt_keyframe *kf);
+int crec_fmt_kf_decode(const uint8_t *body, size_t len, crec_fmt_keyframe *kf, crec_error *err);
+
+/* EVENT records (EVENTS stream).  `kind` selects the union member. */
+#define CREC_FMT_EV_HAS_HASH 1 /* syscall: write_hash is set; mmap: blob is set */
+#define CREC_FMT_EV_HAS_NAME 2 /* mmap: name is set */
+#define CREC_FMT_EV_LISTING 4  /* mmap: part of the map listing after a key frame */
+
+/* Register ids in a SYSCALL record's list of changed registers: 0..15 are
+ * the GPRs (enum crec_gpr), then these. */
+#define CREC_FMT_REG_RIP 16
+#define CREC_FMT_REG_RFLAGS 17
+#define CREC_FMT_REG_FS_BASE 18
+#define CREC_FMT_REG_GS_BASE 19
+#define CREC_FMT_SYS_MAXREGS 24 /* at most this many changed registers */
+
+enum crec_fmt_mmap_op { CREC_FMT_MM_MAP = 1, CREC_FMT_MM_UNMAP, CREC_FMT_MM_PROTECT,
+                        CREC_FMT_MM_BRK, CREC_FMT_MM_REMAP };
+enum crec_fmt_thread_op { CREC_FMT_TH_CREATE = 1, CREC_FMT_TH_EXIT = 2 };
+/* How a recording ended: the program exited (value: its status), was
+ * killed (value: the signal), or crec was told to stop recording (value:
+ * the signal crec got, SIGINT or SIGTERM; the program was still running). */
+enum crec_fmt_exit_how { CREC_FMT_EXIT_STATUS = 0, CREC_FMT_EXIT_SIGNAL = 1,
+                         CREC_FMT_EXIT_STOPPED = 2 };
+
+typedef struct crec_fmt_event {
+    int kind; /* CREC_FMT_K_SYSCALL .. CREC_FMT_K_EXIT */
+    union {
+        struct { /* a syscall's result; write_hash = XXH3-64 of bytes written */
+            uint64_t icount, nr, args[6];
+            int64_t ret;
+            uint32_t flags;
+            uint64_t write_hash;
+            uint32_t nregs; /* registers besides rax the syscall changed */
+            struct { uint32_t id; uint64_t value; } regs[CREC_FMT_SYS_MAXREGS];
+        } sys;
+        struct { uint32_t leaf, subleaf, eax, ebx, ecx, edx; } cpuid;
+        struct { uint64_t value; } rdtsc;
+        struct { /* a change to the memory map; remap: addr2/len2 = new range */
+            uint32_t op, flags;
+            uint64_t addr, len, prot, mflags, addr2, len2;
+            crec_fmt_hash blob; /* code bytes when the range became executable */
+            const char *name;   /* decode: points into the body, not NUL-terminated */
+            size_t name_len;
+        } mmap;
+        struct { uint64_t icount; uint32_t signo; int64_t code; uint64_t addr; } sig;
+        struct { uint32_t op, tid; } thread;
+        struct { uint64_t global_icount; uint32_t how; uint64_t value; } exit;
+    } u;
+} crec_fmt_event;
+int crec_fmt_ev_encode(crec_fmt_buf *b, const crec_fmt_event *ev);
+int crec_fmt_ev_decode(int kind, const uint8_t *body, size_t len, crec_fmt_event *ev,
+                       crec_error *err);
+
+/*! READS entry (bare): hits predicted reads, then one value of `width`
+ *  bytes (1..16; the replayer knows the width from the access). */
+int crec_fmt_read_encode(crec_fmt_buf *b, uint64_t hits, const uint8_t *value, unsigned width);
+int crec_fmt_read_decode(crec_fmt_cur *c, unsigned width, uint64_t *hits, uint8_t *value,
+                         crec_error *err);
+
+/*! SEQ entry (bare): a global sequence number and the thread's icount. */
+int crec_fmt_seq_encode(crec_fmt_buf *b, uint64_t seq, uint64_t icount);
+int crec_fmt_seq_decode(crec_fmt_cur *c, uint64_t *seq, uint64_t *icount, crec_error *err);
+
+/*! SNAPSHOT: pages that changed since the previous snapshot. */
+typedef struct crec_fmt_snap_page {
+    uint64_t addr;
+    crec_fmt_hash blob;
+} crec_fmt_snap_page;
+typedef struct crec_fmt_snapshot {
+    uint64_t global_icount;
+    size_t npages;
+    crec_fmt_snap_page *pages; /* decode: allocated; crec_fmt_snapshot_clear */
+} crec_fmt_snapshot;
+int crec_fmt_snap_encode(crec_fmt_buf *b, const crec_fmt_snapshot *s);
+int crec_fmt_snap_decode(const uint8_t *body, size_t len, crec_fmt_snapshot *s, crec_error *err);
+void crec_fmt_snapshot_clear(crec_fmt_snapshot *s);
+
+/*! CODE: an executable mapping whose bytes are blob `blob`. */
+typedef struct crec_fmt_code {
+    uint64_t addr, len, prot, file_off;
+    crec_fmt_hash blob;
+    const char *name; /* decode: points into the body, not NUL-terminated */
+    size_t name_len;
+} crec_fmt_code;
+int crec_fmt_code_encode(crec_fmt_buf *b, const crec_fmt_code *c);
+int crec_fmt_code_decode(const uint8_t *body, size_t len, crec_fmt_code *c, crec_error *err);
+
+/*! SYMBOL: a symbol of the code blob `blob`; addr is relative to the blob. */
+typedef struct crec_fmt_symbol {
+    crec_fmt_hash blob;
+    uint64_t addr, size;
+    uint32_t type; /* ELF STT_* */
+    const char *name; /* decode: points into the body, not NUL-terminated */
+    size_t name_len;
+} crec_fmt_symbol;
+int crec_fmt_sym_encode(crec_fmt_buf *b, const crec_fmt_symbol *s);
+int crec_fmt_sym_decode(const uint8_t *body, size_t len, crec_fmt_symbol *s, crec_error *err);
+
+/* ---- writer --------------------------------------------------------------- */
+
+typedef struct crec_fmt_writer crec_fmt_writer;
+
+typedef struct crec_fmt_writer_opts {
+    size_t chunk_size; /* flush threshold in uncompressed bytes; 0 = default */
+    int zstd_level;    /* 0 = 3 */
+} crec_fmt_writer_opts;
+
+/*! crec_fmt_writer_open() :
+ *  Create `path` ("-" = stdout) and write the preamble and the header.
+ *  The writer never seeks, so a pipe works.  `opts` may be NULL.
+ *  @return CREC_OK and *out, or an error (CREC_ERR_IO naming the file). */
+int crec_fmt_writer_open(const char *path, const crec_fmt_header *h,
+                         const crec_fmt_writer_opts *opts, crec_fmt_writer **out,
+                         crec_error *err);
+
+/*! crec_fmt_writer_open_fd() :
+ *  The same on an open fd, which the writer owns and closes (except 0, 1
+ *  and 2, which it leaves open); `name` is for messages.  A pipe works.
+ *  Writing to a pipe whose reader has gone raises SIGPIPE: a caller that
+ *  wants CREC_ERR_IO instead ignores SIGPIPE.
+ *  @return CREC_OK and *out, or an error (the fd is closed either way). */
+int crec_fmt_writer_open_fd(int fd, const char *name, const crec_fmt_header *h,
+                            const crec_fmt_writer_opts *opts, crec_fmt_writer **out,
+                            crec_error *err);
+
+/*! crec_fmt_write() :
+ *  Append bytes to stream (type, tid); tid must be 0 for a global stream.
+ *  A chunk is written each time the stream's buffer reaches the threshold.
+ *  @return CREC_OK or an error; after an error the writer only accepts free. */
+int crec_fmt_write(crec_fmt_writer *w, int type, uint32_t tid, const void *data, size_t len,
+                   crec_error *err);
+
+/*! crec_fmt_write_buf() :
+ *  crec_fmt_write() of an encoded buffer; reports b->nomem as CREC_ERR_NOMEM.
+ *  @return CREC_OK or an error. */
+int crec_fmt_write_buf(crec_fmt_writer *w, int type, uint32_t tid, const crec_fmt_buf *b,
+                       crec_error *err);
+
+/*! crec_fmt_writer_offset() :
+ *  @return the uncompressed size written so far to stream (type, tid): the
+ *          offset a key frame stores. */
+uint64_t crec_fmt_writer_offset(const crec_fmt_writer *w, int type, uint32_t tid);
+
+/*! crec_fmt_flush() / crec_fmt_flush_all() :
+ *  Write the buffered bytes of one stream (or of all) as chunks now.
+ *  @return CREC_OK or an error. */
+int crec_fmt_flush(crec_fmt_writer *w, int type, uint32_t tid, crec_error *err);
+int crec_fmt_flush_all(crec_fmt_writer *w, crec_error *err);
+
+/*! crec_fmt_blob_put() :
+ *  Store `len` bytes once in the BLOBS stream, keyed by content hash; a
+ *  second put of the same bytes writes nothing.  `hash` may be NULL.
+ *  @return CREC_OK and *hash, or an error. */
+int crec_fmt_blob_put(crec_fmt_writer *w, const void *data, size_t len, crec_fmt_hash *hash,
+                      crec_error *err);
+
+/*! crec_fmt_writer_close() :
+ *  Flush every stream, write the directory and the trailer, close the file
+ *  and free the writer (also on error).
+ *  @return CREC_OK, or an error such as CREC_ERR_IO naming the file. */
+int crec_fmt_writer_close(crec_fmt_writer *w, crec_error *err);
+
+/*! crec_fmt_writer_free() :
+ *  Abandon a writer: close the file without a directory (the file then
+ *  reads as truncated after its last chunk) and free it.
+ *  @return nothing; accepts NULL. */
+void crec_fmt_writer_free(crec_fmt_writer *w);
+
+/* ---- reader --------------------------------------------------------------- */
+
+typedef struct crec_fmt_reader crec_fmt_reader;
+
+/*! crec_fmt_reader_open() :
+ *  Open a recording ("-" = stdin).  A seekable file is located through its
+ *  trailer and directory; a file without a valid trailer (recorder killed)
+ *  or a pipe is scanned chunk by chunk, stopping at the last complete,
+ *  checksum-valid chunk (see crec_fmt_reader_truncated()).
+ *  @return CREC_OK and *out, or an error naming the problem. */
+int crec_fmt_reader_open(const char *path, crec_fmt_reader **out, crec_error *err);
+
+/*! crec_fmt_reader_open_mem() :
+ *  The same over `len` bytes in memory, which must outlive the reader.
+ *  @return CREC_OK and *out, or an error. */
+int crec_fmt_reader_open_mem(const void *data, size_t len, crec_fmt_reader **out,
+                             crec_error *err);
+
+/*! crec_fmt_reader_free() :  @return nothing; accepts NULL. */
+void crec_fmt_reader_free(crec_fmt_reader *r);
+
+/*! crec_fmt_reader_header() :  @return the header (owned by the reader). */
+const crec_fmt_header *crec_fmt_reader_header(const crec_fmt_reader *r);
+
+/*! crec_fmt_reader_truncated() :
+ *  @return 1 when the file had no valid directory and was recovered by
+ *          scanning; *at is then the byte offset where valid data ends and
+ *          `why` (may be NULL) receives the reason.  0 otherwise. */
+int crec_fmt_reader_truncated(const crec_fmt_reader *r, uint64_t *at, const char **why);
+
+/* What the reader knows about one stream. */
+typedef struct crec_fmt_stream_info {
+    int type;
+    uint32_t tid;
+    uint64_t nchunks;
+    uint64_t raw_bytes;        /* uncompressed size */
+    uint64_t compressed_bytes; /* chunk payloads plus chunk headers */
+} crec_fmt_stream_info;
+
+/*! crec_fmt_reader_nstreams() / crec_fmt_reader_stream() :
+ *  Streams sorted by (type, tid); index in [0, nstreams).
+ *  @return the count / CREC_OK and *info (CREC_ERR_ARG for a bad index). */
+size_t crec_fmt_reader_nstreams(const crec_fmt_reader *r);
+int crec_fmt_reader_stream(const crec_fmt_reader *r, size_t i, crec_fmt_stream_info *info,
+                           crec_error *err);
+
+/*! crec_fmt_reader_size() :  @return the bytes of file that were read. */
+uint64_t crec_fmt_reader_size(const crec_fmt_reader *r);
+
+/*! crec_fmt_read_at() :
+ *  Read `n` bytes of stream (type, tid) from uncompressed offset `off`,
+ *  decompressing only the chunks that hold them.
+ *  @return CREC_OK, CREC_ERR_NOTFOUND for a missing stream or a range past
+ *          its end, or a corruption/I/O error. */
+int crec_fmt_read_at(crec_fmt_reader *r, int type, uint32_t tid, uint64_t off, void *buf,
+                     size_t n, crec_error *err);
+
+/*! crec_fmt_reader_verify() :
+ *  Check every chunk's checksum (reading the whole file, not decompressing).
+ *  @return CREC_OK or the first corruption found. */
+int crec_fmt_reader_verify(crec_fmt_reader *r, crec_error *err);
+
+/* A sequential cursor over one stream. */
+typedef struct crec_fmt_cursor crec_fmt_cursor;
+
+/*! crec_fmt_cursor_open() :
+ *  A cursor at uncompressed offset `off` of stream (type, tid).  A missing
+ *  stream reads as empty.
+ *  @return CREC_OK and *out, or an error. */
+int crec_fmt_cursor_open(crec_fmt_reader *r, int type, uint32_t tid, uint64_t off,
+                         crec_fmt_cursor **out, crec_error *err);
+void crec_fmt_cursor_free(crec_fmt_cursor *c);
+
+/*! crec_fmt_cursor_offset() :  @return the current uncompressed offset. */
+uint64_t crec_fmt_cursor_offset(const crec_fmt_cursor *c);
+
+/*! crec_fmt_cursor_read() :
+ *  Read exactly `n` bytes.
+ *  @return CREC_OK, CREC_ERR_NOTFOUND at the clean end of the stream (no
+ *          byte read), CREC_ERR_CORRUPT when the stream ends inside them, or
+ *          CREC_ERR_TRUNCATED for that in a truncated file (the recorder
+ *          stopped mid-record: treat it as the end). */
+int crec_fmt_cursor_read(crec_fmt_cursor *c, void *buf, size_t n, crec_error *err);
+
+/*! crec_fmt_cursor_varint() :
+ *  @return as crec_fmt_cursor_read(), for one LEB128 varint. */
+int crec_fmt_cursor_varint(crec_fmt_cursor *c, uint64_t *v, crec_error *err);
+
+/*! crec_fmt_cursor_next() :
+ *  Read one framed record: *kind and its body (valid until the next call).
+ *  @return CREC_OK, CREC_ERR_NOTFOUND at the clean end of the stream,
+ *          CREC_ERR_TRUNCATED (see crec_fmt_cursor_read), or CREC_ERR_CORRUPT. */
+int crec_fmt_cursor_next(crec_fmt_cursor *c, int *kind, const uint8_t **body, size_t *len,
+                         crec_error *err);
+
+/*! crec_fmt_blob_get() :
+ *  Find a blob by hash (the first call indexes the BLOBS stream) and copy
+ *  it into a new crec_malloc'd buffer; its content is checked against hash.
+ *  @return CREC_OK, *data and *len; CREC_ERR_NOTFOUND; or an error. */
+int crec_fmt_blob_get(crec_fmt_reader *r, const crec_fmt_hash *hash, uint8_t **data,
+                      size_t *len, crec_error *err);
+
+/* ---- summary (what `crec info` prints) ----------------------------------- */
+
+typedef struct crec_fmt_summary {
+    uint64_t file_bytes;
+    uint64_t nchunks;
+    uint64_t nstreams;
+    uint64_t nthreads;
+    uint64_t nkeyframes;
+    uint64_t nsnapshots;
+    uint64_t nblobs, ncode, nsymbols, nevents;
+    uint64_t instructions; /* last key frame or exit event, whichever is later */
+    int exited;            /* an EXIT event was seen: */
+    uint32_t exit_how;     /*   CREC_FMT_EXIT_* */
+    uint64_t exit_value;
+    uint64_t raw_bytes, compressed_bytes; /* all streams */
+    int truncated;
+    uint64_t truncated_at;
+    const char *truncated_why; /* owned by the reader */
+} crec_fmt_summary;
+
+/*! crec_fmt_summarize() :
+ *  Verify every chunk and decode the KEYFRAMES, SNAPSHOTS, EVENTS, CODE,
+ *  SYMBOLS and BLOBS streams to count their records: the whole of `crec info`
+ *  except printing.
+ *  @return CREC_OK and *s, or the first problem found. */
+int crec_fmt_summarize(crec_fmt_reader *r, crec_fmt_summary *s, crec_error *err);
+
+#endif /* CREC_FORMAT_H */

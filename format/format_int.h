@@ -1,0 +1,145 @@
+/*
+ * format_int.h - private to format/: the fixed on-disk layouts and the
+ * byte-level helpers shared by the writer and the reader.
+ *
+ * File layout (docs/FORMAT.md §2), every integer little-endian:
+ *
+ *   offset  size  field
+ *   0       8     magic 89 43 52 45 43 0D 0A 1A  ("\x89CREC\r\n\x1a")
+ *   8       4     format version (u32 LE), CREC_FMT_VERSION
+ *   12      4     reserved, must be zero
+ *   16      ...   HEADER chunk, then data chunks, then the DIRECTORY chunk
+ *   end-32  32    trailer
+ *
+ * Chunk (§3): a 40-byte frame header, then `clen` bytes of one zstd frame.
+ *
+ *   0   4  chunk magic "CRCK" (43 52 43 4B)
+ *   4   1  stream type
+ *   5   3  reserved, must be zero
+ *   8   4  thread id (u32 LE), 0 for global streams
+ *   12  4  chunk sequence number within its stream (u32 LE)
+ *   16  8  uncompressed offset of the chunk within its stream (u64 LE)
+ *   24  4  compressed length clen (u32 LE)
+ *   28  4  uncompressed length ulen (u32 LE)
+ *   32  8  XXH3-64 (seed 0) of bytes 0..31 followed by the clen payload bytes
+ *
+ * Trailer (§5):
+ *
+ *   0   8  file offset of the DIRECTORY chunk (u64 LE)
+ *   8   8  total length of the DIRECTORY chunk, frame header included
+ *   16  8  XXH3-64 of bytes 0..15
+ *   24  8  magic "CRECEND\0"
+ */
+#ifndef CREC_FORMAT_INT_H
+#define CREC_FORMAT_INT_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "format/format.h"
+
+#define FMT_MAGIC "\x89" "CREC\r\n\x1a"
+#define FMT_MAGIC_LEN 8
+#define FMT_PREAMBLE_LEN 16
+#define FMT_CHUNK_MAGIC "CRCK"
+#define FMT_CHUNK_HDR 40
+#define FMT_TRAILER_MAGIC "CRECEND\0"
+#define FMT_TRAILER_LEN 32
+#define FMT_MAX_VARINT 10
+#define FMT_DIR_ENTRY_MIN 15 /* smallest encoded directory entry */
+
+/* ---- fixed-width little-endian integers, byte by byte ---------------------
+ * Shifts only: the result is the same on a big-endian host. */
+static inline void fmt_put_u16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+static inline void fmt_put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void fmt_put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint16_t fmt_get_u16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | (p[1] << 8));
+}
+static inline uint32_t fmt_get_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t fmt_get_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* ---- buffer appends (bytes.c); failures latch b->nomem ----------------- */
+void fmt_buf_bytes(crec_fmt_buf *b, const void *p, size_t n);
+void fmt_buf_u8(crec_fmt_buf *b, uint8_t v);
+void fmt_buf_u16(crec_fmt_buf *b, uint16_t v);
+void fmt_buf_u32(crec_fmt_buf *b, uint32_t v);
+void fmt_buf_u64(crec_fmt_buf *b, uint64_t v);
+void fmt_buf_varint(crec_fmt_buf *b, uint64_t v);
+void fmt_buf_svarint(crec_fmt_buf *b, int64_t v);
+void fmt_buf_str(crec_fmt_buf *b, const char *s, size_t n);
+void fmt_buf_hash(crec_fmt_buf *b, const crec_fmt_hash *h);
+/* Frame the bytes appended since `start` (a record body) as kind+len+body. */
+size_t fmt_frame_begin(crec_fmt_buf *b, int kind);
+void fmt_frame_end(crec_fmt_buf *b, size_t start);
+size_t fmt_varint_len(uint64_t v);
+
+/* ---- cursor reads (bytes.c); each fails with a message naming `what` --- */
+int fmt_cur_u8(crec_fmt_cur *c, uint8_t *v, const char *what, crec_error *err);
+int fmt_cur_u16(crec_fmt_cur *c, uint16_t *v, const char *what, crec_error *err);
+int fmt_cur_u32(crec_fmt_cur *c, uint32_t *v, const char *what, crec_error *err);
+int fmt_cur_u64(crec_fmt_cur *c, uint64_t *v, const char *what, crec_error *err);
+int fmt_cur_bytes(crec_fmt_cur *c, void *out, size_t n, const char *what, crec_error *err);
+int fmt_cur_varint(crec_fmt_cur *c, uint64_t *v, const char *what, crec_error *err);
+int fmt_cur_varint32(crec_fmt_cur *c, uint32_t *v, const char *what, crec_error *err);
+int fmt_cur_svarint(crec_fmt_cur *c, int64_t *v, const char *what, crec_error *err);
+int fmt_cur_str(crec_fmt_cur *c, const uint8_t **s, size_t *n, const char *what,
+                crec_error *err);
+int fmt_cur_hash(crec_fmt_cur *c, crec_fmt_hash *h, const char *what, crec_error *err);
+int fmt_cur_end(const crec_fmt_cur *c, const char *what, crec_error *err);
+
+/* ---- chunk frame header ------------------------------------------------- */
+typedef struct fmt_chunk {
+    uint64_t file_off; /* where the frame header starts */
+    uint8_t type;
+    uint32_t tid, seq;
+    uint64_t uoff;
+    uint32_t clen, ulen;
+    uint64_t sum;
+} fmt_chunk;
+
+void fmt_chunk_pack(uint8_t hdr[FMT_CHUNK_HDR], const fmt_chunk *c);
+/* Parse and range-check a frame header (not the checksum). */
+int fmt_chunk_unpack(const uint8_t hdr[FMT_CHUNK_HDR], uint64_t file_off, fmt_chunk *c,
+                     crec_error *err);
+uint64_t fmt_chunk_sum(const uint8_t hdr[FMT_CHUNK_HDR], const uint8_t *payload, size_t clen);
+
+/* The header chunk's payload (header.c). */
+int fmt_header_encode(crec_fmt_buf *b, const crec_fmt_header *h);
+int fmt_header_decode(const uint8_t *p, size_t n, crec_fmt_header *h, crec_error *err);
+
+/*
+ * Set only by the fuzz target (tests/fuzz/fuzz_reader.c): checksums are then
+ * computed but not enforced, so that mutated inputs reach the decoders
+ * instead of all stopping at "checksum mismatch".  Never set elsewhere.
+ */
+extern int fmt_fuzz_no_checksums;
+
+/* zstd contexts allocating through crec_malloc, so failure injection works. */
+void *fmt_zstd_cctx(void);
+void *fmt_zstd_dctx(void);
+
+#endif /* CREC_FORMAT_INT_H */

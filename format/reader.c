@@ -1,0 +1,1017 @@
+/*
+ * reader.c - reading a .crec file that may be hostile, truncated or a pipe
+ * (docs/FORMAT.md §2-§5, §7).
+ *
+ *   0       16    preamble: magic, u32 LE version, u32 reserved
+ *   16      ...   HEADER chunk (40-byte frame + zstd payload)
+ *   ...     ...   data chunks
+ *   D       L     DIRECTORY chunk
+ *   size-32 32    trailer: u64 LE D, u64 LE L, u64 LE XXH3-64(D,L), "CRECEND\0"
+ *
+ * Two ways to find the chunks:
+ *  - the trailer is valid and D + L + 32 == size: parse the directory; each
+ *    chunk's frame header is compared with its entry when the chunk is read;
+ *  - otherwise (recorder killed, or input is a pipe) scan frames from offset
+ *    16 on, and stop before the first frame that is incomplete, bad or fails
+ *    its checksum.  The file is then "truncated at" that offset.
+ * Either way the chunk list is checked the same way before use: chunks of a
+ * stream are numbered 0..n-1 and their stream offsets follow each other.
+ *
+ * Memory stays bounded by what the file really holds, never by what a field
+ * claims: counts are checked against the bytes left before allocating, and a
+ * chunk is at most CREC_FMT_MAX_CHUNK bytes either way.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define XXH_STATIC_LINKING_ONLY
+#define ZSTD_STATIC_LINKING_ONLY
+#include <xxhash.h>
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include "format/format_int.h"
+
+struct rstream {
+    uint8_t type;
+    uint32_t tid;
+    size_t first, n; /* chunks[first .. first+n) */
+    uint64_t raw, comp;
+};
+
+struct blobent {
+    crec_fmt_hash h;
+    uint64_t off; /* stream offset of the blob's bytes */
+    uint64_t len;
+};
+
+struct crec_fmt_reader {
+    char *name;
+    int fd, own_fd;
+    int pipe;             /* fd is not seekable: bytes are kept in mem */
+    const uint8_t *mem;   /* memory image (open_mem, or a pipe's bytes) */
+    uint8_t *pipebuf;
+    size_t memlen, pipecap;
+    uint64_t size; /* bytes in the file (for a pipe: read so far) */
+    crec_fmt_header hdr;
+    fmt_chunk *chunks; /* sorted by (type, tid, seq) */
+    size_t nchunks;
+    struct rstream *streams;
+    size_t nstreams;
+    int truncated;
+    uint64_t trunc_at;
+    char why[CREC_ERROR_MSG_MAX];
+    ZSTD_DCtx *dctx;
+    uint8_t *zbuf; /* compressed bytes of the chunk being read */
+    size_t zcap;
+    size_t cached; /* chunk index held in cache, SIZE_MAX for none */
+    uint8_t *cache;
+    size_t cachecap;
+    struct blobent *blobs; /* sorted by hash, built on first blob_get */
+    size_t nblobs;
+    int blobs_built;
+};
+
+static int r_nomem(const crec_fmt_reader *r, crec_error *err)
+{
+    return crec_error_set(err, CREC_ERR_NOMEM, "%s: out of memory", r->name);
+}
+
+/* ---- bytes of the file ------------------------------------------------------ */
+
+/* Read more of a pipe until `want` bytes are held or it ends. */
+static int pipe_fill(crec_fmt_reader *r, uint64_t want, crec_error *err)
+{
+    while (r->memlen < want) {
+        if (r->memlen == r->pipecap) {
+            size_t cap = r->pipecap ? r->pipecap * 2 : 1 << 16;
+            uint8_t *p = crec_realloc(r->pipebuf, cap);
+            if (!p)
+                return r_nomem(r, err);
+            r->pipebuf = p;
+            r->mem = p;
+            r->pipecap = cap;
+        }
+        ssize_t k = read(r->fd, r->pipebuf + r->memlen, r->pipecap - r->memlen);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            return crec_error_set(err, CREC_ERR_IO, "%s: read failed: %s", r->name,
+                                  strerror(errno));
+        if (k == 0)
+            break;
+        r->memlen += (size_t)k;
+        r->size = r->memlen;
+    }
+    return CREC_OK;
+}
+
+/* Exactly n bytes at off, or CREC_ERR_TRUNCATED when the file is shorter. */
+static int src_read(crec_fmt_reader *r, uint64_t off, void *buf, size_t n, crec_error *err)
+{
+    if (off > UINT64_MAX - n)
+        return crec_error_set(err, CREC_ERR_TRUNCATED, "%s: offset out of range", r->name);
+    if (r->pipe) {
+        int rc = pipe_fill(r, off + n, err);
+        if (rc)
+            return rc;
+    }
+    if (r->mem || r->pipe) {
+        if (off + n > r->memlen)
+            return crec_error_set(err, CREC_ERR_TRUNCATED, "%s: ends at byte %zu", r->name,
+                                  r->memlen);
+        if (n)
+            memcpy(buf, r->mem + off, n);
+        return CREC_OK;
+    }
+    if (off + n > r->size)
+        return crec_error_set(err, CREC_ERR_TRUNCATED, "%s: ends at byte %llu", r->name,
+                              (unsigned long long)r->size);
+    uint8_t *b = buf;
+    while (n) {
+        ssize_t k = pread(r->fd, b, n, (off_t)off);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            return crec_error_set(err, CREC_ERR_IO, "%s: read failed: %s", r->name,
+                                  strerror(errno));
+        if (k == 0)
+            return crec_error_set(err, CREC_ERR_TRUNCATED, "%s: file shrank", r->name);
+        b += k;
+        off += (uint64_t)k;
+        n -= (size_t)k;
+    }
+    return CREC_OK;
+}
+
+static int grow(uint8_t **p, size_t *cap, size_t n)
+{
+    if (n <= *cap)
+        return 1;
+    uint8_t *q = crec_realloc(*p, n);
+    if (!q)
+        return 0;
+    *p = q;
+    *cap = n;
+    return 1;
+}
+
+/* ---- one chunk ------------------------------------------------------------- */
+
+static const char *chunk_desc(const fmt_chunk *c, char *buf, size_t n)
+{
+    if (crec_fmt_stream_per_thread(c->type))
+        snprintf(buf, n, "stream %s thread %u chunk %u", crec_fmt_stream_name(c->type), c->tid,
+                 c->seq);
+    else
+        snprintf(buf, n, "stream %s chunk %u", crec_fmt_stream_name(c->type), c->seq);
+    return buf;
+}
+
+/* Read a chunk's frame header at `off` and its payload into r->zbuf,
+ * verifying the checksum.  Fills *c. */
+static int fetch_chunk(crec_fmt_reader *r, uint64_t off, fmt_chunk *c, crec_error *err)
+{
+    uint8_t hdr[FMT_CHUNK_HDR];
+    char d[96];
+    int rc = src_read(r, off, hdr, sizeof hdr, err);
+    if (rc || (rc = fmt_chunk_unpack(hdr, off, c, err)) != 0)
+        return rc;
+    if (!grow(&r->zbuf, &r->zcap, c->clen))
+        return r_nomem(r, err);
+    if ((rc = src_read(r, off + FMT_CHUNK_HDR, r->zbuf, c->clen, err)) != 0)
+        return rc;
+    if (fmt_chunk_sum(hdr, r->zbuf, c->clen) != c->sum && !fmt_fuzz_no_checksums)
+        return crec_error_corrupt(err, "checksum mismatch in %s at offset %llu",
+                                  chunk_desc(c, d, sizeof d), (unsigned long long)off);
+    return CREC_OK;
+}
+
+/* Decompress r->zbuf (the chunk c) into *dst. */
+static int inflate_chunk(crec_fmt_reader *r, const fmt_chunk *c, uint8_t **dst, size_t *cap,
+                         crec_error *err)
+{
+    char d[96];
+    /* The frame's own content size is only a hint: the frame header
+     * declares ulen, and it is what we allocate (capped by unpack). */
+    unsigned long long fcs = ZSTD_getFrameContentSize(r->zbuf, c->clen);
+    if (fcs == ZSTD_CONTENTSIZE_ERROR || (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != c->ulen))
+        return crec_error_corrupt(err, "bad zstd frame in %s", chunk_desc(c, d, sizeof d));
+    if (!grow(dst, cap, c->ulen))
+        return r_nomem(r, err);
+    size_t n = ZSTD_decompressDCtx(r->dctx, *dst, c->ulen, r->zbuf, c->clen);
+    if (ZSTD_isError(n)) {
+        if (ZSTD_getErrorCode(n) == ZSTD_error_memory_allocation)
+            return r_nomem(r, err);
+        return crec_error_corrupt(err, "zstd error in %s: %s", chunk_desc(c, d, sizeof d),
+                                  ZSTD_getErrorName(n));
+    }
+    if (n != c->ulen)
+        return crec_error_corrupt(err, "%s holds %zu bytes, not %u", chunk_desc(c, d, sizeof d),
+                                  n, c->ulen);
+    return CREC_OK;
+}
+
+/* Load chunk number `i` of r->chunks, checking its frame against the entry. */
+static int load_chunk(crec_fmt_reader *r, size_t i, uint8_t **dst, size_t *cap,
+                      crec_error *err)
+{
+    const fmt_chunk *e = &r->chunks[i];
+    fmt_chunk c;
+    char d[96];
+    int rc = fetch_chunk(r, e->file_off, &c, err);
+    if (rc == CREC_ERR_TRUNCATED)
+        return crec_error_corrupt(err, "%s at offset %llu is past the end of the file",
+                                  chunk_desc(e, d, sizeof d), (unsigned long long)e->file_off);
+    if (rc)
+        return rc;
+    if (c.type != e->type || c.tid != e->tid || c.seq != e->seq || c.uoff != e->uoff ||
+        c.clen != e->clen || c.ulen != e->ulen || c.sum != e->sum)
+        return crec_error_corrupt(err, "chunk at offset %llu does not match the directory (%s)",
+                                  (unsigned long long)e->file_off, chunk_desc(e, d, sizeof d));
+    return inflate_chunk(r, &c, dst, cap, err);
+}
+
+/* ---- chunk list: sort, check, group into streams ------------------------------ */
+
+static int cmp_stream_order(const void *a, const void *b)
+{
+    const fmt_chunk *x = a, *y = b;
+    if (x->type != y->type)
+        return x->type < y->type ? -1 : 1;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
+    return 0;
+}
+
+static int cmp_file_order(const void *a, const void *b)
+{
+    const fmt_chunk *x = a, *y = b;
+    return x->file_off < y->file_off ? -1 : x->file_off > y->file_off;
+}
+
+/* Directory chunks must not overlap each other or leave [start, end). */
+static int check_placement(crec_fmt_reader *r, uint64_t start, uint64_t end, crec_error *err)
+{
+    if (r->nchunks)
+        qsort(r->chunks, r->nchunks, sizeof *r->chunks, cmp_file_order);
+    uint64_t at = start;
+    for (size_t i = 0; i < r->nchunks; i++) {
+        const fmt_chunk *c = &r->chunks[i];
+        if (c->file_off < at || c->file_off > end || end - c->file_off < FMT_CHUNK_HDR + (uint64_t)c->clen)
+            return crec_error_corrupt(err, "directory entry %zu: chunk at offset %llu out of range",
+                                      i, (unsigned long long)c->file_off);
+        at = c->file_off + FMT_CHUNK_HDR + c->clen;
+    }
+    return CREC_OK;
+}
+
+/* Count streams, then fill them: each stream's chunks must be numbered
+ * 0..n-1 with contiguous stream offsets. */
+static int build_streams(crec_fmt_reader *r, crec_error *err)
+{
+    if (r->nchunks)
+        qsort(r->chunks, r->nchunks, sizeof *r->chunks, cmp_stream_order);
+    size_t ns = 0;
+    for (size_t i = 0; i < r->nchunks; i++) {
+        const fmt_chunk *c = &r->chunks[i], *p = i ? c - 1 : NULL;
+        if (!p || p->type != c->type || p->tid != c->tid)
+            ns++;
+    }
+    if (ns > CREC_FMT_MAX_STREAMS)
+        return crec_error_corrupt(err, "%zu streams, more than the limit %d", ns,
+                                  CREC_FMT_MAX_STREAMS);
+    r->streams = crec_calloc(ns ? ns : 1, sizeof *r->streams);
+    if (!r->streams)
+        return r_nomem(r, err);
+    for (size_t i = 0; i < r->nchunks; i++) {
+        const fmt_chunk *c = &r->chunks[i];
+        struct rstream *s = r->nstreams ? &r->streams[r->nstreams - 1] : NULL;
+        if (!s || s->type != c->type || s->tid != c->tid) {
+            s = &r->streams[r->nstreams++];
+            *s = (struct rstream){.type = c->type, .tid = c->tid, .first = i};
+        }
+        char d[96];
+        if (c->seq != s->n || c->uoff != s->raw)
+            return crec_error_corrupt(err, "%s is out of sequence (stream offset %llu, expected %llu)",
+                                      chunk_desc(c, d, sizeof d), (unsigned long long)c->uoff,
+                                      (unsigned long long)s->raw);
+        s->n++;
+        s->raw += c->ulen;
+        s->comp += FMT_CHUNK_HDR + (uint64_t)c->clen;
+    }
+    return CREC_OK;
+}
+
+static int add_chunk(crec_fmt_reader *r, size_t *cap, const fmt_chunk *c, crec_error *err)
+{
+    if (r->nchunks == *cap) {
+        size_t n = *cap ? *cap * 2 : 64;
+        fmt_chunk *p = crec_realloc(r->chunks, n * sizeof *p);
+        if (!p)
+            return r_nomem(r, err);
+        r->chunks = p;
+        *cap = n;
+    }
+    r->chunks[r->nchunks++] = *c;
+    return CREC_OK;
+}
+
+/* ---- the directory --------------------------------------------------------- */
+
+static int dir_entry(crec_fmt_cur *cur, size_t i, fmt_chunk *c, crec_error *err)
+{
+    uint64_t off, uoff;
+    uint32_t tid, seq, clen, ulen;
+    uint8_t type;
+    int rc;
+    if ((rc = fmt_cur_varint(cur, &off, "directory chunk offset", err)) ||
+        (rc = fmt_cur_u8(cur, &type, "directory stream type", err)) ||
+        (rc = fmt_cur_varint32(cur, &tid, "directory thread id", err)) ||
+        (rc = fmt_cur_varint32(cur, &seq, "directory chunk number", err)) ||
+        (rc = fmt_cur_varint(cur, &uoff, "directory stream offset", err)) ||
+        (rc = fmt_cur_varint32(cur, &clen, "directory chunk length", err)) ||
+        (rc = fmt_cur_varint32(cur, &ulen, "directory chunk size", err)))
+        return rc;
+    if (type == CREC_FMT_S_HEADER || type == CREC_FMT_S_DIRECTORY)
+        return crec_error_corrupt(err, "directory entry %zu names a %s chunk", i,
+                                  crec_fmt_stream_name(type));
+    uint64_t sum;
+    if ((rc = fmt_cur_u64(cur, &sum, "directory checksum", err)) != 0)
+        return rc;
+    /* Same range checks as a frame header read from the file. */
+    uint8_t hdr[FMT_CHUNK_HDR];
+    fmt_chunk t = {.type = type, .tid = tid, .seq = seq, .uoff = uoff, .clen = clen,
+                   .ulen = ulen, .sum = sum};
+    fmt_chunk_pack(hdr, &t);
+    return fmt_chunk_unpack(hdr, off, c, err);
+}
+
+/* Parse a DIRECTORY chunk's payload into r->chunks. */
+static int parse_directory(crec_fmt_reader *r, const uint8_t *p, size_t n, uint64_t max,
+                           crec_error *err)
+{
+    crec_fmt_cur cur = {p, n, 0};
+    uint64_t count;
+    int rc = fmt_cur_varint(&cur, &count, "directory count", err);
+    if (rc)
+        return rc;
+    if (count > (n - cur.pos) / FMT_DIR_ENTRY_MIN || count > max)
+        return crec_error_corrupt(err, "directory count %llu out of range",
+                                  (unsigned long long)count);
+    r->chunks = crec_calloc(count ? (size_t)count : 1, sizeof *r->chunks);
+    if (!r->chunks)
+        return r_nomem(r, err);
+    for (size_t i = 0; i < count; i++) {
+        if ((rc = dir_entry(&cur, i, &r->chunks[i], err)) != 0)
+            return rc;
+        r->nchunks++;
+    }
+    return fmt_cur_end(&cur, "the directory", err);
+}
+
+/* Read the trailer; CREC_ERR_NOTFOUND (no message) when there is none. */
+static int read_trailer(crec_fmt_reader *r, uint64_t start, uint64_t *doff, uint64_t *dlen,
+                        crec_error *err)
+{
+    uint8_t t[FMT_TRAILER_LEN];
+    if (r->size < start + FMT_CHUNK_HDR + FMT_TRAILER_LEN)
+        return CREC_ERR_NOTFOUND;
+    int rc = src_read(r, r->size - FMT_TRAILER_LEN, t, sizeof t, err);
+    if (rc)
+        return rc;
+    if (memcmp(t + 24, FMT_TRAILER_MAGIC, 8) != 0 ||
+        (fmt_get_u64(t + 16) != XXH3_64bits(t, 16) && !fmt_fuzz_no_checksums))
+        return CREC_ERR_NOTFOUND;
+    *doff = fmt_get_u64(t);
+    *dlen = fmt_get_u64(t + 8);
+    if (*doff < start || *dlen > r->size || *doff != r->size - FMT_TRAILER_LEN - *dlen)
+        return crec_error_corrupt(err, "trailer points at a directory out of range (offset %llu, length %llu)",
+                                  (unsigned long long)*doff, (unsigned long long)*dlen);
+    return CREC_OK;
+}
+
+static int load_directory(crec_fmt_reader *r, uint64_t start, uint64_t doff, uint64_t dlen,
+                          crec_error *err)
+{
+    fmt_chunk c;
+    int rc = fetch_chunk(r, doff, &c, err);
+    if (rc == CREC_ERR_TRUNCATED)
+        rc = crec_error_corrupt(err, "directory chunk out of range");
+    if (rc)
+        return rc;
+    if (c.type != CREC_FMT_S_DIRECTORY || c.seq || c.uoff || FMT_CHUNK_HDR + (uint64_t)c.clen != dlen)
+        return crec_error_corrupt(err, "the trailer does not point at a directory chunk");
+    if ((rc = inflate_chunk(r, &c, &r->cache, &r->cachecap, err)) != 0 ||
+        (rc = parse_directory(r, r->cache, c.ulen, (doff - start) / (FMT_CHUNK_HDR + 1), err)) != 0 ||
+        (rc = check_placement(r, start, doff, err)) != 0)
+        return rc;
+    return build_streams(r, err);
+}
+
+/* ---- recovery scan (truncated files and pipes) ------------------------------ */
+
+static void set_truncated(crec_fmt_reader *r, uint64_t at, const char *why)
+{
+    r->truncated = 1;
+    r->trunc_at = at;
+    snprintf(r->why, sizeof r->why, "%s", why);
+}
+
+/* A directory found by the scan must list exactly the chunks scanned. */
+static int scan_directory(crec_fmt_reader *r, const fmt_chunk *c, uint64_t off, crec_error *err)
+{
+    crec_fmt_reader tmp = {.name = r->name};
+    int rc = inflate_chunk(r, c, &r->cache, &r->cachecap, err);
+    if (!rc)
+        rc = parse_directory(&tmp, r->cache, c->ulen, r->nchunks, err);
+    if (!rc && tmp.nchunks != r->nchunks)
+        rc = crec_error_corrupt(err, "directory lists %zu chunks, the file has %zu",
+                                tmp.nchunks, r->nchunks);
+    for (size_t i = 0; !rc && i < tmp.nchunks; i++) {
+        const fmt_chunk *a = &tmp.chunks[i], *b = &r->chunks[i];
+        if (a->file_off != b->file_off || a->sum != b->sum)
+            rc = crec_error_corrupt(err, "directory entry %zu does not match the chunk at %llu",
+                                    i, (unsigned long long)b->file_off);
+    }
+    crec_free(tmp.chunks);
+    if (rc)
+        return rc;
+    uint8_t t[FMT_TRAILER_LEN];
+    uint64_t toff = off + FMT_CHUNK_HDR + c->clen;
+    if (src_read(r, toff, t, sizeof t, NULL) != CREC_OK || memcmp(t + 24, FMT_TRAILER_MAGIC, 8) ||
+        fmt_get_u64(t + 16) != XXH3_64bits(t, 16) || fmt_get_u64(t) != off) {
+        set_truncated(r, toff, "the trailer is missing or damaged");
+    }
+    return CREC_OK;
+}
+
+static int scan(crec_fmt_reader *r, uint64_t start, crec_error *err)
+{
+    size_t cap = 0;
+    uint64_t off = start;
+    crec_error e;
+    for (;;) {
+        fmt_chunk c;
+        crec_error_clear(&e);
+        int rc = fetch_chunk(r, off, &c, &e);
+        if (rc == CREC_ERR_NOMEM || rc == CREC_ERR_IO)
+            return crec_error_set(err, (crec_err)rc, "%s", e.msg);
+        if (rc == CREC_ERR_TRUNCATED) {
+            set_truncated(r, off, r->size == off ? "no directory" : "ends inside a chunk");
+            break;
+        }
+        if (!rc && c.type == CREC_FMT_S_HEADER)
+            rc = crec_error_corrupt(&e, "a second HEADER chunk at offset %llu",
+                                    (unsigned long long)off);
+        if (rc) {
+            set_truncated(r, off, e.msg);
+            break;
+        }
+        if (c.type == CREC_FMT_S_DIRECTORY) {
+            rc = scan_directory(r, &c, off, &e);
+            if (rc == CREC_ERR_NOMEM)
+                return crec_error_set(err, CREC_ERR_NOMEM, "%s", e.msg);
+            if (rc)
+                set_truncated(r, off, e.msg);
+            break;
+        }
+        if ((rc = add_chunk(r, &cap, &c, err)) != 0)
+            return rc;
+        off += FMT_CHUNK_HDR + (uint64_t)c.clen;
+    }
+    return build_streams(r, err);
+}
+
+/* ---- open ------------------------------------------------------------------- */
+
+static int read_header(crec_fmt_reader *r, uint64_t *start, crec_error *err)
+{
+    uint8_t pre[FMT_PREAMBLE_LEN];
+    int rc = src_read(r, 0, pre, sizeof pre, err);
+    if (rc == CREC_ERR_TRUNCATED)
+        return crec_error_corrupt(err, "too short for a recording (%llu bytes)",
+                                  (unsigned long long)r->size);
+    if (rc)
+        return rc;
+    if (memcmp(pre, FMT_MAGIC, FMT_MAGIC_LEN) != 0)
+        return crec_error_corrupt(err, "bad magic: not a crec recording");
+    uint32_t v = fmt_get_u32(pre + 8);
+    if (v != CREC_FMT_VERSION)
+        return crec_error_set(err, CREC_ERR_VERSION,
+                              "unsupported format version %u (this crec reads %d)", v,
+                              CREC_FMT_VERSION);
+    if (fmt_get_u32(pre + 12) != 0)
+        return crec_error_corrupt(err, "reserved header field is not zero");
+    fmt_chunk c;
+    rc = fetch_chunk(r, FMT_PREAMBLE_LEN, &c, err);
+    if (rc == CREC_ERR_TRUNCATED)
+        return crec_error_corrupt(err, "truncated inside the header (%llu bytes)",
+                                  (unsigned long long)r->size);
+    if (rc)
+        return rc;
+    if (c.type != CREC_FMT_S_HEADER || c.seq || c.uoff)
+        return crec_error_corrupt(err, "the first chunk is not a header");
+    if ((rc = inflate_chunk(r, &c, &r->cache, &r->cachecap, err)) != 0 ||
+        (rc = fmt_header_decode(r->cache, c.ulen, &r->hdr, err)) != 0)
+        return rc;
+    *start = FMT_PREAMBLE_LEN + FMT_CHUNK_HDR + (uint64_t)c.clen;
+    return CREC_OK;
+}
+
+static int open_common(crec_fmt_reader *r, crec_error *err)
+{
+    uint64_t start = 0, doff = 0, dlen = 0;
+    r->cached = SIZE_MAX;
+    r->dctx = fmt_zstd_dctx();
+    if (!r->dctx)
+        return r_nomem(r, err);
+    int rc = read_header(r, &start, err);
+    if (rc)
+        return rc;
+    if (r->pipe)
+        return scan(r, start, err);
+    rc = read_trailer(r, start, &doff, &dlen, err);
+    if (rc == CREC_ERR_NOTFOUND)
+        return scan(r, start, err);
+    return rc ? rc : load_directory(r, start, doff, dlen, err);
+}
+
+/* Prefix any message with the file name, as `crec: FILE: message` wants. */
+static int finish_open(crec_fmt_reader *r, int rc, crec_fmt_reader **out, crec_error *err)
+{
+    if (rc) {
+        if (err && strncmp(err->msg, r->name, strlen(r->name)) != 0) {
+            char m[CREC_ERROR_MSG_MAX];
+            snprintf(m, sizeof m, "%s", err->msg);
+            crec_error_set(err, err->code, "%s: %s", r->name, m);
+        }
+        crec_fmt_reader_free(r);
+        return rc;
+    }
+    *out = r;
+    return CREC_OK;
+}
+
+static crec_fmt_reader *reader_new(const char *name)
+{
+    crec_fmt_reader *r = crec_calloc(1, sizeof *r);
+    char *n = crec_malloc(strlen(name) + 1);
+    if (!r || !n) {
+        crec_free(r);
+        crec_free(n);
+        return NULL;
+    }
+    strcpy(n, name);
+    r->name = n;
+    r->fd = -1;
+    return r;
+}
+
+int crec_fmt_reader_open_mem(const void *data, size_t len, crec_fmt_reader **out,
+                             crec_error *err)
+{
+    *out = NULL;
+    crec_fmt_reader *r = reader_new("<memory>");
+    if (!r)
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+    r->mem = data;
+    r->memlen = len;
+    r->size = len;
+    return finish_open(r, open_common(r, err), out, err);
+}
+
+int crec_fmt_reader_open(const char *path, crec_fmt_reader **out, crec_error *err)
+{
+    int std = strcmp(path, "-") == 0;
+    *out = NULL;
+    crec_fmt_reader *r = reader_new(std ? "<stdin>" : path);
+    if (!r)
+        return crec_error_set(err, CREC_ERR_NOMEM, "%s: out of memory", path);
+    r->fd = std ? 0 : open(path, O_RDONLY | O_CLOEXEC);
+    if (r->fd < 0) {
+        crec_error_set(err, CREC_ERR_IO, "%s: %s", path, strerror(errno));
+        crec_fmt_reader_free(r);
+        return CREC_ERR_IO;
+    }
+    r->own_fd = !std;
+    struct stat st;
+    if (fstat(r->fd, &st) != 0 || !S_ISREG(st.st_mode))
+        r->pipe = 1;
+    else
+        r->size = (uint64_t)st.st_size;
+    return finish_open(r, open_common(r, err), out, err);
+}
+
+void crec_fmt_reader_free(crec_fmt_reader *r)
+{
+    if (!r)
+        return;
+    if (r->own_fd)
+        close(r->fd);
+    crec_fmt_header_clear(&r->hdr);
+    crec_free(r->pipebuf);
+    crec_free(r->chunks);
+    crec_free(r->streams);
+    crec_free(r->zbuf);
+    crec_free(r->cache);
+    crec_free(r->blobs);
+    ZSTD_freeDCtx(r->dctx);
+    crec_free(r->name);
+    crec_free(r);
+}
+
+/* ---- queries ------------------------------------------------------------------ */
+
+const crec_fmt_header *crec_fmt_reader_header(const crec_fmt_reader *r)
+{
+    return &r->hdr;
+}
+
+int crec_fmt_reader_truncated(const crec_fmt_reader *r, uint64_t *at, const char **why)
+{
+    if (at)
+        *at = r->trunc_at;
+    if (why)
+        *why = r->why;
+    return r->truncated;
+}
+
+size_t crec_fmt_reader_nstreams(const crec_fmt_reader *r)
+{
+    return r->nstreams;
+}
+
+uint64_t crec_fmt_reader_size(const crec_fmt_reader *r)
+{
+    return r->size;
+}
+
+int crec_fmt_reader_stream(const crec_fmt_reader *r, size_t i, crec_fmt_stream_info *info,
+                           crec_error *err)
+{
+    if (i >= r->nstreams)
+        return crec_error_set(err, CREC_ERR_ARG, "%s: no stream %zu (there are %zu)", r->name, i,
+                              r->nstreams);
+    const struct rstream *s = &r->streams[i];
+    *info = (crec_fmt_stream_info){s->type, s->tid, s->n, s->raw, s->comp};
+    return CREC_OK;
+}
+
+static const struct rstream *find_stream(const crec_fmt_reader *r, int type, uint32_t tid)
+{
+    size_t lo = 0, hi = r->nstreams;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct rstream *s = &r->streams[mid];
+        if (s->type == type && s->tid == tid)
+            return s;
+        if (s->type < type || (s->type == type && s->tid < tid))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* Index in r->chunks of the chunk of stream s holding offset off. */
+static size_t chunk_at(const crec_fmt_reader *r, const struct rstream *s, uint64_t off)
+{
+    size_t lo = s->first, hi = s->first + s->n;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->chunks[mid].uoff <= off)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int crec_fmt_read_at(crec_fmt_reader *r, int type, uint32_t tid, uint64_t off, void *buf,
+                     size_t n, crec_error *err)
+{
+    const struct rstream *s = find_stream(r, type, tid);
+    if (!s || off > s->raw || n > s->raw - off)
+        return crec_error_set(err, CREC_ERR_NOTFOUND, "%s: %s thread %u: range %llu+%zu past the end",
+                              r->name, crec_fmt_stream_name(type), tid, (unsigned long long)off, n);
+    uint8_t *b = buf;
+    while (n) {
+        size_t i = chunk_at(r, s, off);
+        if (r->cached != i) {
+            r->cached = SIZE_MAX;
+            int rc = load_chunk(r, i, &r->cache, &r->cachecap, err);
+            if (rc)
+                return rc;
+            r->cached = i;
+        }
+        const fmt_chunk *c = &r->chunks[i];
+        size_t at = (size_t)(off - c->uoff), k = c->ulen - at;
+        if (k > n)
+            k = n;
+        memcpy(b, r->cache + at, k);
+        b += k;
+        off += k;
+        n -= k;
+    }
+    return CREC_OK;
+}
+
+int crec_fmt_reader_verify(crec_fmt_reader *r, crec_error *err)
+{
+    for (size_t i = 0; i < r->nchunks; i++) {
+        fmt_chunk c;
+        const fmt_chunk *e = &r->chunks[i];
+        char d[96];
+        int rc = fetch_chunk(r, e->file_off, &c, err);
+        if (rc == CREC_ERR_TRUNCATED)
+            return crec_error_corrupt(err, "%s is past the end of the file",
+                                      chunk_desc(e, d, sizeof d));
+        if (rc)
+            return rc;
+        if (c.type != e->type || c.tid != e->tid || c.seq != e->seq || c.uoff != e->uoff ||
+            c.clen != e->clen || c.ulen != e->ulen || c.sum != e->sum)
+            return crec_error_corrupt(err, "chunk at offset %llu does not match the directory (%s)",
+                                      (unsigned long long)e->file_off, chunk_desc(e, d, sizeof d));
+    }
+    return CREC_OK;
+}
+
+/* ---- sequential cursor ------------------------------------------------------ */
+
+struct crec_fmt_cursor {
+    crec_fmt_reader *r;
+    const struct rstream *s; /* NULL: an empty stream */
+    uint64_t off;            /* stream offset of the next byte */
+    size_t ci;               /* chunk held in data, SIZE_MAX for none */
+    uint8_t *data;
+    size_t cap;
+    uint8_t *body; /* the last framed record's body */
+    size_t bodycap;
+};
+
+int crec_fmt_cursor_open(crec_fmt_reader *r, int type, uint32_t tid, uint64_t off,
+                         crec_fmt_cursor **out, crec_error *err)
+{
+    *out = NULL;
+    const struct rstream *s = find_stream(r, type, tid);
+    if (off > (s ? s->raw : 0))
+        return crec_error_set(err, CREC_ERR_NOTFOUND, "%s: %s thread %u has no offset %llu",
+                              r->name, crec_fmt_stream_name(type), tid,
+                              (unsigned long long)off);
+    crec_fmt_cursor *c = crec_calloc(1, sizeof *c);
+    if (!c)
+        return r_nomem(r, err);
+    *c = (crec_fmt_cursor){.r = r, .s = s, .off = off, .ci = SIZE_MAX};
+    *out = c;
+    return CREC_OK;
+}
+
+void crec_fmt_cursor_free(crec_fmt_cursor *c)
+{
+    if (!c)
+        return;
+    crec_free(c->data);
+    crec_free(c->body);
+    crec_free(c);
+}
+
+uint64_t crec_fmt_cursor_offset(const crec_fmt_cursor *c)
+{
+    return c->off;
+}
+
+static uint64_t cursor_left(const crec_fmt_cursor *c)
+{
+    return c->s ? c->s->raw - c->off : 0;
+}
+
+/*
+ * A stream that ends inside a record is corrupt, except in a truncated file,
+ * where the recorder was stopped mid-way: then it is just the end.
+ */
+static int cursor_cut(const crec_fmt_cursor *c, crec_error *err)
+{
+    if (c->r->truncated)
+        return crec_error_set(err, CREC_ERR_TRUNCATED,
+                              "stream %s thread %u ends inside a record (truncated file)",
+                              crec_fmt_stream_name(c->s->type), c->s->tid);
+    return crec_error_corrupt(err, "stream %s thread %u ends inside a record",
+                              crec_fmt_stream_name(c->s->type), c->s->tid);
+}
+
+/*
+ * Make the chunk holding c->off current, and return how many of its bytes
+ * are left from there.  Sequential reading moves to the next chunk without
+ * a search; only the first read after open does a binary search.
+ */
+static int cursor_fill(crec_fmt_cursor *c, size_t *avail, crec_error *err)
+{
+    const fmt_chunk *ch = c->ci != SIZE_MAX ? &c->r->chunks[c->ci] : NULL;
+    if (!ch || c->off >= ch->uoff + ch->ulen || c->off < ch->uoff) {
+        size_t i = ch && c->ci + 1 < c->s->first + c->s->n && ch[1].uoff == c->off
+                       ? c->ci + 1
+                       : chunk_at(c->r, c->s, c->off);
+        c->ci = SIZE_MAX;
+        int rc = load_chunk(c->r, i, &c->data, &c->cap, err);
+        if (rc)
+            return rc;
+        c->ci = i;
+        ch = &c->r->chunks[i];
+    }
+    *avail = (size_t)(ch->uoff + ch->ulen - c->off);
+    return CREC_OK;
+}
+
+static const uint8_t *cursor_ptr(const crec_fmt_cursor *c)
+{
+    return c->data + (size_t)(c->off - c->r->chunks[c->ci].uoff);
+}
+
+int crec_fmt_cursor_read(crec_fmt_cursor *c, void *buf, size_t n, crec_error *err)
+{
+    if (n == 0)
+        return CREC_OK;
+    if (cursor_left(c) == 0)
+        return crec_error_set(err, CREC_ERR_NOTFOUND, "end of stream");
+    if (n > cursor_left(c))
+        return cursor_cut(c, err);
+    uint8_t *b = buf;
+    while (n) {
+        size_t k;
+        int rc = cursor_fill(c, &k, err);
+        if (rc)
+            return rc;
+        if (k > n)
+            k = n;
+        memcpy(b, cursor_ptr(c), k);
+        b += k;
+        c->off += k;
+        n -= k;
+    }
+    return CREC_OK;
+}
+
+int crec_fmt_cursor_varint(crec_fmt_cursor *c, uint64_t *v, crec_error *err)
+{
+    size_t avail;
+    *v = 0;
+    if (cursor_left(c) == 0)
+        return crec_error_set(err, CREC_ERR_NOTFOUND, "end of stream");
+    int rc = cursor_fill(c, &avail, err);
+    if (rc)
+        return rc;
+    /* Fast path: the whole varint is in the current chunk. */
+    const uint8_t *p = cursor_ptr(c);
+    if (avail >= FMT_MAX_VARINT || !(p[avail - 1] & 0x80)) {
+        crec_fmt_cur cur = {p, avail, 0};
+        crec_error e;
+        rc = fmt_cur_varint(&cur, v, "varint", &e);
+        if (rc == CREC_OK) {
+            c->off += cur.pos;
+            return CREC_OK;
+        }
+        if (cur.pos < avail || avail >= FMT_MAX_VARINT)
+            return crec_error_corrupt(err, "varint too long in stream %s thread %u",
+                                      crec_fmt_stream_name(c->s->type), c->s->tid);
+    }
+    /* Slow path: byte by byte across a chunk boundary. */
+    uint64_t r = 0;
+    for (int i = 0; i < FMT_MAX_VARINT; i++) {
+        uint8_t byte;
+        rc = crec_fmt_cursor_read(c, &byte, 1, err);
+        if (rc == CREC_ERR_NOTFOUND && i > 0)
+            rc = cursor_cut(c, err);
+        if (rc)
+            return rc;
+        if (i == 9 && byte > 1)
+            break;
+        r |= (uint64_t)(byte & 0x7f) << (7 * i);
+        if (!(byte & 0x80)) {
+            *v = r;
+            return CREC_OK;
+        }
+    }
+    return crec_error_corrupt(err, "varint too long in stream %s thread %u",
+                              crec_fmt_stream_name(c->s->type), c->s->tid);
+}
+
+int crec_fmt_cursor_next(crec_fmt_cursor *c, int *kind, const uint8_t **body, size_t *len,
+                         crec_error *err)
+{
+    uint8_t k;
+    uint64_t n;
+    int rc = crec_fmt_cursor_read(c, &k, 1, err);
+    if (rc)
+        return rc;
+    if ((rc = crec_fmt_cursor_varint(c, &n, err)) != 0)
+        return rc == CREC_ERR_NOTFOUND ? cursor_cut(c, err) : rc;
+    if (n <= CREC_FMT_MAX_RECORD && n > cursor_left(c) && c->r->truncated)
+        return cursor_cut(c, err);
+    if (n > CREC_FMT_MAX_RECORD || n > cursor_left(c))
+        return crec_error_corrupt(err, "record length %llu out of range in stream %s thread %u at offset %llu",
+                                  (unsigned long long)n, crec_fmt_stream_name(c->s->type),
+                                  c->s->tid, (unsigned long long)c->off);
+    if (!grow(&c->body, &c->bodycap, n ? (size_t)n : 1))
+        return r_nomem(c->r, err);
+    if ((rc = crec_fmt_cursor_read(c, c->body, (size_t)n, err)) != 0)
+        return rc;
+    *kind = k;
+    *body = c->body;
+    *len = (size_t)n;
+    return CREC_OK;
+}
+
+/* ---- blobs ---------------------------------------------------------------------- */
+
+static int cmp_blob(const void *a, const void *b)
+{
+    return memcmp(a, b, sizeof(crec_fmt_hash));
+}
+
+/* One pass over BLOBS: (hash, offset, length) of each blob, sorted. */
+static int blob_add(crec_fmt_reader *r, size_t *cap, const struct blobent *e, crec_error *err)
+{
+    if (r->nblobs == *cap) {
+        size_t n = *cap ? *cap * 2 : 64;
+        struct blobent *p = crec_realloc(r->blobs, n * sizeof *p);
+        if (!p)
+            return r_nomem(r, err);
+        r->blobs = p;
+        *cap = n;
+    }
+    r->blobs[r->nblobs++] = *e;
+    return CREC_OK;
+}
+
+/* One pass over BLOBS: (hash, offset, length) of each blob, sorted. */
+static int build_blob_index(crec_fmt_reader *r, crec_error *err)
+{
+    crec_fmt_cursor *c;
+    size_t cap = 0;
+    int rc = crec_fmt_cursor_open(r, CREC_FMT_S_BLOBS, 0, 0, &c, err);
+    while (!rc) {
+        int kind;
+        const uint8_t *body;
+        size_t len;
+        struct blobent e;
+        if ((rc = crec_fmt_cursor_next(c, &kind, &body, &len, err)) != 0)
+            break;
+        if (kind != CREC_FMT_K_BLOB || len < 16) {
+            rc = crec_error_corrupt(err, "bad record (kind 0x%02x, %zu bytes) in stream BLOBS",
+                                    kind, len);
+            break;
+        }
+        memcpy(e.h.b, body, 16);
+        e.len = len - 16;
+        e.off = crec_fmt_cursor_offset(c) - e.len;
+        rc = blob_add(r, &cap, &e, err);
+    }
+    crec_fmt_cursor_free(c);
+    if (rc != CREC_ERR_NOTFOUND && rc != CREC_ERR_TRUNCATED)
+        return rc;
+    if (r->nblobs)
+        qsort(r->blobs, r->nblobs, sizeof *r->blobs, cmp_blob);
+    r->blobs_built = 1;
+    return CREC_OK;
+}
+
+int crec_fmt_blob_get(crec_fmt_reader *r, const crec_fmt_hash *hash, uint8_t **data,
+                      size_t *len, crec_error *err)
+{
+    *data = NULL;
+    *len = 0;
+    if (!r->blobs_built) {
+        crec_free(r->blobs);
+        r->blobs = NULL;
+        r->nblobs = 0;
+        int rc = build_blob_index(r, err);
+        if (rc)
+            return rc;
+    }
+    const struct blobent *e = !r->nblobs ? NULL : bsearch(hash, r->blobs, r->nblobs, sizeof *r->blobs, cmp_blob);
+    if (!e)
+        return crec_error_set(err, CREC_ERR_NOTFOUND, "%s: no such blob", r->name);
+    uint8_t *p = crec_malloc(e->len ? (size_t)e->len : 1);
+    if (!p)
+        return r_nomem(r, err);
+    int rc = crec_fmt_read_at(r, CREC_FMT_S_BLOBS, 0, e->off, p, (size_t)e->len, err);
+    if (!rc) {
+        crec_fmt_hash h = crec_fmt_hash_bytes(p, (size_t)e->len);
+        if (memcmp(&h, hash, sizeof h) != 0)
+            rc = crec_error_corrupt(err, "blob content does not match its hash");
+    }
+    if (rc) {
+        crec_free(p);
+        return rc;
+    }
+    *data = p;
+    *len = (size_t)e->len;
+    return CREC_OK;
+}

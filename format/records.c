@@ -1,0 +1,452 @@
+/*
+ * records.c - the record layouts of every stream, encoder and decoder side
+ * by side so that record and replay can't drift apart (docs/FORMAT.md §6).
+ *
+ * Framed record:   u8 kind | varint body length | body
+ * Bare entries (READS, SEQ) have no frame: they are the hot path.
+ *
+ *   KEYFRAME 0x01  varint tid, varint global icount, varint thread icount,
+ *                  regs (506 bytes: 16 GPR u64, rip, rflags, fs_base,
+ *                  gs_base u64; xmm0..15 16 bytes each; mxcsr u32; fpcw,
+ *                  fpsw, fptag u16; st0..7 10 bytes each),
+ *                  varint READS offset, varint EVENTS offset, varint SEQ offset,
+ *                  varint hits before
+ *   SYSCALL  0x10  varint icount, varint nr, 6 x varint arg, svarint ret,
+ *                  u8 flags (bit 0: hash follows), [u64 XXH3-64 of written bytes],
+ *                  varint nregs (<= 24), nregs x (varint reg id, u64 value)
+ *   CPUID    0x11  varint leaf, varint subleaf, u32 eax, ebx, ecx, edx
+ *   RDTSC    0x12  varint value
+ *   MMAP     0x13  u8 op, varint addr, len, prot, flags, addr2, len2,
+ *                  u8 flags (bit 0: hash16 follows, bit 1: string name follows,
+ *                  bit 2: listing after a key frame)
+ *   SIGNAL   0x14  varint icount, varint signo, svarint code, varint addr
+ *   THREAD   0x15  u8 op (1 create, 2 exit), varint tid
+ *   EXIT     0x16  varint global icount, u8 how (0 status, 1 signal, 2 stopped),
+ *                  varint value
+ *   SNAPSHOT 0x20  varint global icount, varint npages, npages x (varint addr, hash16)
+ *   BLOB     0x30  hash16, then the blob bytes (the rest of the body)
+ *   CODE     0x40  varint addr, len, prot, file offset, hash16, string name
+ *   SYMBOL   0x50  hash16, varint addr, varint size, varint type, string name
+ *   READS    bare  varint hits, then `width` value bytes as in guest memory
+ *   SEQ      bare  varint global sequence number, varint thread icount
+ *
+ * Every reserved flag bit must be zero and a body must be consumed exactly.
+ */
+#include "format/format_int.h"
+
+#define RC(x)                                                                                  \
+    do {                                                                                       \
+        int rc_ = (x);                                                                         \
+        if (rc_)                                                                               \
+            return rc_;                                                                        \
+    } while (0)
+
+static int done(const crec_fmt_buf *b)
+{
+    return b->nomem ? CREC_ERR_NOMEM : CREC_OK;
+}
+
+/* ---- KEYFRAME ------------------------------------------------------------- */
+
+static void regs_encode(crec_fmt_buf *b, const crec_regs *r)
+{
+    for (int i = 0; i < CREC_NGPR; i++)
+        fmt_buf_u64(b, r->gpr[i]);
+    fmt_buf_u64(b, r->rip);
+    fmt_buf_u64(b, r->rflags);
+    fmt_buf_u64(b, r->fs_base);
+    fmt_buf_u64(b, r->gs_base);
+    for (int i = 0; i < 16; i++)
+        fmt_buf_bytes(b, r->xmm[i], 16);
+    fmt_buf_u32(b, r->mxcsr);
+    fmt_buf_u16(b, r->fpcw);
+    fmt_buf_u16(b, r->fpsw);
+    fmt_buf_u16(b, r->fptag);
+    for (int i = 0; i < 8; i++)
+        fmt_buf_bytes(b, r->st[i], 10);
+}
+
+static int regs_decode(crec_fmt_cur *c, crec_regs *r, crec_error *err)
+{
+    for (int i = 0; i < CREC_NGPR; i++)
+        RC(fmt_cur_u64(c, &r->gpr[i], "key frame registers", err));
+    RC(fmt_cur_u64(c, &r->rip, "key frame rip", err));
+    RC(fmt_cur_u64(c, &r->rflags, "key frame rflags", err));
+    RC(fmt_cur_u64(c, &r->fs_base, "key frame fs_base", err));
+    RC(fmt_cur_u64(c, &r->gs_base, "key frame gs_base", err));
+    for (int i = 0; i < 16; i++)
+        RC(fmt_cur_bytes(c, r->xmm[i], 16, "key frame xmm", err));
+    RC(fmt_cur_u32(c, &r->mxcsr, "key frame mxcsr", err));
+    RC(fmt_cur_u16(c, &r->fpcw, "key frame fpcw", err));
+    RC(fmt_cur_u16(c, &r->fpsw, "key frame fpsw", err));
+    RC(fmt_cur_u16(c, &r->fptag, "key frame fptag", err));
+    for (int i = 0; i < 8; i++)
+        RC(fmt_cur_bytes(c, r->st[i], 10, "key frame st", err));
+    return CREC_OK;
+}
+
+int crec_fmt_kf_encode(crec_fmt_buf *b, const crec_fmt_keyframe *kf)
+{
+    size_t f = fmt_frame_begin(b, CREC_FMT_K_KEYFRAME);
+    fmt_buf_varint(b, kf->tid);
+    fmt_buf_varint(b, kf->global_icount);
+    fmt_buf_varint(b, kf->thread_icount);
+    regs_encode(b, &kf->regs);
+    fmt_buf_varint(b, kf->reads_off);
+    fmt_buf_varint(b, kf->events_off);
+    fmt_buf_varint(b, kf->seq_off);
+    fmt_buf_varint(b, kf->hits_before);
+    fmt_frame_end(b, f);
+    return done(b);
+}
+
+int crec_fmt_kf_decode(const uint8_t *body, size_t len, crec_fmt_keyframe *kf, crec_error *err)
+{
+    crec_fmt_cur c = {body, len, 0};
+    memset(kf, 0, sizeof *kf);
+    RC(fmt_cur_varint32(&c, &kf->tid, "key frame thread", err));
+    RC(fmt_cur_varint(&c, &kf->global_icount, "key frame instruction count", err));
+    RC(fmt_cur_varint(&c, &kf->thread_icount, "key frame thread instruction count", err));
+    RC(regs_decode(&c, &kf->regs, err));
+    RC(fmt_cur_varint(&c, &kf->reads_off, "key frame READS offset", err));
+    RC(fmt_cur_varint(&c, &kf->events_off, "key frame EVENTS offset", err));
+    RC(fmt_cur_varint(&c, &kf->seq_off, "key frame SEQ offset", err));
+    RC(fmt_cur_varint(&c, &kf->hits_before, "key frame hits before", err));
+    return fmt_cur_end(&c, "key frame", err);
+}
+
+/* ---- EVENTS ----------------------------------------------------------------- */
+
+static void ev_body(crec_fmt_buf *b, const crec_fmt_event *ev)
+{
+    switch (ev->kind) {
+    case CREC_FMT_K_SYSCALL:
+        fmt_buf_varint(b, ev->u.sys.icount);
+        fmt_buf_varint(b, ev->u.sys.nr);
+        for (int i = 0; i < 6; i++)
+            fmt_buf_varint(b, ev->u.sys.args[i]);
+        fmt_buf_svarint(b, ev->u.sys.ret);
+        fmt_buf_u8(b, ev->u.sys.flags & CREC_FMT_EV_HAS_HASH);
+        if (ev->u.sys.flags & CREC_FMT_EV_HAS_HASH)
+            fmt_buf_u64(b, ev->u.sys.write_hash);
+        fmt_buf_varint(b, ev->u.sys.nregs);
+        for (uint32_t i = 0; i < ev->u.sys.nregs && i < CREC_FMT_SYS_MAXREGS; i++) {
+            fmt_buf_varint(b, ev->u.sys.regs[i].id);
+            fmt_buf_u64(b, ev->u.sys.regs[i].value);
+        }
+        break;
+    case CREC_FMT_K_CPUID:
+        fmt_buf_varint(b, ev->u.cpuid.leaf);
+        fmt_buf_varint(b, ev->u.cpuid.subleaf);
+        fmt_buf_u32(b, ev->u.cpuid.eax);
+        fmt_buf_u32(b, ev->u.cpuid.ebx);
+        fmt_buf_u32(b, ev->u.cpuid.ecx);
+        fmt_buf_u32(b, ev->u.cpuid.edx);
+        break;
+    case CREC_FMT_K_RDTSC:
+        fmt_buf_varint(b, ev->u.rdtsc.value);
+        break;
+    case CREC_FMT_K_MMAP:
+        fmt_buf_u8(b, (uint8_t)ev->u.mmap.op);
+        fmt_buf_varint(b, ev->u.mmap.addr);
+        fmt_buf_varint(b, ev->u.mmap.len);
+        fmt_buf_varint(b, ev->u.mmap.prot);
+        fmt_buf_varint(b, ev->u.mmap.mflags);
+        fmt_buf_varint(b, ev->u.mmap.addr2);
+        fmt_buf_varint(b, ev->u.mmap.len2);
+        fmt_buf_u8(b, ev->u.mmap.flags &
+                          (CREC_FMT_EV_HAS_HASH | CREC_FMT_EV_HAS_NAME | CREC_FMT_EV_LISTING));
+        if (ev->u.mmap.flags & CREC_FMT_EV_HAS_HASH)
+            fmt_buf_hash(b, &ev->u.mmap.blob);
+        if (ev->u.mmap.flags & CREC_FMT_EV_HAS_NAME)
+            fmt_buf_str(b, ev->u.mmap.name, ev->u.mmap.name_len);
+        break;
+    case CREC_FMT_K_SIGNAL:
+        fmt_buf_varint(b, ev->u.sig.icount);
+        fmt_buf_varint(b, ev->u.sig.signo);
+        fmt_buf_svarint(b, ev->u.sig.code);
+        fmt_buf_varint(b, ev->u.sig.addr);
+        break;
+    case CREC_FMT_K_THREAD:
+        fmt_buf_u8(b, (uint8_t)ev->u.thread.op);
+        fmt_buf_varint(b, ev->u.thread.tid);
+        break;
+    case CREC_FMT_K_EXIT:
+        fmt_buf_varint(b, ev->u.exit.global_icount);
+        fmt_buf_u8(b, (uint8_t)ev->u.exit.how);
+        fmt_buf_varint(b, ev->u.exit.value);
+        break;
+    }
+}
+
+int crec_fmt_ev_encode(crec_fmt_buf *b, const crec_fmt_event *ev)
+{
+    if (ev->kind < CREC_FMT_K_SYSCALL || ev->kind > CREC_FMT_K_EXIT)
+        return CREC_ERR_ARG;
+    size_t f = fmt_frame_begin(b, ev->kind);
+    ev_body(b, ev);
+    fmt_frame_end(b, f);
+    return done(b);
+}
+
+static int flags_check(uint8_t flags, uint8_t allowed, const char *what, crec_error *err)
+{
+    if (flags & ~allowed)
+        return crec_error_corrupt(err, "reserved %s flag bits set (0x%02x)", what, flags);
+    return CREC_OK;
+}
+
+static int sys_decode(crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
+{
+    uint8_t fl;
+    RC(fmt_cur_varint(c, &ev->u.sys.icount, "syscall instruction count", err));
+    RC(fmt_cur_varint(c, &ev->u.sys.nr, "syscall number", err));
+    for (int i = 0; i < 6; i++)
+        RC(fmt_cur_varint(c, &ev->u.sys.args[i], "syscall argument", err));
+    RC(fmt_cur_svarint(c, &ev->u.sys.ret, "syscall result", err));
+    RC(fmt_cur_u8(c, &fl, "syscall flags", err));
+    RC(flags_check(fl, CREC_FMT_EV_HAS_HASH, "syscall", err));
+    ev->u.sys.flags = fl;
+    if (fl & CREC_FMT_EV_HAS_HASH)
+        RC(fmt_cur_u64(c, &ev->u.sys.write_hash, "syscall write hash", err));
+    RC(fmt_cur_varint32(c, &ev->u.sys.nregs, "syscall register count", err));
+    if (ev->u.sys.nregs > CREC_FMT_SYS_MAXREGS)
+        return crec_error_corrupt(err, "syscall changes %u registers (at most %d)",
+                                  ev->u.sys.nregs, CREC_FMT_SYS_MAXREGS);
+    for (uint32_t i = 0; i < ev->u.sys.nregs; i++) {
+        RC(fmt_cur_varint32(c, &ev->u.sys.regs[i].id, "syscall register id", err));
+        if (ev->u.sys.regs[i].id > CREC_FMT_REG_GS_BASE)
+            return crec_error_corrupt(err, "syscall register id %u out of range",
+                                      ev->u.sys.regs[i].id);
+        RC(fmt_cur_u64(c, &ev->u.sys.regs[i].value, "syscall register value", err));
+    }
+    return CREC_OK;
+}
+
+static int cpuid_decode(crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
+{
+    RC(fmt_cur_varint32(c, &ev->u.cpuid.leaf, "cpuid leaf", err));
+    RC(fmt_cur_varint32(c, &ev->u.cpuid.subleaf, "cpuid subleaf", err));
+    RC(fmt_cur_u32(c, &ev->u.cpuid.eax, "cpuid eax", err));
+    RC(fmt_cur_u32(c, &ev->u.cpuid.ebx, "cpuid ebx", err));
+    RC(fmt_cur_u32(c, &ev->u.cpuid.ecx, "cpuid ecx", err));
+    return fmt_cur_u32(c, &ev->u.cpuid.edx, "cpuid edx", err);
+}
+
+static int mmap_decode(crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
+{
+    uint8_t op, fl;
+    RC(fmt_cur_u8(c, &op, "mmap operation", err));
+    if (op < CREC_FMT_MM_MAP || op > CREC_FMT_MM_REMAP)
+        return crec_error_corrupt(err, "unknown mmap operation %u", op);
+    ev->u.mmap.op = op;
+    RC(fmt_cur_varint(c, &ev->u.mmap.addr, "mmap address", err));
+    RC(fmt_cur_varint(c, &ev->u.mmap.len, "mmap length", err));
+    RC(fmt_cur_varint(c, &ev->u.mmap.prot, "mmap protection", err));
+    RC(fmt_cur_varint(c, &ev->u.mmap.mflags, "mmap flags", err));
+    RC(fmt_cur_varint(c, &ev->u.mmap.addr2, "mmap new address", err));
+    RC(fmt_cur_varint(c, &ev->u.mmap.len2, "mmap new length", err));
+    RC(fmt_cur_u8(c, &fl, "mmap record flags", err));
+    RC(flags_check(fl, CREC_FMT_EV_HAS_HASH | CREC_FMT_EV_HAS_NAME | CREC_FMT_EV_LISTING,
+                   "mmap", err));
+    ev->u.mmap.flags = fl;
+    if (fl & CREC_FMT_EV_HAS_HASH)
+        RC(fmt_cur_hash(c, &ev->u.mmap.blob, "mmap blob hash", err));
+    if (fl & CREC_FMT_EV_HAS_NAME) {
+        const uint8_t *s;
+        RC(fmt_cur_str(c, &s, &ev->u.mmap.name_len, "mmap name", err));
+        ev->u.mmap.name = (const char *)s;
+    }
+    return CREC_OK;
+}
+
+static int sig_decode(crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
+{
+    RC(fmt_cur_varint(c, &ev->u.sig.icount, "signal instruction count", err));
+    RC(fmt_cur_varint32(c, &ev->u.sig.signo, "signal number", err));
+    RC(fmt_cur_svarint(c, &ev->u.sig.code, "signal code", err));
+    return fmt_cur_varint(c, &ev->u.sig.addr, "signal address", err);
+}
+
+static int thread_decode(crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
+{
+    uint8_t op;
+    RC(fmt_cur_u8(c, &op, "thread operation", err));
+    if (op != CREC_FMT_TH_CREATE && op != CREC_FMT_TH_EXIT)
+        return crec_error_corrupt(err, "unknown thread operation %u", op);
+    ev->u.thread.op = op;
+    return fmt_cur_varint32(c, &ev->u.thread.tid, "thread id", err);
+}
+
+static int exit_decode(crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
+{
+    uint8_t how;
+    RC(fmt_cur_varint(c, &ev->u.exit.global_icount, "exit instruction count", err));
+    RC(fmt_cur_u8(c, &how, "exit kind", err));
+    if (how > CREC_FMT_EXIT_STOPPED)
+        return crec_error_corrupt(err, "unknown exit kind %u", how);
+    ev->u.exit.how = how;
+    return fmt_cur_varint(c, &ev->u.exit.value, "exit status", err);
+}
+
+int crec_fmt_ev_decode(int kind, const uint8_t *body, size_t len, crec_fmt_event *ev,
+                       crec_error *err)
+{
+    crec_fmt_cur c = {body, len, 0};
+    memset(ev, 0, sizeof *ev);
+    ev->kind = kind;
+    switch (kind) {
+    case CREC_FMT_K_SYSCALL: RC(sys_decode(&c, ev, err)); break;
+    case CREC_FMT_K_CPUID: RC(cpuid_decode(&c, ev, err)); break;
+    case CREC_FMT_K_RDTSC: RC(fmt_cur_varint(&c, &ev->u.rdtsc.value, "rdtsc value", err)); break;
+    case CREC_FMT_K_MMAP: RC(mmap_decode(&c, ev, err)); break;
+    case CREC_FMT_K_SIGNAL: RC(sig_decode(&c, ev, err)); break;
+    case CREC_FMT_K_THREAD: RC(thread_decode(&c, ev, err)); break;
+    case CREC_FMT_K_EXIT: RC(exit_decode(&c, ev, err)); break;
+    default: return crec_error_corrupt(err, "record kind 0x%02x in an EVENTS stream", kind);
+    }
+    return fmt_cur_end(&c, "event", err);
+}
+
+/* ---- READS and SEQ (bare) --------------------------------------------------- */
+
+int crec_fmt_read_encode(crec_fmt_buf *b, uint64_t hits, const uint8_t *value, unsigned width)
+{
+    if (width < 1 || width > CREC_FMT_READ_WIDTH_MAX)
+        return CREC_ERR_ARG;
+    fmt_buf_varint(b, hits);
+    fmt_buf_bytes(b, value, width);
+    return done(b);
+}
+
+int crec_fmt_read_decode(crec_fmt_cur *c, unsigned width, uint64_t *hits, uint8_t *value,
+                         crec_error *err)
+{
+    if (width < 1 || width > CREC_FMT_READ_WIDTH_MAX)
+        return crec_error_set(err, CREC_ERR_ARG, "read width %u out of range", width);
+    RC(fmt_cur_varint(c, hits, "read hit count", err));
+    return fmt_cur_bytes(c, value, width, "read value", err);
+}
+
+int crec_fmt_seq_encode(crec_fmt_buf *b, uint64_t seq, uint64_t icount)
+{
+    fmt_buf_varint(b, seq);
+    fmt_buf_varint(b, icount);
+    return done(b);
+}
+
+int crec_fmt_seq_decode(crec_fmt_cur *c, uint64_t *seq, uint64_t *icount, crec_error *err)
+{
+    RC(fmt_cur_varint(c, seq, "sequence number", err));
+    return fmt_cur_varint(c, icount, "sequence instruction count", err);
+}
+
+/* ---- SNAPSHOT ------------------------------------------------------------- */
+
+int crec_fmt_snap_encode(crec_fmt_buf *b, const crec_fmt_snapshot *s)
+{
+    size_t f = fmt_frame_begin(b, CREC_FMT_K_SNAPSHOT);
+    fmt_buf_varint(b, s->global_icount);
+    fmt_buf_varint(b, s->npages);
+    for (size_t i = 0; i < s->npages; i++) {
+        fmt_buf_varint(b, s->pages[i].addr);
+        fmt_buf_hash(b, &s->pages[i].blob);
+    }
+    fmt_frame_end(b, f);
+    return done(b);
+}
+
+void crec_fmt_snapshot_clear(crec_fmt_snapshot *s)
+{
+    if (!s)
+        return;
+    crec_free(s->pages);
+    memset(s, 0, sizeof *s);
+}
+
+int crec_fmt_snap_decode(const uint8_t *body, size_t len, crec_fmt_snapshot *s, crec_error *err)
+{
+    crec_fmt_cur c = {body, len, 0};
+    uint64_t n;
+    memset(s, 0, sizeof *s);
+    RC(fmt_cur_varint(&c, &s->global_icount, "snapshot instruction count", err));
+    RC(fmt_cur_varint(&c, &n, "snapshot page count", err));
+    /* Each page takes at least 17 bytes: the count can't outgrow the body. */
+    if (n > (c.len - c.pos) / 17)
+        return crec_error_corrupt(err, "snapshot page count %llu out of range",
+                                  (unsigned long long)n);
+    s->pages = crec_calloc((size_t)n, sizeof *s->pages);
+    if (!s->pages)
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory reading a snapshot");
+    s->npages = (size_t)n;
+    for (size_t i = 0; i < n; i++) {
+        int rc = fmt_cur_varint(&c, &s->pages[i].addr, "snapshot page address", err);
+        if (!rc)
+            rc = fmt_cur_hash(&c, &s->pages[i].blob, "snapshot page hash", err);
+        if (rc) {
+            crec_fmt_snapshot_clear(s);
+            return rc;
+        }
+    }
+    if (fmt_cur_end(&c, "snapshot", err)) {
+        crec_fmt_snapshot_clear(s);
+        return CREC_ERR_CORRUPT;
+    }
+    return CREC_OK;
+}
+
+/* ---- CODE and SYMBOL ---------------------------------------------------- */
+
+int crec_fmt_code_encode(crec_fmt_buf *b, const crec_fmt_code *m)
+{
+    size_t f = fmt_frame_begin(b, CREC_FMT_K_CODE);
+    fmt_buf_varint(b, m->addr);
+    fmt_buf_varint(b, m->len);
+    fmt_buf_varint(b, m->prot);
+    fmt_buf_varint(b, m->file_off);
+    fmt_buf_hash(b, &m->blob);
+    fmt_buf_str(b, m->name ? m->name : "", m->name ? m->name_len : 0);
+    fmt_frame_end(b, f);
+    return done(b);
+}
+
+int crec_fmt_code_decode(const uint8_t *body, size_t len, crec_fmt_code *m, crec_error *err)
+{
+    crec_fmt_cur c = {body, len, 0};
+    const uint8_t *s;
+    memset(m, 0, sizeof *m);
+    RC(fmt_cur_varint(&c, &m->addr, "code address", err));
+    RC(fmt_cur_varint(&c, &m->len, "code length", err));
+    RC(fmt_cur_varint(&c, &m->prot, "code protection", err));
+    RC(fmt_cur_varint(&c, &m->file_off, "code file offset", err));
+    RC(fmt_cur_hash(&c, &m->blob, "code blob hash", err));
+    RC(fmt_cur_str(&c, &s, &m->name_len, "code file name", err));
+    m->name = (const char *)s;
+    return fmt_cur_end(&c, "code mapping", err);
+}
+
+int crec_fmt_sym_encode(crec_fmt_buf *b, const crec_fmt_symbol *y)
+{
+    size_t f = fmt_frame_begin(b, CREC_FMT_K_SYMBOL);
+    fmt_buf_hash(b, &y->blob);
+    fmt_buf_varint(b, y->addr);
+    fmt_buf_varint(b, y->size);
+    fmt_buf_varint(b, y->type);
+    fmt_buf_str(b, y->name ? y->name : "", y->name ? y->name_len : 0);
+    fmt_frame_end(b, f);
+    return done(b);
+}
+
+int crec_fmt_sym_decode(const uint8_t *body, size_t len, crec_fmt_symbol *y, crec_error *err)
+{
+    crec_fmt_cur c = {body, len, 0};
+    const uint8_t *s;
+    memset(y, 0, sizeof *y);
+    RC(fmt_cur_hash(&c, &y->blob, "symbol blob hash", err));
+    RC(fmt_cur_varint(&c, &y->addr, "symbol address", err));
+    RC(fmt_cur_varint(&c, &y->size, "symbol size", err));
+    RC(fmt_cur_varint32(&c, &y->type, "symbol type", err));
+    RC(fmt_cur_str(&c, &s, &y->name_len, "symbol name", err));
+    y->name = (const char *)s;
+    return fmt_cur_end(&c, "symbol", err);
+}

@@ -1,0 +1,498 @@
+/*
+ * writer.c - writing a .crec file front to back, never seeking, so that the
+ * output may be a pipe (docs/FORMAT.md §2-§5).
+ *
+ *   preamble  "\x89CREC\r\n\x1a" | u32 LE version | u32 reserved (0)
+ *   HEADER chunk
+ *   data chunks, in the order streams fill up (streams interleave freely)
+ *   DIRECTORY chunk: varint n, then n entries
+ *       varint file offset, u8 type, varint tid, varint seq,
+ *       varint stream offset, varint clen, varint ulen, u64 LE checksum
+ *   trailer (32 bytes): u64 LE directory offset, u64 LE directory length,
+ *       u64 LE XXH3-64 of the previous 16 bytes, "CRECEND\0"
+ *
+ * Each stream has a buffer that grows up to chunk_size bytes; a chunk is
+ * written when it is full, so memory is bounded by streams x chunk_size.  The directory is kept
+ * in memory (about 48 bytes per chunk) and written by crec_fmt_writer_close.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#define XXH_STATIC_LINKING_ONLY
+#define ZSTD_STATIC_LINKING_ONLY
+#include <xxhash.h>
+#include <zstd.h>
+
+#include "format/format_int.h"
+
+struct wstream {
+    uint8_t type;
+    uint32_t tid;
+    uint8_t *buf;     /* grows by doubling up to chunk_size */
+    size_t len, cap;  /* bytes buffered, bytes allocated */
+    uint64_t flushed; /* bytes already written as chunks */
+    uint32_t seq;     /* next chunk number */
+};
+
+struct crec_fmt_writer {
+    int fd, own_fd;
+    char *name;
+    int failed; /* after an error only free/close are accepted */
+    size_t chunk_size;
+    int level;
+    ZSTD_CCtx *cctx;
+    uint8_t *zbuf;
+    size_t zcap;
+    struct wstream *streams;
+    size_t nstreams, scap;
+    size_t last[CREC_FMT_S_MAX + 1]; /* per type: the stream written last */
+    fmt_chunk *dir;
+    size_t ndir, dcap;
+    uint64_t off; /* bytes written to the file so far */
+    crec_fmt_hash *blobs; /* open-addressing set of stored blob hashes */
+    size_t bcap, bcount;
+};
+
+static int w_nomem(crec_fmt_writer *w, crec_error *err)
+{
+    w->failed = 1;
+    return crec_error_set(err, CREC_ERR_NOMEM, "%s: out of memory", w->name);
+}
+
+static int w_dead(crec_fmt_writer *w, crec_error *err)
+{
+    return crec_error_set(err, CREC_ERR_IO, "%s: an earlier write failed", w->name);
+}
+
+static int write_all(crec_fmt_writer *w, const void *p, size_t n, crec_error *err)
+{
+    const uint8_t *b = p;
+    while (n) {
+        ssize_t k = write(w->fd, b, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            w->failed = 1;
+            return crec_error_set(err, CREC_ERR_IO, "%s: write failed: %s", w->name,
+                                  k < 0 ? strerror(errno) : "short write");
+        }
+        b += k;
+        n -= (size_t)k;
+        w->off += (uint64_t)k;
+    }
+    return CREC_OK;
+}
+
+static int zbuf_reserve(crec_fmt_writer *w, size_t ulen, crec_error *err)
+{
+    size_t need = ZSTD_compressBound(ulen);
+    if (need <= w->zcap)
+        return CREC_OK;
+    uint8_t *p = crec_realloc(w->zbuf, need);
+    if (!p)
+        return w_nomem(w, err);
+    w->zbuf = p;
+    w->zcap = need;
+    return CREC_OK;
+}
+
+/* Compress one chunk and write frame header and payload. */
+static int write_chunk(crec_fmt_writer *w, fmt_chunk *c, const uint8_t *data, crec_error *err)
+{
+    int rc = zbuf_reserve(w, c->ulen, err);
+    if (rc)
+        return rc;
+    size_t z = ZSTD_compressCCtx(w->cctx, w->zbuf, w->zcap, data, c->ulen, w->level);
+    if (ZSTD_isError(z)) {
+        /* Only an allocation inside zstd can fail here: the bound is exact. */
+        w->failed = 1;
+        return crec_error_set(err, CREC_ERR_NOMEM, "%s: compression failed: %s", w->name,
+                              ZSTD_getErrorName(z));
+    }
+    uint8_t hdr[FMT_CHUNK_HDR];
+    c->file_off = w->off;
+    c->clen = (uint32_t)z;
+    fmt_chunk_pack(hdr, c);
+    c->sum = fmt_chunk_sum(hdr, w->zbuf, z);
+    fmt_put_u64(hdr + 32, c->sum);
+    if ((rc = write_all(w, hdr, sizeof hdr, err)) != 0)
+        return rc;
+    return write_all(w, w->zbuf, z, err);
+}
+
+static int dir_add(crec_fmt_writer *w, const fmt_chunk *c, crec_error *err)
+{
+    if (w->ndir == w->dcap) {
+        size_t cap = w->dcap ? w->dcap * 2 : 64;
+        fmt_chunk *d = crec_realloc(w->dir, cap * sizeof *d);
+        if (!d)
+            return w_nomem(w, err);
+        w->dir = d;
+        w->dcap = cap;
+    }
+    w->dir[w->ndir++] = *c;
+    return CREC_OK;
+}
+
+static int flush_stream(crec_fmt_writer *w, struct wstream *s, crec_error *err)
+{
+    if (s->len == 0)
+        return CREC_OK;
+    /* Reserve the directory slot first: a failure after the chunk is on
+     * disk would leave the directory short of a chunk. */
+    if (w->ndir == w->dcap) {
+        int rc = dir_add(w, &(fmt_chunk){0}, err);
+        if (rc)
+            return rc;
+        w->ndir--;
+    }
+    fmt_chunk c = {.type = s->type, .tid = s->tid, .seq = s->seq, .uoff = s->flushed,
+                   .ulen = (uint32_t)s->len};
+    int rc = write_chunk(w, &c, s->buf, err);
+    if (rc)
+        return rc;
+    s->flushed += s->len;
+    s->seq++;
+    s->len = 0;
+    return dir_add(w, &c, err);
+}
+
+/* ---- streams ------------------------------------------------------------- */
+
+static struct wstream *find_stream(crec_fmt_writer *w, int type, uint32_t tid)
+{
+    /* The recorder writes runs to one thread's streams: remember the last
+     * stream of each type, and only search on a thread switch. */
+    size_t *last = &w->last[type >= 0 && type <= CREC_FMT_S_MAX ? type : 0];
+    if (*last < w->nstreams && w->streams[*last].type == type && w->streams[*last].tid == tid)
+        return &w->streams[*last];
+    for (size_t i = 0; i < w->nstreams; i++)
+        if (w->streams[i].type == type && w->streams[i].tid == tid) {
+            *last = i;
+            return &w->streams[i];
+        }
+    return NULL;
+}
+
+static int add_stream(crec_fmt_writer *w, int type, uint32_t tid, struct wstream **out,
+                      crec_error *err)
+{
+    if (w->nstreams >= CREC_FMT_MAX_STREAMS)
+        return crec_error_set(err, CREC_ERR_LIMIT, "%s: more than %d streams", w->name,
+                              CREC_FMT_MAX_STREAMS);
+    if (w->nstreams == w->scap) {
+        size_t cap = w->scap ? w->scap * 2 : 16;
+        struct wstream *s = crec_realloc(w->streams, cap * sizeof *s);
+        if (!s)
+            return w_nomem(w, err);
+        w->streams = s;
+        w->scap = cap;
+    }
+    w->last[type] = w->nstreams;
+    *out = &w->streams[w->nstreams++];
+    **out = (struct wstream){.type = (uint8_t)type, .tid = tid};
+    return CREC_OK;
+}
+
+/* Room for n more bytes, up to chunk_size: small streams (one per thread
+ * and type) stay small. */
+static int stream_reserve(crec_fmt_writer *w, struct wstream *s, size_t n, crec_error *err)
+{
+    if (s->cap - s->len >= n || s->cap == w->chunk_size)
+        return CREC_OK;
+    size_t cap = s->cap ? s->cap : 256;
+    while (cap - s->len < n && cap < w->chunk_size)
+        cap *= 2;
+    if (cap > w->chunk_size)
+        cap = w->chunk_size;
+    uint8_t *p = crec_realloc(s->buf, cap);
+    if (!p)
+        return w_nomem(w, err);
+    s->buf = p;
+    s->cap = cap;
+    return CREC_OK;
+}
+
+static int check_stream(const crec_fmt_writer *w, int type, uint32_t tid, crec_error *err)
+{
+    if (type <= CREC_FMT_S_HEADER || type >= CREC_FMT_S_DIRECTORY)
+        return crec_error_set(err, CREC_ERR_ARG, "%s: bad stream type %d", w->name, type);
+    if (tid != 0 && !crec_fmt_stream_per_thread(type))
+        return crec_error_set(err, CREC_ERR_ARG, "%s: global stream %s with thread %u",
+                              w->name, crec_fmt_stream_name(type), tid);
+    return CREC_OK;
+}
+
+int crec_fmt_write(crec_fmt_writer *w, int type, uint32_t tid, const void *data, size_t len,
+                   crec_error *err)
+{
+    if (w->failed)
+        return w_dead(w, err);
+    struct wstream *s = find_stream(w, type, tid);
+    int rc;
+    if (!s && ((rc = check_stream(w, type, tid, err)) || (rc = add_stream(w, type, tid, &s, err))))
+        return rc;
+    const uint8_t *p = data;
+    while (len) {
+        if ((rc = stream_reserve(w, s, len, err)) != 0)
+            return rc;
+        size_t n = s->cap - s->len;
+        if (n > len)
+            n = len;
+        memcpy(s->buf + s->len, p, n);
+        s->len += n;
+        p += n;
+        len -= n;
+        if (s->len == w->chunk_size && (rc = flush_stream(w, s, err)) != 0)
+            return rc;
+    }
+    return CREC_OK;
+}
+
+int crec_fmt_write_buf(crec_fmt_writer *w, int type, uint32_t tid, const crec_fmt_buf *b,
+                       crec_error *err)
+{
+    if (b->nomem)
+        return crec_error_set(err, CREC_ERR_NOMEM, "%s: out of memory encoding a record",
+                              w->name);
+    return crec_fmt_write(w, type, tid, b->data, b->len, err);
+}
+
+uint64_t crec_fmt_writer_offset(const crec_fmt_writer *w, int type, uint32_t tid)
+{
+    for (size_t i = 0; i < w->nstreams; i++)
+        if (w->streams[i].type == type && w->streams[i].tid == tid)
+            return w->streams[i].flushed + w->streams[i].len;
+    return 0;
+}
+
+int crec_fmt_flush(crec_fmt_writer *w, int type, uint32_t tid, crec_error *err)
+{
+    if (w->failed)
+        return w_dead(w, err);
+    struct wstream *s = find_stream(w, type, tid);
+    return s ? flush_stream(w, s, err) : CREC_OK;
+}
+
+int crec_fmt_flush_all(crec_fmt_writer *w, crec_error *err)
+{
+    if (w->failed)
+        return w_dead(w, err);
+    for (size_t i = 0; i < w->nstreams; i++) {
+        int rc = flush_stream(w, &w->streams[i], err);
+        if (rc)
+            return rc;
+    }
+    return CREC_OK;
+}
+
+/* ---- blobs ------------------------------------------------------------------ */
+
+static size_t blob_slot(const crec_fmt_writer *w, const crec_fmt_hash *h)
+{
+    size_t i = (size_t)fmt_get_u64(h->b) & (w->bcap - 1);
+    while (1) {
+        const crec_fmt_hash *e = &w->blobs[i];
+        static const crec_fmt_hash zero;
+        if (memcmp(e, h, sizeof *h) == 0 || memcmp(e, &zero, sizeof zero) == 0)
+            return i;
+        i = (i + 1) & (w->bcap - 1);
+    }
+}
+
+static int blob_grow(crec_fmt_writer *w, crec_error *err)
+{
+    size_t cap = w->bcap ? w->bcap * 2 : 256;
+    crec_fmt_hash *old = w->blobs;
+    size_t ocap = w->bcap;
+    crec_fmt_hash *t = crec_calloc(cap, sizeof *t);
+    if (!t)
+        return w_nomem(w, err);
+    w->blobs = t;
+    w->bcap = cap;
+    for (size_t i = 0; i < ocap; i++) {
+        static const crec_fmt_hash zero;
+        if (memcmp(&old[i], &zero, sizeof zero) != 0)
+            w->blobs[blob_slot(w, &old[i])] = old[i];
+    }
+    crec_free(old);
+    return CREC_OK;
+}
+
+/*
+ * An all-zero hash marks an empty slot.  XXH3-128 yields it with odds of
+ * 2^-128; such a blob would merely be stored twice, never lost.
+ */
+int crec_fmt_blob_put(crec_fmt_writer *w, const void *data, size_t len, crec_fmt_hash *hash,
+                      crec_error *err)
+{
+    if (w->failed)
+        return w_dead(w, err);
+    if (len > CREC_FMT_MAX_RECORD - 16)
+        return crec_error_set(err, CREC_ERR_LIMIT, "%s: blob of %zu bytes is too large",
+                              w->name, len);
+    crec_fmt_hash h = crec_fmt_hash_bytes(data, len);
+    if (hash)
+        *hash = h;
+    int rc;
+    if ((w->bcount + 1) * 2 > w->bcap && (rc = blob_grow(w, err)) != 0)
+        return rc;
+    size_t slot = blob_slot(w, &h);
+    if (memcmp(&w->blobs[slot], &h, sizeof h) == 0)
+        return CREC_OK;
+    uint8_t head[1 + FMT_MAX_VARINT + 16];
+    crec_fmt_buf b = {head, 0, sizeof head, 0};
+    fmt_buf_u8(&b, CREC_FMT_K_BLOB);
+    fmt_buf_varint(&b, 16 + len);
+    fmt_buf_hash(&b, &h);
+    if ((rc = crec_fmt_write(w, CREC_FMT_S_BLOBS, 0, head, b.len, err)) != 0 ||
+        (rc = crec_fmt_write(w, CREC_FMT_S_BLOBS, 0, data, len, err)) != 0)
+        return rc;
+    w->blobs[slot] = h;
+    w->bcount++;
+    return CREC_OK;
+}
+
+/* ---- open, close ------------------------------------------------------------ */
+
+static int write_start(crec_fmt_writer *w, const crec_fmt_header *h, crec_error *err)
+{
+    uint8_t pre[FMT_PREAMBLE_LEN] = {0};
+    memcpy(pre, FMT_MAGIC, FMT_MAGIC_LEN);
+    fmt_put_u32(pre + 8, CREC_FMT_VERSION);
+    crec_fmt_buf b = {0};
+    if (fmt_header_encode(&b, h) != CREC_OK) {
+        crec_fmt_buf_free(&b);
+        return w_nomem(w, err);
+    }
+    if (b.len > CREC_FMT_MAX_CHUNK) {
+        crec_fmt_buf_free(&b);
+        return crec_error_set(err, CREC_ERR_LIMIT, "%s: header too large", w->name);
+    }
+    fmt_chunk c = {.type = CREC_FMT_S_HEADER, .ulen = (uint32_t)b.len};
+    int rc = write_all(w, pre, sizeof pre, err);
+    if (!rc)
+        rc = write_chunk(w, &c, b.data, err);
+    crec_fmt_buf_free(&b);
+    return rc;
+}
+
+int crec_fmt_writer_open_fd(int fd, const char *name, const crec_fmt_header *h,
+                            const crec_fmt_writer_opts *opts, crec_fmt_writer **out,
+                            crec_error *err)
+{
+    size_t cs = opts && opts->chunk_size ? opts->chunk_size : CREC_FMT_DEFAULT_CHUNK;
+    *out = NULL;
+    if (cs < 16 || cs > CREC_FMT_MAX_CHUNK) {
+        if (fd > 2)
+            close(fd);
+        return crec_error_set(err, CREC_ERR_ARG, "%s: chunk size %zu out of range", name, cs);
+    }
+    crec_fmt_writer *w = crec_calloc(1, sizeof *w);
+    char *nm = crec_malloc(strlen(name) + 1);
+    ZSTD_CCtx *cctx = fmt_zstd_cctx();
+    if (!w || !nm || !cctx) {
+        crec_free(w);
+        crec_free(nm);
+        ZSTD_freeCCtx(cctx);
+        if (fd > 2)
+            close(fd);
+        return crec_error_set(err, CREC_ERR_NOMEM, "%s: out of memory", name);
+    }
+    strcpy(nm, name);
+    w->fd = fd;
+    w->own_fd = fd > 2;
+    w->name = nm;
+    w->cctx = cctx;
+    w->chunk_size = cs;
+    w->level = opts && opts->zstd_level ? opts->zstd_level : 3;
+    int rc = write_start(w, h, err);
+    if (rc) {
+        crec_fmt_writer_free(w);
+        return rc;
+    }
+    *out = w;
+    return CREC_OK;
+}
+
+int crec_fmt_writer_open(const char *path, const crec_fmt_header *h,
+                         const crec_fmt_writer_opts *opts, crec_fmt_writer **out,
+                         crec_error *err)
+{
+    *out = NULL;
+    if (strcmp(path, "-") == 0)
+        return crec_fmt_writer_open_fd(1, "<stdout>", h, opts, out, err);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return crec_error_set(err, CREC_ERR_IO, "%s: %s", path, strerror(errno));
+    return crec_fmt_writer_open_fd(fd, path, h, opts, out, err);
+}
+
+static int write_directory(crec_fmt_writer *w, crec_error *err)
+{
+    crec_fmt_buf b = {0};
+    fmt_buf_varint(&b, w->ndir);
+    for (size_t i = 0; i < w->ndir; i++) {
+        const fmt_chunk *c = &w->dir[i];
+        fmt_buf_varint(&b, c->file_off);
+        fmt_buf_u8(&b, c->type);
+        fmt_buf_varint(&b, c->tid);
+        fmt_buf_varint(&b, c->seq);
+        fmt_buf_varint(&b, c->uoff);
+        fmt_buf_varint(&b, c->clen);
+        fmt_buf_varint(&b, c->ulen);
+        fmt_buf_u64(&b, c->sum);
+    }
+    int rc = CREC_OK;
+    if (b.nomem)
+        rc = w_nomem(w, err);
+    else if (b.len > CREC_FMT_MAX_CHUNK)
+        rc = crec_error_set(err, CREC_ERR_LIMIT, "%s: directory too large", w->name);
+    fmt_chunk c = {.type = CREC_FMT_S_DIRECTORY, .ulen = (uint32_t)b.len};
+    if (!rc)
+        rc = write_chunk(w, &c, b.data, err);
+    crec_fmt_buf_free(&b);
+    if (rc)
+        return rc;
+    uint8_t t[FMT_TRAILER_LEN];
+    fmt_put_u64(t, c.file_off);
+    fmt_put_u64(t + 8, FMT_CHUNK_HDR + (uint64_t)c.clen);
+    fmt_put_u64(t + 16, XXH3_64bits(t, 16));
+    memcpy(t + 24, FMT_TRAILER_MAGIC, 8);
+    return write_all(w, t, sizeof t, err);
+}
+
+int crec_fmt_writer_close(crec_fmt_writer *w, crec_error *err)
+{
+    int rc = crec_fmt_flush_all(w, err);
+    if (!rc)
+        rc = write_directory(w, err);
+    if (w->own_fd) {
+        int fd = w->fd;
+        w->own_fd = 0;
+        if (close(fd) != 0 && !rc)
+            rc = crec_error_set(err, CREC_ERR_IO, "%s: close failed: %s", w->name,
+                                strerror(errno));
+    }
+    crec_fmt_writer_free(w);
+    return rc;
+}
+
+void crec_fmt_writer_free(crec_fmt_writer *w)
+{
+    if (!w)
+        return;
+    if (w->own_fd)
+        close(w->fd);
+    for (size_t i = 0; i < w->nstreams; i++)
+        crec_free(w->streams[i].buf);
+    crec_free(w->streams);
+    crec_free(w->dir);
+    crec_free(w->blobs);
+    crec_free(w->zbuf);
+    ZSTD_freeCCtx(w->cctx);
+    crec_free(w->name);
+    crec_free(w);
+}

@@ -1,0 +1,320 @@
+/*
+ * rec_mem.c - the recorder's view of guest memory: changes to the memory
+ * map, the bytes of executable code, dirty pages and snapshots.
+ *
+ * Replay must rebuild the same memory map (so that faults happen at the
+ * same place) and must hold the same code (so that it executes the same
+ * instructions).  Data needs nothing: the prediction cache makes the first
+ * load of every byte after a map change miss, and the read stream carries it.
+ */
+#include <string.h>
+
+#include "common/common.h"
+#include "recorder/recorder_int.h"
+
+#define PAGE CREC_EMU_PAGE
+
+/* ---- a set of page numbers (open addressing, linear probing) ------------- */
+
+static int pageset_grow(struct rec_pageset *s)
+{
+    size_t cap = s->cap ? s->cap * 2 : 1024;
+    uint64_t *slots = crec_calloc(cap, sizeof *slots);
+
+    if (!slots)
+        return CREC_ERR_NOMEM;
+    for (size_t i = 0; i < s->cap; i++) {
+        size_t j;
+        if (!s->slots[i])
+            continue;
+        for (j = (s->slots[i] * 0x9E3779B97F4A7C15ull) & (cap - 1); slots[j]; j = (j + 1) & (cap - 1))
+            ;
+        slots[j] = s->slots[i];
+    }
+    crec_free(s->slots);
+    s->slots = slots;
+    s->cap = cap;
+    return CREC_OK;
+}
+
+int rec_pageset_add(struct rec_pageset *s, uint64_t page)
+{
+    uint64_t key = page + 1;
+    size_t j;
+
+    if (2 * (s->used + 1) > s->cap && pageset_grow(s) != CREC_OK)
+        return CREC_ERR_NOMEM;
+    for (j = (key * 0x9E3779B97F4A7C15ull) & (s->cap - 1); s->slots[j]; j = (j + 1) & (s->cap - 1))
+        if (s->slots[j] == key)
+            return CREC_OK;
+    s->slots[j] = key;
+    s->used++;
+    return CREC_OK;
+}
+
+static void pageset_clear(struct rec_pageset *s)
+{
+    if (s->slots)
+        memset(s->slots, 0, s->cap * sizeof *s->slots);
+    s->used = 0;
+}
+
+void rec_pageset_free(struct rec_pageset *s)
+{
+    crec_free(s->slots);
+    memset(s, 0, sizeof *s);
+}
+
+void rec_mark_dirty(struct rec_session *rs, uint64_t addr, uint64_t len)
+{
+    uint64_t first = addr / PAGE, last = (addr + len - 1) / PAGE;
+
+    if (len == 0 || (first == last && first + 1 == rs->last_dirty_page))
+        return;
+    rs->last_dirty_page = first + 1;
+    for (uint64_t p = first; p <= last && !rs->dirty_all; p++)
+        if (rec_pageset_add(&rs->dirty, p) != CREC_OK)
+            rs->dirty_all = 1; /* no memory to track pages: take them all */
+}
+
+/* ---- code blobs and memory-map events ------------------------------------ */
+
+static int rec_blob(struct rec_session *rs, uint64_t addr, uint64_t len, crec_fmt_hash *hash)
+{
+    crec_error err = {0};
+    uint8_t *bytes = crec_malloc(len);
+    int rc;
+
+    if (!bytes) {
+        crec_error_set(&err, CREC_ERR_NOMEM, "out of memory copying %llu bytes of code",
+                       (unsigned long long)len);
+        rec_fail(rs, &err);
+        return CREC_ERR_NOMEM;
+    }
+    crec_emu_mem_read(rs->cpu, bytes, addr, len);
+    rc = crec_fmt_blob_put(rs->w, bytes, len, hash, &err);
+    crec_free(bytes);
+    if (rc != CREC_OK)
+        rec_fail(rs, &err);
+    return rc;
+}
+
+/* Symbols once per code blob: the same library mapped twice is named once. */
+static int rec_symbols_once(struct rec_session *rs, const char *path, uint64_t file_off,
+                            const crec_fmt_hash *hash)
+{
+    for (size_t i = 0; i < rs->n_symbolized; i++)
+        if (memcmp(&rs->symbolized[i], hash, sizeof *hash) == 0)
+            return CREC_OK;
+    if (rs->n_symbolized < REC_MAX_SYMBOLIZED)
+        rs->symbolized[rs->n_symbolized++] = *hash;
+    return rec_symbols(rs, path, file_off, hash);
+}
+
+/*
+ * A CODE record (the global list of every piece of code that could run),
+ * and the symbols of the file it came from.
+ */
+static int rec_code(struct rec_session *rs, uint64_t addr, uint64_t len, int prot,
+                    const crec_fmt_hash *hash, const char *path, uint64_t file_off)
+{
+    crec_fmt_code c = {0};
+    crec_error err = {0};
+    int rc;
+
+    c.addr = addr;
+    c.len = len;
+    c.prot = (uint64_t)prot;
+    c.blob = *hash;
+    c.name = path ? path : "";
+    c.name_len = strlen(c.name);
+    c.file_off = file_off;
+    crec_fmt_buf_reset(&rs->scratch);
+    rc = crec_fmt_code_encode(&rs->scratch, &c);
+    if (rc == CREC_OK)
+        rc = crec_fmt_write_buf(rs->w, CREC_FMT_S_CODE, 0, &rs->scratch, &err);
+    if (rc != CREC_OK) {
+        rec_fail(rs, &err);
+        return rc;
+    }
+    return path ? rec_symbols_once(rs, path, file_off, hash) : CREC_OK;
+}
+
+static uint32_t mem_op(enum crec_emu_mem_kind kind)
+{
+    switch (kind) {
+    case CREC_MEM_MUNMAP:
+        return CREC_FMT_MM_UNMAP;
+    case CREC_MEM_MPROTECT:
+        return CREC_FMT_MM_PROTECT;
+    case CREC_MEM_BRK:
+        return CREC_FMT_MM_BRK;
+    case CREC_MEM_MREMAP:
+        return CREC_FMT_MM_REMAP;
+    case CREC_MEM_MMAP:
+        break;
+    }
+    return CREC_FMT_MM_MAP;
+}
+
+int rec_on_mem_event(struct rec_session *rs, const struct crec_emu_mem_event *mev)
+{
+    crec_fmt_event ev = {.kind = CREC_FMT_K_MMAP};
+
+    ev.u.mmap.op = mem_op(mev->kind);
+    ev.u.mmap.addr = mev->addr;
+    ev.u.mmap.len = mev->len;
+    ev.u.mmap.prot = (uint64_t)mev->prot;
+    /* New or vanished bytes: the cache's knowledge of the range is void. */
+    if (mev->kind != CREC_MEM_MPROTECT) {
+        crec_pcache_forget(rs->pc, mev->addr, mev->len);
+        rec_mark_dirty(rs, mev->addr, mev->len);
+    }
+    if (mev->became_exec && mev->kind != CREC_MEM_MUNMAP) {
+        if (rec_blob(rs, mev->addr, mev->len, &ev.u.mmap.blob) != CREC_OK)
+            return rs->err.code;
+        ev.u.mmap.flags |= CREC_FMT_EV_HAS_HASH;
+        rec_code(rs, mev->addr, mev->len, mev->prot, &ev.u.mmap.blob, mev->path, mev->offset);
+    }
+    return rec_event(rs, &ev);
+}
+
+/* The first listing names the code the loader mapped, from its images. */
+static void listing_code(struct rec_session *rs, const struct crec_emu_mapping *m,
+                         const crec_fmt_hash *hash)
+{
+    for (size_t i = 0; i < rs->n_images; i++) {
+        const struct rec_image *im = &rs->images[i];
+        if (m->start >= im->addr && m->start < im->addr + im->len) {
+            rec_code(rs, m->start, m->end - m->start, m->prot, hash, im->path,
+                     im->file_off + (m->start - im->addr));
+            return;
+        }
+    }
+    rec_code(rs, m->start, m->end - m->start, m->prot, hash, NULL, 0);
+}
+
+/* Before recording starts, remember where the loader put executable code. */
+void rec_note_image(struct rec_session *rs, const struct crec_emu_mem_event *mev)
+{
+    struct rec_image *im;
+
+    if (!mev->became_exec || !mev->path || rs->n_images == REC_MAX_IMAGES)
+        return;
+    im = &rs->images[rs->n_images];
+    im->path = crec_malloc(strlen(mev->path) + 1);
+    if (!im->path)
+        return; /* only the names are lost */
+    strcpy(im->path, mev->path);
+    im->addr = mev->addr;
+    im->len = mev->len;
+    im->file_off = mev->offset;
+    rs->n_images++;
+}
+
+/*
+ * After each key frame: the whole memory map as MMAP events flagged
+ * LISTING, so a replay starting at this key frame can build it with no
+ * earlier data.  A replay going through the key frame skips them.
+ */
+static int listing_one(void *ctx, const struct crec_emu_mapping *m)
+{
+    struct rec_session *rs = ctx;
+    crec_fmt_event ev = {.kind = CREC_FMT_K_MMAP};
+
+    ev.u.mmap.op = CREC_FMT_MM_MAP;
+    ev.u.mmap.flags = CREC_FMT_EV_LISTING;
+    ev.u.mmap.addr = m->start;
+    ev.u.mmap.len = m->end - m->start;
+    ev.u.mmap.prot = (uint64_t)m->prot;
+    if (m->prot & CREC_PROT_EXEC) {
+        if (rec_blob(rs, m->start, m->end - m->start, &ev.u.mmap.blob) != CREC_OK)
+            return 1;
+        ev.u.mmap.flags |= CREC_FMT_EV_HAS_HASH;
+        if (rs->stats.keyframes == 1)
+            listing_code(rs, m, &ev.u.mmap.blob);
+    }
+    return rec_event(rs, &ev) != CREC_OK;
+}
+
+int rec_write_listing(struct rec_session *rs)
+{
+    crec_emu_mem_foreach(rs->cpu, listing_one, rs);
+    return rs->failed ? rs->err.code : CREC_OK;
+}
+
+/* ---- snapshots ----------------------------------------------------------- */
+
+struct snap_build {
+    struct rec_session *rs;
+    crec_fmt_snapshot snap;
+    size_t cap;
+    int full;
+};
+
+static int snap_add_page(struct snap_build *b, uint64_t addr)
+{
+    crec_error err = {0};
+    crec_fmt_hash hash;
+    uint8_t page[PAGE];
+
+    if (crec_emu_mem_read(b->rs->cpu, page, addr, PAGE) != 0)
+        return CREC_OK; /* unmapped since it was written */
+    if (b->snap.npages == b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 64;
+        crec_fmt_snap_page *p = crec_realloc(b->snap.pages, cap * sizeof *p);
+        if (!p) {
+            crec_error_set(&err, CREC_ERR_NOMEM, "out of memory building a snapshot");
+            rec_fail(b->rs, &err);
+            return CREC_ERR_NOMEM;
+        }
+        b->snap.pages = p;
+        b->cap = cap;
+    }
+    if (crec_fmt_blob_put(b->rs->w, page, PAGE, &hash, &err) != CREC_OK) {
+        rec_fail(b->rs, &err);
+        return err.code;
+    }
+    b->snap.pages[b->snap.npages].addr = addr;
+    b->snap.pages[b->snap.npages++].blob = hash;
+    return CREC_OK;
+}
+
+static int snap_mapping(void *ctx, const struct crec_emu_mapping *m)
+{
+    struct snap_build *b = ctx;
+
+    for (uint64_t a = m->start; a < m->end; a += PAGE)
+        if (snap_add_page(b, a) != CREC_OK)
+            return 1;
+    return 0;
+}
+
+int rec_write_snapshot(struct rec_session *rs, uint64_t icount, int full)
+{
+    struct snap_build b = {rs, {icount, 0, NULL}, 0, full || rs->dirty_all};
+    crec_error err = {0};
+    int rc = CREC_OK;
+
+    if (b.full) {
+        crec_emu_mem_foreach(rs->cpu, snap_mapping, &b);
+    } else {
+        for (size_t i = 0; i < rs->dirty.cap && !rs->failed; i++)
+            if (rs->dirty.slots[i])
+                snap_add_page(&b, (rs->dirty.slots[i] - 1) * PAGE);
+    }
+    if (!rs->failed) {
+        crec_fmt_buf_reset(&rs->scratch);
+        rc = crec_fmt_snap_encode(&rs->scratch, &b.snap);
+        if (rc == CREC_OK)
+            rc = crec_fmt_write_buf(rs->w, CREC_FMT_S_SNAPSHOTS, 0, &rs->scratch, &err);
+        if (rc != CREC_OK)
+            rec_fail(rs, &err);
+    }
+    crec_free(b.snap.pages);
+    pageset_clear(&rs->dirty);
+    rs->dirty_all = 0;
+    rs->last_dirty_page = 0;
+    rs->stats.snapshots++;
+    return rs->failed ? (int)rs->err.code : rc;
+}

@@ -1,0 +1,55 @@
+/*
+ * replayer_int.h - private to replayer/: one replay of a run of segments.
+ */
+#ifndef CREC_REPLAYER_INT_H
+#define CREC_REPLAYER_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "emu/emu.h"
+#include "format/format.h"
+#include "replayer/replayer.h"
+
+/*
+ * One replay on its own CPU, from key frame `first` until instruction
+ * `stop_at` (the start of the next job's segments, or the end).  Parallel
+ * replay runs several, each with its own reader.
+ */
+struct rep_seg {
+    crec_fmt_reader *r;
+    crec_emu_cpu *cpu;
+    uint32_t tid;
+    crec_fmt_cursor *reads, *events;
+    uint64_t hits_left;          /* loads still predicted before the next value */
+
+    const crec_fmt_keyframe *kfs; /* every key frame of the recording */
+    size_t nkf;
+    size_t nkf_blocks;           /* key frames checked at block starts */
+    size_t first, next_kf;
+    size_t end_kf;               /* the key frame where this run ends */
+    uint64_t stop_at;            /* its instruction count */
+    int is_last;                 /* this run goes to the end of the recording */
+    int truncated;               /* ... which has no EXIT: stop at end_kf */
+
+    crec_fmt_event peek;         /* one event of look-ahead */
+    int have_peek;
+    crec_fmt_event exit;         /* the EXIT event, once reached */
+    int have_exit;
+
+    uint64_t keyframes_checked, syscalls, writes_checked, reads_taken;
+    int diverged;
+    crec_divergence div;
+    int failed;                  /* the file is bad: err says how */
+    crec_error err;
+};
+
+/* replay.c: run one replay to its end; its result is left in *s. */
+int rep_seg_run(struct rep_seg *s);
+void rep_seg_close(struct rep_seg *s);
+
+/* regs.c: describe the first difference between two register states in
+ * `what`.  @return 1 if they differ, 0 if they are the same. */
+int crec_regs_diff(const crec_regs *want, const crec_regs *got, char *what, size_t size);
+
+#endif /* CREC_REPLAYER_INT_H */

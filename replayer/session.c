@@ -1,0 +1,198 @@
+/*
+ * session.c - crec_replay_run: load the key frames, cut the recording into
+ * runs of segments, replay them (in parallel with --jobs) and merge what
+ * each found.
+ *
+ * Every segment between two key frames replays alone, because the recorder
+ * flushed its prediction cache at each key frame and listed the memory map
+ * after it.  So N threads can each take a contiguous run of segments, with
+ * their own reader and CPU, and check their last key frame; the run that
+ * reaches the end of the recording also checks how it ended.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "replayer/replayer_int.h"
+
+#define REP_MAX_JOBS 64
+
+/* Every KEYFRAME record, in order.  *out is crec_malloc'd. */
+static int load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
+                          crec_error *err)
+{
+    crec_fmt_cursor *c;
+    crec_fmt_keyframe *kfs = NULL;
+    size_t cap = 0, len = 0;
+    const uint8_t *body;
+    size_t blen;
+    int kind, rc;
+
+    rc = crec_fmt_cursor_open(r, CREC_FMT_S_KEYFRAMES, 0, 0, &c, err);
+    if (rc != CREC_OK)
+        return rc;
+    while ((rc = crec_fmt_cursor_next(c, &kind, &body, &blen, err)) == CREC_OK) {
+        if (len == cap) {
+            size_t ncap = cap ? 2 * cap : 64;
+            crec_fmt_keyframe *p = crec_realloc(kfs, ncap * sizeof *p);
+            if (!p) {
+                rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory loading key frames");
+                break;
+            }
+            kfs = p, cap = ncap;
+        }
+        if (kind != CREC_FMT_K_KEYFRAME) {
+            rc = crec_error_corrupt(err, "record kind 0x%02x in the KEYFRAMES stream", kind);
+            break;
+        }
+        rc = crec_fmt_kf_decode(body, blen, &kfs[len], err);
+        if (rc != CREC_OK)
+            break;
+        if (len > 0 && kfs[len].global_icount < kfs[len - 1].global_icount) {
+            rc = crec_error_corrupt(err, "key frame %zu goes back in time", len);
+            break;
+        }
+        len++;
+    }
+    crec_fmt_cursor_free(c);
+    if (rc == CREC_ERR_NOTFOUND && len == 0)
+        rc = crec_error_corrupt(err, "the recording has no key frame");
+    else if (rc == CREC_ERR_NOTFOUND)
+        rc = CREC_OK;
+    if (rc != CREC_OK) {
+        crec_free(kfs);
+        return rc;
+    }
+    *out = kfs;
+    *n = len;
+    return CREC_OK;
+}
+
+static void *job_main(void *arg)
+{
+    rep_seg_run(arg);
+    return NULL;
+}
+
+/* The first key frame to start from: the last one at or before `from`. */
+static size_t start_index(const crec_fmt_keyframe *kfs, size_t nkf, size_t nblocks,
+                          uint64_t from)
+{
+    size_t i = 0;
+
+    while (i + 1 < nblocks && kfs[i + 1].global_icount <= from)
+        i++;
+    (void)nkf;
+    return i;
+}
+
+/* Cut key frames [first, last] into `jobs` runs of about equal length. */
+static void plan_jobs(struct rep_seg *segs, unsigned jobs, size_t first, size_t last)
+{
+    size_t span = last - first;
+
+    for (unsigned j = 0; j < jobs; j++) {
+        segs[j].first = first + span * j / jobs;
+        segs[j].end_kf = first + span * (j + 1) / jobs;
+        segs[j].is_last = j + 1 == jobs;
+    }
+}
+
+static void merge(struct rep_seg *segs, unsigned jobs, crec_replay_result *res)
+{
+    for (unsigned j = 0; j < jobs; j++) {
+        struct rep_seg *s = &segs[j];
+        res->keyframes_checked += s->keyframes_checked;
+        res->syscalls += s->syscalls;
+        res->writes_checked += s->writes_checked;
+        res->replayed += crec_emu_cpu_icount(s->cpu) - s->kfs[s->first].global_icount;
+        if (s->diverged && (!res->diverged || s->div.icount < res->div.icount)) {
+            res->diverged = 1;
+            res->div = s->div;
+        }
+    }
+}
+
+static int run_jobs(const char *path, crec_fmt_reader *r0, const crec_fmt_keyframe *kfs,
+                    size_t nkf, int truncated, const crec_replay_options *o,
+                    crec_replay_result *res, crec_error *err)
+{
+    struct rep_seg segs[REP_MAX_JOBS];
+    pthread_t threads[REP_MAX_JOBS];
+    size_t nblocks = truncated ? nkf : nkf - 1;
+    size_t first = start_index(kfs, nkf, nblocks ? nblocks : 1, o->from);
+    size_t last = nkf - 1;
+    unsigned jobs = o->jobs ? o->jobs : 1;
+    int rc = CREC_OK;
+
+    if (jobs > REP_MAX_JOBS)
+        jobs = REP_MAX_JOBS;
+    if (jobs > last - first)
+        jobs = last - first ? (unsigned)(last - first) : 1;
+    memset(segs, 0, sizeof segs);
+    plan_jobs(segs, jobs, first, last);
+    for (unsigned j = 0; j < jobs && rc == CREC_OK; j++) {
+        struct rep_seg *s = &segs[j];
+        s->kfs = kfs;
+        s->nkf = nkf;
+        s->truncated = truncated;
+        s->stop_at = kfs[s->end_kf].global_icount;
+        s->nkf_blocks = s->is_last && !truncated ? nkf - 1 : s->end_kf + 1;
+        s->r = r0;
+        if (j > 0)
+            rc = crec_fmt_reader_open(path, &s->r, err);
+    }
+    res->start_icount = kfs[first].global_icount;
+    res->instructions = kfs[nkf - 1].global_icount;
+    if (rc == CREC_OK) {
+        for (unsigned j = 1; j < jobs; j++)
+            pthread_create(&threads[j], NULL, job_main, &segs[j]);
+        rep_seg_run(&segs[0]);
+        for (unsigned j = 1; j < jobs; j++)
+            pthread_join(threads[j], NULL);
+        merge(segs, jobs, res);
+        for (unsigned j = 0; j < jobs && rc == CREC_OK; j++)
+            if (segs[j].failed) {
+                *err = segs[j].err;
+                rc = err->code;
+            }
+        if (segs[jobs - 1].have_exit) {
+            res->exited_by_signal = segs[jobs - 1].exit.u.exit.how == CREC_FMT_EXIT_SIGNAL;
+            res->exit_value = segs[jobs - 1].exit.u.exit.value;
+        }
+    }
+    for (unsigned j = 0; j < jobs; j++) {
+        rep_seg_close(&segs[j]);
+        if (j > 0)
+            crec_fmt_reader_free(segs[j].r);
+    }
+    return rc;
+}
+
+int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_result *res,
+                    crec_error *err)
+{
+    crec_fmt_reader *r = NULL;
+    crec_fmt_keyframe *kfs = NULL;
+    size_t nkf = 0;
+    uint64_t cut;
+    int rc;
+
+    memset(res, 0, sizeof *res);
+    rc = crec_fmt_reader_open(path, &r, err);
+    if (rc == CREC_OK)
+        rc = load_keyframes(r, &kfs, &nkf, err);
+    if (rc == CREC_OK) {
+        int truncated = crec_fmt_reader_truncated(r, &cut, NULL);
+        if (o->from > kfs[nkf - 1].global_icount)
+            rc = crec_error_set(err, CREC_ERR_ARG,
+                                "--from %" PRIu64 " is past the end of the recording (%" PRIu64
+                                " instructions)", o->from, kfs[nkf - 1].global_icount);
+        else
+            rc = run_jobs(path, r, kfs, nkf, truncated, o, res, err);
+    }
+    crec_free(kfs);
+    crec_fmt_reader_free(r);
+    return rc;
+}

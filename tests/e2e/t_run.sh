@@ -1,0 +1,73 @@
+# crec run: real programs give the same stdout and exit status as natively.
+. "$E2E_DIR/lib.sh"
+
+# Test data, generated the same way every time.
+seq 1 1400000 | head -c 10000000 >"$TMP/big.txt"
+seq 1 100000 | awk '{ print ($1 * 7919) % 100003 " line " $1 }' >"$TMP/lines.txt"
+head -c 200000 "$TMP/lines.txt" >"$TMP/small.txt"
+
+same_as_native "run: /bin/true" '@ /bin/true'
+same_as_native "run: echo" '@ /bin/echo hello'
+same_as_native "run: cat a file" '@ cat lines.txt'
+same_as_native "run: ls -la /usr/bin" '@ ls -la /usr/bin'
+same_as_native "run: sha256sum of 10 MB" '@ sha256sum big.txt'
+same_as_native "run: sort 100,000 lines" '@ sort lines.txt'
+same_as_native "run: gzip | gunzip" '@ gzip -c lines.txt | @ gzip -dc | cksum'
+# xz uses PCLMULQDQ when CPUID shows it, and Unicorn 2.0.1 can't run it
+same_as_native "run: xz | unxz" '@ xz -0 -c small.txt | @ xz -dc | cksum'
+same_as_native "run: busybox sh loop" "@ busybox sh -c 'for i in 1 2 3; do echo \$i; done'"
+same_as_native "run: busybox exit status" "@ busybox sh -c 'echo out; exit 5'"
+same_as_native "run: lua" "@ lua5.4 -e 'local s=0 for i=1,1e6 do s=s+i end print(s)'"
+same_as_native "run: sqlite3" "@ sqlite3 :memory: 'create table t(x); insert into t values(1),(2); select sum(x) from t;'"
+same_as_native "run: python3 sum" "@ /usr/bin/python3 -c 'print(sum(range(10**5)))'"
+same_as_native "run: python3 modules" "@ /usr/bin/python3 -c 'import json, re, math; print(json.dumps({\"a\": [1, 2.5]}), re.sub(\"b+\", \"x\", \"abbbc\"), math.sqrt(2))'"
+same_as_native "run: python3 exit status" "@ /usr/bin/python3 -c 'import sys; sys.exit(4)'"
+same_as_native "run: perl" "@ perl -e 'my %h = (a => 1, b => 2); print \"\$_=\$h{\$_}\\n\" for sort keys %h; printf(\"%.6f\\n\", atan2(1, 1) * 4)'"
+same_as_native "run: perl regex" "@ perl -ne 'print if /^9999[0-9] /' lines.txt"
+same_as_native "run: static guest" "@ $GUESTS/hello_static a b"
+same_as_native "run: dynamic guest" "@ $GUESTS/hello_dyn x"
+same_as_native "run: memory syscalls" "@ $GUESTS/memops_static"
+same_as_native "run: read, pread, mmap a file" "@ $GUESTS/readfile lines.txt"
+same_as_native "run: python3 socketpair" "@ /usr/bin/python3 -c 'import socket; a, b = socket.socketpair(); a.sendall(b\"ping\"); print(b.recv(9))'"
+printf '#!/bin/sh\necho "script says $1"\nexit 6\n' >"$TMP/script.sh"
+chmod +x "$TMP/script.sh"
+same_as_native "run: #! script" "@ ./script.sh hi"
+same_as_native "run: segfault is 139" "@ $GUESTS/segv"
+same_as_native "run: abort is 134" "@ $GUESTS/abort"
+same_as_native "run: ud2 is SIGILL, 132" "@ $GUESTS/ud2"
+
+expect_status "run: segfault exit status" 139 "$CREC" run -- "$GUESTS/segv"
+if grep -q 'guest killed by SIGSEGV at 0x.*(write to unmapped 0x' "$TMP/err"; then
+    pass "run: segfault message"
+else fail "run: segfault message" "$(cat "$TMP/err")"; fi
+expect_status "run: unknown program is 127" 127 "$CREC" run -- no-such-program-crec
+one_error_line "run: unknown program is one error line"
+expect_status "run: non-ELF file is 126" 126 "$CREC" run -- /etc/passwd
+one_error_line "run: non-ELF file is one error line"
+expect_status "run: no program is 2" 2 "$CREC" run
+expect_status "run: --help" 0 "$CREC" run --help
+
+expect_status "run: cpuid guest" 0 "$CREC" run -- "$GUESTS/cpuid"
+expect_eq "run: cpuid table" "max=0x19 vendor=GenuineIntel|leaf1 ecx=0x2182201 edx=0x78bfbff avx=0|brand=crec virtual x86-64 CPU" \
+    "$(tr '\n' '|' <"$TMP/out" | sed 's/|$//')"
+
+expect_status "run: rdtsc guest" 0 "$CREC" run -- "$GUESTS/rdtsc" show
+first=$(cat "$TMP/out")
+expect_eq "run: rdtsc is virtual" "increasing=1 virtual=1" "$(tail -n 1 "$TMP/out")"
+"$CREC" run -- "$GUESTS/rdtsc" show >"$TMP/out2" 2>/dev/null
+expect_eq "run: rdtsc is deterministic" "$first" "$(cat "$TMP/out2")"
+
+expect_status "run: --strace" 0 "$CREC" run --strace -- /bin/echo hi
+if grep -q '^write(1, "hi\\n", 3) = 3$' "$TMP/err"; then pass "run: --strace shows write"
+else fail "run: --strace shows write" "$(tail -n 3 "$TMP/err")"; fi
+expect_status "run: --stats" 0 "$CREC" run --stats -- /bin/true
+if grep -q '^crec: [0-9]* instructions in .* MIPS$' "$TMP/err"; then pass "run: --stats line"
+else fail "run: --stats line" "$(cat "$TMP/err")"; fi
+
+# inotify_init1 (294) is not emulated: one message, -ENOSYS, or exit 125 with --strict.
+expect_status "run: unsupported syscall" 0 "$CREC" run -- perl -e 'syscall(294, 0) == -1 or exit 1'
+if grep -q "^crec: unsupported syscall 'inotify_init1' (294), returning -ENOSYS$" "$TMP/err"; then
+    pass "run: unsupported syscall message"
+else fail "run: unsupported syscall message" "$(cat "$TMP/err")"; fi
+expect_status "run: --strict stops at it" 125 "$CREC" run --strict -- perl -e 'syscall(294, 0)'
+one_error_line "run: --strict is one error line"

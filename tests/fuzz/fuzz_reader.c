@@ -1,0 +1,116 @@
+/*
+ * fuzz_reader.c - libFuzzer target over the .crec reader: the input is a
+ * whole file.  It runs what `crec info` runs (open, verify, decode every
+ * framed stream), then reads every stream through a cursor and at random
+ * offsets, and looks up the blobs that snapshots name.  Any crash, leak or
+ * sanitizer report is a bug; add the input to tests/corrupt/ when fixed.
+ *
+ * Each file is read twice: with checksums enforced (what users run), and
+ * without (fmt_fuzz_no_checksums), so that mutations reach the zstd frames,
+ * the directory and the record decoders behind the checksums.  An input
+ * that starts with 'R' is instead one record body given to every decoder.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "format/format.h"
+#include "format/format_int.h"
+
+static void read_streams(crec_fmt_reader *r)
+{
+    uint8_t buf[4096];
+    crec_error e;
+    for (size_t i = 0; i < crec_fmt_reader_nstreams(r); i++) {
+        crec_fmt_stream_info si;
+        crec_fmt_cursor *c;
+        if (crec_fmt_reader_stream(r, i, &si, &e) != CREC_OK)
+            continue;
+        if (si.raw_bytes)
+            crec_fmt_read_at(r, si.type, si.tid, si.raw_bytes / 2, buf,
+                             si.raw_bytes / 2 < sizeof buf ? (size_t)(si.raw_bytes / 2) : sizeof buf,
+                             &e);
+        if (crec_fmt_cursor_open(r, si.type, si.tid, 0, &c, &e) != CREC_OK)
+            continue;
+        if (si.type == CREC_FMT_S_SEQ || si.type == CREC_FMT_S_READS) {
+            uint64_t v;
+            while (crec_fmt_cursor_varint(c, &v, &e) == CREC_OK)
+                if (si.type == CREC_FMT_S_READS && crec_fmt_cursor_read(c, buf, 8, &e) != CREC_OK)
+                    break;
+        } else {
+            int kind;
+            const uint8_t *body;
+            size_t len;
+            while (crec_fmt_cursor_next(c, &kind, &body, &len, &e) == CREC_OK) {
+                crec_fmt_snapshot s;
+                if (kind == CREC_FMT_K_SNAPSHOT && crec_fmt_snap_decode(body, len, &s, &e) == 0) {
+                    for (size_t p = 0; p < s.npages && p < 4; p++) {
+                        uint8_t *d;
+                        size_t dl;
+                        if (crec_fmt_blob_get(r, &s.pages[p].blob, &d, &dl, &e) == CREC_OK)
+                            crec_free(d);
+                    }
+                    crec_fmt_snapshot_clear(&s);
+                }
+            }
+        }
+        crec_fmt_cursor_free(c);
+    }
+}
+
+/* The rest of the input as the body of every kind of record. */
+static void decode_records(const uint8_t *p, size_t n)
+{
+    static const int kinds[] = {CREC_FMT_K_SYSCALL, CREC_FMT_K_CPUID, CREC_FMT_K_RDTSC,
+                                CREC_FMT_K_MMAP,    CREC_FMT_K_SIGNAL, CREC_FMT_K_THREAD,
+                                CREC_FMT_K_EXIT,    0x7f};
+    crec_error e;
+    crec_fmt_keyframe kf;
+    crec_fmt_event ev;
+    crec_fmt_snapshot s;
+    crec_fmt_code m;
+    crec_fmt_symbol y;
+    crec_fmt_header h;
+    crec_fmt_kf_decode(p, n, &kf, &e);
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        crec_fmt_ev_decode(kinds[i], p, n, &ev, &e);
+    if (crec_fmt_snap_decode(p, n, &s, &e) == CREC_OK)
+        crec_fmt_snapshot_clear(&s);
+    crec_fmt_code_decode(p, n, &m, &e);
+    crec_fmt_sym_decode(p, n, &y, &e);
+    if (fmt_header_decode(p, n, &h, &e) == CREC_OK)
+        crec_fmt_header_clear(&h);
+    crec_fmt_cur c = {p, n, 0};
+    uint64_t a, b;
+    uint8_t v[16];
+    while (crec_fmt_read_decode(&c, 1 + (unsigned)(c.pos % 16), &a, v, &e) == CREC_OK &&
+           crec_fmt_seq_decode(&c, &a, &b, &e) == CREC_OK)
+        ;
+}
+
+static void read_file(const uint8_t *data, size_t size)
+{
+    crec_fmt_reader *r;
+    crec_error e;
+    crec_fmt_summary s;
+    if (crec_fmt_reader_open_mem(data, size, &r, &e) != CREC_OK)
+        return;
+    crec_fmt_summarize(r, &s, &e);
+    read_streams(r);
+    crec_fmt_reader_free(r);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size > 0 && data[0] == 'R') {
+        decode_records(data + 1, size - 1);
+        return 0;
+    }
+    fmt_fuzz_no_checksums = 0;
+    read_file(data, size);
+    fmt_fuzz_no_checksums = 1;
+    read_file(data, size);
+    fmt_fuzz_no_checksums = 0;
+    return 0;
+}

@@ -1,0 +1,13 @@
+#!/bin/sh
+# Build one guest program for the end-to-end tests: SRC OUT.
+# A file whose name ends in _static.c is linked statically, the rest
+# dynamically (PIE, the Debian default), so both loaders are exercised.
+# Guests are always built plainly, never with the sanitizers: they run
+# inside the emulator, not as part of crec.
+set -e
+src=$1 out=$2
+case "$src" in
+*_static.c) extra=-static ;;
+*) extra= ;;
+esac
+cc -O1 -g -pthread $extra -o "$out" "$src"

@@ -1,0 +1,351 @@
+/*
+ * test_emu.c - the emulator: guest memory, instruction counting (rep),
+ * the RDTSC trap, CPUID, stops on faults and bad instructions, and the
+ * observer a recorder relies on.
+ */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <unicorn/unicorn.h>
+
+#include "common/common.h"
+#include "emu/emu.h"
+
+#define CODE 0x1000ull
+#define DATA 0x10000ull
+
+static void stop_at_syscall(void *ctx, crec_emu_cpu *cpu)
+{
+    (*(int *)ctx)++;
+    crec_emu_cpu_stop(cpu);
+}
+
+/* A CPU with `code` at CODE (r-x) and 64 KiB of data at DATA (rw-). */
+static crec_emu_cpu *cpu_with(const void *code, size_t n, int *syscalls)
+{
+    struct crec_emu_cpu_hooks h = {.ctx = syscalls, .syscall = stop_at_syscall};
+    crec_emu_cpu *cpu;
+    crec_error err = {0};
+
+    cr_assert_eq(crec_emu_cpu_create(&cpu, &h, &err), CREC_OK, "%s", err.msg);
+    cr_assert_eq(crec_emu_mem_map(cpu, CODE, 0x1000, CREC_PROT_READ | CREC_PROT_EXEC, &err),
+                 CREC_OK, "%s", err.msg);
+    cr_assert_eq(crec_emu_mem_map(cpu, DATA, 0x10000, CREC_PROT_READ | CREC_PROT_WRITE, &err),
+                 CREC_OK);
+    cr_assert_eq(crec_emu_mem_write(cpu, CODE, code, n), 0);
+    crec_emu_reg_set(cpu, UC_X86_REG_RIP, CODE);
+    crec_emu_reg_set(cpu, UC_X86_REG_RSP, DATA + 0x8000);
+    return cpu;
+}
+
+static uint64_t run_to_syscall(crec_emu_cpu *cpu)
+{
+    struct crec_emu_stop stop;
+    crec_error err = {0};
+    cr_assert_eq(crec_emu_cpu_run(cpu, &stop, &err), CREC_OK, "%s", err.msg);
+    cr_assert_eq(stop.why, CREC_STOP_REQUESTED, "stopped: %d %s", stop.why, stop.what);
+    return crec_emu_cpu_icount(cpu);
+}
+
+Test(emu, rep_counts_once_per_iteration_plus_one)
+{
+    /* mov rcx, 100; mov rdi, DATA; rep stosb; syscall */
+    static const uint8_t code[] = {0x48, 0xc7, 0xc1, 0x64, 0, 0, 0, 0x48, 0xc7, 0xc7, 0, 0,
+                                   1,    0,    0xf3, 0xaa, 0x0f, 0x05};
+    int n = 0;
+    crec_emu_cpu *cpu = cpu_with(code, sizeof code, &n);
+    uint64_t got = run_to_syscall(cpu);
+    /* 100 iterations, then one more block execution that finds rcx == 0 */
+    cr_expect_eq(got, 2 + 101 + 1, "got %llu", (unsigned long long)got);
+    crec_emu_cpu_free(cpu);
+}
+
+Test(emu, rep_with_zero_count_counts_once)
+{
+    /* mov rcx, 0; mov rdi, DATA; rep stosb; syscall */
+    static const uint8_t code[] = {0x48, 0xc7, 0xc1, 0, 0, 0, 0, 0x48, 0xc7, 0xc7, 0, 0,
+                                   1,    0,    0xf3, 0xaa, 0x0f, 0x05};
+    int n = 0;
+    crec_emu_cpu *cpu = cpu_with(code, sizeof code, &n);
+    cr_expect_eq(run_to_syscall(cpu), 4);
+    crec_emu_cpu_free(cpu);
+}
+
+Test(emu, counts_a_loop_exactly)
+{
+    /* mov ecx, 1000; l: dec ecx; jnz l; syscall  -> 1 + 2*1000 + 1 */
+    static const uint8_t code[] = {0xb9, 0xe8, 0x03, 0, 0, 0xff, 0xc9, 0x75, 0xfc, 0x0f, 0x05};
+    int n = 0;
+    crec_emu_cpu *cpu = cpu_with(code, sizeof code, &n);
+    cr_expect_eq(run_to_syscall(cpu), 2002);
+    crec_emu_cpu_free(cpu);
+}
+
+Test(emu, rdtsc_is_virtual_and_exact)
+{
+    /* rdtsc; mov rbx, rax; nop; rdtsc; syscall */
+    static const uint8_t code[] = {0x0f, 0x31, 0x48, 0x89, 0xc3, 0x90, 0x0f, 0x31, 0x0f, 0x05};
+    int n = 0;
+    crec_emu_cpu *cpu = cpu_with(code, sizeof code, &n);
+    cr_expect_eq(run_to_syscall(cpu), 5);
+    cr_expect_eq(crec_emu_reg_get(cpu, UC_X86_REG_RBX), crec_emu_rdtsc_default(1));
+    cr_expect_eq(crec_emu_reg_get(cpu, UC_X86_REG_RAX), crec_emu_rdtsc_default(4));
+    cr_expect_eq(crec_emu_reg_get(cpu, UC_X86_REG_RDX), 0);
+    crec_emu_cpu_free(cpu);
+}
+
+Test(emu, rdtsc_in_a_loop_stays_trapped)
+{
+    /* mov ecx, 3; l: rdtsc; dec ecx; jnz l; syscall */
+    static const uint8_t code[] = {0xb9, 3, 0, 0, 0, 0x0f, 0x31, 0xff, 0xc9, 0x75, 0xfa, 0x0f, 0x05};
+    int n = 0;
+    crec_emu_cpu *cpu = cpu_with(code, sizeof code, &n);
+    cr_expect_eq(run_to_syscall(cpu), 1 + 3 * 3 + 1);
+    cr_expect_eq(crec_emu_reg_get(cpu, UC_X86_REG_RAX), crec_emu_rdtsc_default(8));
+    crec_emu_cpu_free(cpu);
+}
+
+Test(emu, cpuid_table_is_fixed)
+{
+    /* mov eax, 1; cpuid; syscall */
+    static const uint8_t code[] = {0xb8, 1, 0, 0, 0, 0x0f, 0xa2, 0x0f, 0x05};
+    uint32_t out[4];
+    int n = 0;
+    crec_emu_cpu *cpu = cpu_with(code, sizeof code, &n);
+
+    run_to_syscall(cpu);
+    crec_emu_cpuid_default(1, 0, out);
+    cr_expect_eq(crec_emu_reg_get(cpu, UC_X86_REG_RCX), out[2]);
+    cr_expect_eq(out[2] & (1u << 28), 0, "no AVX");
+    cr_expect_eq(out[2] & (1u << 27), 0, "no OSXSAVE");
+    cr_expect_eq(out[2] & (1u << 30), 0, "no RDRAND");
+    cr_expect_neq(out[2] & (1u << 20), 0, "SSE4.2");
+    cr_expect_eq(out[2] & ((1u << 1) | (1u << 22) | (1u << 23)), 0,
+                 "no PCLMULQDQ, MOVBE, POPCNT: Unicorn 2.0.1 can't run them");
+    crec_emu_cpuid_default(0xd, 1, out);
+    cr_expect_eq(out[0] | out[1] | out[2] | out[3], 0);
+    crec_emu_cpuid_default(7, 0, out);
+    cr_expect_eq(out[1] & ((1u << 5) | (1u << 16) | (1u << 18) | (1u << 29)), 0,
+                 "no AVX2, AVX-512, RDSEED, SHA");
+    crec_emu_cpu_free(cpu);
+}
+
+static void mem_hook(uc_engine *uc, uc_mem_type t, uint64_t a, int sz, int64_t v, void *ud)
+{
+    (void)uc, (void)t, (void)a, (void)sz, (void)v, (void)ud;
+}
+
+/* nop; nop; mov [0x99999], al; nop; syscall */
+static const uint8_t fault_code[] = {0x90, 0x90, 0x88, 0x04, 0x25, 0x99, 0x99, 0x09, 0, 0x90, 0x0f, 0x05};
+
+Test(emu, fault_stops_with_address)
+{
+    struct crec_emu_stop stop;
+    int n = 0;
+    crec_emu_cpu *cpu = cpu_with(fault_code, sizeof fault_code, &n);
+
+    cr_assert_eq(crec_emu_cpu_run(cpu, &stop, NULL), CREC_OK);
+    cr_expect_eq(stop.why, CREC_STOP_FAULT);
+    cr_expect_eq(stop.signo, SIGSEGV);
+    cr_expect_eq(stop.addr, 0x99999);
+    cr_expect_eq(stop.access, 'w');
+    /* without a memory hook, Unicorn 2.0.1 reports the block's start */
+    cr_expect(stop.rip == CODE || stop.rip == CODE + 2);
+    cr_expect_eq(crec_emu_cpu_icount(cpu), stop.rip - CODE, "count matches the reported rip");
+    crec_emu_cpu_free(cpu);
+}
+
+Test(emu, fault_with_memory_hook_is_exact)
+{
+    struct crec_emu_stop stop;
+    uc_hook h;
+    int n = 0;
+    crec_emu_cpu *cpu = cpu_with(fault_code, sizeof fault_code, &n);
+
+    cr_assert_eq(uc_hook_add(crec_emu_cpu_uc(cpu), &h, UC_HOOK_MEM_WRITE, (void *)mem_hook, NULL,
+                             1, 0), UC_ERR_OK);
+    cr_assert_eq(crec_emu_cpu_run(cpu, &stop, NULL), CREC_OK);
+    cr_expect_eq(stop.why, CREC_STOP_FAULT);
+    cr_expect_eq(stop.signo, SIGSEGV);
+    cr_expect_eq(stop.addr, 0x99999);
+    cr_expect_eq(stop.access, 'w');
+    cr_expect_eq(stop.rip, CODE + 2, "rip %llx", (unsigned long long)stop.rip);
+    cr_expect_eq(crec_emu_cpu_icount(cpu), 2, "n %llu", (unsigned long long)crec_emu_cpu_icount(cpu));
+    crec_emu_cpu_free(cpu);
+}
+
+Test(emu, illegal_instruction_is_described)
+{
+    static const uint8_t code[] = {0x90, 0x0f, 0x0b};
+    struct crec_emu_stop stop;
+    int n = 0;
+    crec_emu_cpu *cpu = cpu_with(code, sizeof code, &n);
+
+    cr_assert_eq(crec_emu_cpu_run(cpu, &stop, NULL), CREC_OK);
+    cr_expect_eq(stop.why, CREC_STOP_ILLEGAL);
+    cr_expect_eq(stop.signo, SIGILL);
+    cr_expect_eq(stop.rip, CODE + 1);
+    cr_expect(strstr(stop.what, "0f 0b (ud2)") != NULL, "what: %s", stop.what);
+    crec_emu_cpu_free(cpu);
+}
+
+Test(emu, memory_cut_into_pieces)
+{
+    crec_emu_cpu *cpu;
+    crec_error err = {0};
+    uint64_t a = 0x400000, got;
+    uint8_t *h;
+
+    cr_assert_eq(crec_emu_cpu_create(&cpu, NULL, &err), CREC_OK);
+    cr_assert_eq(crec_emu_mem_map(cpu, a, 16 * 4096, CREC_PROT_READ | CREC_PROT_WRITE, &err), CREC_OK);
+    h = crec_emu_mem_host(cpu, a, 16 * 4096, CREC_PROT_WRITE);
+    cr_assert_not_null(h);
+    memset(h, 0x5a, 16 * 4096);
+    cr_assert_eq(crec_emu_mem_unmap(cpu, a + 4 * 4096, 4 * 4096, &err), CREC_OK);
+    cr_assert_eq(crec_emu_mem_protect(cpu, a + 9 * 4096, 2 * 4096, CREC_PROT_READ, &err), CREC_OK);
+    cr_expect_eq(crec_emu_mem_prot(cpu, a + 4 * 4096), -1);
+    cr_expect_eq(crec_emu_mem_prot(cpu, a + 9 * 4096), CREC_PROT_READ);
+    cr_expect_eq(crec_emu_mem_prot(cpu, a + 11 * 4096), CREC_PROT_READ | CREC_PROT_WRITE);
+    /* contents survive the cuts, and a range across pieces is still one host run */
+    cr_expect_eq(((uint8_t *)crec_emu_mem_host(cpu, a + 8 * 4096, 8 * 4096, 0))[5 * 4096], 0x5a);
+    cr_expect_null(crec_emu_mem_host(cpu, a + 8 * 4096, 8 * 4096, CREC_PROT_WRITE));
+    cr_expect_null(crec_emu_mem_host(cpu, a, 8 * 4096, 0), "the hole is not mapped");
+    cr_expect_eq(crec_emu_mem_protect(cpu, a, 16 * 4096, 0, &err), CREC_ERR_ARG);
+    cr_assert_eq(crec_emu_mem_find_free(cpu, 4 * 4096, a, a + 16 * 4096, &got), 0);
+    cr_expect_eq(got, a + 4 * 4096);
+    cr_expect_neq(crec_emu_mem_find_free(cpu, 5 * 4096, a, a + 16 * 4096, &got), 0);
+    crec_emu_cpu_free(cpu);
+}
+
+Test(emu, regs_round_trip)
+{
+    crec_emu_cpu *cpu;
+    crec_regs r, back;
+
+    cr_assert_eq(crec_emu_cpu_create(&cpu, NULL, NULL), CREC_OK);
+    cr_assert_eq(crec_emu_regs_get(cpu, &r), CREC_OK);
+    cr_expect_eq(r.fpcw, 0x37f);
+    cr_expect_eq(r.mxcsr, 0x1f80);
+    for (int i = 0; i < CREC_NGPR; i++)
+        r.gpr[i] = 0x1111111111111111ull * (uint64_t)(i + 1);
+    r.rip = 0x401000;
+    r.fs_base = 0x7ffff7d8a740;
+    memset(r.xmm[3], 0xab, 16);
+    cr_assert_eq(crec_emu_regs_set(cpu, &r), CREC_OK);
+    cr_assert_eq(crec_emu_regs_get(cpu, &back), CREC_OK);
+    cr_expect_eq(memcmp(back.gpr, r.gpr, sizeof r.gpr), 0);
+    cr_expect_eq(back.rip, r.rip);
+    cr_expect_eq(back.fs_base, r.fs_base);
+    cr_expect_eq(memcmp(back.xmm[3], r.xmm[3], 16), 0);
+    crec_emu_cpu_free(cpu);
+}
+
+/* ---- the observer, on a real program ------------------------------------- */
+
+struct counts {
+    unsigned long blocks, enters, exits, cpuids, rdtscs, mems, exits_seen, execs;
+    uint64_t last_icount;
+    int status;
+};
+
+static void ob_block(void *c, uint64_t a, uint32_t n, uint64_t ic)
+{
+    struct counts *k = c;
+    (void)a, (void)n;
+    k->blocks++;
+    cr_assert_geq(ic, k->last_icount);
+    k->last_icount = ic;
+}
+static void ob_enter(void *c, const struct crec_emu_syscall *s) { (void)s; ((struct counts *)c)->enters++; }
+static void ob_exit(void *c, const struct crec_emu_syscall *s) { (void)s; ((struct counts *)c)->exits++; }
+static void ob_cpuid(void *c, uint32_t l, uint32_t s, const uint32_t o[4])
+{
+    (void)l, (void)s, (void)o;
+    ((struct counts *)c)->cpuids++;
+}
+static void ob_rdtsc(void *c, uint64_t v) { (void)v; ((struct counts *)c)->rdtscs++; }
+static void ob_mem(void *c, const struct crec_emu_mem_event *ev)
+{
+    struct counts *k = c;
+    k->mems++;
+    k->execs += ev->became_exec != 0;
+}
+static void ob_end(void *c, const struct crec_emu_exit *ex)
+{
+    struct counts *k = c;
+    k->exits_seen++;
+    k->status = ex->status;
+}
+
+static void run_observed(const char *prog, struct counts *k, struct crec_emu_exit *ex)
+{
+    struct crec_emu_observer ob = {k, ob_block, ob_enter, ob_exit, ob_cpuid, ob_rdtsc, ob_mem, ob_end};
+    struct crec_emu_options opt = {.observer = &ob};
+    char *argv[] = {(char *)prog, NULL}, *envp[] = {"LANG=C", NULL};
+    crec_emu *e;
+    crec_error err = {0};
+
+    cr_assert_eq(crec_emu_create(&e, &opt, &err), CREC_OK, "%s", err.msg);
+    cr_assert_eq(crec_emu_load(e, prog, argv, envp, &err), CREC_OK, "%s", err.msg);
+    cr_assert_eq(crec_emu_run(e, ex, &err), CREC_OK, "%s", err.msg);
+    cr_expect_eq(k->last_icount, crec_emu_cpu_icount(crec_emu_cpu_of(e)));
+    crec_emu_free(e);
+}
+
+Test(emu, observer_sees_a_dynamic_program)
+{
+    struct counts k = {0};
+    struct crec_emu_exit ex;
+
+    run_observed("/bin/true", &k, &ex);
+    cr_expect_eq(ex.signo, 0);
+    cr_expect_eq(ex.status, 0);
+    cr_expect_gt(k.blocks, 1000);
+    cr_expect_gt(k.enters, 10);
+    cr_expect_eq(k.exits + 1, k.enters, "every syscall but exit_group returns");
+    cr_expect_gt(k.cpuids, 0, "glibc asks CPUID");
+    cr_expect_gt(k.mems, 5);
+    cr_expect_gt(k.execs, 2, "ld.so, the program and libc are executable");
+    cr_expect_eq(k.exits_seen, 1);
+}
+
+Test(emu, observer_sees_rdtsc)
+{
+    struct counts k = {0};
+    struct crec_emu_exit ex;
+
+    if (access("build/guests/rdtsc", X_OK) != 0)
+        cr_skip_test("build/guests/rdtsc not built");
+    run_observed("build/guests/rdtsc", &k, &ex);
+    cr_expect_geq(k.rdtscs, 3, "ld.so reads the TSC too; n %lu", k.rdtscs);
+    cr_expect_eq(ex.status, 0);
+}
+
+Test(emu, find_program_like_execvp)
+{
+    char path[4096];
+    crec_error err = {0};
+
+    cr_expect_eq(crec_emu_find_program("true", path, sizeof path, &err), CREC_FIND_OK);
+    cr_expect(strstr(path, "/true") != NULL);
+    cr_expect_eq(crec_emu_find_program("no-such-program-xyz", path, sizeof path, &err),
+                 CREC_FIND_MISSING);
+    cr_expect_eq(crec_emu_find_program("/etc/passwd", path, sizeof path, &err), CREC_FIND_NOEXEC);
+    cr_expect_eq(crec_emu_find_program("/", path, sizeof path, &err), CREC_FIND_NOEXEC);
+}
+
+Test(emu, allocation_failures_are_clean)
+{
+    for (unsigned long n = 1; n < 8; n++) {
+        crec_emu *e = NULL;
+        crec_error err = {0};
+        crec_alloc_fail_after(n);
+        int rc = crec_emu_create(&e, NULL, &err);
+        crec_alloc_fail_after(0);
+        cr_expect(rc == CREC_OK || rc == CREC_ERR_NOMEM, "n=%lu rc=%d", n, rc);
+        cr_expect((rc == CREC_OK) == (e != NULL));
+        crec_emu_free(e);
+    }
+}

@@ -1,0 +1,1034 @@
+/*
+ * test_format.c - the .crec container: record round trips, the writer and
+ * reader, corruption (every truncation, every byte flipped, byte-swapped
+ * fields, the hex dumps of tests/corrupt/), allocation failure and I/O
+ * errors.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "common/common.h"
+#include "format/format.h"
+#include "tests/tools/sample.h"
+
+/* ---- helpers -------------------------------------------------------------- */
+
+/* The sample recording as bytes in memory (caller frees). */
+static uint8_t *sample_bytes(uint32_t threads, size_t chunk, int close_it, size_t *len)
+{
+    char path[] = "/tmp/crec-test-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    crec_error e = {0};
+    cr_assert_eq(sample_write_fd(fd, path, threads, chunk, close_it, &e), CREC_OK, "%s", e.msg);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f);
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    rewind(f);
+    uint8_t *p = malloc(*len ? *len : 1);
+    cr_assert_eq(fread(p, 1, *len, f), *len);
+    fclose(f);
+    unlink(path);
+    return p;
+}
+
+/* What `crec info` does: open and summarize.  Checks the error contract:
+ * success, or a known code with a one-line, non-empty message. */
+static int info_mem(const uint8_t *p, size_t n, crec_fmt_summary *s, crec_error *e)
+{
+    crec_fmt_reader *r;
+    crec_fmt_summary tmp;
+    int rc = crec_fmt_reader_open_mem(p, n, &r, e);
+    if (!rc) {
+        rc = crec_fmt_summarize(r, s ? s : &tmp, e);
+        crec_fmt_reader_free(r);
+    }
+    if (rc) {
+        cr_assert(rc == CREC_ERR_CORRUPT || rc == CREC_ERR_VERSION || rc == CREC_ERR_NOMEM,
+                  "rc %d: %s", rc, e->msg);
+        cr_assert(e->msg[0] != '\0');
+        cr_assert(strchr(e->msg, '\n') == NULL, "%s", e->msg);
+    }
+    return rc;
+}
+
+static void put_u32le(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_u32be(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (24 - 8 * i));
+}
+
+static uint32_t get_u32le(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t get_u64le(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static void put_u64(uint8_t *p, uint64_t v, int big)
+{
+    for (int i = 0; i < 8; i++)
+        p[big ? 7 - i : i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Recompute a chunk's checksum in place, as a writer would have. */
+static void chunk_resum(uint8_t *chunk, uint32_t clen)
+{
+    uint8_t *tmp = malloc(32 + clen);
+    memcpy(tmp, chunk, 32);
+    memcpy(tmp + 32, chunk + 40, clen);
+    put_u64(chunk + 32, XXH3_64bits(tmp, 32 + clen), 0);
+    free(tmp);
+}
+
+/* ---- record round trips ---------------------------------------------------- */
+
+/* Field by field: the structs have padding. */
+static int kf_eq(const crec_fmt_keyframe *a, const crec_fmt_keyframe *b)
+{
+    const crec_regs *x = &a->regs, *y = &b->regs;
+    return a->tid == b->tid && a->global_icount == b->global_icount &&
+           a->thread_icount == b->thread_icount && a->reads_off == b->reads_off &&
+           a->events_off == b->events_off && a->seq_off == b->seq_off &&
+           memcmp(x->gpr, y->gpr, sizeof x->gpr) == 0 && x->rip == y->rip &&
+           x->rflags == y->rflags && x->fs_base == y->fs_base && x->gs_base == y->gs_base &&
+           memcmp(x->xmm, y->xmm, sizeof x->xmm) == 0 && x->mxcsr == y->mxcsr &&
+           x->fpcw == y->fpcw && x->fpsw == y->fpsw && x->fptag == y->fptag &&
+           memcmp(x->st, y->st, sizeof x->st) == 0;
+}
+
+static void kf_roundtrip(const crec_fmt_keyframe *kf)
+{
+    crec_fmt_buf b = {0};
+    crec_error e = {0};
+    cr_assert_eq(crec_fmt_kf_encode(&b, kf), CREC_OK);
+    crec_fmt_cur c = {b.data, b.len, 0};
+    uint8_t kind;
+    uint64_t len = 0;
+    kind = b.data[0];
+    cr_assert_eq(kind, CREC_FMT_K_KEYFRAME);
+    /* the frame: kind, varint length, body */
+    size_t pos = 1;
+    for (int sh = 0; ; sh += 7) {
+        len |= (uint64_t)(b.data[pos] & 0x7f) << sh;
+        if (!(b.data[pos++] & 0x80))
+            break;
+    }
+    cr_assert_eq(pos + len, b.len);
+    crec_fmt_keyframe out;
+    cr_assert_eq(crec_fmt_kf_decode(b.data + pos, (size_t)len, &out, &e), CREC_OK, "%s", e.msg);
+    cr_assert(kf_eq(&out, kf));
+    /* every shorter body is refused */
+    for (size_t n = 0; n < len; n++)
+        cr_assert_eq(crec_fmt_kf_decode(b.data + pos, n, &out, &e), CREC_ERR_CORRUPT);
+    (void)c;
+    crec_fmt_buf_free(&b);
+}
+
+Test(format, keyframe_roundtrip_edges)
+{
+    crec_fmt_keyframe kf;
+    memset(&kf, 0, sizeof kf);
+    kf_roundtrip(&kf);
+    memset(&kf, 0xff, sizeof kf);
+    kf.tid = UINT32_MAX;
+    kf_roundtrip(&kf);
+    for (size_t i = 0; i < sizeof kf; i++)
+        ((uint8_t *)&kf)[i] = (uint8_t)(i * 37 + 1);
+    kf.tid = 12345;
+    kf_roundtrip(&kf);
+}
+
+/* Decode a framed record of buffer b and compare the event. */
+static void ev_check(const crec_fmt_event *ev)
+{
+    crec_fmt_buf b = {0};
+    crec_error e = {0};
+    cr_assert_eq(crec_fmt_ev_encode(&b, ev), CREC_OK);
+    cr_assert_eq(b.data[0], ev->kind);
+    size_t pos = 1;
+    uint64_t len = 0;
+    for (int sh = 0;; sh += 7) {
+        len |= (uint64_t)(b.data[pos] & 0x7f) << sh;
+        if (!(b.data[pos++] & 0x80))
+            break;
+    }
+    cr_assert_eq(pos + len, b.len);
+    crec_fmt_event out;
+    cr_assert_eq(crec_fmt_ev_decode(ev->kind, b.data + pos, (size_t)len, &out, &e), CREC_OK,
+                 "%s", e.msg);
+    cr_assert_eq(out.kind, ev->kind);
+    if (ev->kind == CREC_FMT_K_MMAP) {
+        cr_assert_eq(out.u.mmap.op, ev->u.mmap.op);
+        cr_assert_eq(out.u.mmap.addr, ev->u.mmap.addr);
+        cr_assert_eq(out.u.mmap.len, ev->u.mmap.len);
+        cr_assert_eq(out.u.mmap.prot, ev->u.mmap.prot);
+        cr_assert_eq(out.u.mmap.mflags, ev->u.mmap.mflags);
+        cr_assert_eq(out.u.mmap.addr2, ev->u.mmap.addr2);
+        cr_assert_eq(out.u.mmap.len2, ev->u.mmap.len2);
+        cr_assert_eq(out.u.mmap.flags, ev->u.mmap.flags);
+        if (ev->u.mmap.flags & CREC_FMT_EV_HAS_HASH)
+            cr_assert(memcmp(&out.u.mmap.blob, &ev->u.mmap.blob, 16) == 0);
+        if (ev->u.mmap.flags & CREC_FMT_EV_HAS_NAME) {
+            cr_assert_eq(out.u.mmap.name_len, ev->u.mmap.name_len);
+            cr_assert(memcmp(out.u.mmap.name, ev->u.mmap.name, ev->u.mmap.name_len) == 0);
+        }
+    } else {
+        cr_assert(memcmp(&out.u, &ev->u, sizeof out.u) == 0, "event kind 0x%x", ev->kind);
+    }
+    for (size_t n = 0; n < len; n++)
+        cr_assert_eq(crec_fmt_ev_decode(ev->kind, b.data + pos, n, &out, &e), CREC_ERR_CORRUPT);
+    crec_fmt_buf_free(&b);
+}
+
+Test(format, event_roundtrip_every_kind)
+{
+    const uint64_t vals[] = {0, 1, 127, 128, 0x7ffe12345678ull, UINT64_MAX};
+    for (size_t v = 0; v < sizeof vals / sizeof vals[0]; v++) {
+        uint64_t x = vals[v];
+        crec_fmt_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.kind = CREC_FMT_K_SYSCALL;
+        ev.u.sys.icount = x;
+        ev.u.sys.nr = x;
+        for (int i = 0; i < 6; i++)
+            ev.u.sys.args[i] = x - (uint64_t)i;
+        ev.u.sys.ret = (int64_t)x;
+        ev.u.sys.flags = v & 1 ? CREC_FMT_EV_HAS_HASH : 0;
+        ev.u.sys.write_hash = v & 1 ? x : 0;
+        ev_check(&ev);
+        ev.u.sys.ret = INT64_MIN;
+        ev_check(&ev);
+        memset(&ev, 0, sizeof ev);
+        ev.kind = CREC_FMT_K_CPUID;
+        ev.u.cpuid.leaf = ev.u.cpuid.subleaf = ev.u.cpuid.eax = (uint32_t)x;
+        ev.u.cpuid.ebx = ev.u.cpuid.ecx = ev.u.cpuid.edx = (uint32_t)~x;
+        ev_check(&ev);
+        memset(&ev, 0, sizeof ev);
+        ev.kind = CREC_FMT_K_RDTSC;
+        ev.u.rdtsc.value = x;
+        ev_check(&ev);
+        for (uint32_t op = CREC_FMT_MM_MAP; op <= CREC_FMT_MM_REMAP; op++) {
+            memset(&ev, 0, sizeof ev);
+            ev.kind = CREC_FMT_K_MMAP;
+            ev.u.mmap.op = op;
+            ev.u.mmap.addr = x;
+            ev.u.mmap.len = ~x;
+            ev.u.mmap.prot = 7;
+            ev.u.mmap.mflags = x;
+            ev.u.mmap.addr2 = x / 3;
+            ev.u.mmap.len2 = x / 5;
+            ev.u.mmap.flags = (uint32_t)(op + v) & 3;
+            ev.u.mmap.blob = crec_fmt_hash_bytes(&x, sizeof x);
+            ev.u.mmap.name = v ? "/usr/lib/x86_64-linux-gnu/libc.so.6" : "";
+            ev.u.mmap.name_len = strlen(ev.u.mmap.name);
+            ev_check(&ev);
+        }
+        memset(&ev, 0, sizeof ev);
+        ev.kind = CREC_FMT_K_SIGNAL;
+        ev.u.sig.icount = x;
+        ev.u.sig.signo = (uint32_t)x;
+        ev.u.sig.code = -(int64_t)(x & 0xff);
+        ev.u.sig.addr = x;
+        ev_check(&ev);
+        memset(&ev, 0, sizeof ev);
+        ev.kind = CREC_FMT_K_THREAD;
+        ev.u.thread.op = v & 1 ? CREC_FMT_TH_EXIT : CREC_FMT_TH_CREATE;
+        ev.u.thread.tid = (uint32_t)x;
+        ev_check(&ev);
+        memset(&ev, 0, sizeof ev);
+        ev.kind = CREC_FMT_K_EXIT;
+        ev.u.exit.global_icount = x;
+        ev.u.exit.how = v & 1;
+        ev.u.exit.value = x;
+        ev_check(&ev);
+    }
+}
+
+Test(format, event_decode_refuses_bad_fields)
+{
+    crec_error e = {0};
+    crec_fmt_event ev;
+    const uint8_t bad_op[] = {9, 0, 0, 0, 0, 0, 0, 0};
+    cr_assert_eq(crec_fmt_ev_decode(CREC_FMT_K_MMAP, bad_op, sizeof bad_op, &ev, &e),
+                 CREC_ERR_CORRUPT);
+    cr_assert(strstr(e.msg, "mmap operation"));
+    const uint8_t flags[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80 /* reserved bit */};
+    cr_assert_eq(crec_fmt_ev_decode(CREC_FMT_K_SYSCALL, flags, sizeof flags, &ev, &e),
+                 CREC_ERR_CORRUPT);
+    cr_assert(strstr(e.msg, "reserved"), "%s", e.msg);
+    const uint8_t rdtsc[] = {1, 2};
+    cr_assert_eq(crec_fmt_ev_decode(CREC_FMT_K_RDTSC, rdtsc, 2, &ev, &e), CREC_ERR_CORRUPT);
+    cr_assert(strstr(e.msg, "stray"), "%s", e.msg);
+    cr_assert_eq(crec_fmt_ev_decode(0x77, rdtsc, 1, &ev, &e), CREC_ERR_CORRUPT);
+    const uint8_t longv[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02};
+    cr_assert_eq(crec_fmt_ev_decode(CREC_FMT_K_RDTSC, longv, sizeof longv, &ev, &e),
+                 CREC_ERR_CORRUPT);
+    cr_assert(strstr(e.msg, "too long"), "%s", e.msg);
+    const uint8_t maxv[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
+    cr_assert_eq(crec_fmt_ev_decode(CREC_FMT_K_RDTSC, maxv, sizeof maxv, &ev, &e), CREC_OK);
+    cr_assert_eq(ev.u.rdtsc.value, UINT64_MAX);
+}
+
+Test(format, reads_and_seq_roundtrip)
+{
+    crec_fmt_buf b = {0};
+    crec_error e = {0};
+    uint8_t v[16];
+    for (unsigned w = 1; w <= 16; w++) {
+        memset(v, (int)w, sizeof v);
+        cr_assert_eq(crec_fmt_read_encode(&b, w == 16 ? UINT64_MAX : w * 1000, v, w), CREC_OK);
+        cr_assert_eq(crec_fmt_seq_encode(&b, w == 1 ? 0 : UINT64_MAX - w, w), CREC_OK);
+    }
+    cr_assert_eq(crec_fmt_read_encode(&b, 0, v, 0), CREC_ERR_ARG);
+    cr_assert_eq(crec_fmt_read_encode(&b, 0, v, 17), CREC_ERR_ARG);
+    crec_fmt_cur c = {b.data, b.len, 0};
+    for (unsigned w = 1; w <= 16; w++) {
+        uint64_t hits, seq, ic;
+        uint8_t out[16] = {0};
+        cr_assert_eq(crec_fmt_read_decode(&c, w, &hits, out, &e), CREC_OK, "%s", e.msg);
+        cr_assert_eq(hits, w == 16 ? UINT64_MAX : w * 1000);
+        memset(v, (int)w, sizeof v);
+        cr_assert(memcmp(out, v, w) == 0);
+        cr_assert_eq(crec_fmt_seq_decode(&c, &seq, &ic, &e), CREC_OK);
+        cr_assert_eq(seq, w == 1 ? 0 : UINT64_MAX - w);
+        cr_assert_eq(ic, w);
+    }
+    cr_assert_eq(c.pos, c.len);
+    uint64_t hits;
+    cr_assert_eq(crec_fmt_read_decode(&c, 1, &hits, v, &e), CREC_ERR_CORRUPT);
+    crec_fmt_buf_free(&b);
+}
+
+/* Skip the frame of a record in b, returning the body. */
+static const uint8_t *frame_body(const crec_fmt_buf *b, int kind, size_t *len)
+{
+    cr_assert_eq(b->data[0], kind);
+    size_t pos = 1;
+    uint64_t n = 0;
+    for (int sh = 0;; sh += 7) {
+        n |= (uint64_t)(b->data[pos] & 0x7f) << sh;
+        if (!(b->data[pos++] & 0x80))
+            break;
+    }
+    cr_assert_eq(pos + n, b->len);
+    *len = (size_t)n;
+    return b->data + pos;
+}
+
+Test(format, snapshot_code_symbol_roundtrip)
+{
+    crec_error e = {0};
+    for (int edge = 0; edge < 2; edge++) {
+        uint64_t x = edge ? UINT64_MAX : 0;
+        crec_fmt_buf b = {0};
+        size_t len;
+        crec_fmt_snap_page pages[3] = {{x, crec_fmt_hash_bytes("a", 1)},
+                                       {0x1000, crec_fmt_hash_bytes("", 0)},
+                                       {x, crec_fmt_hash_bytes("b", 1)}};
+        crec_fmt_snapshot s = {x, edge ? 3 : 0, pages}, so;
+        cr_assert_eq(crec_fmt_snap_encode(&b, &s), CREC_OK);
+        const uint8_t *body = frame_body(&b, CREC_FMT_K_SNAPSHOT, &len);
+        cr_assert_eq(crec_fmt_snap_decode(body, len, &so, &e), CREC_OK, "%s", e.msg);
+        cr_assert_eq(so.global_icount, x);
+        cr_assert_eq(so.npages, s.npages);
+        for (size_t i = 0; i < s.npages; i++)
+            cr_assert(memcmp(&so.pages[i], &pages[i], sizeof pages[i]) == 0);
+        crec_fmt_snapshot_clear(&so);
+        for (size_t n = 0; n < len; n++)
+            cr_assert_eq(crec_fmt_snap_decode(body, n, &so, &e), CREC_ERR_CORRUPT);
+
+        crec_fmt_buf_reset(&b);
+        crec_fmt_code m = {x, x, x, x, pages[0].blob, edge ? "/lib/ld.so" : NULL, edge ? 10 : 0},
+                      mo;
+        cr_assert_eq(crec_fmt_code_encode(&b, &m), CREC_OK);
+        body = frame_body(&b, CREC_FMT_K_CODE, &len);
+        cr_assert_eq(crec_fmt_code_decode(body, len, &mo, &e), CREC_OK, "%s", e.msg);
+        cr_assert(mo.addr == x && mo.len == x && mo.prot == x && mo.file_off == x);
+        cr_assert(memcmp(&mo.blob, &m.blob, 16) == 0);
+        cr_assert_eq(mo.name_len, m.name_len);
+        cr_assert(memcmp(mo.name, edge ? m.name : "", mo.name_len) == 0);
+        for (size_t n = 0; n < len; n++)
+            cr_assert_eq(crec_fmt_code_decode(body, n, &mo, &e), CREC_ERR_CORRUPT);
+
+        crec_fmt_buf_reset(&b);
+        crec_fmt_symbol y = {pages[2].blob, x, x, edge ? UINT32_MAX : 0, "", 0}, yo;
+        cr_assert_eq(crec_fmt_sym_encode(&b, &y), CREC_OK);
+        body = frame_body(&b, CREC_FMT_K_SYMBOL, &len);
+        cr_assert_eq(crec_fmt_sym_decode(body, len, &yo, &e), CREC_OK, "%s", e.msg);
+        cr_assert(yo.addr == x && yo.size == x && yo.type == y.type && yo.name_len == 0);
+        cr_assert(memcmp(&yo.blob, &y.blob, 16) == 0);
+        for (size_t n = 0; n < len; n++)
+            cr_assert_eq(crec_fmt_sym_decode(body, n, &yo, &e), CREC_ERR_CORRUPT);
+        crec_fmt_buf_free(&b);
+    }
+}
+
+Test(format, hash_is_byte_order_fixed)
+{
+    /* Stored as XXH3-128's low half then high half, each little-endian. */
+    XXH128_hash_t x = XXH3_128bits("crec", 4);
+    crec_fmt_hash h = crec_fmt_hash_bytes("crec", 4);
+    cr_assert_eq(get_u64le(h.b), x.low64);
+    cr_assert_eq(get_u64le(h.b + 8), x.high64);
+}
+
+/* ---- whole files -------------------------------------------------------------- */
+
+Test(format, sample_reads_back)
+{
+    size_t len;
+    uint8_t *p = sample_bytes(2, 64, 1, &len);
+    crec_error e = {0};
+    crec_fmt_reader *r;
+    cr_assert_eq(crec_fmt_reader_open_mem(p, len, &r, &e), CREC_OK, "%s", e.msg);
+    const crec_fmt_header *h = crec_fmt_reader_header(r);
+    crec_fmt_header want = sample_header();
+    cr_assert_eq(h->version, CREC_FMT_VERSION);
+    cr_assert_eq(h->page_size, 4096);
+    cr_assert_eq(h->cache_entries, 65536);
+    cr_assert_eq(h->cache_granule, 8);
+    cr_assert_eq(h->keyframe_interval, 1000000);
+    cr_assert_eq(h->snapshot_interval, 10);
+    cr_assert_eq(h->start_sec, 1700000000);
+    cr_assert_eq(h->start_nsec, 123456789);
+    cr_assert_str_eq(h->crec_version, "0.1.0-test");
+    cr_assert_eq(h->argc, 3);
+    for (size_t i = 0; i < 3; i++)
+        cr_assert_str_eq(h->argv[i], want.argv[i]);
+    cr_assert_eq(h->envc, 2);
+    cr_assert_str_eq(h->envp[1], "PATH=/usr/bin");
+    cr_assert_eq(h->ncpuid, 2);
+    cr_assert(memcmp(h->cpuid, want.cpuid, 2 * sizeof *h->cpuid) == 0);
+    cr_assert_eq(crec_fmt_reader_truncated(r, NULL, NULL), 0);
+
+    /* key frames: thread 2's offsets point at its first records */
+    crec_fmt_cursor *c;
+    int kind;
+    const uint8_t *body;
+    size_t blen;
+    crec_fmt_keyframe kf;
+    cr_assert_eq(crec_fmt_cursor_open(r, CREC_FMT_S_KEYFRAMES, 0, 0, &c, &e), CREC_OK);
+    cr_assert_eq(crec_fmt_cursor_next(c, &kind, &body, &blen, &e), CREC_OK, "%s", e.msg);
+    cr_assert_eq(crec_fmt_cursor_next(c, &kind, &body, &blen, &e), CREC_OK, "%s", e.msg);
+    cr_assert_eq(kind, CREC_FMT_K_KEYFRAME);
+    cr_assert_eq(crec_fmt_kf_decode(body, blen, &kf, &e), CREC_OK);
+    cr_assert_eq(kf.tid, 2);
+    cr_assert_eq(kf.regs.rip, 0x401002);
+    cr_assert_eq(kf.regs.xmm[15][15], 0xaa);
+    cr_assert_eq(kf.regs.st[7][9], 0x55);
+    cr_assert_eq(crec_fmt_cursor_next(c, &kind, &body, &blen, &e), CREC_ERR_NOTFOUND);
+    crec_fmt_cursor_free(c);
+
+    /* READS of thread 2 through the cursor, bare entries */
+    cr_assert_eq(crec_fmt_cursor_open(r, CREC_FMT_S_READS, 2, kf.reads_off, &c, &e), CREC_OK);
+    uint64_t hits;
+    uint8_t v[16];
+    cr_assert_eq(crec_fmt_cursor_varint(c, &hits, &e), CREC_OK);
+    cr_assert_eq(hits, 0);
+    cr_assert_eq(crec_fmt_cursor_read(c, v, 8, &e), CREC_OK);
+    cr_assert_eq(v[7], 0xf7);
+    crec_fmt_cursor_free(c);
+
+    /* random access: the SYSCALL record of thread 1 at its stream start */
+    uint8_t first[2];
+    cr_assert_eq(crec_fmt_read_at(r, CREC_FMT_S_EVENTS, 1, 0, first, 2, &e), CREC_OK);
+    cr_assert_eq(first[0], CREC_FMT_K_SYSCALL);
+    cr_assert_eq(crec_fmt_read_at(r, CREC_FMT_S_EVENTS, 9, 0, first, 1, &e), CREC_ERR_NOTFOUND);
+
+    /* blobs: stored once, found by hash, checked */
+    uint8_t code[256];
+    for (int i = 0; i < 256; i++)
+        code[i] = (uint8_t)(i * 7);
+    crec_fmt_hash hc = crec_fmt_hash_bytes(code, sizeof code);
+    uint8_t *data;
+    size_t dlen;
+    cr_assert_eq(crec_fmt_blob_get(r, &hc, &data, &dlen, &e), CREC_OK, "%s", e.msg);
+    cr_assert_eq(dlen, 256);
+    cr_assert(memcmp(data, code, 256) == 0);
+    crec_free(data);
+    crec_fmt_hash he = crec_fmt_hash_bytes("", 0);
+    cr_assert_eq(crec_fmt_blob_get(r, &he, &data, &dlen, &e), CREC_OK, "%s", e.msg);
+    cr_assert_eq(dlen, 0);
+    crec_free(data);
+    crec_fmt_hash hx = crec_fmt_hash_bytes("x", 1);
+    cr_assert_eq(crec_fmt_blob_get(r, &hx, &data, &dlen, &e), CREC_ERR_NOTFOUND);
+
+    crec_fmt_summary s;
+    cr_assert_eq(crec_fmt_summarize(r, &s, &e), CREC_OK, "%s", e.msg);
+    cr_assert_eq(s.nthreads, 2);
+    cr_assert_eq(s.nkeyframes, 2);
+    cr_assert_eq(s.nsnapshots, 1);
+    cr_assert_eq(s.nblobs, 2);
+    cr_assert_eq(s.ncode, 1);
+    cr_assert_eq(s.nsymbols, 1);
+    cr_assert_eq(s.nevents, 11);
+    cr_assert_eq(s.instructions, SAMPLE_ICOUNT);
+    cr_assert(s.exited && s.exit_value == 3);
+    cr_assert_eq(s.file_bytes, len);
+    crec_fmt_reader_free(r);
+    free(p);
+}
+
+Test(format, stream_bytes_across_many_chunks)
+{
+    char path[] = "/tmp/crec-test-XXXXXX";
+    int fd = mkstemp(path);
+    crec_fmt_header h = sample_header();
+    crec_fmt_writer_opts o = {.chunk_size = 1000};
+    crec_fmt_writer *w;
+    crec_error e = {0};
+    cr_assert_eq(crec_fmt_writer_open_fd(fd, path, &h, &o, &w, &e), CREC_OK);
+    enum { N = 300000 };
+    uint8_t *data = malloc(N);
+    for (size_t i = 0; i < N; i++)
+        data[i] = (uint8_t)(i * 2654435761u >> 13);
+    for (size_t i = 0; i < N;) {
+        size_t k = (i * 7 % 5000) + 1;
+        if (k > N - i)
+            k = N - i;
+        cr_assert_eq(crec_fmt_write(w, CREC_FMT_S_READS, 7, data + i, k, &e), CREC_OK);
+        cr_assert_eq(crec_fmt_write(w, CREC_FMT_S_SEQ, 7, data + i, 1, &e), CREC_OK);
+        if (i % 3 == 0)
+            cr_assert_eq(crec_fmt_flush(w, CREC_FMT_S_READS, 7, &e), CREC_OK);
+        i += k;
+    }
+    cr_assert_eq(crec_fmt_writer_offset(w, CREC_FMT_S_READS, 7), N);
+    cr_assert_eq(crec_fmt_write(w, CREC_FMT_S_KEYFRAMES, 3, "x", 1, &e), CREC_ERR_ARG);
+    cr_assert_eq(crec_fmt_writer_close(w, &e), CREC_OK, "%s", e.msg);
+
+    crec_fmt_reader *r;
+    cr_assert_eq(crec_fmt_reader_open(path, &r, &e), CREC_OK, "%s", e.msg);
+    uint8_t *buf = malloc(N);
+    for (uint64_t off = 0; off < N; off += 9973) {
+        size_t n = (size_t)(N - off < 4000 ? N - off : 4000);
+        cr_assert_eq(crec_fmt_read_at(r, CREC_FMT_S_READS, 7, off, buf, n, &e), CREC_OK);
+        cr_assert(memcmp(buf, data + off, n) == 0);
+    }
+    crec_fmt_cursor *c;
+    cr_assert_eq(crec_fmt_cursor_open(r, CREC_FMT_S_READS, 7, 0, &c, &e), CREC_OK);
+    cr_assert_eq(crec_fmt_cursor_read(c, buf, N, &e), CREC_OK);
+    cr_assert(memcmp(buf, data, N) == 0);
+    cr_assert_eq(crec_fmt_cursor_read(c, buf, 1, &e), CREC_ERR_NOTFOUND);
+    crec_fmt_cursor_free(c);
+    crec_fmt_stream_info si;
+    cr_assert_eq(crec_fmt_reader_stream(r, 0, &si, &e), CREC_OK);
+    cr_assert_eq(si.type, CREC_FMT_S_READS);
+    cr_assert_eq(si.raw_bytes, N);
+    cr_assert_geq(si.nchunks, N / 1000);
+    crec_fmt_reader_free(r);
+    free(buf);
+    free(data);
+    unlink(path);
+}
+
+Test(format, empty_file_and_empty_strings)
+{
+    char path[] = "/tmp/crec-test-XXXXXX";
+    int fd = mkstemp(path);
+    char *argv[] = {"", NULL};
+    crec_fmt_header h = {.arch = 1, .page_size = 4096, .cache_granule = 1, .argc = 1,
+                         .argv = argv};
+    crec_fmt_writer *w;
+    crec_error e = {0};
+    cr_assert_eq(crec_fmt_writer_open_fd(fd, path, &h, NULL, &w, &e), CREC_OK);
+    cr_assert_eq(crec_fmt_write(w, CREC_FMT_S_READS, 1, "", 0, &e), CREC_OK);
+    cr_assert_eq(crec_fmt_flush_all(w, &e), CREC_OK);
+    cr_assert_eq(crec_fmt_writer_close(w, &e), CREC_OK);
+    crec_fmt_reader *r;
+    cr_assert_eq(crec_fmt_reader_open(path, &r, &e), CREC_OK, "%s", e.msg);
+    const crec_fmt_header *rh = crec_fmt_reader_header(r);
+    cr_assert_eq(rh->argc, 1);
+    cr_assert_str_eq(rh->argv[0], "");
+    cr_assert_str_eq(rh->crec_version, "");
+    cr_assert_eq(rh->envc, 0);
+    cr_assert_eq(crec_fmt_reader_nstreams(r), 0);
+    crec_fmt_summary s;
+    cr_assert_eq(crec_fmt_summarize(r, &s, &e), CREC_OK, "%s", e.msg);
+    cr_assert_eq(s.nchunks, 0);
+    cr_assert_eq(s.instructions, 0);
+    crec_fmt_cursor *c;
+    cr_assert_eq(crec_fmt_cursor_open(r, CREC_FMT_S_EVENTS, 1, 0, &c, &e), CREC_OK);
+    uint8_t b;
+    cr_assert_eq(crec_fmt_cursor_read(c, &b, 1, &e), CREC_ERR_NOTFOUND);
+    crec_fmt_cursor_free(c);
+    crec_fmt_reader_free(r);
+    unlink(path);
+}
+
+Test(format, many_threads)
+{
+    size_t len;
+    uint8_t *p = sample_bytes(300, 4096, 1, &len);
+    crec_fmt_summary s;
+    crec_error e = {0};
+    cr_assert_eq(info_mem(p, len, &s, &e), CREC_OK, "%s", e.msg);
+    cr_assert_eq(s.nthreads, 300);
+    cr_assert_eq(s.nkeyframes, 300);
+    cr_assert_eq(s.nstreams, 300 * 3 + 6);
+    free(p);
+}
+
+Test(format, open_file_without_directory_is_truncated)
+{
+    size_t len, full;
+    uint8_t *p = sample_bytes(2, 64, 0, &len);
+    uint8_t *q = sample_bytes(2, 64, 1, &full);
+    cr_assert_lt(len, full);
+    crec_fmt_summary s;
+    crec_error e = {0};
+    cr_assert_eq(info_mem(p, len, &s, &e), CREC_OK, "%s", e.msg);
+    cr_assert(s.truncated);
+    cr_assert_eq(s.truncated_at, len);
+    cr_assert_eq(s.nthreads, 2);
+    /* the same bytes as the complete file, up to the directory */
+    cr_assert(memcmp(p, q, len) == 0);
+    free(p);
+    free(q);
+}
+
+/* ---- corruption ---------------------------------------------------------------- */
+
+Test(format, truncated_at_every_offset)
+{
+    size_t len;
+    uint8_t *p = sample_bytes(1, 64, 1, &len);
+    size_t opened = 0;
+    uint64_t last_at = 0;
+    for (size_t n = 0; n < len; n++) {
+        uint8_t *q = malloc(n ? n : 1); /* exact size: ASan sees overreads */
+        memcpy(q, p, n);
+        crec_fmt_summary s;
+        crec_error e = {0};
+        if (info_mem(q, n, &s, &e) == CREC_OK) {
+            opened++;
+            cr_assert(s.truncated, "cut at %zu not reported", n);
+            cr_assert_leq(s.truncated_at, n);
+            cr_assert_geq(s.truncated_at, last_at);
+            last_at = s.truncated_at;
+        } else {
+            /* only a cut inside the preamble or header chunk fails */
+            cr_assert_lt(n, 200, "cut at %zu: %s", n, e.msg);
+        }
+        free(q);
+    }
+    cr_assert_gt(opened, len - 200);
+    cr_log_info("truncation: %zu cuts, %zu opened", len, opened);
+    free(p);
+}
+
+Test(format, byte_flipped_at_every_offset)
+{
+    size_t len;
+    uint8_t *p = sample_bytes(1, 64, 1, &len);
+    uint8_t *q = malloc(len);
+    size_t failed = 0;
+    for (size_t i = 0; i < len; i++) {
+        for (int m = 0; m < 2; m++) {
+            memcpy(q, p, len);
+            q[i] ^= m ? 0x01 : 0xff;
+            crec_fmt_summary s;
+            crec_error e = {0};
+            if (info_mem(q, len, &s, &e) != CREC_OK)
+                failed++;
+        }
+    }
+    /* nearly every flip is caught; the rest land where damage reads as
+     * a truncation (the trailer) */
+    cr_assert_gt(failed, len);
+    cr_log_info("byte flips: %zu variants, %zu reported corrupt", 2 * len, failed);
+    free(q);
+    free(p);
+}
+
+Test(format, version_refused_with_both_numbers)
+{
+    size_t len;
+    uint8_t *p = sample_bytes(1, 64, 1, &len);
+    crec_error e = {0};
+    put_u32le(p + 8, 9);
+    cr_assert_eq(info_mem(p, len, NULL, &e), CREC_ERR_VERSION);
+    cr_assert(strstr(e.msg, "unsupported format version 9 (this crec reads 1)"), "%s", e.msg);
+    free(p);
+}
+
+/* Offset of the first data chunk: after the preamble and header chunk. */
+static size_t first_data_chunk(const uint8_t *p)
+{
+    return 16 + 40 + get_u32le(p + 16 + 24);
+}
+
+Test(format, byte_swapped_fields_are_corrupt)
+{
+    size_t len;
+    uint8_t *p = sample_bytes(1, 64, 1, &len);
+    uint8_t *q = malloc(len);
+    crec_error e = {0};
+
+    /* version written big-endian */
+    memcpy(q, p, len);
+    put_u32be(q + 8, 1);
+    cr_assert_eq(info_mem(q, len, NULL, &e), CREC_ERR_VERSION);
+    cr_assert(strstr(e.msg, "16777216"), "%s", e.msg);
+
+    /* a chunk's lengths written big-endian, checksum made to match */
+    size_t c0 = first_data_chunk(p);
+    for (int field = 24; field <= 28; field += 4) {
+        memcpy(q, p, len);
+        put_u32be(q + c0 + field, get_u32le(p + c0 + field));
+        chunk_resum(q + c0, get_u32le(p + c0 + 24));
+        cr_assert_eq(info_mem(q, len, NULL, &e), CREC_ERR_CORRUPT, "field %d", field);
+        cr_assert(strstr(e.msg, "out of range") || strstr(e.msg, "does not match"), "%s", e.msg);
+    }
+    /* the stream offset of a chunk written big-endian */
+    memcpy(q, p, len);
+    put_u64(q + c0 + 16, get_u64le(p + c0 + 16) + 64, 1);
+    chunk_resum(q + c0, get_u32le(p + c0 + 24));
+    cr_assert_eq(info_mem(q, len, NULL, &e), CREC_ERR_CORRUPT);
+
+    /* the trailer's directory offset big-endian, trailer checksum recomputed */
+    memcpy(q, p, len);
+    uint8_t *t = q + len - 32;
+    put_u64(t, get_u64le(p + len - 32), 1);
+    put_u64(t + 16, XXH3_64bits(t, 16), 0);
+    cr_assert_eq(info_mem(q, len, NULL, &e), CREC_ERR_CORRUPT);
+    cr_assert(strstr(e.msg, "trailer"), "%s", e.msg);
+    free(q);
+    free(p);
+}
+
+/* ---- tests/corrupt/ hex files: SQLite-style dumps of bad files -------------------------- */
+
+/* Parse a dump: '#' lines are comments ("# expect: TEXT" names the error,
+ * "ok" or "truncated" success); other lines "OFFSET: hex bytes". */
+static uint8_t *load_hex(const char *path, size_t *len, char *expect, size_t elen)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "%s", path);
+    size_t cap = 4096, n = 0;
+    uint8_t *p = malloc(cap);
+    char line[1024];
+    expect[0] = '\0';
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (line[0] == '#') {
+            if (strncmp(line, "# expect: ", 10) == 0)
+                snprintf(expect, elen, "%s", line + 10);
+            continue;
+        }
+        char *s = strchr(line, ':');
+        s = s ? s + 1 : line;
+        unsigned v;
+        int k;
+        while (sscanf(s, " %2x%n", &v, &k) == 1) {
+            if (n == cap)
+                p = realloc(p, cap *= 2);
+            p[n++] = (uint8_t)v;
+            s += k;
+        }
+    }
+    fclose(f);
+    *len = n;
+    return p;
+}
+
+Test(format, corrupt_hex_dumps)
+{
+    DIR *d = opendir("tests/corrupt");
+    cr_assert(d, "run from the source root");
+    struct dirent *de;
+    int cases = 0;
+    while ((de = readdir(d)) != NULL) {
+        size_t nl = strlen(de->d_name);
+        if (nl < 5 || strcmp(de->d_name + nl - 4, ".hex") != 0)
+            continue;
+        char path[512], expect[1024];
+        snprintf(path, sizeof path, "tests/corrupt/%s", de->d_name);
+        size_t len;
+        uint8_t *p = load_hex(path, &len, expect, sizeof expect);
+        uint8_t *q = malloc(len ? len : 1);
+        memcpy(q, p, len);
+        crec_fmt_summary s;
+        crec_error e = {0};
+        int rc = info_mem(q, len, &s, &e);
+        if (strcmp(expect, "ok") == 0 || strcmp(expect, "truncated") == 0) {
+            cr_assert_eq(rc, CREC_OK, "%s: %s", path, e.msg);
+            cr_assert_eq(s.truncated, expect[0] == 't', "%s", path);
+        } else {
+            cr_assert_neq(rc, CREC_OK, "%s: no error", path);
+            cr_assert(expect[0] && strstr(e.msg, expect), "%s: got '%s', expected '%s'", path,
+                      e.msg, expect);
+        }
+        free(q);
+        free(p);
+        cases++;
+    }
+    closedir(d);
+    cr_assert_gt(cases, 5);
+}
+
+/* ---- fault injection ------------------------------------------------------------- */
+
+Test(format, every_allocation_failure_in_writer)
+{
+    int done = 0;
+    for (unsigned long n = 1; !done && n < 100000; n++) {
+        char path[] = "/tmp/crec-test-XXXXXX";
+        int fd = mkstemp(path);
+        crec_error e = {0};
+        crec_alloc_fail_after(n);
+        int rc = sample_write_fd(fd, path, 2, 64, 1, &e);
+        crec_alloc_fail_after(0);
+        cr_assert(rc == CREC_OK || rc == CREC_ERR_NOMEM, "n=%lu rc=%d %s", n, rc, e.msg);
+        done = rc == CREC_OK;
+        unlink(path);
+    }
+    cr_assert(done);
+}
+
+Test(format, every_allocation_failure_in_reader)
+{
+    size_t len;
+    uint8_t *p = sample_bytes(2, 64, 1, &len);
+    for (int variant = 0; variant < 2; variant++) {
+        /* variant 1: truncated, so the recovery scan runs */
+        size_t n_bytes = variant ? len - 40 : len;
+        int done = 0;
+        for (unsigned long n = 1; !done && n < 100000; n++) {
+            crec_error e = {0};
+            crec_fmt_reader *r = NULL;
+            crec_alloc_fail_after(n);
+            int rc = crec_fmt_reader_open_mem(p, n_bytes, &r, &e);
+            crec_fmt_summary s;
+            if (!rc)
+                rc = crec_fmt_summarize(r, &s, &e);
+            if (!rc) {
+                crec_fmt_hash h = crec_fmt_hash_bytes("", 0);
+                uint8_t *data;
+                size_t dl;
+                rc = crec_fmt_blob_get(r, &h, &data, &dl, &e);
+                if (!rc)
+                    crec_free(data);
+            }
+            crec_alloc_fail_after(0);
+            crec_fmt_reader_free(r);
+            cr_assert(rc == CREC_OK || rc == CREC_ERR_NOMEM, "n=%lu rc=%d %s", n, rc, e.msg);
+            done = rc == CREC_OK;
+        }
+        cr_assert(done);
+    }
+    free(p);
+}
+
+Test(format, write_error_names_the_file)
+{
+    crec_fmt_header h = sample_header();
+    crec_fmt_writer *w;
+    crec_error e = {0};
+    int rc = crec_fmt_writer_open("/dev/full", &h, NULL, &w, &e);
+    cr_assert_eq(rc, CREC_ERR_IO);
+    cr_assert(strstr(e.msg, "/dev/full"), "%s", e.msg);
+    rc = crec_fmt_writer_open("/nonexistent-dir/x.crec", &h, NULL, &w, &e);
+    cr_assert_eq(rc, CREC_ERR_IO);
+    cr_assert(strstr(e.msg, "/nonexistent-dir/x.crec"), "%s", e.msg);
+}
+
+Test(format, write_to_closed_pipe_is_io_error)
+{
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    signal(SIGPIPE, SIG_IGN);
+    crec_fmt_header h = sample_header();
+    crec_fmt_writer *w;
+    crec_error e = {0};
+    /* the header fits in the pipe; the reader then goes away */
+    cr_assert_eq(crec_fmt_writer_open_fd(fds[1], "pipe:[test]", &h, NULL, &w, &e), CREC_OK);
+    close(fds[0]);
+    uint8_t blk[4096] = {1};
+    int rc = CREC_OK;
+    for (int i = 0; i < 1000 && !rc; i++)
+        rc = crec_fmt_write(w, CREC_FMT_S_INDEX, 0, blk, sizeof blk, &e);
+    if (!rc)
+        rc = crec_fmt_writer_close(w, &e);
+    else
+        crec_fmt_writer_free(w);
+    cr_assert_eq(rc, CREC_ERR_IO);
+    cr_assert(strstr(e.msg, "pipe:[test]"), "%s", e.msg);
+}
+
+/* ---- pipes: write to one, read from one ---------------------------------------- */
+
+struct pipe_job {
+    int fd;
+    const uint8_t *p;
+    size_t len;
+};
+
+static void *feed(void *arg)
+{
+    struct pipe_job *j = arg;
+    for (size_t off = 0; off < j->len;) {
+        ssize_t k = write(j->fd, j->p + off, j->len - off > 100 ? 100 : j->len - off);
+        if (k <= 0)
+            break;
+        off += (size_t)k;
+    }
+    close(j->fd);
+    return NULL;
+}
+
+static void read_through_pipe(const uint8_t *p, size_t len, int want_trunc)
+{
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    struct pipe_job j = {fds[1], p, len};
+    pthread_t t;
+    pthread_create(&t, NULL, feed, &j);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fds[0]);
+    crec_fmt_reader *r;
+    crec_error e = {0};
+    cr_assert_eq(crec_fmt_reader_open(path, &r, &e), CREC_OK, "%s", e.msg);
+    crec_fmt_summary s;
+    cr_assert_eq(crec_fmt_summarize(r, &s, &e), CREC_OK, "%s", e.msg);
+    cr_assert_eq(s.truncated, want_trunc);
+    cr_assert_eq(s.nthreads, 2);
+    crec_fmt_reader_free(r);
+    pthread_join(t, NULL);
+    close(fds[0]);
+}
+
+Test(format, reads_a_pipe_in_one_pass)
+{
+    size_t len;
+    uint8_t *p = sample_bytes(2, 64, 1, &len);
+    read_through_pipe(p, len, 0);
+    read_through_pipe(p, len - 7, 1);
+    free(p);
+}
+
+static void *drain(void *arg)
+{
+    struct pipe_job *j = arg;
+    uint8_t *buf = malloc(1 << 20);
+    size_t n = 0;
+    ssize_t k;
+    while ((k = read(j->fd, buf + n, (1 << 20) - n)) > 0)
+        n += (size_t)k;
+    j->p = buf;
+    j->len = n;
+    return NULL;
+}
+
+Test(format, writes_to_a_pipe)
+{
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    struct pipe_job j = {fds[0], NULL, 0};
+    pthread_t t;
+    pthread_create(&t, NULL, drain, &j);
+    crec_error e = {0};
+    cr_assert_eq(sample_write_fd(fds[1], "pipe", 2, 64, 1, &e), CREC_OK, "%s", e.msg);
+    pthread_join(t, NULL);
+    close(fds[0]);
+    crec_fmt_summary s;
+    cr_assert_eq(info_mem(j.p, j.len, &s, &e), CREC_OK, "%s", e.msg);
+    cr_assert(!s.truncated);
+    cr_assert_eq(s.instructions, SAMPLE_ICOUNT);
+    free((void *)j.p);
+}
+
+/* ---- exact bytes: the encodings of docs/FORMAT.md, independent of the host -- */
+
+Test(format, golden_bytes)
+{
+    crec_fmt_buf b = {0};
+    crec_fmt_event ev = {.kind = CREC_FMT_K_CPUID};
+    ev.u.cpuid.leaf = 300;
+    ev.u.cpuid.subleaf = 0;
+    ev.u.cpuid.eax = 0x11223344;
+    ev.u.cpuid.ebx = 1;
+    ev.u.cpuid.ecx = 0;
+    ev.u.cpuid.edx = 0xffffffff;
+    cr_assert_eq(crec_fmt_ev_encode(&b, &ev), CREC_OK);
+    const uint8_t want[] = {0x11, 19, 0xac, 0x02, 0x00, 0x44, 0x33, 0x22, 0x11, 1, 0, 0, 0,
+                            0,    0,  0,    0,    0xff, 0xff, 0xff, 0xff};
+    cr_assert_eq(b.len, sizeof want);
+    cr_assert(memcmp(b.data, want, sizeof want) == 0);
+
+    crec_fmt_buf_reset(&b);
+    ev = (crec_fmt_event){.kind = CREC_FMT_K_SYSCALL};
+    ev.u.sys.ret = -1; /* svarint 01 */
+    cr_assert_eq(crec_fmt_ev_encode(&b, &ev), CREC_OK);
+    const uint8_t want2[] = {0x10, 11, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0x00, 0x00};
+    cr_assert_eq(b.len, sizeof want2);
+    cr_assert(memcmp(b.data, want2, sizeof want2) == 0);
+
+    crec_fmt_buf_reset(&b);
+    uint8_t v[2] = {0xab, 0xcd};
+    cr_assert_eq(crec_fmt_read_encode(&b, 128, v, 2), CREC_OK);
+    const uint8_t want3[] = {0x80, 0x01, 0xab, 0xcd};
+    cr_assert(b.len == 4 && memcmp(b.data, want3, 4) == 0);
+    crec_fmt_buf_free(&b);
+
+    /* the preamble of every file */
+    size_t len;
+    uint8_t *p = sample_bytes(1, 4096, 1, &len);
+    const uint8_t pre[16] = {0x89, 'C', 'R', 'E', 'C', '\r', '\n', 0x1a, 1, 0, 0, 0, 0, 0, 0, 0};
+    cr_assert(memcmp(p, pre, 16) == 0);
+    cr_assert(memcmp(p + 16, "CRCK\x01\0\0\0", 8) == 0);
+    cr_assert(memcmp(p + len - 8, "CRECEND\0", 8) == 0);
+    free(p);
+}
+
+Test(format, every_allocation_failure_reading_a_pipe)
+{
+    size_t len;
+    uint8_t *p = sample_bytes(2, 64, 1, &len);
+    cr_assert_lt(len, 60000); /* fits in a pipe: no writer thread needed */
+    int done = 0;
+    for (unsigned long n = 1; !done && n < 100000; n++) {
+        int fds[2];
+        cr_assert_eq(pipe(fds), 0);
+        cr_assert_eq(write(fds[1], p, len), (ssize_t)len);
+        close(fds[1]);
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fds[0]);
+        crec_error e = {0};
+        crec_fmt_reader *r = NULL;
+        crec_fmt_summary s;
+        crec_alloc_fail_after(n);
+        int rc = crec_fmt_reader_open(path, &r, &e);
+        if (!rc)
+            rc = crec_fmt_summarize(r, &s, &e);
+        crec_alloc_fail_after(0);
+        crec_fmt_reader_free(r);
+        close(fds[0]);
+        cr_assert(rc == CREC_OK || rc == CREC_ERR_NOMEM, "n=%lu rc=%d %s", n, rc, e.msg);
+        done = rc == CREC_OK;
+    }
+    cr_assert(done);
+    free(p);
+}

@@ -1,0 +1,147 @@
+/*
+ * test_recorder.c - unit tests of the recorder's prediction cache.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "recorder/recorder_int.h"
+
+static crec_pcache *new_cache(unsigned log2)
+{
+    crec_pcache *pc = NULL;
+    crec_error err = {0};
+    cr_assert_eq(crec_pcache_create(&pc, log2, &err), CREC_OK, "%s", err.msg);
+    return pc;
+}
+
+static int read_u64(crec_pcache *pc, uint64_t addr, uint64_t v)
+{
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+    return crec_pcache_read(pc, addr, b, 8);
+}
+
+static void write_u64(crec_pcache *pc, uint64_t addr, uint64_t v)
+{
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+    crec_pcache_write(pc, addr, b, 8);
+}
+
+Test(pcache, first_read_misses_then_repeats_hit)
+{
+    crec_pcache *pc = new_cache(10);
+    cr_expect_eq(read_u64(pc, 0x1000, 77), 0);
+    cr_expect_eq(read_u64(pc, 0x1000, 77), 1);
+    cr_expect_eq(read_u64(pc, 0x1000, 77), 1);
+    crec_pcache_free(pc);
+}
+
+Test(pcache, read_after_write_hits)
+{
+    crec_pcache *pc = new_cache(10);
+    write_u64(pc, 0x2000, 90);
+    cr_expect_eq(read_u64(pc, 0x2000, 90), 1);
+    crec_pcache_free(pc);
+}
+
+Test(pcache, outside_change_misses)
+{
+    /* The kernel changed the value behind the guest's back. */
+    crec_pcache *pc = new_cache(10);
+    write_u64(pc, 0x2000, 90);
+    cr_expect_eq(read_u64(pc, 0x2000, 91), 0);
+    cr_expect_eq(read_u64(pc, 0x2000, 91), 1);
+    crec_pcache_free(pc);
+}
+
+Test(pcache, partial_knowledge_misses)
+{
+    crec_pcache *pc = new_cache(10);
+    uint8_t one = 5;
+    crec_pcache_write(pc, 0x3000, &one, 1);
+    cr_expect_eq(crec_pcache_read(pc, 0x3000, &one, 1), 1);
+    cr_expect_eq(read_u64(pc, 0x3000, 5), 0, "7 unknown bytes cannot be predicted");
+    cr_expect_eq(read_u64(pc, 0x3000, 5), 1);
+    crec_pcache_free(pc);
+}
+
+Test(pcache, unaligned_access_spans_two_granules)
+{
+    crec_pcache *pc = new_cache(10);
+    write_u64(pc, 0x4000, 0x1111111111111111ull);
+    write_u64(pc, 0x4008, 0x2222222222222222ull);
+    cr_expect_eq(read_u64(pc, 0x4004, 0x2222222211111111ull), 1);
+    cr_expect_eq(read_u64(pc, 0x4004, 0x2222222211111112ull), 0);
+    crec_pcache_free(pc);
+}
+
+Test(pcache, page_straddling_access)
+{
+    crec_pcache *pc = new_cache(10);
+    uint8_t b[16];
+    memset(b, 0xab, sizeof b);
+    crec_pcache_write(pc, 0x4ff8, b, 16);
+    cr_expect_eq(crec_pcache_read(pc, 0x4ffc, b, 8), 1);
+    crec_pcache_free(pc);
+}
+
+Test(pcache, sse_width_access)
+{
+    crec_pcache *pc = new_cache(10);
+    uint8_t b[16];
+    for (int i = 0; i < 16; i++)
+        b[i] = (uint8_t)i;
+    cr_expect_eq(crec_pcache_read(pc, 0x5000, b, 16), 0);
+    cr_expect_eq(crec_pcache_read(pc, 0x5000, b, 16), 1);
+    b[15] ^= 1;
+    cr_expect_eq(crec_pcache_read(pc, 0x5000, b, 16), 0);
+    crec_pcache_free(pc);
+}
+
+Test(pcache, flush_forgets_everything)
+{
+    crec_pcache *pc = new_cache(10);
+    write_u64(pc, 0x6000, 1);
+    crec_pcache_flush(pc);
+    cr_expect_eq(read_u64(pc, 0x6000, 1), 0);
+    crec_pcache_free(pc);
+}
+
+Test(pcache, conflicting_granules_evict_each_other)
+{
+    /* With 16 entries, 17 distinct granules must evict at least one. */
+    crec_pcache *pc = new_cache(4);
+    for (uint64_t i = 0; i < 17; i++)
+        write_u64(pc, 0x10000 + 8 * i, i);
+    int hits = 0;
+    for (uint64_t i = 0; i < 17; i++)
+        hits += read_u64(pc, 0x10000 + 8 * i, i);
+    cr_expect_lt(hits, 17);
+    crec_pcache_free(pc);
+}
+
+Test(pcache, rejects_bad_size)
+{
+    crec_pcache *pc = NULL;
+    crec_error err = {0};
+    cr_expect_eq(crec_pcache_create(&pc, 40, &err), CREC_ERR_ARG);
+    cr_expect_null(pc);
+    cr_expect(strstr(err.msg, "2^40") != NULL, "message names the size: %s", err.msg);
+}
+
+Test(pcache, allocation_failure_is_reported)
+{
+    for (unsigned long n = 1; n <= 2; n++) {
+        crec_pcache *pc = NULL;
+        crec_error err = {0};
+        crec_alloc_fail_after(n);
+        int rc = crec_pcache_create(&pc, 8, &err);
+        crec_alloc_fail_after(0);
+        cr_expect_eq(rc, CREC_ERR_NOMEM, "allocation %lu", n);
+        cr_expect_null(pc);
+    }
+}

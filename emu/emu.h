@@ -116,7 +116,8 @@ void crec_emu_cpu_describe(crec_emu_cpu *cpu, uint64_t addr, char *buf, size_t s
 void *crec_emu_cpu_uc(crec_emu_cpu *cpu);
 
 /*! crec_emu_cpu_flush_code() : forget every translated block and every
- *  memoised block count in [addr, addr+len) (len 0: everything). */
+ *  memoised block count in [addr, addr+len) (len 0: everything, which costs
+ *  seconds: Unicorn 2.0.1 then zeroes its whole code buffer). */
 void crec_emu_cpu_flush_code(crec_emu_cpu *cpu, uint64_t addr, uint64_t len);
 
 /*! crec_emu_regs_get() / crec_emu_regs_set() :

@@ -63,8 +63,10 @@ int crec_emu_create(crec_emu **out, const struct crec_emu_options *opt, crec_err
         crec_free(e);
         return rc;
     }
+    /* The guest gets its own copies of 0, 1 and 2: when it closes them at
+     * exit (coreutils does), crec's own stderr stays open for its messages. */
     for (int i = 0; i < EMU_MAX_FDS; i++)
-        e->fds[i] = i < 3 ? i : -1;
+        e->fds[i] = i < 3 ? fcntl(i, F_DUPFD_CLOEXEC, 3) : -1;
     e->umask_v = 022;
     *out = e;
     return CREC_OK;
@@ -74,7 +76,7 @@ void crec_emu_free(crec_emu *e)
 {
     if (!e)
         return;
-    for (int i = 3; i < EMU_MAX_FDS; i++)
+    for (int i = 0; i < EMU_MAX_FDS; i++)
         if (e->fds[i] >= 0)
             close(e->fds[i]);
     crec_emu_cpu_free(e->cpu);

@@ -228,6 +228,14 @@ int crec_fmt_ev_decode(int kind, const uint8_t *body, size_t len, crec_fmt_event
 /*! READS entry (bare): hits predicted reads, then one value of `width`
  *  bytes (1..16; the replayer knows the width from the access). */
 int crec_fmt_read_encode(crec_fmt_buf *b, uint64_t hits, const uint8_t *value, unsigned width);
+
+/*! crec_fmt_read_span() :
+ *  The bytes a READS value holds for a load of `size` bytes at `addr`: the
+ *  whole aligned 8-byte granules the load touches (8 or 16 bytes) when
+ *  size <= 8, else exactly the load.  A byte-by-byte scan then misses once
+ *  per granule, not once per byte.
+ *  @return the span's length; *start is its first address. */
+unsigned crec_fmt_read_span(uint64_t addr, unsigned size, uint64_t *start);
 int crec_fmt_read_decode(crec_fmt_cur *c, unsigned width, uint64_t *hits, uint8_t *value,
                          crec_error *err);
 

@@ -310,6 +310,18 @@ int crec_fmt_ev_decode(int kind, const uint8_t *body, size_t len, crec_fmt_event
 
 /* ---- READS and SEQ (bare) --------------------------------------------------- */
 
+unsigned crec_fmt_read_span(uint64_t addr, unsigned size, uint64_t *start)
+{
+    uint64_t first = addr & ~(uint64_t)7, last = (addr + size - 1) & ~(uint64_t)7;
+
+    if (size == 0 || size > 8) {
+        *start = addr;
+        return size;
+    }
+    *start = first;
+    return (unsigned)(last - first + 8);
+}
+
 int crec_fmt_read_encode(crec_fmt_buf *b, uint64_t hits, const uint8_t *value, unsigned width)
 {
     if (width < 1 || width > CREC_FMT_READ_WIDTH_MAX)

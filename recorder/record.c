@@ -80,6 +80,10 @@ int rec_event(struct rec_session *rs, const crec_fmt_event *ev)
  */
 static int rec_load(struct rec_session *rs, uint64_t addr, unsigned size, uint8_t *bytes)
 {
+    uint8_t span[CREC_PCACHE_MAX_ACCESS];
+    uint64_t start;
+    unsigned len;
+
     if (crec_emu_mem_read(rs->cpu, bytes, addr, size) != 0)
         return -1; /* unmapped: the replay skips it the same way */
     if (crec_pcache_read(rs->pc, addr, bytes, size)) {
@@ -87,7 +91,11 @@ static int rec_load(struct rec_session *rs, uint64_t addr, unsigned size, uint8_
         rs->stats.reads_hit++;
         return 0;
     }
-    if (crec_fmt_read_encode(&rs->reads, rs->hits, bytes, size) != CREC_OK ||
+    /* Log the whole granules, and let the cache know all of their bytes. */
+    len = crec_fmt_read_span(addr, size, &start);
+    crec_emu_mem_read(rs->cpu, span, start, len);
+    crec_pcache_write(rs->pc, start, span, len);
+    if (crec_fmt_read_encode(&rs->reads, rs->hits, span, len) != CREC_OK ||
         rs->reads.nomem) {
         crec_error err;
         crec_error_set(&err, CREC_ERR_NOMEM, "out of memory buffering the read stream");
@@ -353,8 +361,8 @@ static int rec_add_hooks(struct rec_session *rs, crec_error *err)
     if (uc_hook_add(uc, &h, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, rec_mem_hook, rs, 1, 0) !=
         UC_ERR_OK)
         return crec_error_set(err, CREC_ERR_EMU, "can't add the recorder's memory hooks");
-    /* Code translated while loading would not see the new hooks. */
-    crec_emu_cpu_flush_code(rs->cpu, 0, 0);
+    /* No flush of translated code is needed (loading translates none), and
+     * a full flush would cost seconds: Unicorn zeroes its whole code buffer. */
     return CREC_OK;
 }
 

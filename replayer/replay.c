@@ -82,6 +82,9 @@ static int rep_next_hits(struct rep_seg *s)
 static int rep_load(struct rep_seg *s, uint64_t addr, unsigned size, uint8_t *bytes)
 {
     crec_error err = {0};
+    uint8_t span[16];
+    uint64_t start;
+    unsigned len;
     int rc;
 
     if (crec_emu_mem_read(s->cpu, bytes, addr, size) != 0)
@@ -91,7 +94,8 @@ static int rep_load(struct rep_seg *s, uint64_t addr, unsigned size, uint8_t *by
             s->hits_left--;
         return 0;
     }
-    rc = crec_fmt_cursor_read(s->reads, bytes, size, &err);
+    len = crec_fmt_read_span(addr, size, &start);
+    rc = crec_fmt_cursor_read(s->reads, span, len, &err);
     if (rc == CREC_ERR_NOTFOUND) {
         rep_diverge(s, "a %u-byte load at 0x%" PRIx64 " needs a recorded value, but the read "
                        "stream has ended", size, addr);
@@ -101,7 +105,8 @@ static int rep_load(struct rep_seg *s, uint64_t addr, unsigned size, uint8_t *by
         rep_fail(s, &err);
         return -1;
     }
-    crec_emu_mem_write(s->cpu, addr, bytes, size);
+    crec_emu_mem_write(s->cpu, start, span, len);
+    crec_emu_mem_read(s->cpu, bytes, addr, size);
     s->reads_taken++;
     return rep_next_hits(s) == CREC_OK ? 0 : -1;
 }

@@ -1,31 +1,39 @@
 #!/bin/sh
-# make demo: build the sample program, run it natively and under crec, and
-# show that the two runs agree.
+# make demo: build the sample program, record it under crec, describe the
+# recording, and replay it with no OS to show that the replay is exact.
 set -e
 : "${CREC:=build/crec}"
 mkdir -p build/demo
 prog=build/demo/primes
+rec=build/demo/primes.crec
 cc -O1 -g -static -o "$prog" traces-sample/src/primes.c
 
 step() { printf '\n==> %s\n' "$*"; }
 
-step "Native run of the sample program (traces-sample/src/primes.c):"
+step "1. Run the sample program natively (traces-sample/src/primes.c):"
 echo "    \$ $prog 200000"
 native=$("$prog" 200000)
 echo "    $native"
 
-step "The same program under crec's software CPU (crec run --stats):"
-echo "    \$ $CREC run --stats -- $prog 200000"
-emu=$("$CREC" run --stats -- "$prog" 200000 2>build/demo/stats.txt)
-echo "    $emu"
-sed 's/^/    /' build/demo/stats.txt
+step "2. Record it: the program runs on crec's software CPU and crec writes down"
+echo "   only what a second run could not work out for itself."
+echo "    \$ $CREC record --stats -o $rec -- $prog 200000"
+recorded=$("$CREC" record --stats -o "$rec" -- "$prog" 200000 2>build/demo/record.txt)
+echo "    $recorded"
+sed 's/^/    /' build/demo/record.txt
+[ "$native" = "$recorded" ] || { echo "MISMATCH: recorded output differs" >&2; exit 1; }
 
-step "Result:"
-if [ "$native" = "$emu" ]; then
-    echo "    The emulated run printed exactly what the native run printed."
-else
-    echo "    MISMATCH: native and emulated output differ." >&2
-    exit 1
-fi
+step "3. What the recording holds:"
+echo "    \$ $CREC info $rec"
+"$CREC" info "$rec" | grep -E '^(command|instructions|key frames|snapshots|exit|total|bits/instr)' |
+    sed 's/^/    /'
+
+step "4. Replay it: no OS, no file of the program; crec re-executes every"
+echo "   instruction and checks the registers at every key frame and the bytes"
+echo "   of every write against the recording."
+echo "    \$ $CREC replay $rec"
+"$CREC" replay "$rec" | sed 's/^/    /'
+
 echo
-echo "Next: 'crec --help' lists every command."
+echo "The recording and the replay agree.  Next: 'crec --help' lists every command;"
+echo "docs/USAGE.md is the user guide."

@@ -128,4 +128,8 @@ format:
 clean:
 	rm -rf build build-san build-fuzz
 
+# Cross-building the replay side for a big-endian host (s390x): make
+# cross-s390x, make test-s390x.
+-include mk/s390x.mk
+
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)

@@ -120,7 +120,7 @@ fuzz: build-fuzz/fuzz_reader
 
 # --- benchmarks ------------------------------------------------------------
 bench: all guests
-	@CREC=$(CREC) QUICK=$(QUICK) sh bench/run.sh
+	@CREC=$(CREC) QUICK=$(QUICK) bash bench/run.sh
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

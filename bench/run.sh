@@ -72,4 +72,15 @@ while IFS=$'\t' read -r name cmd; do
 done <workloads.tsv
 [ -t 2 ] && printf "\r\033[K" >&2
 
+# The size of each recording, for bits per instruction.
+printf 'workload\tfile_bytes\tbits_per_instruction\tinstructions\n' >sizes.tsv
+while IFS=$'\t' read -r name cmd; do
+    [ -f "rec.$name.crec" ] || continue
+    "$CREC" info --json "rec.$name.crec" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print("%s\t%d\t%s\t%d" % (sys.argv[1], d["file_bytes"], d["bits_per_instruction"], d["instructions"]))
+' "$name" >>sizes.tsv
+done <workloads.tsv
+
 python3 "$BENCH_SRC/report.py" "$raw" "$top/bench/results" sizes.tsv

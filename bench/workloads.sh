@@ -25,10 +25,11 @@ select count(*), sum(a.v * b.w) from a join b on a.id = b.a_id;
 SQL
 }
 
+# Programs are named by absolute path: qemu-x86_64 does not search PATH.
 bench_workloads() {
-    printf 'sha256sum\t@ sha256sum sha.in.%s\n' "$n_sha"
-    printf 'sort\t@ sort sort.in.%s\n' "$n_sort"
-    printf 'lua-fannkuch\t@ lua5.4 fannkuch.lua %s\n' "$n_lua"
-    printf 'sqlite3\t@ sqlite3 :memory: -init /dev/null < sql.in\n'
+    printf 'sha256sum\t@ %s sha.in.%s\n' "$(command -v sha256sum)" "$n_sha"
+    printf 'sort\t@ %s sort.in.%s\n' "$(command -v sort)" "$n_sort"
+    printf 'lua-fannkuch\t@ %s fannkuch.lua %s\n' "$(command -v lua5.4)" "$n_lua"
+    printf 'sqlite3\t@ %s :memory: -init /dev/null < sql.in\n' "$(command -v sqlite3)"
     printf 'memkernel\t@ %s %s\n' "$GUESTS/bench_memkernel" "$n_kern"
 }

@@ -3,6 +3,7 @@
  * a recording of it.
  */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +22,10 @@ static const char record_usage[] =
     "output are the real ones; crec exits with the program's own status.\n"
     "\n"
     "Options:\n"
-    "  -o, --output FILE           write the recording to FILE ('-': standard output);\n"
-    "                              default: the program's name with .crec\n"
+    "  -o, --output FILE           write the recording to FILE; default: the program's\n"
+    "                              name with .crec.  '-': to standard output, for a\n"
+    "                              pipe; the program's own output then goes to\n"
+    "                              standard error\n"
     "  --keyframe-interval N       instructions between key frames (default 1000000)\n"
     "  --snapshot-interval M       key frames between memory snapshots (default 16)\n"
     "  --cache-bits K              prediction cache of 2^K entries (4..24, default 16)\n"
@@ -131,9 +134,17 @@ int cmd_record(int argc, char **argv)
     default:
         return cli_fail(EXIT_NOT_EXEC, "%s", err.msg);
     }
+    o.out_fd = -1;
     if (!o.out_path) {
         default_output(argv[optind], out, sizeof out);
         o.out_path = out;
+    } else if (strcmp(o.out_path, "-") == 0) {
+        /* The recording takes standard output; the program writes to stderr. */
+        o.out_fd = dup(STDOUT_FILENO);
+        if (o.out_fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+            return cli_fail(EXIT_CREC_FAILED, "can't set up standard output for the recording");
+        o.out_path = "<standard output>";
+        signal(SIGPIPE, SIG_IGN); /* a reader that goes away is an I/O error */
     }
     clock_gettime(CLOCK_MONOTONIC, &t0);
     rc = crec_rec_run(&o, path, argv + optind, environ, &ex, &st, &err);

@@ -258,6 +258,15 @@ static void rec_on_syscall_exit(void *ctx, const struct crec_emu_syscall *sc)
         ev.u.sys.write_hash = hash;
     }
     rec_changed_regs(rs, &ev);
+    for (unsigned i = 0; i < sc->n_out && i < CREC_FMT_SYS_MAXOUT; i++) {
+        ev.u.sys.out[i].addr = sc->out[i].addr;
+        ev.u.sys.out[i].len = sc->out[i].len;
+        ev.u.sys.nout = i + 1;
+    }
+    if (ev.u.sys.nout)
+        ev.u.sys.flags |= CREC_FMT_EV_HAS_OUT;
+    if (sc->out_overflow || sc->n_out > CREC_FMT_SYS_MAXOUT)
+        ev.u.sys.flags |= CREC_FMT_EV_OUT_MORE;
     rs->stats.syscalls++;
     rec_event(rs, &ev);
 }
@@ -410,7 +419,10 @@ static int rec_start(struct rec_session *rs, const crec_rec_options *o, const ch
     if (rc != CREC_OK)
         return rc;
     rec_header(o, rs, argv, envp, leaves, &h);
-    rc = crec_fmt_writer_open(o->out_path, &h, NULL, &rs->w, err);
+    if (o->out_fd >= 0)
+        rc = crec_fmt_writer_open_fd(o->out_fd, o->out_path, &h, NULL, &rs->w, err);
+    else
+        rc = crec_fmt_writer_open(o->out_path, &h, NULL, &rs->w, err);
     if (rc != CREC_OK)
         return rc;
     rs->started = 1;

@@ -16,7 +16,10 @@
 #define CREC_REC_DEFAULT_CACHE_LOG2 16          /* 65536 entries */
 
 typedef struct crec_rec_options {
-    const char *out_path;        /* "-" writes to standard output */
+    const char *out_path;        /* where to write, for messages (and to
+                                    create, when out_fd is -1) */
+    int out_fd;                  /* >= 0: write the recording to this fd,
+                                    which crec_rec_run closes */
     uint64_t keyframe_interval;  /* 0: the default */
     uint64_t snapshot_interval;  /* key frames between snapshots; 0: default */
     unsigned cache_log2;         /* 0: the default */

@@ -137,6 +137,14 @@ expect_status "record --stats" 0 "$CREC" record --stats -o "$d/echo.crec" -- /bi
 if grep -q "^crec: recorded [0-9]* instructions" "$TMP/err"; then pass "record --stats prints a summary"
 else fail "record --stats prints a summary" "$(head -c 300 "$TMP/err")"; fi
 
+# -o - streams the recording into a pipe; the program's output goes to stderr.
+"$CREC" record -o - -- /bin/echo piped 2>"$d/piped.err" | "$CREC" info - >"$d/piped.info"
+expect_eq "record -o - | info - reads the whole recording" "exit:          status 0" \
+    "$(grep '^exit:' "$d/piped.info")"
+expect_eq "record -o - sends the program's output to stderr" "piped" "$(cat "$d/piped.err")"
+"$CREC" record -o - -- /bin/echo piped 2>/dev/null >"$d/piped.crec"
+expect_status "a recording written to a pipe replays verified" 0 "$CREC" replay "$d/piped.crec"
+
 # Bad input: one clear line and a non-zero status.
 expect_status "replay of a missing file exits 1" 1 "$CREC" replay "$TMP/nope.crec"
 one_error_line "replay of a missing file is one error line"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Summarise bench/run.sh's raw timings: medians, ratios, a chart.
 
-usage: report.py RAW.tsv RESULTS_DIR [SIZES.tsv]
+usage: report.py RAW.tsv RESULTS_DIR [SIZES.tsv [GDB.tsv [SCALING.tsv]]]
 
 Writes RESULTS_DIR/latest.md, latest.json and latest.png, and a dated copy
 of the markdown and JSON so that runs can be compared over time.
@@ -69,7 +69,61 @@ def load_sizes(path):
         return {r["workload"]: r for r in csv.DictReader(f, delimiter="\t")}
 
 
-def markdown(summary, stamp, sizes):
+def load_tsv(path):
+    if not path or not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return list(csv.DictReader(f, delimiter="\t"))
+
+
+def gdb_lines(rows):
+    if len(rows) < 2:
+        return []
+    rate = {r["recorder"]: int(r["instructions"]) / float(r["seconds"])
+            for r in rows if float(r["seconds"]) > 0 and int(r["instructions"]) > 0}
+    lines = ["", "Against gdb's record full (small input, instructions per second, whole run):", "",
+             "| recorder | instructions | seconds | instructions / s |", "|---|---|---|---|"]
+    for r in rows:
+        ips = rate.get(r["recorder"])
+        lines.append(f"| {r['recorder']} | {int(r['instructions']):,} | {float(r['seconds']):.2f} | "
+                     + (f"{ips:,.0f}" if ips else "failed") + " |")
+    if len(rate) == 2:
+        lines += ["", f"crec record is {rate['crec record'] / rate['gdb record full']:,.0f}x faster "
+                      "than gdb's record full."]
+    return lines
+
+
+def scaling_lines(rows):
+    if not rows:
+        return []
+    lines = ["", "Scaling (sha256sum, crec record): is the cost linear in instructions?", "",
+             "| input bytes | instructions | record s | ns / instruction | trace bytes | bits / instruction |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        ins, sec, tb = int(r["instructions"] or 0), float(r["seconds"]), int(r["trace_bytes"])
+        lines.append(f"| {int(r['bytes']):,} | {ins:,} | {sec:.2f} | "
+                     + (f"{sec / ins * 1e9:.1f} | {tb:,} | {tb * 8 / ins:.3f} |" if ins else "| | |"))
+    return lines
+
+
+def scaling_chart(rows, path):
+    if not rows or not shutil.which("gnuplot"):
+        return
+    dat = path + ".dat"
+    with open(dat, "w") as f:
+        for r in rows:
+            f.write(f"{int(r['instructions'] or 0) / 1e6} {r['seconds']} {int(r['trace_bytes']) / 1e6}\n")
+    script = (f"set terminal pngcairo size 900,500; set output '{path}';"
+              "set title 'crec record of sha256sum at four sizes';"
+              "set xlabel 'million instructions'; set ylabel 'record seconds';"
+              "set y2label 'trace MB'; set y2tics; set key top left; set grid;"
+              f"plot '{dat}' using 1:2 with linespoints title 'record time',"
+              f" '{dat}' using 1:3 axes x1y2 with linespoints title 'trace size'")
+    subprocess.run(["gnuplot", "-e", script], check=False)
+    os.remove(dat)
+
+
+def markdown(summary, stamp, sizes, gdb=(), scaling=()):
     lines = [f"# crec benchmarks, {stamp}", "",
              "Wall time in seconds: median (min-max) of the rounds, measured in one run,",
              "modes alternating within each round.", ""]
@@ -106,6 +160,8 @@ def markdown(summary, stamp, sizes):
             lines.append(f"| {w} | {ins:,} | {int(z['file_bytes']):,} | {float(z['bits_per_instruction']):.3f} | "
                          + (f"{ins / rec / 1e6:.0f}" if rec else "") + " | "
                          + (f"{ins / rep / 1e6:.0f}" if rep else "") + " |")
+    lines += gdb_lines(list(gdb))
+    lines += scaling_lines(list(scaling))
     lines += ["", "Peak memory (max RSS, MiB, median):", ""]
     lines.append("| workload | " + " | ".join(modes) + " |")
     lines.append("|---" * (len(modes) + 1) + "|")
@@ -143,12 +199,15 @@ def main():
     raw, results = sys.argv[1], sys.argv[2]
     summary = summarise(load(raw))
     sizes = load_sizes(sys.argv[3] if len(sys.argv) > 3 else None)
+    gdb = load_tsv(sys.argv[4] if len(sys.argv) > 4 else None)
+    scaling = load_tsv(sys.argv[5] if len(sys.argv) > 5 else None)
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     doc = {"date": stamp, "workloads": {w: {"modes": m, "ratios": ratios(m),
                                              "recording": sizes.get(w)}
-                                         for w, m in summary.items()}}
+                                         for w, m in summary.items()},
+           "gdb_record_full": gdb, "scaling": scaling}
     os.makedirs(results, exist_ok=True)
-    md = markdown(summary, stamp, sizes)
+    md = markdown(summary, stamp, sizes, gdb, scaling)
     day = datetime.datetime.now().strftime("%Y%m%d-%H%M")
     for name in ("latest", day):
         with open(os.path.join(results, name + ".md"), "w") as f:
@@ -156,6 +215,7 @@ def main():
         with open(os.path.join(results, name + ".json"), "w") as f:
             json.dump(doc, f, indent=2)
     chart(summary, os.path.join(results, "latest.png"))
+    scaling_chart(scaling, os.path.join(results, "scaling.png"))
     sys.stdout.write(md)
 
 

@@ -12,7 +12,7 @@ GUESTS=$top/build/guests
 BENCH_SRC=$top/bench
 export CREC QUICK GUESTS BENCH_SRC
 
-sh "$top/tools/deps.sh" time qemu-user gnuplot-nox lua5.4 sqlite3 python3
+sh "$top/tools/deps.sh" time qemu-user gnuplot-nox lua5.4 sqlite3 python3 gdb
 
 rounds=${ROUNDS:-$([ "$QUICK" = 1 ] && echo 1 || echo 3)}
 modes=${MODES:-native qemu crec-run crec-record crec-replay crec-replay-j2}
@@ -72,6 +72,40 @@ while IFS=$'\t' read -r name cmd; do
 done <workloads.tsv
 [ -t 2 ] && printf "\r\033[K" >&2
 
+# gdb's own recorder (record full) on a small input, against crec record on
+# the same input: instructions per second.  AVX is hidden from glibc, which
+# record full can't follow.
+gdb_n=$([ "$QUICK" = 1 ] && echo 100 || echo 300)
+t0=$(date +%s%N)
+gdb -batch -nx \
+    -ex 'set environment GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX2,-AVX,-ERMS,-FSRM' \
+    -ex 'break main' -ex run -ex 'record full' -ex 'set record full insn-number-max unlimited' \
+    -ex 'break exit' -ex continue -ex 'info record' \
+    --args "$GUESTS/bench_memkernel" "$gdb_n" >gdb.out 2>&1 || true
+t1=$(date +%s%N)
+gdb_insns=$(sed -n 's/^Log contains \([0-9]*\) instructions.*/\1/p' gdb.out)
+t2=$(date +%s%N)
+"$CREC" record --stats -o rec.gdb-small.crec -- "$GUESTS/bench_memkernel" "$gdb_n" >/dev/null 2>crec-small.err
+t3=$(date +%s%N)
+crec_insns=$(sed -n 's/^crec: recorded \([0-9]*\) instructions.*/\1/p' crec-small.err)
+printf 'recorder\tinstructions\tseconds\n' >gdb.tsv
+printf 'gdb record full\t%s\t%s\n' "${gdb_insns:-0}" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')" >>gdb.tsv
+printf 'crec record\t%s\t%s\n' "${crec_insns:-0}" "$(awk -v a="$t2" -v b="$t3" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')" >>gdb.tsv
+
+# Scaling: record time and trace size of sha256sum at four input sizes.
+printf 'bytes\tinstructions\tseconds\ttrace_bytes\n' >scaling.tsv
+for mb in $([ "$QUICK" = 1 ] && echo "1 2 3 4" || echo "5 10 20 40"); do
+    [ -f "scale.$mb" ] || head -c "${mb}000000" /dev/zero | tr '\0' 'y' >"scale.$mb"
+    t0=$(date +%s%N)
+    "$CREC" record --stats -o rec.scale.crec -- "$(command -v sha256sum)" "scale.$mb" \
+        >/dev/null 2>scale.err
+    t1=$(date +%s%N)
+    printf '%s\t%s\t%s\t%s\n' "${mb}000000" \
+        "$(sed -n 's/^crec: recorded \([0-9]*\) instructions.*/\1/p' scale.err)" \
+        "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')" \
+        "$(stat -c %s rec.scale.crec)" >>scaling.tsv
+done
+
 # The size of each recording, for bits per instruction.
 printf 'workload\tfile_bytes\tbits_per_instruction\tinstructions\n' >sizes.tsv
 while IFS=$'\t' read -r name cmd; do
@@ -83,4 +117,4 @@ print("%s\t%d\t%s\t%d" % (sys.argv[1], d["file_bytes"], d["bits_per_instruction"
 ' "$name" >>sizes.tsv
 done <workloads.tsv
 
-python3 "$BENCH_SRC/report.py" "$raw" "$top/bench/results" sizes.tsv
+python3 "$BENCH_SRC/report.py" "$raw" "$top/bench/results" sizes.tsv gdb.tsv scaling.tsv

@@ -8,7 +8,7 @@
 bench_inputs() {
     # Deterministic inputs: the same bytes on every machine.
     if [ "$QUICK" = 1 ]; then n_sha=2000000 n_sort=20000 n_lua=7 n_sql=2000 n_kern=200000
-    else n_sha=20000000 n_sort=200000 n_lua=9 n_sql=20000 n_kern=2000000; fi
+    else n_sha=20000000 n_sort=50000 n_lua=9 n_sql=20000 n_kern=2000000; fi
     [ -f sha.in.$n_sha ] || head -c "$n_sha" /dev/zero | tr '\0' 'x' >sha.in.$n_sha
     [ -f sort.in.$n_sort ] ||
         awk -v n="$n_sort" 'BEGIN { s = 42; for (i = 0; i < n; i++) {

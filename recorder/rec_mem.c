@@ -65,6 +65,21 @@ void rec_pageset_free(struct rec_pageset *s)
     memset(s, 0, sizeof *s);
 }
 
+/* Bytes in [addr, addr+len) changed: forget the hash of code there. */
+static void code_hashes_touch(struct rec_session *rs, uint64_t addr, uint64_t len)
+{
+    for (size_t i = 0; i < rs->n_code_hashes; i++) {
+        struct rec_code_hash *c = &rs->code_hashes[i];
+        if (addr < c->end && addr + len > c->start)
+            c->valid = 0;
+    }
+}
+
+/*
+ * Bytes changed.  The page of the last store is remembered, so a run of
+ * stores to one page costs a compare; the set of dirty pages and the code
+ * hashes are only looked at when the page changes.
+ */
 void rec_mark_dirty(struct rec_session *rs, uint64_t addr, uint64_t len)
 {
     uint64_t first = addr / PAGE, last = (addr + len - 1) / PAGE;
@@ -72,12 +87,41 @@ void rec_mark_dirty(struct rec_session *rs, uint64_t addr, uint64_t len)
     if (len == 0 || (first == last && first + 1 == rs->last_dirty_page))
         return;
     rs->last_dirty_page = first + 1;
+    code_hashes_touch(rs, addr, len);
     for (uint64_t p = first; p <= last && !rs->dirty_all; p++)
         if (rec_pageset_add(&rs->dirty, p) != CREC_OK)
             rs->dirty_all = 1; /* no memory to track pages: take them all */
 }
 
 /* ---- code blobs and memory-map events ------------------------------------ */
+
+/* The stored hash of code mapped at exactly [start, end), if still valid. */
+static int code_hash_get(struct rec_session *rs, uint64_t start, uint64_t end, crec_fmt_hash *hash)
+{
+    for (size_t i = 0; i < rs->n_code_hashes; i++) {
+        struct rec_code_hash *c = &rs->code_hashes[i];
+        if (c->valid && c->start == start && c->end == end) {
+            *hash = c->hash;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void code_hash_put(struct rec_session *rs, uint64_t start, uint64_t end,
+                          const crec_fmt_hash *hash)
+{
+    size_t i;
+
+    for (i = 0; i < rs->n_code_hashes; i++)
+        if (!rs->code_hashes[i].valid || rs->code_hashes[i].start == start)
+            break;
+    if (i == REC_MAX_CODE_HASHES)
+        return; /* full: that code is simply hashed again next time */
+    if (i == rs->n_code_hashes)
+        rs->n_code_hashes++;
+    rs->code_hashes[i] = (struct rec_code_hash){start, end, *hash, 1};
+}
 
 static int rec_blob(struct rec_session *rs, uint64_t addr, uint64_t len, crec_fmt_hash *hash)
 {
@@ -170,6 +214,7 @@ int rec_on_mem_event(struct rec_session *rs, const struct crec_emu_mem_event *me
         crec_pcache_forget(rs->pc, mev->addr, mev->len);
         rec_mark_dirty(rs, mev->addr, mev->len);
     }
+    code_hashes_touch(rs, mev->addr, mev->len);
     if (mev->became_exec && mev->kind != CREC_MEM_MUNMAP) {
         if (rec_blob(rs, mev->addr, mev->len, &ev.u.mmap.blob) != CREC_OK)
             return rs->err.code;
@@ -228,8 +273,11 @@ static int listing_one(void *ctx, const struct crec_emu_mapping *m)
     ev.u.mmap.len = m->end - m->start;
     ev.u.mmap.prot = (uint64_t)m->prot;
     if (m->prot & CREC_PROT_EXEC) {
-        if (rec_blob(rs, m->start, m->end - m->start, &ev.u.mmap.blob) != CREC_OK)
-            return 1;
+        if (!code_hash_get(rs, m->start, m->end, &ev.u.mmap.blob)) {
+            if (rec_blob(rs, m->start, m->end - m->start, &ev.u.mmap.blob) != CREC_OK)
+                return 1;
+            code_hash_put(rs, m->start, m->end, &ev.u.mmap.blob);
+        }
         ev.u.mmap.flags |= CREC_FMT_EV_HAS_HASH;
         if (rs->stats.keyframes == 1)
             listing_code(rs, m, &ev.u.mmap.blob);
@@ -239,6 +287,9 @@ static int listing_one(void *ctx, const struct crec_emu_mapping *m)
 
 int rec_write_listing(struct rec_session *rs)
 {
+    /* The next store goes through rec_mark_dirty's full path again, so
+     * that a store to code hashed now is noticed. */
+    rs->last_dirty_page = 0;
     crec_emu_mem_foreach(rs->cpu, listing_one, rs);
     return rs->failed ? rs->err.code : CREC_OK;
 }

@@ -63,6 +63,18 @@ struct rec_image {
     char *path;
 };
 
+/*
+ * The hash of an executable mapping's bytes as last stored, so the listing
+ * after each key frame need not copy and hash unchanged code again.  A
+ * store, a kernel write or a map change touching the range clears `valid`.
+ */
+struct rec_code_hash {
+    uint64_t start, end;
+    crec_fmt_hash hash;
+    int valid;
+};
+
+#define REC_MAX_CODE_HASHES 64
 #define REC_MAX_IMAGES 16
 #define REC_MAX_SYMBOLIZED 256
 
@@ -90,6 +102,8 @@ struct rec_session {
     int dirty_all;        /* the next snapshot must take every page */
     uint64_t last_dirty_page;
 
+    struct rec_code_hash code_hashes[REC_MAX_CODE_HASHES];
+    size_t n_code_hashes;
     struct rec_image images[REC_MAX_IMAGES]; /* from the ELF loader */
     size_t n_images;
     crec_fmt_hash symbolized[REC_MAX_SYMBOLIZED]; /* blobs whose symbols are written */

@@ -6,6 +6,8 @@
 #ifndef CREC_CLI_H
 #define CREC_CLI_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "crec.h"
@@ -33,10 +35,35 @@ struct cli_command {
     int (*main)(int argc, char **argv);
 };
 
+/* A replay-only build (-DCREC_NO_RECORDER, e.g. `make cross-s390x` for a
+ * big-endian host) has no recorder: record and run are not declared, not
+ * listed and not linked. */
+#ifndef CREC_NO_RECORDER
 int cmd_record(int argc, char **argv);
-int cmd_replay(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+#endif
+int cmd_replay(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_query(int argc, char **argv);
+int cmd_when(int argc, char **argv);
+
+/* A parsed WHAT of `crec query` / `crec when` (cmd_query.c). */
+struct cli_what {
+    int is_reg, reg_kind, reg_n;
+    uint64_t addr;
+    size_t len;
+};
+
+/* Parse WHAT (address, ADDR:LEN, symbol[+off], register; `size` for a bare
+ * address) and WHEN (T, end, N%, tid:step, syscall:N).  @return 0, or -1
+ * with the one-line reason in err. */
+int cli_parse_what(crec_recording *rec, const char *what, size_t size, struct cli_what *w,
+                   crec_error *err);
+int cli_parse_when(crec_recording *rec, const char *when, uint64_t *t, crec_error *err);
+
+/* A value as --format F prints it: `k[i]` 0 shows byte i as ??. */
+void cli_format_value(const uint8_t *b, const uint8_t *k, size_t len, const char *fmt,
+                      char *out, size_t size);
 
 /* Print "crec CMD: message" and a hint to stderr; return EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)

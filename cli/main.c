@@ -8,10 +8,16 @@
 #include "cli/cli.h"
 
 static const struct cli_command commands[] = {
+#ifndef CREC_NO_RECORDER
     {"record", "run a program under the emulator and record it", cmd_record},
+#endif
     {"replay", "re-execute a recording with no OS and verify it", cmd_replay},
+#ifndef CREC_NO_RECORDER
     {"run", "run a program under the emulator, without recording", cmd_run},
+#endif
     {"info", "describe a recording: header, threads, streams, sizes", cmd_info},
+    {"query", "the value of memory or a register at any instruction count", cmd_query},
+    {"when", "every instruction count at which a memory value changed", cmd_when},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
@@ -21,6 +27,9 @@ static void print_help(FILE *out)
     fprintf(out, "usage: crec COMMAND [OPTIONS] [ARGS]\n\n"
                  "crec records a Linux x86-64 program under a software CPU and replays it.\n\n"
                  "Commands:\n");
+#ifdef CREC_NO_RECORDER
+    fprintf(out, "  (this build replays only: record and run need an x86-64 host)\n");
+#endif
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n'crec COMMAND --help' describes one command.\n\n"

@@ -143,6 +143,8 @@ void emu_describe_insn(crec_emu_cpu *cpu, uint64_t addr, char *buf, size_t size)
         cs_free(insn, n);
 }
 
+static void until_check(crec_emu_cpu *cpu, uint64_t addr, uint32_t size);
+
 static int rdtsc_known(const crec_emu_cpu *cpu, uint64_t addr)
 {
     for (size_t i = 0; i < cpu->n_rdtsc; i++)
@@ -275,4 +277,111 @@ void emu_block_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
         cpu->hooks.block(cpu->hooks.ctx, addr, b.ninsns, cpu->icount);
         cpu->in_block_hook = 0;
     }
+    if (cpu->until_armed && !cpu->stop_requested && cpu->icount > cpu->until) {
+        cpu->in_block_hook = 1;
+        until_check(cpu, addr, size);
+        cpu->in_block_hook = 0;
+    }
+}
+
+/* ---- exact stops, for query runs --------------------------------------- */
+
+uint64_t crec_emu_cpu_icount_at(crec_emu_cpu *cpu, uint64_t rip)
+{
+    uint64_t before = cpu->icount - cpu->cur_block_n;
+    long n;
+
+    if (rip < cpu->cur_block || rip >= cpu->cur_block + cpu->cur_block_size)
+        return before;
+    n = emu_count_insns(cpu, cpu->cur_block, cpu->cur_block_size, rip);
+    return n < 0 ? before : before + (uint64_t)n;
+}
+
+/* The bounded code hook on the instruction that must not run. */
+static void until_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
+{
+    crec_emu_cpu *cpu = ud;
+
+    (void)uc, (void)size;
+    if (!cpu->until_armed || crec_emu_cpu_icount_at(cpu, addr) != cpu->until)
+        return;
+    cpu->until_armed = 0;
+    cpu->icount = cpu->until;
+    cpu->cur_block_n = 0, cpu->cur_block_size = 0;
+    /* Writing RIP leaves the block here, before the instruction runs. */
+    crec_emu_reg_set(cpu, UC_X86_REG_RIP, addr);
+    cpu->stop_requested = 1;
+    uc_emu_stop(cpu->uc);
+}
+
+/* From emu_block_hook: the block that starts at addr holds instruction
+ * `until`+1.  Stop before it, or trap inside it. */
+static void until_check(crec_emu_cpu *cpu, uint64_t addr, uint32_t size)
+{
+    uint64_t before = cpu->icount - cpu->cur_block_n;
+    uint8_t buf[4096];
+    const uint8_t *code = buf;
+    size_t left = size > sizeof buf ? sizeof buf : size;
+    uint64_t pc = addr, k, target = 0;
+    cs_insn *insn;
+
+    if (before >= cpu->until) {
+        cpu->until_armed = 0;
+        crec_emu_cpu_stop(cpu); /* uncounts the block */
+        crec_emu_reg_set(cpu, UC_X86_REG_RIP, addr);
+        return;
+    }
+    if (cpu->h_until)
+        return; /* trapped already: the code hook stops it */
+    k = cpu->until - before; /* instructions of this block that must run */
+    if (crec_emu_mem_read(cpu, buf, addr, left) != 0)
+        return;
+    insn = cs_malloc(cpu->cs);
+    if (!insn)
+        return;
+    for (uint64_t i = 0; i <= k && cs_disasm_iter(cpu->cs, &code, &left, &pc, insn); i++)
+        if (i == k)
+            target = insn->address;
+    cs_free(insn, 1);
+    if (!target)
+        return;
+    if (uc_hook_add(cpu->uc, &cpu->h_until, UC_HOOK_CODE, (void *)until_hook, cpu, target,
+                    target) != UC_ERR_OK) {
+        cpu->h_until = 0;
+        return;
+    }
+    cpu->until_block = addr;
+    cpu->until_block_size = size;
+    /* take the block back and enter it again, retranslated with the hook */
+    cpu->icount -= cpu->cur_block_n;
+    cpu->cur_block_n = 0, cpu->cur_block_size = 0;
+    uc_ctl_remove_cache(cpu->uc, addr, addr + (size ? size : 1));
+    cpu->restart_at = addr;
+    uc_emu_stop(cpu->uc);
+}
+
+int crec_emu_cpu_run_until(crec_emu_cpu *cpu, uint64_t t, int *reached,
+                           struct crec_emu_stop *stop, crec_error *err)
+{
+    int rc;
+
+    *reached = 0;
+    if (cpu->icount >= t) {
+        memset(stop, 0, sizeof *stop);
+        *reached = cpu->icount == t;
+        return CREC_OK;
+    }
+    cpu->until = t;
+    cpu->until_armed = 1;
+    cpu->h_until = 0;
+    rc = crec_emu_cpu_run(cpu, stop, err);
+    *reached = cpu->icount == t;
+    cpu->until_armed = 0;
+    if (cpu->h_until) {
+        uc_hook_del(cpu->uc, cpu->h_until);
+        uc_ctl_remove_cache(cpu->uc, cpu->until_block,
+                            cpu->until_block + (cpu->until_block_size ? cpu->until_block_size : 1));
+        cpu->h_until = 0;
+    }
+    return rc;
 }

@@ -12,16 +12,77 @@
 
 #include "emu/emu_int.h"
 
+/*
+ * Byte order.  Unicorn stores a register through a pointer of the
+ * register's own width, in the host's byte order: 2 bytes for the x87
+ * control, status and tag words and the segment selectors, 4 for EFLAGS
+ * and MXCSR, 8 for the 64-bit registers.  Passing a uint64_t for a 2-byte
+ * register works on a little-endian host only (on s390x the value lands in
+ * the high bytes), so every access goes through a union of the right width.
+ * XMM registers are two host-order u64 words and x87 registers a host-order
+ * u64 mantissa then u16 exponent; crec_regs holds guest (little-endian)
+ * bytes, converted in crec_emu_regs_get/set.
+ */
+static unsigned reg_width(int reg)
+{
+    switch (reg) {
+    case UC_X86_REG_FPCW: case UC_X86_REG_FPSW: case UC_X86_REG_FPTAG:
+    case UC_X86_REG_FCS: case UC_X86_REG_FDS: case UC_X86_REG_FOP:
+    case UC_X86_REG_CS: case UC_X86_REG_DS: case UC_X86_REG_ES:
+    case UC_X86_REG_FS: case UC_X86_REG_GS: case UC_X86_REG_SS:
+    case UC_X86_REG_FLAGS:
+        return 2;
+    case UC_X86_REG_EFLAGS: case UC_X86_REG_MXCSR:
+    case UC_X86_REG_EAX: case UC_X86_REG_EBX: case UC_X86_REG_ECX: case UC_X86_REG_EDX:
+    case UC_X86_REG_ESI: case UC_X86_REG_EDI: case UC_X86_REG_EBP: case UC_X86_REG_ESP:
+    case UC_X86_REG_EIP:
+        return 4;
+    default:
+        return 8;
+    }
+}
+
+union reg_value {
+    uint64_t u64;
+    uint32_t u32;
+    uint16_t u16;
+};
+
+static uc_err reg_read(crec_emu_cpu *cpu, int reg, uint64_t *out)
+{
+    union reg_value v = {0};
+    uc_err ue = uc_reg_read(cpu->uc, reg, &v);
+
+    switch (reg_width(reg)) {
+    case 2: *out = v.u16; break;
+    case 4: *out = v.u32; break;
+    default: *out = v.u64; break;
+    }
+    return ue;
+}
+
+static uc_err reg_write(crec_emu_cpu *cpu, int reg, uint64_t value)
+{
+    union reg_value v = {0};
+
+    switch (reg_width(reg)) {
+    case 2: v.u16 = (uint16_t)value; break;
+    case 4: v.u32 = (uint32_t)value; break;
+    default: v.u64 = value; break;
+    }
+    return uc_reg_write(cpu->uc, reg, &v);
+}
+
 uint64_t crec_emu_reg_get(crec_emu_cpu *cpu, int reg)
 {
     uint64_t v = 0;
-    uc_reg_read(cpu->uc, reg, &v);
+    reg_read(cpu, reg, &v);
     return v;
 }
 
 void crec_emu_reg_set(crec_emu_cpu *cpu, int reg, uint64_t v)
 {
-    uc_reg_write(cpu->uc, reg, &v);
+    reg_write(cpu, reg, v);
 }
 
 uint64_t crec_emu_rdtsc_default(uint64_t icount)
@@ -127,6 +188,7 @@ int crec_emu_cpu_create(crec_emu_cpu **out, const struct crec_emu_cpu_hooks *hoo
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
     if (hooks)
         cpu->hooks = *hooks;
+    cpu->data_mmio = emu_mem_data_mmio_default();
     ue = uc_open(UC_ARCH_X86, UC_MODE_64, &cpu->uc);
     if (ue != UC_ERR_OK) {
         crec_free(cpu);
@@ -315,8 +377,65 @@ static const int gpr_ids[CREC_NGPR] = {
     UC_X86_REG_R12, UC_X86_REG_R13, UC_X86_REG_R14, UC_X86_REG_R15,
 };
 
-/* Unicorn reads an x87 register as 8 bytes of mantissa then 2 of exponent,
- * which is the 80-bit little-endian layout crec_regs wants. */
+/* Guest bytes <-> host words, whatever the host's byte order. */
+static void le_put(uint8_t *p, uint64_t v, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t le_get(const uint8_t *p, unsigned n)
+{
+    uint64_t v = 0;
+    for (unsigned i = n; i-- > 0;)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* An x87 register as Unicorn passes it: QEMU's floatx80, a u64 mantissa
+ * then a u16 exponent, each in host order (10 bytes, no padding between). */
+static uc_err st_read(crec_emu_cpu *cpu, int reg, uint8_t out[10])
+{
+    uint8_t raw[16] = {0};
+    uint64_t mant;
+    uint16_t exp;
+    uc_err ue = uc_reg_read(cpu->uc, reg, raw);
+
+    memcpy(&mant, raw, 8);
+    memcpy(&exp, raw + 8, 2);
+    le_put(out, mant, 8);
+    le_put(out + 8, exp, 2);
+    return ue;
+}
+
+static uc_err st_write(crec_emu_cpu *cpu, int reg, const uint8_t in[10])
+{
+    uint8_t raw[16] = {0};
+    uint64_t mant = le_get(in, 8);
+    uint16_t exp = (uint16_t)le_get(in + 8, 2);
+
+    memcpy(raw, &mant, 8);
+    memcpy(raw + 8, &exp, 2);
+    return uc_reg_write(cpu->uc, reg, raw);
+}
+
+/* An XMM register: two host-order u64 words, the low one first. */
+static uc_err xmm_read(crec_emu_cpu *cpu, int reg, uint8_t out[16])
+{
+    uint64_t q[2] = {0, 0};
+    uc_err ue = uc_reg_read(cpu->uc, reg, q);
+
+    le_put(out, q[0], 8);
+    le_put(out + 8, q[1], 8);
+    return ue;
+}
+
+static uc_err xmm_write(crec_emu_cpu *cpu, int reg, const uint8_t in[16])
+{
+    uint64_t q[2] = {le_get(in, 8), le_get(in + 8, 8)};
+    return uc_reg_write(cpu->uc, reg, q);
+}
+
 int crec_emu_regs_get(crec_emu_cpu *cpu, crec_regs *r)
 {
     uc_err ue = UC_ERR_OK;
@@ -324,26 +443,26 @@ int crec_emu_regs_get(crec_emu_cpu *cpu, crec_regs *r)
 
     memset(r, 0, sizeof *r);
     for (int i = 0; i < CREC_NGPR && !ue; i++)
-        ue = uc_reg_read(cpu->uc, gpr_ids[i], &r->gpr[i]);
-    if (!ue) ue = uc_reg_read(cpu->uc, UC_X86_REG_RIP, &r->rip);
-    if (!ue) ue = uc_reg_read(cpu->uc, UC_X86_REG_RFLAGS, &r->rflags);
-    if (!ue) ue = uc_reg_read(cpu->uc, UC_X86_REG_FS_BASE, &r->fs_base);
-    if (!ue) ue = uc_reg_read(cpu->uc, UC_X86_REG_GS_BASE, &r->gs_base);
+        ue = reg_read(cpu, gpr_ids[i], &r->gpr[i]);
+    if (!ue) ue = reg_read(cpu, UC_X86_REG_RIP, &r->rip);
+    if (!ue) ue = reg_read(cpu, UC_X86_REG_RFLAGS, &r->rflags);
+    if (!ue) ue = reg_read(cpu, UC_X86_REG_FS_BASE, &r->fs_base);
+    if (!ue) ue = reg_read(cpu, UC_X86_REG_GS_BASE, &r->gs_base);
     for (int i = 0; i < 16 && !ue; i++)
-        ue = uc_reg_read(cpu->uc, UC_X86_REG_XMM0 + i, r->xmm[i]);
+        ue = xmm_read(cpu, UC_X86_REG_XMM0 + i, r->xmm[i]);
     for (int i = 0; i < 8 && !ue; i++)
-        ue = uc_reg_read(cpu->uc, UC_X86_REG_ST0 + i, r->st[i]);
+        ue = st_read(cpu, UC_X86_REG_ST0 + i, r->st[i]);
     v = 0;
-    if (!ue) ue = uc_reg_read(cpu->uc, UC_X86_REG_MXCSR, &v);
+    if (!ue) ue = reg_read(cpu, UC_X86_REG_MXCSR, &v);
     r->mxcsr = (uint32_t)v;
     v = 0;
-    if (!ue) ue = uc_reg_read(cpu->uc, UC_X86_REG_FPCW, &v);
+    if (!ue) ue = reg_read(cpu, UC_X86_REG_FPCW, &v);
     r->fpcw = (uint16_t)v;
     v = 0;
-    if (!ue) ue = uc_reg_read(cpu->uc, UC_X86_REG_FPSW, &v);
+    if (!ue) ue = reg_read(cpu, UC_X86_REG_FPSW, &v);
     r->fpsw = (uint16_t)v;
     v = 0;
-    if (!ue) ue = uc_reg_read(cpu->uc, UC_X86_REG_FPTAG, &v);
+    if (!ue) ue = reg_read(cpu, UC_X86_REG_FPTAG, &v);
     r->fptag = (uint16_t)v;
     return ue ? CREC_ERR_EMU : CREC_OK;
 }
@@ -351,26 +470,21 @@ int crec_emu_regs_get(crec_emu_cpu *cpu, crec_regs *r)
 int crec_emu_regs_set(crec_emu_cpu *cpu, const crec_regs *r)
 {
     uc_err ue = UC_ERR_OK;
-    uint64_t v;
 
     for (int i = 0; i < CREC_NGPR && !ue; i++)
-        ue = uc_reg_write(cpu->uc, gpr_ids[i], &r->gpr[i]);
-    if (!ue) ue = uc_reg_write(cpu->uc, UC_X86_REG_RFLAGS, &r->rflags);
-    if (!ue) ue = uc_reg_write(cpu->uc, UC_X86_REG_FS_BASE, &r->fs_base);
-    if (!ue) ue = uc_reg_write(cpu->uc, UC_X86_REG_GS_BASE, &r->gs_base);
+        ue = reg_write(cpu, gpr_ids[i], r->gpr[i]);
+    if (!ue) ue = reg_write(cpu, UC_X86_REG_RFLAGS, r->rflags);
+    if (!ue) ue = reg_write(cpu, UC_X86_REG_FS_BASE, r->fs_base);
+    if (!ue) ue = reg_write(cpu, UC_X86_REG_GS_BASE, r->gs_base);
     for (int i = 0; i < 16 && !ue; i++)
-        ue = uc_reg_write(cpu->uc, UC_X86_REG_XMM0 + i, r->xmm[i]);
+        ue = xmm_write(cpu, UC_X86_REG_XMM0 + i, r->xmm[i]);
     for (int i = 0; i < 8 && !ue; i++)
-        ue = uc_reg_write(cpu->uc, UC_X86_REG_ST0 + i, r->st[i]);
-    v = r->mxcsr;
-    if (!ue) ue = uc_reg_write(cpu->uc, UC_X86_REG_MXCSR, &v);
-    v = r->fpcw;
-    if (!ue) ue = uc_reg_write(cpu->uc, UC_X86_REG_FPCW, &v);
-    v = r->fpsw;
-    if (!ue) ue = uc_reg_write(cpu->uc, UC_X86_REG_FPSW, &v);
-    v = r->fptag;
-    if (!ue) ue = uc_reg_write(cpu->uc, UC_X86_REG_FPTAG, &v);
+        ue = st_write(cpu, UC_X86_REG_ST0 + i, r->st[i]);
+    if (!ue) ue = reg_write(cpu, UC_X86_REG_MXCSR, r->mxcsr);
+    if (!ue) ue = reg_write(cpu, UC_X86_REG_FPCW, r->fpcw);
+    if (!ue) ue = reg_write(cpu, UC_X86_REG_FPSW, r->fpsw);
+    if (!ue) ue = reg_write(cpu, UC_X86_REG_FPTAG, r->fptag);
     /* RIP last: writing it from inside a hook also restarts the block */
-    if (!ue) ue = uc_reg_write(cpu->uc, UC_X86_REG_RIP, &r->rip);
+    if (!ue) ue = reg_write(cpu, UC_X86_REG_RIP, r->rip);
     return ue ? CREC_ERR_EMU : CREC_OK;
 }

@@ -105,6 +105,24 @@ uint64_t crec_emu_cpu_icount(const crec_emu_cpu *cpu);
  *  starts at a key frame). */
 void crec_emu_cpu_set_icount(crec_emu_cpu *cpu, uint64_t icount);
 
+/*! crec_emu_cpu_run_until() :
+ *  Query runs only (it adds a code hook, so blocks may be cut differently
+ *  from a recording run; never use it where key frames are checked at
+ *  block starts).  Like crec_emu_cpu_run, but also return once exactly `t`
+ *  instructions have executed, before instruction t+1 runs, even when t
+ *  falls inside a block: RIP is then that instruction's address and the
+ *  count is exactly t.  A callback may still stop the run sooner; *reached
+ *  says whether t was reached.  `t` must not be below the current count.
+ *  @return CREC_OK or CREC_ERR_EMU. */
+int crec_emu_cpu_run_until(crec_emu_cpu *cpu, uint64_t t, int *reached,
+                           struct crec_emu_stop *stop, crec_error *err);
+
+/*! crec_emu_cpu_icount_at() : from a memory or code hook: the number of
+ *  instructions executed before the instruction at `rip` of the block now
+ *  running (the block is counted whole on entry; this takes back the part
+ *  that has not run yet). */
+uint64_t crec_emu_cpu_icount_at(crec_emu_cpu *cpu, uint64_t rip);
+
 /*! crec_emu_cpu_describe() : "BYTES (MNEMONIC OPERANDS)" of the instruction
  *  at addr, one line, into buf. */
 void crec_emu_cpu_describe(crec_emu_cpu *cpu, uint64_t addr, char *buf, size_t size);
@@ -186,6 +204,15 @@ int crec_emu_mem_prot(crec_emu_cpu *cpu, uint64_t addr);
  *  `below` and starts at or above `above`.  @return 0, or -1 if none. */
 int crec_emu_mem_find_free(crec_emu_cpu *cpu, uint64_t len, uint64_t above,
                            uint64_t below, uint64_t *addr);
+
+/*! crec_emu_mem_echo() :
+ *  Call first in a UC_HOOK_MEM_READ/WRITE hook that counts loads.  On a
+ *  host where guest data is mapped as MMIO (not x86-64: Unicorn 2.0.1
+ *  fires read hooks there only on TLB misses), Unicorn reports an
+ *  unaligned load inside a page three times: the load, then the two
+ *  aligned loads it is made of.  An x86-64 host reports it once.
+ *  @return 1 for those two extra reports (ignore them), else 0. */
+int crec_emu_mem_echo(crec_emu_cpu *cpu, int type, uint64_t addr, int size);
 
 /* One guest mapping, as crec_emu_mem_foreach reports it. */
 struct crec_emu_mapping {

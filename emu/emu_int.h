@@ -61,6 +61,18 @@ struct crec_emu_cpu {
     struct crec_emu_stop fault;
     int intr_seen;
     uint32_t intno;
+
+    /* mem.c: data pages mapped as MMIO (hosts whose Unicorn skips read
+     * hooks on TLB hits), and the aligned re-reports to pass over */
+    int data_mmio;
+    unsigned echo_left, echo_size;
+    uint64_t echo_next;
+
+    /* crec_emu_cpu_run_until (blocks.c): query runs only */
+    int until_armed;          /* stop once `until` instructions have run */
+    uint64_t until;
+    uc_hook h_until;          /* the one-address code hook, 0 if none */
+    uint64_t until_block, until_block_size; /* the block it sits in */
 };
 
 int emu_blocks_init(crec_emu_cpu *cpu);
@@ -73,6 +85,8 @@ long emu_count_insns(crec_emu_cpu *cpu, uint64_t addr, uint64_t size, uint64_t u
 void emu_describe_insn(crec_emu_cpu *cpu, uint64_t addr, char *buf, size_t size);
 
 void emu_mem_free_all(crec_emu_cpu *cpu);
+/* Whether data pages are mapped as MMIO on this host (see mem.c). */
+int emu_mem_data_mmio_default(void);
 /* 0 if every byte of the range is mapped with at least `prot`, else -1. */
 int emu_mem_check(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot);
 

@@ -9,6 +9,7 @@
  * pieces that remain.  That keeps our list and Unicorn's in step one to
  * one, and never relies on Unicorn splitting a pointer-backed region.
  */
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -50,10 +51,91 @@ static void map_delete(crec_emu_cpu *cpu, size_t at)
     cpu->n_maps--;
 }
 
+/*
+ * Hosts other than x86-64.  Unicorn 2.0.1 makes a guest load fire
+ * UC_HOOK_MEM_READ only when its TCG backend sends every load to the slow
+ * path while memory hooks exist; the x86-64 backend does, the s390x one
+ * (and aarch64, ppc64, riscv64: unicorn issues #1908, #2124) does not, so
+ * there a load fires the hook only on a TLB miss and a replay loses count
+ * of the loads.  Pages mapped as MMIO always take the slow path, so on such
+ * hosts every readable, non-executable mapping is MMIO, served from the
+ * same host memory by the two callbacks below (values are little-endian
+ * guest bytes).  Code stays RAM: QEMU can't execute from MMIO.  The one
+ * difference this makes to the hooks is handled by crec_emu_mem_echo.
+ * CREC_DATA_MMIO=1 (replay only) forces this on an x86-64 host, to test it.
+ */
+int emu_mem_data_mmio_default(void)
+{
+#if defined(__x86_64__)
+    const char *e = getenv("CREC_DATA_MMIO");
+    return e && e[0] == '1';
+#else
+    return 1;
+#endif
+}
+
+static uint64_t mmio_read(uc_engine *uc, uint64_t off, unsigned size, void *host)
+{
+    const uint8_t *p = (const uint8_t *)host + off;
+    uint64_t v = 0;
+
+    (void)uc;
+    for (unsigned i = size; i-- > 0;)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static void mmio_write(uc_engine *uc, uint64_t off, unsigned size, uint64_t v, void *host)
+{
+    uint8_t *p = (uint8_t *)host + off;
+
+    (void)uc;
+    for (unsigned i = 0; i < size; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static int is_mmio(const crec_emu_cpu *cpu, int prot)
+{
+    return cpu->data_mmio && (prot & CREC_PROT_READ) && !(prot & CREC_PROT_EXEC);
+}
+
 /* Give the Unicorn region of one of our mappings a new shape. */
 static int uc_region_map(crec_emu_cpu *cpu, const struct emu_map *m)
 {
+    if (is_mmio(cpu, m->prot))
+        return uc_mmio_map(cpu->uc, m->start, m->end - m->start, mmio_read, m->host,
+                           (m->prot & CREC_PROT_WRITE) ? mmio_write : NULL, m->host);
     return uc_mem_map_ptr(cpu->uc, m->start, m->end - m->start, m->prot, m->host);
+}
+
+/*
+ * QEMU's load helper cuts an unaligned MMIO load into the two aligned
+ * loads that cover it, and reports all three; on RAM it reports a load
+ * inside a page once.  (A load across a page is reported three times on
+ * both.)  So after an unaligned in-page load from an MMIO page, the next
+ * two reports are passed over.
+ */
+int crec_emu_mem_echo(crec_emu_cpu *cpu, int type, uint64_t addr, int size)
+{
+    uint64_t sz = size > 0 ? (uint64_t)size : 1;
+    int prot;
+
+    if (!cpu->data_mmio || type != UC_MEM_READ)
+        return 0;
+    if (cpu->echo_left > 0 && addr == cpu->echo_next && sz == cpu->echo_size) {
+        cpu->echo_left--;
+        cpu->echo_next += sz;
+        return 1;
+    }
+    cpu->echo_left = 0;
+    if (sz > 1 && (addr & (sz - 1)) != 0 &&
+        addr / CREC_EMU_PAGE == (addr + sz - 1) / CREC_EMU_PAGE &&
+        (prot = crec_emu_mem_prot(cpu, addr)) >= 0 && is_mmio(cpu, prot)) {
+        cpu->echo_left = 2;
+        cpu->echo_size = (unsigned)sz;
+        cpu->echo_next = addr & ~(sz - 1);
+    }
+    return 0;
 }
 
 /* Forget translated code in a mapping that was executable: called while

@@ -178,6 +178,9 @@ int crec_fmt_kf_decode(const uint8_t *body, size_t len, crec_fmt_keyframe *kf, c
 #define CREC_FMT_EV_HAS_HASH 1 /* syscall: write_hash is set; mmap: blob is set */
 #define CREC_FMT_EV_HAS_NAME 2 /* mmap: name is set */
 #define CREC_FMT_EV_LISTING 4  /* mmap: part of the map listing after a key frame */
+#define CREC_FMT_EV_HAS_OUT 2  /* syscall: the ranges the kernel wrote follow */
+#define CREC_FMT_EV_OUT_MORE 4 /* syscall: it wrote more ranges than listed */
+#define CREC_FMT_SYS_MAXOUT 8  /* at most this many listed ranges */
 
 /* Register ids in a SYSCALL record's list of changed registers: 0..15 are
  * the GPRs (enum crec_gpr), then these. */
@@ -206,6 +209,8 @@ typedef struct crec_fmt_event {
             uint64_t write_hash;
             uint32_t nregs; /* registers besides rax the syscall changed */
             struct { uint32_t id; uint64_t value; } regs[CREC_FMT_SYS_MAXREGS];
+            uint32_t nout;  /* guest ranges the emulated kernel wrote */
+            struct { uint64_t addr, len; } out[CREC_FMT_SYS_MAXOUT];
         } sys;
         struct { uint32_t leaf, subleaf, eax, ebx, ecx, edx; } cpuid;
         struct { uint64_t value; } rdtsc;

@@ -14,6 +14,8 @@
  *   SYSCALL  0x10  varint icount, varint nr, 6 x varint arg, svarint ret,
  *                  u8 flags (bit 0: hash follows), [u64 XXH3-64 of written bytes],
  *                  varint nregs (<= 24), nregs x (varint reg id, u64 value)
+ *                  (flags bit 1: varint nout (<= 8), nout x (varint addr, varint len);
+ *                  flags bit 2: the kernel wrote more ranges than listed)
  *   CPUID    0x11  varint leaf, varint subleaf, u32 eax, ebx, ecx, edx
  *   RDTSC    0x12  varint value
  *   MMAP     0x13  u8 op, varint addr, len, prot, flags, addr2, len2,
@@ -126,13 +128,23 @@ static void ev_body(crec_fmt_buf *b, const crec_fmt_event *ev)
         for (int i = 0; i < 6; i++)
             fmt_buf_varint(b, ev->u.sys.args[i]);
         fmt_buf_svarint(b, ev->u.sys.ret);
-        fmt_buf_u8(b, ev->u.sys.flags & CREC_FMT_EV_HAS_HASH);
+        fmt_buf_u8(b, ev->u.sys.flags &
+                          (CREC_FMT_EV_HAS_HASH | CREC_FMT_EV_HAS_OUT | CREC_FMT_EV_OUT_MORE));
         if (ev->u.sys.flags & CREC_FMT_EV_HAS_HASH)
             fmt_buf_u64(b, ev->u.sys.write_hash);
         fmt_buf_varint(b, ev->u.sys.nregs);
         for (uint32_t i = 0; i < ev->u.sys.nregs && i < CREC_FMT_SYS_MAXREGS; i++) {
             fmt_buf_varint(b, ev->u.sys.regs[i].id);
             fmt_buf_u64(b, ev->u.sys.regs[i].value);
+        }
+        if (ev->u.sys.flags & CREC_FMT_EV_HAS_OUT) {
+            uint32_t n = ev->u.sys.nout < CREC_FMT_SYS_MAXOUT ? ev->u.sys.nout
+                                                              : CREC_FMT_SYS_MAXOUT;
+            fmt_buf_varint(b, n);
+            for (uint32_t i = 0; i < n; i++) {
+                fmt_buf_varint(b, ev->u.sys.out[i].addr);
+                fmt_buf_varint(b, ev->u.sys.out[i].len);
+            }
         }
         break;
     case CREC_FMT_K_CPUID:
@@ -205,7 +217,8 @@ static int sys_decode(crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
         RC(fmt_cur_varint(c, &ev->u.sys.args[i], "syscall argument", err));
     RC(fmt_cur_svarint(c, &ev->u.sys.ret, "syscall result", err));
     RC(fmt_cur_u8(c, &fl, "syscall flags", err));
-    RC(flags_check(fl, CREC_FMT_EV_HAS_HASH, "syscall", err));
+    RC(flags_check(fl, CREC_FMT_EV_HAS_HASH | CREC_FMT_EV_HAS_OUT | CREC_FMT_EV_OUT_MORE,
+                   "syscall", err));
     ev->u.sys.flags = fl;
     if (fl & CREC_FMT_EV_HAS_HASH)
         RC(fmt_cur_u64(c, &ev->u.sys.write_hash, "syscall write hash", err));
@@ -219,6 +232,17 @@ static int sys_decode(crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
             return crec_error_corrupt(err, "syscall register id %u out of range",
                                       ev->u.sys.regs[i].id);
         RC(fmt_cur_u64(c, &ev->u.sys.regs[i].value, "syscall register value", err));
+    }
+    ev->u.sys.nout = 0;
+    if (fl & CREC_FMT_EV_HAS_OUT) {
+        RC(fmt_cur_varint32(c, &ev->u.sys.nout, "syscall range count", err));
+        if (ev->u.sys.nout > CREC_FMT_SYS_MAXOUT)
+            return crec_error_corrupt(err, "syscall lists %u written ranges (at most %d)",
+                                      ev->u.sys.nout, CREC_FMT_SYS_MAXOUT);
+        for (uint32_t i = 0; i < ev->u.sys.nout; i++) {
+            RC(fmt_cur_varint(c, &ev->u.sys.out[i].addr, "syscall range address", err));
+            RC(fmt_cur_varint(c, &ev->u.sys.out[i].len, "syscall range length", err));
+        }
     }
     return CREC_OK;
 }

@@ -76,4 +76,100 @@ typedef struct crec_regs {
  *          ("unknown error" for a value that is not a crec_err). */
 const char *crec_strerror(int code);
 
+/* ------------------------------------------------------------------------ */
+/* Queries: the state of a recorded program at any time (docs/QUERY.md)     */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Time.  "At T" is the state after exactly T instructions have executed,
+ * before instruction T+1 runs; T = 0 is the initial state and T =
+ * crec_length() the state at the end.  A `rep` instruction counts once per
+ * iteration.
+ */
+
+/* An open recording, with its index and a current time.  Opaque. */
+typedef struct crec_recording crec_recording;
+
+/* crec_open flags. */
+#define CREC_OPEN_NO_INDEX 1 /* answer memory queries by a full replay from
+                                instruction 0 (slow; a test oracle) */
+
+/* Where a memory value came from. */
+enum crec_source {
+    CREC_SRC_UNKNOWN = 0,  /* the recording never saw it: print "??" */
+    CREC_SRC_CODE = 1,     /* the bytes of a code mapping */
+    CREC_SRC_REPLAY = 2,   /* the index, then a replay of one segment */
+    CREC_SRC_SNAPSHOT = 3, /* a memory snapshot */
+};
+
+/*! crec_open() :
+ *  Open the recording at `path` (flags: CREC_OPEN_*).  The index
+ *  (PATH.idx) is loaded, or built and saved, on the first memory query.
+ *  The current time is 0.  @return CREC_OK and *out, or an error. */
+int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error *err);
+
+/*! crec_close() : NULL is fine. */
+void crec_close(crec_recording *rec);
+
+/*! crec_length() : @return the recording's instruction count (its end). */
+uint64_t crec_length(const crec_recording *rec);
+
+/*! crec_seek() : make `t` the current time.
+ *  @return CREC_OK, or CREC_ERR_ARG when t is past the end. */
+int crec_seek(crec_recording *rec, uint64_t t, crec_error *err);
+
+/*! crec_tell() : @return the current time. */
+uint64_t crec_tell(const crec_recording *rec);
+
+/*! crec_step() : move the current time by n instructions (n < 0: back;
+ *  stepping back re-replays from the previous key frame).
+ *  @return CREC_OK, or CREC_ERR_ARG when that leaves [0, crec_length()]. */
+int crec_step(crec_recording *rec, int64_t n, crec_error *err);
+
+/*! crec_read_memory() :
+ *  The `len` bytes at `addr` at the current time, in guest (little-endian)
+ *  order, into buf.  known[i] (may be NULL) is 1 for each byte whose value
+ *  is known, 0 for one the recording never saw (buf[i] is then 0).
+ *  *source (may be NULL) is where the answer came from: for a mix, the
+ *  path that answered the most bytes.
+ *  @return CREC_OK, CREC_ERR_ARG when no byte was ever mapped, or an error. */
+int crec_read_memory(crec_recording *rec, uint64_t addr, size_t len, uint8_t *buf,
+                     uint8_t *known, int *source, crec_error *err);
+
+/*! crec_read_registers() : the registers at the current time.
+ *  @return CREC_OK or an error. */
+int crec_read_registers(crec_recording *rec, crec_regs *regs, crec_error *err);
+
+/*! crec_lookup_symbol() : the run-time address of an ELF symbol of a code
+ *  mapping (SYMBOL records).  @return CREC_OK, or CREC_ERR_NOTFOUND. */
+int crec_lookup_symbol(crec_recording *rec, const char *name, uint64_t *addr, crec_error *err);
+
+/*! crec_syscall_time() : the time just before the n-th syscall (n from 1).
+ *  @return CREC_OK, or CREC_ERR_ARG when there are fewer syscalls. */
+int crec_syscall_time(crec_recording *rec, uint64_t n, uint64_t *t, crec_error *err);
+
+/* One change of a watched range, as crec_watch reports it. */
+typedef struct crec_change {
+    uint64_t t;             /* the value is new at time t (the store was instruction t) */
+    uint64_t rip;           /* the instruction that changed it (0: the kernel) */
+    char insn[160];         /* its bytes and disassembly ("syscall" for the kernel) */
+    const uint8_t *value;   /* the new bytes */
+    const uint8_t *known;   /* known[i]: value[i] is known */
+    size_t len;
+} crec_change;
+
+/*! crec_watch() :
+ *  Call fn for every change of the `len` (1..64) bytes at addr over the
+ *  whole recording, in time order (fn returning non-zero stops early).
+ *  The first call gives the initial value (t 0, rip 0).
+ *  @return CREC_OK or an error. */
+int crec_watch(crec_recording *rec, uint64_t addr, size_t len,
+               int (*fn)(void *ctx, const crec_change *c), void *ctx, crec_error *err);
+
+/*! crec_index_info() : index statistics: its size in bytes, the size of the
+ *  recording, and whether this handle built it.  Builds it if needed.
+ *  @return CREC_OK or an error. */
+int crec_index_info(crec_recording *rec, uint64_t *index_bytes, uint64_t *trace_bytes,
+                    int *built, crec_error *err);
+
 #endif /* CREC_H */

@@ -309,8 +309,11 @@ static int snap_add_page(struct snap_build *b, uint64_t addr)
     crec_fmt_hash hash;
     uint8_t page[PAGE];
 
-    if (crec_emu_mem_read(b->rs->cpu, page, addr, PAGE) != 0)
-        return CREC_OK; /* unmapped since it was written */
+    /* Unmapped since it was written, or code: the listing after every key
+     * frame already holds each executable mapping's bytes as a blob. */
+    if (crec_emu_mem_prot(b->rs->cpu, addr) & CREC_PROT_EXEC ||
+        crec_emu_mem_read(b->rs->cpu, page, addr, PAGE) != 0)
+        return CREC_OK;
     if (b->snap.npages == b->cap) {
         size_t cap = b->cap ? 2 * b->cap : 64;
         crec_fmt_snap_page *p = crec_realloc(b->snap.pages, cap * sizeof *p);
@@ -335,6 +338,8 @@ static int snap_mapping(void *ctx, const struct crec_emu_mapping *m)
 {
     struct snap_build *b = ctx;
 
+    if (m->prot & CREC_PROT_EXEC)
+        return 0; /* see snap_add_page */
     for (uint64_t a = m->start; a < m->end; a += PAGE)
         if (snap_add_page(b, a) != CREC_OK)
             return 1;

@@ -92,6 +92,8 @@ static int rep_load(struct rep_seg *s, uint64_t addr, unsigned size, uint8_t *by
     if (s->hits_left > 0) {
         if (s->hits_left != UINT64_MAX)
             s->hits_left--;
+        if (s->on_access)
+            s->on_access(s->access_ctx, s->cpu, 'r', addr, size);
         return 0;
     }
     len = crec_fmt_read_span(addr, size, &start);
@@ -108,6 +110,8 @@ static int rep_load(struct rep_seg *s, uint64_t addr, unsigned size, uint8_t *by
     crec_emu_mem_write(s->cpu, start, span, len);
     crec_emu_mem_read(s->cpu, bytes, addr, size);
     s->reads_taken++;
+    if (s->on_access)
+        s->on_access(s->access_ctx, s->cpu, 'r', addr, size);
     return rep_next_hits(s) == CREC_OK ? 0 : -1;
 }
 
@@ -122,9 +126,15 @@ static void rep_mem_hook(uc_engine *uc, uc_mem_type type, uint64_t addr, int siz
 {
     uint8_t bytes[16];
 
+    struct rep_seg *s = ctx;
+
     (void)uc, (void)value;
+    if (crec_emu_mem_echo(s->cpu, type, addr, size))
+        return; /* a re-report of part of the last load (non-x86-64 hosts) */
     if (type == UC_MEM_READ && size > 0 && size <= 16)
         rep_load(ctx, addr, (unsigned)size, bytes);
+    else if (type == UC_MEM_WRITE && s->on_access && size > 0)
+        s->on_access(s->access_ctx, s->cpu, 'w', addr, (uint64_t)size);
 }
 
 static int rep_kernel_read(void *ctx, uint64_t addr, unsigned len, uint8_t *out)
@@ -183,6 +193,10 @@ static int rep_apply_mmap(struct rep_seg *s, const crec_fmt_event *ev)
                     addr, len, err.msg);
         return rc;
     }
+    /* a map or an unmap changes the bytes (or takes them away) */
+    if (s->on_access && !(ev->u.mmap.flags & CREC_FMT_EV_LISTING) &&
+        ev->u.mmap.op != CREC_FMT_MM_PROTECT)
+        s->on_access(s->access_ctx, s->cpu, 'k', addr, len);
     if (!(ev->u.mmap.flags & CREC_FMT_EV_HAS_HASH))
         return CREC_OK;
     rc = crec_fmt_blob_get(s->r, &ev->u.mmap.blob, &code, &code_len, &err);
@@ -227,6 +241,8 @@ static int rep_next_non_mmap(struct rep_seg *s, crec_fmt_event *ev)
     while ((rc = rep_next_event(s, ev)) == CREC_OK) {
         if (ev->kind != CREC_FMT_K_MMAP)
             return CREC_OK;
+        if (s->query && (ev->u.mmap.flags & CREC_FMT_EV_LISTING))
+            continue; /* a listing whose key frame fell inside a block */
         if (rep_apply_mmap(s, ev) != CREC_OK)
             return CREC_ERR_CORRUPT;
     }
@@ -322,6 +338,12 @@ static void rep_on_syscall(void *ctx, crec_emu_cpu *cpu)
     s->syscalls++;
     rep_check_sent(s, &ev);
     rep_set_regs(s, &ev);
+    if (s->on_access) {
+        for (uint32_t i = 0; i < ev.u.sys.nout; i++)
+            s->on_access(s->access_ctx, cpu, 'k', ev.u.sys.out[i].addr, ev.u.sys.out[i].len);
+        if (ev.u.sys.flags & CREC_FMT_EV_OUT_MORE)
+            s->on_access(s->access_ctx, cpu, 'k', 0, UINT64_MAX); /* anywhere */
+    }
 }
 
 static void rep_on_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf, uint32_t out[4])
@@ -399,6 +421,11 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
 
     while (s->next_kf < s->nkf_blocks && s->kfs[s->next_kf].global_icount <= before) {
         const crec_fmt_keyframe *kf = &s->kfs[s->next_kf++];
+        if (s->query) { /* no checks; just pass its map listing */
+            if (rep_listing(s, 0) != CREC_OK)
+                return;
+            continue;
+        }
         if (kf->global_icount < before) {
             rep_diverge(s, "the key frame at instruction %" PRIu64 " falls inside a block",
                         kf->global_icount);
@@ -520,7 +547,9 @@ int rep_seg_run(struct rep_seg *s)
         rc = rep_listing(s, 1) == CREC_OK && !s->failed ? CREC_OK : CREC_ERR_CORRUPT;
     if (rc == CREC_OK && !s->failed && !s->diverged)
         rc = rep_seg_first_hits(s, &err);
-    if (rc == CREC_OK && !s->failed && !s->diverged)
+    if (rc == CREC_OK && !s->failed && !s->diverged && s->query)
+        rc = crec_emu_cpu_run_until(s->cpu, s->until, &s->reached, &stop, &err);
+    else if (rc == CREC_OK && !s->failed && !s->diverged)
         rc = crec_emu_cpu_run(s->cpu, &stop, &err);
     if (rc != CREC_OK) {
         if (!s->failed)
@@ -530,7 +559,7 @@ int rep_seg_run(struct rep_seg *s)
     }
     if (s->failed)
         return s->err.code;
-    if (s->diverged)
+    if (s->diverged || s->query)
         return CREC_OK;
     if (!s->is_last || s->truncated) {
         /* It must have reached and checked its last key frame. */

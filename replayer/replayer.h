@@ -41,4 +41,40 @@ typedef struct crec_replay_result {
 int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_result *res,
                     crec_error *err);
 
+/* ---- query runs (for index/) ------------------------------------------- */
+
+#include "emu/emu.h"
+#include "format/format.h"
+
+/* One replay stopped at an exact instruction count, kept for inspection. */
+typedef struct crec_replay_qrun crec_replay_qrun;
+
+/* A guest memory access seen by a query run: kind 'r' a load (the bytes
+ * now hold their recorded value), 'w' a store (before it happens), 'k'
+ * bytes written by the kernel or a new mapping (not in replay memory;
+ * addr 0 with len UINT64_MAX: anywhere). */
+typedef void (*crec_replay_access_fn)(void *ctx, crec_emu_cpu *cpu, int kind, uint64_t addr,
+                                      uint64_t len);
+
+/*! crec_replay_query() :
+ *  Replay from key frame `first` of `kfs` (all nkf key frames of the
+ *  recording read by `r`) until exactly `until` instructions have run (or
+ *  the recording ends), with no checks, calling fn for each access.
+ *  @return CREC_OK and *out (free it with crec_replay_qrun_free), or an
+ *  error; a divergence is CREC_ERR_DIVERGENCE with its description. */
+int crec_replay_query(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t nkf,
+                      size_t first, uint64_t until, crec_replay_access_fn fn, void *ctx,
+                      crec_replay_qrun **out, crec_error *err);
+
+/*! crec_replay_qrun_cpu() : @return the CPU, stopped where the run ended. */
+crec_emu_cpu *crec_replay_qrun_cpu(crec_replay_qrun *q);
+
+/*! crec_replay_qrun_free() : NULL is fine. */
+void crec_replay_qrun_free(crec_replay_qrun *q);
+
+/*! crec_replay_load_keyframes() : every KEYFRAME record, in order; *out is
+ *  crec_malloc'd.  @return CREC_OK or an error. */
+int crec_replay_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
+                               crec_error *err);
+
 #endif /* CREC_REPLAYER_H */

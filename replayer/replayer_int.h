@@ -42,7 +42,25 @@ struct rep_seg {
     crec_divergence div;
     int failed;                  /* the file is bad: err says how */
     crec_error err;
+
+    /*
+     * Query runs (index/, docs/QUERY.md): stop after exactly `until`
+     * instructions (crec_emu_cpu_run_until), skip the end-of-recording
+     * checks and key-frame register checks, and report every guest memory
+     * access to on_access: 'r' a load (its bytes now hold the recorded
+     * value), 'w' a store (called before it happens), 'k' bytes the kernel
+     * or a memory-map change wrote (replay memory does not hold them).
+     */
+    int query;
+    uint64_t until;
+    int reached;                 /* the run got to `until` */
+    void (*on_access)(void *ctx, crec_emu_cpu *cpu, int kind, uint64_t addr, uint64_t len);
+    void *access_ctx;
 };
+
+/* session.c: every KEYFRAME record, in order (*out is crec_malloc'd). */
+int rep_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
+                       crec_error *err);
 
 /* replay.c: run one replay to its end; its result is left in *s. */
 int rep_seg_run(struct rep_seg *s);

@@ -19,8 +19,8 @@
 #define REP_MAX_JOBS 64
 
 /* Every KEYFRAME record, in order.  *out is crec_malloc'd. */
-static int load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
-                          crec_error *err)
+int rep_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
+                       crec_error *err)
 {
     crec_fmt_cursor *c;
     crec_fmt_keyframe *kfs = NULL;
@@ -182,7 +182,7 @@ int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_
     memset(res, 0, sizeof *res);
     rc = crec_fmt_reader_open(path, &r, err);
     if (rc == CREC_OK)
-        rc = load_keyframes(r, &kfs, &nkf, err);
+        rc = rep_load_keyframes(r, &kfs, &nkf, err);
     if (rc == CREC_OK) {
         int truncated = crec_fmt_reader_truncated(r, &cut, NULL);
         if (o->from > kfs[nkf - 1].global_icount)

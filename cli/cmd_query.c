@@ -1,0 +1,394 @@
+/*
+ * cmd_query.c - `crec query FILE WHAT@WHEN ...`: the value of a memory
+ * range or a register at any instruction count (docs/QUERY.md), and the
+ * parsing of WHAT / WHEN that `crec when` shares.
+ */
+#include <ctype.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const char query_usage[] =
+    "usage: crec query [OPTIONS] FILE WHAT@WHEN [WHAT@WHEN ...]\n"
+    "\n"
+    "Print the value of memory or of a register at a point of the recording.\n"
+    "\"At T\" is the state after exactly T instructions have run, before\n"
+    "instruction T+1 (T=0: the initial state).\n"
+    "\n"
+    "WHAT:  ADDR            hex (0x...) or decimal address, --size bytes\n"
+    "       ADDR:LEN        a range of LEN bytes\n"
+    "       SYMBOL[+OFF]    an ELF symbol of the program (e.g. counter, main+0x10)\n"
+    "       REGISTER        rax .. r15, rip, rflags, fs_base, gs_base, xmm0 .. xmm15,\n"
+    "                       st0 .. st7, mxcsr, fpcw, fpsw, fptag\n"
+    "WHEN:  T               an instruction count\n"
+    "       end             the end of the recording\n"
+    "       N%              N percent of the way through\n"
+    "       TID:STEP        thread TID after STEP instructions (one thread: tid 1)\n"
+    "       syscall:N       just before the Nth syscall (from 1)\n"
+    "\n"
+    "A byte the recording never saw prints as ??.  Each answer names the path\n"
+    "that gave it: code, index+replay, snapshot, unknown (or register).\n"
+    "Exit status 0: answered; 1: a bad query or file; 2: bad command line.\n"
+    "\n"
+    "Options:\n"
+    "  --size N        bytes of an address query (default 8, at most 4096)\n"
+    "  --format F      hex (default), dec, str or bytes\n"
+    "  --json          one JSON array of answers\n"
+    "  --no-index      answer by a full replay from instruction 0 (slow; a test oracle)\n"
+    "  -h, --help      show this help\n";
+
+/* ---- parsing --------------------------------------------------------------- */
+
+static int qerr(crec_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int qerr(crec_error *err, const char *fmt, ...)
+{
+    va_list ap;
+
+    err->code = CREC_ERR_ARG;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+
+    if (!s[0] || s[0] == '-' || s[0] == '+' || isspace((unsigned char)s[0]))
+        return -1;
+    *out = strtoull(s, &end, 0);
+    return *end ? -1 : 0;
+}
+
+struct reg_name {
+    const char *name;
+    int kind; /* 0 gpr, 1 rip, 2 rflags, 3 fs, 4 gs, 5 xmm, 6 st, 7 mxcsr, 8 fpcw, 9 fpsw, 10 fptag */
+    int n;
+};
+
+static const struct reg_name regs[] = {
+    {"rax", 0, CREC_RAX}, {"rcx", 0, CREC_RCX}, {"rdx", 0, CREC_RDX}, {"rbx", 0, CREC_RBX},
+    {"rsp", 0, CREC_RSP}, {"rbp", 0, CREC_RBP}, {"rsi", 0, CREC_RSI}, {"rdi", 0, CREC_RDI},
+    {"r8", 0, CREC_R8},   {"r9", 0, CREC_R9},   {"r10", 0, CREC_R10}, {"r11", 0, CREC_R11},
+    {"r12", 0, CREC_R12}, {"r13", 0, CREC_R13}, {"r14", 0, CREC_R14}, {"r15", 0, CREC_R15},
+    {"rip", 1, 0},        {"rflags", 2, 0},     {"eflags", 2, 0},     {"fs_base", 3, 0},
+    {"gs_base", 4, 0},    {"mxcsr", 7, 0},      {"fpcw", 8, 0},       {"fpsw", 9, 0},
+    {"fptag", 10, 0},
+};
+
+/* A register name: fills bytes/len from r if regs != NULL.  @return 1 if it is one. */
+static int reg_lookup(const char *s, int *kind, int *n)
+{
+    for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
+        if (strcmp(s, regs[i].name) == 0) {
+            *kind = regs[i].kind, *n = regs[i].n;
+            return 1;
+        }
+    if ((strncmp(s, "xmm", 3) == 0 || strncmp(s, "st", 2) == 0)) {
+        const char *d = s[0] == 'x' ? s + 3 : s + 2;
+        char *end;
+        long v;
+        if (!isdigit((unsigned char)d[0]))
+            return 0;
+        v = strtol(d, &end, 10);
+        if (*end || (s[0] == 'x' && v > 15) || (s[0] == 's' && v > 7))
+            return 0;
+        *kind = s[0] == 'x' ? 5 : 6, *n = (int)v;
+        return 1;
+    }
+    return 0;
+}
+
+static size_t reg_bytes(const crec_regs *r, int kind, int n, uint8_t *out)
+{
+    uint64_t v = 0;
+    size_t len = 8;
+
+    switch (kind) {
+    case 0: v = r->gpr[n]; break;
+    case 1: v = r->rip; break;
+    case 2: v = r->rflags; break;
+    case 3: v = r->fs_base; break;
+    case 4: v = r->gs_base; break;
+    case 5: memcpy(out, r->xmm[n], 16); return 16;
+    case 6: memcpy(out, r->st[n], 10); return 10;
+    case 7: v = r->mxcsr, len = 4; break;
+    case 8: v = r->fpcw, len = 2; break;
+    case 9: v = r->fpsw, len = 2; break;
+    default: v = r->fptag, len = 2; break;
+    }
+    for (size_t i = 0; i < len; i++)
+        out[i] = (uint8_t)(v >> (8 * i));
+    return len;
+}
+
+int cli_parse_what(crec_recording *rec, const char *what, size_t size, struct cli_what *w,
+                   crec_error *err)
+{
+    char buf[512], *colon, *plus;
+    uint64_t off = 0, len = size;
+
+    memset(w, 0, sizeof *w);
+    if (strlen(what) >= sizeof buf || !what[0])
+        return qerr(err, "malformed expression '%s'", what);
+    strcpy(buf, what);
+    if (reg_lookup(buf, &w->reg_kind, &w->reg_n)) {
+        w->is_reg = 1;
+        return 0;
+    }
+    colon = strchr(buf, ':');
+    if (colon) {
+        *colon = 0;
+        if (parse_u64(colon + 1, &len) != 0 || len == 0 || len > 4096)
+            return qerr(err, "malformed range length in '%s'", what);
+    }
+    if (isdigit((unsigned char)buf[0])) {
+        if (parse_u64(buf, &w->addr) != 0)
+            return qerr(err, "malformed address '%s'", buf);
+    } else if (isalpha((unsigned char)buf[0]) || buf[0] == '_' || buf[0] == '.') {
+        plus = strpbrk(buf, "+-");
+        int neg = plus && *plus == '-';
+        if (plus) {
+            *plus = 0;
+            if (parse_u64(plus + 1, &off) != 0)
+                return qerr(err, "malformed offset in '%s'", what);
+        }
+        for (const char *p = buf; *p; p++)
+            if (!isalnum((unsigned char)*p) && *p != '_' && *p != '.' && *p != '@')
+                return qerr(err, "malformed expression '%s'", what);
+        if (crec_lookup_symbol(rec, buf, &w->addr, NULL) != CREC_OK)
+            return qerr(err, "'%s' is neither a register nor a symbol "
+                                  "of the recording", buf);
+        w->addr = neg ? w->addr - off : w->addr + off;
+    } else {
+        return qerr(err, "malformed expression '%s'", what);
+    }
+    w->len = (size_t)len;
+    return 0;
+}
+
+int cli_parse_when(crec_recording *rec, const char *when, uint64_t *t, crec_error *err)
+{
+    uint64_t end = crec_length(rec), n;
+    const char *colon = strchr(when, ':');
+    size_t l = strlen(when);
+
+    if (strcmp(when, "end") == 0) {
+        *t = end;
+        return 0;
+    }
+    if (l > 1 && when[l - 1] == '%') {
+        char num[64];
+        char *e;
+        double p;
+        if (l >= sizeof num)
+            return qerr(err, "malformed time '%s'", when);
+        memcpy(num, when, l - 1);
+        num[l - 1] = 0;
+        p = strtod(num, &e);
+        if (*e || !num[0] || p < 0 || p > 100)
+            return qerr(err, "malformed time '%s'", when);
+        *t = (uint64_t)((double)end * p / 100.0);
+        return 0;
+    }
+    if (colon && strncmp(when, "syscall:", 8) == 0) {
+        if (parse_u64(when + 8, &n) != 0)
+            return qerr(err, "malformed time '%s'", when);
+        return crec_syscall_time(rec, n, t, err) == CREC_OK ? 0 : -1;
+    }
+    if (colon) {
+        char tid[32];
+        uint64_t id;
+        if ((size_t)(colon - when) >= sizeof tid)
+            return qerr(err, "malformed time '%s'", when);
+        memcpy(tid, when, (size_t)(colon - when));
+        tid[colon - when] = 0;
+        if (parse_u64(tid, &id) != 0 || parse_u64(colon + 1, &n) != 0)
+            return qerr(err, "malformed time '%s'", when);
+        if (id != 1)
+            return qerr(err, "no thread %" PRIu64 " (the recording "
+                                  "has one thread, tid 1)", id);
+        when = colon + 1;
+    }
+    if (parse_u64(when, t) != 0)
+        return qerr(err, "malformed time '%s'", when);
+    if (*t > end)
+        return qerr(err, "time %" PRIu64 " is past the end of the "
+                              "recording (%" PRIu64 " instructions)", *t, end);
+    return 0;
+}
+
+/* ---- printing -------------------------------------------------------------- */
+
+void cli_format_value(const uint8_t *b, const uint8_t *k, size_t len, const char *fmt,
+                      char *out, size_t size)
+{
+    size_t o = 0;
+    int all = 1;
+
+    for (size_t i = 0; i < len; i++)
+        all &= k[i] != 0;
+    out[0] = 0;
+    if (strcmp(fmt, "dec") == 0 && len <= 8 && all) {
+        uint64_t v = 0;
+        for (size_t i = len; i-- > 0;)
+            v = v << 8 | b[i];
+        snprintf(out, size, "%" PRIu64, v);
+        return;
+    }
+    if (strcmp(fmt, "str") == 0) {
+        o += (size_t)snprintf(out + o, size - o, "\"");
+        for (size_t i = 0; i < len && o + 8 < size; i++) {
+            if (!k[i])
+                o += (size_t)snprintf(out + o, size - o, "??");
+            else if (b[i] == '"' || b[i] == '\\')
+                o += (size_t)snprintf(out + o, size - o, "\\%c", b[i]);
+            else if (isprint(b[i]))
+                o += (size_t)snprintf(out + o, size - o, "%c", b[i]);
+            else
+                o += (size_t)snprintf(out + o, size - o, "\\x%02x", b[i]);
+        }
+        snprintf(out + o, size - o, "\"");
+        return;
+    }
+    if (strcmp(fmt, "bytes") != 0 && len <= 8) {
+        o += (size_t)snprintf(out + o, size - o, "0x");
+        for (size_t i = len; i-- > 0 && o + 3 < size;)
+            o += k[i] ? (size_t)snprintf(out + o, size - o, "%02x", b[i])
+                      : (size_t)snprintf(out + o, size - o, "??");
+        return;
+    }
+    for (size_t i = 0; i < len && o + 4 < size; i++)
+        o += k[i] ? (size_t)snprintf(out + o, size - o, "%s%02x", i ? " " : "", b[i])
+                  : (size_t)snprintf(out + o, size - o, "%s??", i ? " " : "");
+}
+
+static const char *source_name(int src, int no_index)
+{
+    switch (src) {
+    case CREC_SRC_CODE: return "code";
+    case CREC_SRC_REPLAY: return no_index ? "replay" : "index+replay";
+    case CREC_SRC_SNAPSHOT: return "snapshot";
+    }
+    return "unknown";
+}
+
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            printf("\\u%04x", *s);
+        else
+            putchar(*s);
+    }
+    putchar('"');
+}
+
+int cmd_query(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"size", required_argument, NULL, 's'},
+        {"format", required_argument, NULL, 'f'},
+        {"json", no_argument, NULL, 'J'},
+        {"no-index", no_argument, NULL, 'N'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *fmt = "hex";
+    uint64_t size = 8;
+    int json = 0, no_index = 0, c, rc = EXIT_OK;
+    crec_recording *rec = NULL;
+    crec_error err = {0};
+    static char out[4096 * 4 + 64];
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            if (parse_u64(optarg, &size) != 0 || size == 0 || size > 4096)
+                return cli_usage_error("query", "bad --size '%s' (1 to 4096)", optarg);
+            break;
+        case 'f':
+            if (strcmp(optarg, "hex") && strcmp(optarg, "dec") && strcmp(optarg, "str") &&
+                strcmp(optarg, "bytes"))
+                return cli_usage_error("query", "bad --format '%s' (hex, dec, str, bytes)",
+                                       optarg);
+            fmt = optarg;
+            break;
+        case 'J': json = 1; break;
+        case 'N': no_index = 1; break;
+        case 'h': fputs(query_usage, stdout); return EXIT_OK;
+        default: return cli_usage_error("query", "bad option");
+        }
+    }
+    if (argc - optind < 2)
+        return cli_usage_error("query", "needs a FILE and at least one WHAT@WHEN");
+    if (crec_open(argv[optind], no_index ? CREC_OPEN_NO_INDEX : 0, &rec, &err) != CREC_OK)
+        return cli_fail(EXIT_FAIL, "%s", err.msg);
+    if (json)
+        printf("[");
+    for (int i = optind + 1; i < argc && rc == EXIT_OK; i++) {
+        char q[512], *at;
+        struct cli_what w;
+        uint64_t t;
+        uint8_t bytes[4096], known[4096];
+        size_t len;
+        int src = 0;
+        const char *path;
+
+        if (strlen(argv[i]) >= sizeof q || !(at = strrchr(strcpy(q, argv[i]), '@'))) {
+            rc = cli_fail(EXIT_FAIL, "malformed query '%s' (WHAT@WHEN)", argv[i]);
+            break;
+        }
+        *at = 0;
+        if (cli_parse_what(rec, q, (size_t)size, &w, &err) != 0 ||
+            cli_parse_when(rec, at + 1, &t, &err) != 0 || crec_seek(rec, t, &err) != CREC_OK) {
+            rc = cli_fail(EXIT_FAIL, "%s: %s", argv[i], err.msg);
+            break;
+        }
+        if (w.is_reg) {
+            crec_regs r;
+            if (crec_read_registers(rec, &r, &err) != CREC_OK) {
+                rc = cli_fail(EXIT_FAIL, "%s: %s", argv[i], err.msg);
+                break;
+            }
+            len = reg_bytes(&r, w.reg_kind, w.reg_n, bytes);
+            memset(known, 1, len);
+            path = "register";
+        } else {
+            len = w.len;
+            if (crec_read_memory(rec, w.addr, len, bytes, known, &src, &err) != CREC_OK) {
+                rc = cli_fail(EXIT_FAIL, "%s: %s", argv[i], err.msg);
+                break;
+            }
+            path = source_name(src, no_index);
+        }
+        cli_format_value(bytes, known, len, fmt, out, sizeof out);
+        if (json) {
+            printf("%s\n {\"query\": ", i > optind + 1 ? "," : "");
+            json_str(argv[i]);
+            printf(", \"t\": %" PRIu64 ", ", t);
+            if (!w.is_reg)
+                printf("\"addr\": %" PRIu64 ", \"size\": %zu, ", w.addr, len);
+            printf("\"value\": ");
+            json_str(out);
+            printf(", \"path\": \"%s\"}", path);
+        } else {
+            printf("%s = %s (%s)\n", argv[i], out, path);
+        }
+    }
+    if (json && rc == EXIT_OK)
+        printf("\n]\n");
+    crec_close(rec);
+    return rc;
+}

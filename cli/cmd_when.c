@@ -1,0 +1,104 @@
+/*
+ * cmd_when.c - `crec when FILE ADDR`: every instruction count at which the
+ * value at ADDR changed, the new value and the instruction that wrote it.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const char when_usage[] =
+    "usage: crec when [OPTIONS] FILE ADDR\n"
+    "\n"
+    "List every instruction count T at which the value at ADDR (an address,\n"
+    "ADDR:LEN or SYMBOL[+OFF]) changed: the value is new at T (the state after\n"
+    "T instructions), written by instruction T at RIP.  The first line is the\n"
+    "initial value (T=0).  A byte the recording never saw prints as ??.\n"
+    "\n"
+    "Output, one change a line:  T  VALUE  RIP  BYTES (DISASSEMBLY)\n"
+    "\n"
+    "Options:\n"
+    "  --size N        bytes to watch (default 8, at most 64)\n"
+    "  --format F      hex (default), dec, str or bytes\n"
+    "  -h, --help      show this help\n";
+
+struct when_ctx {
+    const char *fmt;
+    int first;
+};
+
+static int print_change(void *ctx, const crec_change *c)
+{
+    struct when_ctx *w = ctx;
+    char v[512];
+
+    cli_format_value(c->value, c->known, c->len, w->fmt, v, sizeof v);
+    if (w->first) {
+        printf("0 %s initial\n", v);
+        w->first = 0;
+    } else if (c->rip) {
+        printf("%" PRIu64 " %s 0x%" PRIx64 " %s\n", c->t, v, c->rip, c->insn);
+    } else {
+        printf("%" PRIu64 " %s - %s\n", c->t, v, c->insn);
+    }
+    return 0;
+}
+
+int cmd_when(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"size", required_argument, NULL, 's'},
+        {"format", required_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct when_ctx w = {"hex", 1};
+    unsigned long size = 8;
+    crec_recording *rec = NULL;
+    crec_error err = {0};
+    struct cli_what what;
+    uint8_t b[64], k[64];
+    int c, src, rc = EXIT_OK;
+    char *end;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            size = strtoul(optarg, &end, 0);
+            if (*end || size < 1 || size > 64)
+                return cli_usage_error("when", "bad --size '%s' (1 to 64)", optarg);
+            break;
+        case 'f':
+            w.fmt = optarg;
+            break;
+        case 'h':
+            fputs(when_usage, stdout);
+            return EXIT_OK;
+        default:
+            return cli_usage_error("when", "bad option");
+        }
+    }
+    if (argc - optind != 2)
+        return cli_usage_error("when", "needs a FILE and an ADDR");
+    if (crec_open(argv[optind], 0, &rec, &err) != CREC_OK)
+        return cli_fail(EXIT_FAIL, "%s", err.msg);
+    if (cli_parse_what(rec, argv[optind + 1], size, &what, &err) != 0 || what.is_reg ||
+        what.len > 64) {
+        if (what.is_reg || what.len > 64)
+            snprintf(err.msg, sizeof err.msg, "'%s' is not a memory range of at most 64 bytes",
+                     argv[optind + 1]);
+        crec_close(rec);
+        return cli_fail(EXIT_FAIL, "%s", err.msg);
+    }
+    /* the initial value first: a bad address fails here with one line */
+    if (crec_seek(rec, 0, &err) != CREC_OK ||
+        crec_read_memory(rec, what.addr, what.len, b, k, &src, &err) != CREC_OK ||
+        crec_watch(rec, what.addr, what.len, print_change, &w, &err) != CREC_OK)
+        rc = cli_fail(EXIT_FAIL, "%s", err.msg);
+    crec_close(rec);
+    return rc;
+}

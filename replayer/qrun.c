@@ -1,0 +1,77 @@
+/*
+ * qrun.c - query runs: one replay from a key frame to an exact instruction
+ * count, reporting every memory access, for the index and the query engine
+ * (index/, docs/QUERY.md).  No key-frame or end checks: a query run may cut
+ * blocks differently (crec_emu_cpu_run_until adds a code hook).
+ */
+#include <inttypes.h>
+
+#include "common/common.h"
+#include "replayer/replayer_int.h"
+
+struct crec_replay_qrun {
+    struct rep_seg s;
+};
+
+int crec_replay_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
+                               crec_error *err)
+{
+    return rep_load_keyframes(r, out, n, err);
+}
+
+int crec_replay_query(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t nkf,
+                      size_t first, uint64_t until, crec_replay_access_fn fn, void *ctx,
+                      crec_replay_qrun **out, crec_error *err)
+{
+    crec_replay_qrun *q;
+    struct rep_seg *s;
+
+    *out = NULL;
+    if (first >= nkf || until < kfs[first].global_icount)
+        return crec_error_set(err, CREC_ERR_ARG, "bad query run: key frame %zu, until %" PRIu64,
+                              first, until);
+    q = crec_calloc(1, sizeof *q);
+    if (!q)
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+    s = &q->s;
+    s->r = r;
+    s->kfs = kfs;
+    s->nkf = nkf;
+    s->nkf_blocks = nkf;
+    s->first = first;
+    s->end_kf = nkf - 1;
+    s->stop_at = until;
+    s->until = until;
+    s->query = 1;
+    s->on_access = fn;
+    s->access_ctx = ctx;
+    rep_seg_run(s);
+    if (s->failed) {
+        if (err)
+            *err = s->err;
+        int rc = s->err.code ? (int)s->err.code : CREC_ERR_CORRUPT;
+        crec_replay_qrun_free(q);
+        return rc;
+    }
+    if (s->diverged) {
+        crec_error_set(err, CREC_ERR_DIVERGENCE, "replay diverged at instruction %" PRIu64
+                       ": %s", s->div.icount, s->div.what);
+        crec_replay_qrun_free(q);
+        return CREC_ERR_DIVERGENCE;
+    }
+    *out = q;
+    return CREC_OK;
+}
+
+crec_emu_cpu *crec_replay_qrun_cpu(crec_replay_qrun *q)
+{
+    return q->s.cpu;
+}
+
+void crec_replay_qrun_free(crec_replay_qrun *q)
+{
+    if (!q)
+        return;
+    rep_seg_close(&q->s);
+    crec_free(q);
+}

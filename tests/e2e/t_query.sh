@@ -1,0 +1,109 @@
+# crec query / crec when (docs/QUERY.md): an independent oracle guest that
+# prints its stores, cross-checks against a full replay, and bad queries.
+. "$E2E_DIR/lib.sh"
+
+rec=$TMP/oracle.crec
+"$CREC" record -o "$rec" --keyframe-interval 20000 --snapshot-interval 4 -- \
+    "$GUESTS/oracle" >"$TMP/oracle.out" 2>"$TMP/rec.err"
+expect_eq "query: oracle recorded" 0 "$?"
+
+# oracle_array[3]: the address it printed, and its sequence of values
+addr=$(awk '$1 == "STORE" && $2 == 3 { print $3; exit }' "$TMP/oracle.out")
+python3 -c 'import sys
+for l in open(sys.argv[1]):
+    f = l.split()
+    if len(f) == 4 and f[0] == "STORE" and f[1] == "3": print("0x%016x" % int(f[3]))' \
+    "$TMP/oracle.out" >"$TMP/want"
+"$CREC" when "$rec" "$addr" >"$TMP/when" 2>"$TMP/when.err"
+expect_eq "when: exits 0" 0 "$?"
+awk 'NR > 1 { print $2 }' "$TMP/when" >"$TMP/got"
+if cmp -s "$TMP/want" "$TMP/got"; then
+    pass "when: lists exactly the stored sequence"
+else
+    fail "when: lists exactly the stored sequence" "want $(tr '\n' ' ' <"$TMP/want") got $(tr '\n' ' ' <"$TMP/got")"
+fi
+if awk 'NR > 1 && $4 != "48" && $0 !~ /mov/ { bad = 1 } END { exit bad }' "$TMP/when"; then
+    pass "when: names the storing instruction"
+else
+    fail "when: names the storing instruction" "$(head -c 300 "$TMP/when")"
+fi
+expect_eq "when: initial value is zero" "0 0x0000000000000000 initial" "$(head -1 "$TMP/when")"
+
+# queries at random times between the stores: the value of the last store
+# at or before T (the value is new at T, the time `when` printed)
+awk 'NR > 1 { print $1, $2 }' "$TMP/when" >"$TMP/times"
+end=$("$CREC" query "$rec" rip@end >/dev/null && "$CREC" info "$rec" | awk '/^instructions:/ { print $2 }')
+python3 - "$TMP/times" "$end" >"$TMP/probes" <<'PY'
+import random, sys
+rows = [l.split() for l in open(sys.argv[1])]
+end = int(sys.argv[2])
+random.seed(7)
+times = [int(r[0]) for r in rows]
+vals = [r[1] for r in rows]
+bounds = times + [end + 1]
+for i in range(len(times)):
+    lo, hi = bounds[i], bounds[i + 1] - 1
+    for t in sorted({lo, hi, random.randint(lo, hi), random.randint(lo, hi)}):
+        print(t, vals[i])
+    if i == 0:
+        print(times[0] - 1, "0x0000000000000000")
+PY
+ok=1 args=
+while read t v; do args="$args $addr@$t"; done <"$TMP/probes"
+"$CREC" query "$rec" $args >"$TMP/q" 2>"$TMP/q.err" || ok=0
+awk '{ print $3 }' "$TMP/q" >"$TMP/qv"
+awk '{ print $2 }' "$TMP/probes" >"$TMP/qw"
+if [ $ok = 1 ] && cmp -s "$TMP/qv" "$TMP/qw"; then
+    pass "query: $(wc -l <"$TMP/probes") random times between stores give the stored value"
+else
+    fail "query: random times between stores give the stored value" "$(paste "$TMP/probes" "$TMP/qv" | head -5) $(cat "$TMP/q.err")"
+fi
+if [ -s "$rec.idx" ]; then pass "query: index saved beside the recording"; else fail "query: index saved beside the recording" "no $rec.idx"; fi
+
+# symbols, registers, formats, JSON
+sym=$("$CREC" query "$rec" oracle_array+24@end | awk '{ print $3 }')
+expect_eq "query: symbol+offset" "$(tail -1 "$TMP/want")" "$sym"
+expect_status "query: registers and time forms" 0 "$CREC" query "$rec" rip@0 rax@syscall:1 \
+    xmm0@50% fs_base@1:1000 rflags@end
+if grep -q '^rip@0 = 0x0000' "$TMP/out" && grep -q '(register)' "$TMP/out"; then
+    pass "query: register answers"
+else
+    fail "query: register answers" "$(head -c 300 "$TMP/out")"
+fi
+expect_status "query: rip just before syscall 1 is a syscall" 0 "$CREC" query "$rec" rip@syscall:1
+r=$(awk '{ print $3 }' "$TMP/out")
+"$CREC" query --format bytes "$rec" "$r:2@syscall:1" >"$TMP/out" 2>&1
+expect_eq "query: code bytes there are 0f 05" "$r:2@syscall:1 = 0f 05 (code)" "$(cat "$TMP/out")"
+expect_status "query: --json" 0 "$CREC" query --json --format dec "$rec" "$addr@end" rip@end
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d)==2 and d[0]["path"] in ("index+replay","snapshot")' "$TMP/out" 2>/dev/null; then
+    pass "query: --json is valid"
+else
+    fail "query: --json is valid" "$(head -c 300 "$TMP/out")"
+fi
+
+# the index agrees with a full replay from instruction 0
+if [ -x "$CRECTOOLS/crec_xcheck" ]; then
+    expect_status "query: 40 random queries equal a full replay" 0 "$CRECTOOLS/crec_xcheck" "$rec" 40 5
+fi
+
+# a stale index is rebuilt
+printf 'CRECIDX\0garbage' >"$rec.idx"
+expect_status "query: a corrupt index is rebuilt" 0 "$CREC" query "$rec" "$addr@end"
+
+# bad queries: one line on stderr, exit 1
+bad_query() {
+    "$CREC" query "$rec" "$2" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    if [ $rc = 1 ] && [ "$(wc -l <"$TMP/err")" = 1 ] && grep -q "$3" "$TMP/err"; then
+        pass "query: $1"
+    else
+        fail "query: $1" "exit $rc: $(cat "$TMP/err")"
+    fi
+}
+bad_query "never-mapped address" 0x10@end "never mapped"
+bad_query "time past the end" "rip@99999999999" "past the end"
+bad_query "bad register name" "rbq@5" "neither a register nor a symbol"
+bad_query "malformed expression" "0x12zz@5" "malformed"
+bad_query "malformed time" "rip@12abc" "malformed"
+bad_query "no @" "rip" "malformed"
+bad_query "syscall past the last" "rip@syscall:99999" "syscalls"

@@ -1,0 +1,140 @@
+/*
+ * test_index.c - the summarization index: encode/decode round trip,
+ * lookups, and rejection of corrupt index files.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "index/index.h"
+
+static uint64_t *dup64(const uint64_t *v, size_t n)
+{
+    uint64_t *p = crec_malloc((n ? n : 1) * sizeof *p);
+    memcpy(p, v, n * sizeof *p);
+    return p;
+}
+
+/* Two segments: lines 0x100, 0x101 and 0x4000 (stores to 0x101); a kernel
+ * write of 0x5000..0x5010 in the second, which also has the WILD flag off. */
+static crec_idx *sample(void)
+{
+    static const uint64_t t0[] = {0x100, 0x101, 0x4000}, w0[] = {0x101};
+    static const uint64_t t1[] = {0x7}, k1[] = {0x5000, 0x10};
+    crec_idx *ix = crec_calloc(1, sizeof *ix);
+
+    ix->rec_size = 123456;
+    ix->rec_hash = 0xfeedfacecafebeefull;
+    ix->nseg = 2;
+    ix->segs = crec_calloc(2, sizeof *ix->segs);
+    ix->segs[0] = (crec_idx_seg){.start = 0, .ntouch = 3, .nwrite = 1, .nk = 0,
+                                 .touch = dup64(t0, 3), .write = dup64(w0, 1),
+                                 .k = dup64(k1, 0)};
+    ix->segs[1] = (crec_idx_seg){.start = 1000000, .ntouch = 1, .nwrite = 0, .nk = 1,
+                                 .touch = dup64(t1, 1), .write = dup64(w0, 0),
+                                 .k = dup64(k1, 2)};
+    return ix;
+}
+
+static void encode(const crec_idx *ix, crec_fmt_buf *b)
+{
+    memset(b, 0, sizeof *b);
+    cr_assert_eq(crec_idx_encode(ix, b), CREC_OK);
+}
+
+Test(index, round_trip)
+{
+    crec_idx *ix = sample(), *back = NULL;
+    crec_fmt_buf b;
+    crec_error err = {0};
+
+    encode(ix, &b);
+    cr_assert_eq(crec_idx_decode(b.data, b.len, &back, &err), CREC_OK, "%s", err.msg);
+    cr_expect_eq(back->rec_size, 123456);
+    cr_expect_eq(back->rec_hash, 0xfeedfacecafebeefull);
+    cr_assert_eq(back->nseg, 2);
+    for (size_t i = 0; i < 2; i++) {
+        const crec_idx_seg *a = &ix->segs[i], *c = &back->segs[i];
+        cr_expect_eq(a->start, c->start);
+        cr_assert_eq(a->ntouch, c->ntouch);
+        cr_assert_eq(a->nwrite, c->nwrite);
+        cr_assert_eq(a->nk, c->nk);
+        cr_expect_eq(memcmp(a->touch, c->touch, a->ntouch * 8), 0);
+        cr_expect_eq(memcmp(a->write, c->write, a->nwrite * 8), 0);
+        cr_expect_eq(memcmp(a->k, c->k, a->nk * 16), 0);
+    }
+    crec_idx_free(back);
+    crec_idx_free(ix);
+    crec_fmt_buf_free(&b);
+}
+
+Test(index, lookups)
+{
+    crec_idx *ix = sample();
+
+    cr_expect(crec_idx_touches(ix, 0, 0x100 << 6, 8, 0));
+    cr_expect(crec_idx_touches(ix, 0, (0x100 << 6) + 63, 1, 0));
+    cr_expect_not(crec_idx_touches(ix, 0, 0x102 << 6, 8, 0));
+    cr_expect(crec_idx_touches(ix, 0, (0x102 << 6) - 4, 8, 0)); /* spans two lines */
+    cr_expect(crec_idx_touches(ix, 0, 0x101 << 6, 8, 1));
+    cr_expect_not(crec_idx_touches(ix, 0, 0x100 << 6, 8, 1)); /* loaded, not stored */
+    cr_expect(crec_idx_touches(ix, 0, 0x4000ull << 6, 1, 0));
+    cr_expect_not(crec_idx_touches(ix, 0, 0x3fffull << 6, 64, 0));
+    /* kernel writes count as writes, by byte range */
+    cr_expect(crec_idx_touches(ix, 1, 0x500f, 1, 1));
+    cr_expect_not(crec_idx_touches(ix, 1, 0x5010, 1, 1));
+    cr_expect_not(crec_idx_touches(ix, 1, 0x4ff8, 8, 0));
+    ix->segs[1].flags = CREC_IDX_WILD;
+    cr_expect(crec_idx_touches(ix, 1, 0x123456789, 1, 1));
+    crec_idx_free(ix);
+}
+
+static int decode_rc(const uint8_t *p, size_t n)
+{
+    crec_idx *ix = NULL;
+    crec_error err = {0};
+    int rc = crec_idx_decode(p, n, &ix, &err);
+
+    if (rc == CREC_OK)
+        crec_idx_free(ix);
+    else
+        cr_expect(err.msg[0] != 0, "an error names the problem");
+    return rc;
+}
+
+Test(index, corrupt_rejected)
+{
+    crec_idx *ix = sample();
+    crec_fmt_buf b;
+
+    encode(ix, &b);
+    cr_expect_eq(decode_rc(b.data, 10), CREC_ERR_CORRUPT);       /* short */
+    cr_expect_eq(decode_rc(b.data, b.len - 1), CREC_ERR_CORRUPT); /* cut */
+    b.data[b.len - 1] ^= 1;                                       /* body bit flip */
+    cr_expect_eq(decode_rc(b.data, b.len), CREC_ERR_CORRUPT);
+    b.data[b.len - 1] ^= 1;
+    b.data[0] = 'X';                                              /* magic */
+    cr_expect_eq(decode_rc(b.data, b.len), CREC_ERR_CORRUPT);
+    b.data[0] = 'C';
+    b.data[8] = 9;                                                /* version */
+    cr_expect_eq(decode_rc(b.data, b.len), CREC_ERR_VERSION);
+    b.data[8] = 1;
+    cr_expect_eq(decode_rc(b.data, b.len), CREC_OK);
+    crec_idx_free(ix);
+    crec_fmt_buf_free(&b);
+}
+
+Test(index, corrupt_body_with_valid_checksum)
+{
+    /* a body that claims a huge list, with a checksum that matches it */
+    crec_idx *ix = sample(), *back = NULL;
+    crec_fmt_buf b;
+    crec_error err = {0};
+
+    ix->segs[0].touch[1] = ix->segs[0].touch[0]; /* not increasing: delta 0 */
+    encode(ix, &b);
+    cr_expect_eq(crec_idx_decode(b.data, b.len, &back, &err), CREC_ERR_CORRUPT);
+    cr_expect(strstr(err.msg, "not increasing") != NULL, "%s", err.msg);
+    crec_idx_free(ix);
+    crec_fmt_buf_free(&b);
+}

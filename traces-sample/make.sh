@@ -1,0 +1,50 @@
+#!/bin/sh
+# traces-sample/make.sh - rebuild the sample recordings and their answers.
+#
+#   sh traces-sample/make.sh            rebuild every .crec, then the answers
+#   sh traces-sample/make.sh --answers  only rewrite answers.txt (after adding
+#                                       a "$ crec ..." line to it)
+#
+# Run from the top of the work tree on x86-64, after `make`.  CREC names the
+# crec to use (default build/crec).  The recordings are FROZEN: every later
+# crec must read them (README.md), so rebuild them only when the format
+# version changes, and then keep the old files readable too.
+#
+# Each recording is made exactly by the command printed below: the guest
+# is built from src/ into build/traces-sample/, and recorded from that
+# folder with an empty environment (env -i), so the file holds no variable
+# of the machine that made it and `crec info` shows a short command line.
+set -e
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+CREC=${CREC:-build/crec}
+case "$CREC" in /*) ;; *) CREC=$ROOT/$CREC ;; esac
+OUT=$ROOT/traces-sample
+W=$ROOT/build/traces-sample
+
+if [ "$1" != "--answers" ]; then
+    mkdir -p "$W"
+    cc -O1 -static -o "$W/hello" traces-sample/src/hello.c
+    cc -O1 -o "$W/readfile" traces-sample/src/readfile.c
+    # segv: static with musl (Debian's musl-tools), so the file is a few KB
+    command -v musl-gcc >/dev/null ||
+        { echo "make.sh: needs musl-gcc: apt-get install musl-tools" >&2; exit 1; }
+    musl-gcc -O1 -static -o "$W/segv" traces-sample/src/segv.c
+    cp traces-sample/src/input.txt "$W/input.txt"
+
+    # rec NAME KEYFRAME_INTERVAL PROG ARGS...: record one sample.
+    rec() {
+        name=$1 kfi=$2
+        shift 2
+        echo "+ (cd build/traces-sample && env -i PATH=/usr/bin:/bin crec record" \
+            "--keyframe-interval $kfi -o $name.crec -- $*)"
+        (cd "$W" && env -i PATH=/usr/bin:/bin "$CREC" record --keyframe-interval "$kfi" \
+            -o "$name.crec" -- "$@") || true
+        cp "$W/$name.crec" "$OUT/$name.crec"
+    }
+    rec hello 5000 ./hello sample
+    rec readfile 20000 ./readfile input.txt
+    rec segv 200 ./segv
+fi
+
+CREC=$CREC ANSWERS_WRITE=1 sh tests/e2e/t_samples.sh

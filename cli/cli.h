@@ -61,6 +61,10 @@ int cli_parse_what(crec_recording *rec, const char *what, size_t size, struct cl
                    crec_error *err);
 int cli_parse_when(crec_recording *rec, const char *when, uint64_t *t, crec_error *err);
 
+/* On a terminal only, show on stderr how far the long work of a query
+ * (building the index of `path`) has got; elsewhere, nothing. */
+void cli_show_progress(crec_recording *rec, const char *path);
+
 /* A value as --format F prints it: `k[i]` 0 shows byte i as ??. */
 void cli_format_value(const uint8_t *b, const uint8_t *k, size_t len, const char *fmt,
                       char *out, size_t size);

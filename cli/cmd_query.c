@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -225,6 +226,28 @@ int cli_parse_when(crec_recording *rec, const char *when, uint64_t *t, crec_erro
     return 0;
 }
 
+/* ---- progress -------------------------------------------------------------- */
+
+static void progress_line(void *ctx, uint64_t done, uint64_t total)
+{
+    const char *path = ctx;
+
+    if (done >= total) {
+        fputs("\r\033[K", stderr); /* the work is done: erase the line */
+    } else {
+        fprintf(stderr, "\rcrec: building the index of %s: %" PRIu64 "%% (%.1fM of %.1fM "
+                "instructions replayed)\033[K", path, total ? done * 100 / total : 0,
+                (double)done / 1e6, (double)total / 1e6);
+    }
+    fflush(stderr);
+}
+
+void cli_show_progress(crec_recording *rec, const char *path)
+{
+    if (isatty(STDERR_FILENO))
+        crec_set_progress(rec, progress_line, (void *)path);
+}
+
 /* ---- printing -------------------------------------------------------------- */
 
 void cli_format_value(const uint8_t *b, const uint8_t *k, size_t len, const char *fmt,
@@ -335,6 +358,7 @@ int cmd_query(int argc, char **argv)
         return cli_usage_error("query", "needs a FILE and at least one WHAT@WHEN");
     if (crec_open(argv[optind], no_index ? CREC_OPEN_NO_INDEX : 0, &rec, &err) != CREC_OK)
         return cli_fail(EXIT_FAIL, "%s", err.msg);
+    cli_show_progress(rec, argv[optind]);
     if (json)
         printf("[");
     for (int i = optind + 1; i < argc && rc == EXIT_OK; i++) {

@@ -86,6 +86,7 @@ int cmd_when(int argc, char **argv)
         return cli_usage_error("when", "needs a FILE and an ADDR");
     if (crec_open(argv[optind], 0, &rec, &err) != CREC_OK)
         return cli_fail(EXIT_FAIL, "%s", err.msg);
+    cli_show_progress(rec, argv[optind]);
     if (cli_parse_what(rec, argv[optind + 1], size, &what, &err) != 0 || what.is_reg ||
         what.len > 64) {
         if (what.is_reg || what.len > 64)

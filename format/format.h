@@ -449,11 +449,42 @@ int crec_fmt_cursor_next(crec_fmt_cursor *c, int *kind, const uint8_t **body, si
                          crec_error *err);
 
 /*! crec_fmt_blob_get() :
- *  Find a blob by hash (the first call indexes the BLOBS stream) and copy
- *  it into a new crec_malloc'd buffer; its content is checked against hash.
+ *  Find a blob by hash (the first call indexes the BLOBS stream, unless a
+ *  table was given) and copy it into a new crec_malloc'd buffer; its
+ *  content is checked against hash.
  *  @return CREC_OK, *data and *len; CREC_ERR_NOTFOUND; or an error. */
 int crec_fmt_blob_get(crec_fmt_reader *r, const crec_fmt_hash *hash, uint8_t **data,
                       size_t *len, crec_error *err);
+
+/*! crec_fmt_blob_view() :
+ *  The same without a copy: *data points into the reader's cache of
+ *  recently read blobs (bounded), valid until the next blob call on r.
+ *  @return as crec_fmt_blob_get(). */
+int crec_fmt_blob_view(crec_fmt_reader *r, const crec_fmt_hash *hash, const uint8_t **data,
+                       size_t *len, crec_error *err);
+
+/* Where a blob's bytes lie in the BLOBS stream (uncompressed offsets). */
+typedef struct crec_fmt_blob_loc {
+    crec_fmt_hash hash;
+    uint64_t off, len;
+} crec_fmt_blob_loc;
+
+/*! crec_fmt_blob_table() :
+ *  Every blob of the recording and where it lies, sorted by hash (the
+ *  first call scans BLOBS); *locs belongs to the reader.  Saving it (as the
+ *  query index does) lets a later reader skip that scan.
+ *  @return CREC_OK, or an error reading BLOBS. */
+int crec_fmt_blob_table(crec_fmt_reader *r, const crec_fmt_blob_loc **locs, size_t *n,
+                        crec_error *err);
+
+/*! crec_fmt_blob_table_set() :
+ *  Give the reader a table that crec_fmt_blob_table() returned for this
+ *  recording, instead of scanning BLOBS.  Entries must be sorted by hash
+ *  and lie inside BLOBS; each blob is still checked against its hash when
+ *  read, so a wrong table gives CREC_ERR_CORRUPT, never wrong bytes.
+ *  @return CREC_OK, or CREC_ERR_CORRUPT (the reader's table is unchanged). */
+int crec_fmt_blob_table_set(crec_fmt_reader *r, const crec_fmt_blob_loc *locs, size_t n,
+                            crec_error *err);
 
 /* ---- summary (what `crec info` prints) ----------------------------------- */
 

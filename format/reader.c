@@ -43,10 +43,20 @@ struct rstream {
     uint64_t raw, comp;
 };
 
-struct blobent {
+/*
+ * Blobs read lately, checked against their hash, kept so that the code a
+ * replay maps at every key frame is decompressed and hashed once per
+ * reader, not once per replay.  At most FMT_BLOB_CACHE_N blobs and
+ * FMT_BLOB_CACHE_BYTES bytes (the newest blob is kept even when larger).
+ */
+#define FMT_BLOB_CACHE_N 64
+#define FMT_BLOB_CACHE_BYTES (64u << 20)
+
+struct blobcache {
     crec_fmt_hash h;
-    uint64_t off; /* stream offset of the blob's bytes */
-    uint64_t len;
+    uint8_t *data;
+    size_t len;
+    uint64_t used; /* tick of the last use, 0 = empty slot */
 };
 
 struct crec_fmt_reader {
@@ -71,9 +81,12 @@ struct crec_fmt_reader {
     size_t cached; /* chunk index held in cache, SIZE_MAX for none */
     uint8_t *cache;
     size_t cachecap;
-    struct blobent *blobs; /* sorted by hash, built on first blob_get */
+    crec_fmt_blob_loc *blobs; /* sorted by hash: scanned on first use, or given */
     size_t nblobs;
     int blobs_built;
+    struct blobcache bcache[FMT_BLOB_CACHE_N];
+    size_t bcache_bytes;
+    uint64_t bcache_tick;
 };
 
 static int r_nomem(const crec_fmt_reader *r, crec_error *err)
@@ -622,6 +635,8 @@ void crec_fmt_reader_free(crec_fmt_reader *r)
     crec_free(r->zbuf);
     crec_free(r->cache);
     crec_free(r->blobs);
+    for (size_t i = 0; i < FMT_BLOB_CACHE_N; i++)
+        crec_free(r->bcache[i].data);
     ZSTD_freeDCtx(r->dctx);
     crec_free(r->name);
     crec_free(r);
@@ -935,12 +950,12 @@ static int cmp_blob(const void *a, const void *b)
     return memcmp(a, b, sizeof(crec_fmt_hash));
 }
 
-/* One pass over BLOBS: (hash, offset, length) of each blob, sorted. */
-static int blob_add(crec_fmt_reader *r, size_t *cap, const struct blobent *e, crec_error *err)
+static int blob_add(crec_fmt_reader *r, size_t *cap, const crec_fmt_blob_loc *e,
+                    crec_error *err)
 {
     if (r->nblobs == *cap) {
         size_t n = *cap ? *cap * 2 : 64;
-        struct blobent *p = crec_realloc(r->blobs, n * sizeof *p);
+        crec_fmt_blob_loc *p = crec_realloc(r->blobs, n * sizeof *p);
         if (!p)
             return r_nomem(r, err);
         r->blobs = p;
@@ -955,12 +970,17 @@ static int build_blob_index(crec_fmt_reader *r, crec_error *err)
 {
     crec_fmt_cursor *c;
     size_t cap = 0;
-    int rc = crec_fmt_cursor_open(r, CREC_FMT_S_BLOBS, 0, 0, &c, err);
+    int rc;
+
+    crec_free(r->blobs);
+    r->blobs = NULL;
+    r->nblobs = 0;
+    rc = crec_fmt_cursor_open(r, CREC_FMT_S_BLOBS, 0, 0, &c, err);
     while (!rc) {
         int kind;
         const uint8_t *body;
         size_t len;
-        struct blobent e;
+        crec_fmt_blob_loc e;
         if ((rc = crec_fmt_cursor_next(c, &kind, &body, &len, err)) != 0)
             break;
         if (kind != CREC_FMT_K_BLOB || len < 16) {
@@ -968,7 +988,7 @@ static int build_blob_index(crec_fmt_reader *r, crec_error *err)
                                     kind, len);
             break;
         }
-        memcpy(e.h.b, body, 16);
+        memcpy(e.hash.b, body, 16);
         e.len = len - 16;
         e.off = crec_fmt_cursor_offset(c) - e.len;
         rc = blob_add(r, &cap, &e, err);
@@ -982,36 +1002,156 @@ static int build_blob_index(crec_fmt_reader *r, crec_error *err)
     return CREC_OK;
 }
 
-int crec_fmt_blob_get(crec_fmt_reader *r, const crec_fmt_hash *hash, uint8_t **data,
-                      size_t *len, crec_error *err)
+int crec_fmt_blob_table(crec_fmt_reader *r, const crec_fmt_blob_loc **locs, size_t *n,
+                        crec_error *err)
 {
-    *data = NULL;
-    *len = 0;
+    *locs = NULL;
+    *n = 0;
     if (!r->blobs_built) {
-        crec_free(r->blobs);
-        r->blobs = NULL;
-        r->nblobs = 0;
         int rc = build_blob_index(r, err);
         if (rc)
             return rc;
     }
-    const struct blobent *e = !r->nblobs ? NULL : bsearch(hash, r->blobs, r->nblobs, sizeof *r->blobs, cmp_blob);
-    if (!e)
-        return crec_error_set(err, CREC_ERR_NOTFOUND, "%s: no such blob", r->name);
+    *locs = r->blobs;
+    *n = r->nblobs;
+    return CREC_OK;
+}
+
+int crec_fmt_blob_table_set(crec_fmt_reader *r, const crec_fmt_blob_loc *locs, size_t n,
+                            crec_error *err)
+{
+    const struct rstream *s = find_stream(r, CREC_FMT_S_BLOBS, 0);
+    uint64_t raw = s ? s->raw : 0;
+    crec_fmt_blob_loc *copy;
+
+    for (size_t i = 0; i < n; i++) {
+        if (locs[i].off > raw || locs[i].len > raw - locs[i].off)
+            return crec_error_corrupt(err, "%s: blob table entry %zu lies past the end of "
+                                           "BLOBS", r->name, i);
+        if (i > 0 && cmp_blob(&locs[i - 1].hash, &locs[i].hash) >= 0)
+            return crec_error_corrupt(err, "%s: blob table not sorted by hash", r->name);
+    }
+    copy = crec_malloc((n ? n : 1) * sizeof *copy);
+    if (!copy)
+        return r_nomem(r, err);
+    if (n)
+        memcpy(copy, locs, n * sizeof *copy);
+    crec_free(r->blobs);
+    r->blobs = copy;
+    r->nblobs = n;
+    r->blobs_built = 1;
+    return CREC_OK;
+}
+
+/* The cache slot holding `hash`, or NULL. */
+static struct blobcache *bcache_find(crec_fmt_reader *r, const crec_fmt_hash *hash)
+{
+    for (size_t i = 0; i < FMT_BLOB_CACHE_N; i++)
+        if (r->bcache[i].used && memcmp(&r->bcache[i].h, hash, sizeof *hash) == 0)
+            return &r->bcache[i];
+    return NULL;
+}
+
+/* Drop the least recently used blob but `keep`.  @return 0 if none was left. */
+static int bcache_evict(crec_fmt_reader *r, const struct blobcache *keep)
+{
+    struct blobcache *old = NULL;
+
+    for (size_t i = 0; i < FMT_BLOB_CACHE_N; i++) {
+        struct blobcache *b = &r->bcache[i];
+        if (b->used && b != keep && (!old || b->used < old->used))
+            old = b;
+    }
+    if (!old)
+        return 0;
+    r->bcache_bytes -= old->len;
+    crec_free(old->data);
+    memset(old, 0, sizeof *old);
+    return 1;
+}
+
+static struct blobcache *bcache_free_slot(crec_fmt_reader *r)
+{
+    for (size_t i = 0; i < FMT_BLOB_CACHE_N; i++)
+        if (!r->bcache[i].used)
+            return &r->bcache[i];
+    return NULL;
+}
+
+/* Read blob e, check it against its hash, and cache it. */
+static int bcache_load(crec_fmt_reader *r, const crec_fmt_blob_loc *e, struct blobcache **out,
+                       crec_error *err)
+{
+    struct blobcache *slot;
     uint8_t *p = crec_malloc(e->len ? (size_t)e->len : 1);
+    crec_fmt_hash h;
+    int rc;
+
     if (!p)
         return r_nomem(r, err);
-    int rc = crec_fmt_read_at(r, CREC_FMT_S_BLOBS, 0, e->off, p, (size_t)e->len, err);
+    rc = crec_fmt_read_at(r, CREC_FMT_S_BLOBS, 0, e->off, p, (size_t)e->len, err);
     if (!rc) {
-        crec_fmt_hash h = crec_fmt_hash_bytes(p, (size_t)e->len);
-        if (memcmp(&h, hash, sizeof h) != 0)
-            rc = crec_error_corrupt(err, "blob content does not match its hash");
+        h = crec_fmt_hash_bytes(p, (size_t)e->len);
+        if (memcmp(&h, &e->hash, sizeof h) != 0)
+            rc = crec_error_corrupt(err, "%s: blob content does not match its hash", r->name);
     }
     if (rc) {
         crec_free(p);
         return rc;
     }
-    *data = p;
-    *len = (size_t)e->len;
+    if (!(slot = bcache_free_slot(r))) {
+        bcache_evict(r, NULL);
+        slot = bcache_free_slot(r);
+    }
+    *slot = (struct blobcache){e->hash, p, (size_t)e->len, ++r->bcache_tick};
+    r->bcache_bytes += slot->len;
+    while (r->bcache_bytes > FMT_BLOB_CACHE_BYTES && bcache_evict(r, slot))
+        ;
+    *out = slot;
+    return CREC_OK;
+}
+
+int crec_fmt_blob_view(crec_fmt_reader *r, const crec_fmt_hash *hash, const uint8_t **data,
+                       size_t *len, crec_error *err)
+{
+    struct blobcache *b;
+    const crec_fmt_blob_loc *e;
+    int rc;
+
+    *data = NULL;
+    *len = 0;
+    if (!r->blobs_built && (rc = build_blob_index(r, err)) != 0)
+        return rc;
+    b = bcache_find(r, hash);
+    if (!b) {
+        e = !r->nblobs ? NULL
+                       : bsearch(hash, r->blobs, r->nblobs, sizeof *r->blobs, cmp_blob);
+        if (!e)
+            return crec_error_set(err, CREC_ERR_NOTFOUND, "%s: no such blob", r->name);
+        if ((rc = bcache_load(r, e, &b, err)) != 0)
+            return rc;
+    }
+    b->used = ++r->bcache_tick;
+    *data = b->data;
+    *len = b->len;
+    return CREC_OK;
+}
+
+int crec_fmt_blob_get(crec_fmt_reader *r, const crec_fmt_hash *hash, uint8_t **data,
+                      size_t *len, crec_error *err)
+{
+    const uint8_t *p;
+    size_t n;
+    int rc = crec_fmt_blob_view(r, hash, &p, &n, err);
+
+    *data = NULL;
+    *len = 0;
+    if (rc)
+        return rc;
+    *data = crec_malloc(n ? n : 1);
+    if (!*data)
+        return r_nomem(r, err);
+    memcpy(*data, p, n);
+    *len = n;
     return CREC_OK;
 }

@@ -102,11 +102,19 @@ enum crec_source {
     CREC_SRC_SNAPSHOT = 3, /* a memory snapshot */
 };
 
+/* Progress of long work (building the index): `done` of `total` units. */
+typedef void (*crec_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
 /*! crec_open() :
  *  Open the recording at `path` (flags: CREC_OPEN_*).  The index
  *  (PATH.idx) is loaded, or built and saved, on the first memory query.
  *  The current time is 0.  @return CREC_OK and *out, or an error. */
 int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error *err);
+
+/*! crec_set_progress() : call fn (NULL: nothing) now and then while a
+ *  query does long work, such as building the index (units: instructions
+ *  replayed); it is last called with done == total. */
+void crec_set_progress(crec_recording *rec, crec_progress_fn fn, void *ctx);
 
 /*! crec_close() : NULL is fine. */
 void crec_close(crec_recording *rec);

@@ -18,22 +18,43 @@
 
 #define CREC_IDX_LINE_SHIFT 6 /* 64-byte lines */
 
-/* One segment: the key frame it starts at, and what it touched. */
+/*
+ * One segment: the key frame it starts at, and what it touched.  A line's
+ * mask has bit b set when byte b of the line was accessed, so that a query
+ * for bytes next to a busy variable does not replay segments that never
+ * touched them.
+ */
 typedef struct crec_idx_seg {
     uint64_t start;        /* global icount of its key frame */
     uint32_t flags;        /* CREC_IDX_WILD: the kernel wrote unknown ranges */
     size_t ntouch, nwrite, nk;
     uint64_t *touch;       /* sorted line numbers loaded or stored */
+    uint64_t *touch_mask;  /* ... and which of their bytes */
     uint64_t *write;       /* sorted line numbers stored (a subset of touch) */
+    uint64_t *write_mask;
     uint64_t *k;           /* nk (addr, len) pairs written by the kernel */
 } crec_idx_seg;
 
 #define CREC_IDX_WILD 1
 
+struct crec_idx_block; /* codec.c */
+
 typedef struct crec_idx {
     uint64_t rec_size, rec_hash; /* which recording it describes */
     size_t nseg;
-    crec_idx_seg *segs;
+    crec_idx_seg *segs;          /* read from the file a block at a time:
+                                    call crec_idx_need() before using one */
+    size_t nblobs;               /* where each blob lies, so that a reader */
+    crec_fmt_blob_loc *blobs;    /* need not scan BLOBS (crec_fmt_blob_table) */
+    size_t nmapped;              /* every range ever mapped: nmapped sorted, */
+    uint64_t *mapped;            /* disjoint (start, end) pairs */
+    size_t nsyscalls;            /* the icount of each SYSCALL record, in order */
+    uint64_t *syscalls;
+
+    struct crec_idx_block *blocks; /* NULL when built in memory */
+    size_t nblocks;
+    uint8_t *image;              /* the file, for blocks not yet decoded */
+    size_t image_len;
 } crec_idx;
 
 /*! crec_idx_encode() : the whole index file image (docs/QUERY.md) into b.
@@ -44,27 +65,58 @@ int crec_idx_encode(const crec_idx *ix, crec_fmt_buf *b);
  *  @return CREC_OK and *out, or CREC_ERR_CORRUPT / CREC_ERR_VERSION. */
 int crec_idx_decode(const uint8_t *data, size_t len, crec_idx **out, crec_error *err);
 
+/*! crec_idx_need() / crec_idx_need_all() : decode the block of the file
+ *  holding segment `seg` (or every block), if it is not yet.
+ *  @return CREC_OK or CREC_ERR_CORRUPT / CREC_ERR_NOMEM. */
+int crec_idx_need(crec_idx *ix, size_t seg, crec_error *err);
+int crec_idx_need_all(crec_idx *ix, crec_error *err);
+
 /*! crec_idx_free() : NULL is fine. */
 void crec_idx_free(crec_idx *ix);
 
 /*! crec_idx_touches() : does segment `seg` load, store (writes_only: store)
- *  or kernel-write any byte of [addr, addr+len)?  @return 1 or 0. */
+ *  or kernel-write any byte of [addr, addr+len)?  @return 1 or 0 (loads and
+ *  stores are known to the byte). */
 int crec_idx_touches(const crec_idx *ix, size_t seg, uint64_t addr, uint64_t len,
                      int writes_only);
+
+/*! crec_idx_line_mask() : @return the bytes of line `line` that
+ *  [addr, addr+len) covers, as a mask (bit b: byte b); the range must meet it. */
+uint64_t crec_idx_line_mask(uint64_t line, uint64_t addr, uint64_t len);
+
+/*! crec_idx_kernel_writes() : does the kernel (a syscall, a change of the
+ *  memory map) write any byte of [addr, addr+len) in segment `seg`?
+ *  @return 1 or 0. */
+int crec_idx_kernel_writes(const crec_idx *ix, size_t seg, uint64_t addr, uint64_t len);
 
 /*! crec_idx_recording_id() : size and hash of a recording file, which an
  *  index names.  @return CREC_OK or CREC_ERR_IO. */
 int crec_idx_recording_id(const char *path, uint64_t *size, uint64_t *hash, crec_error *err);
 
 /*! crec_idx_build() : replay every segment (on `jobs` threads) and collect
- *  the index.  @return CREC_OK and *out, or an error. */
+ *  the index, calling progress (may be NULL) now and then from this thread.
+ *  @return CREC_OK and *out, or an error. */
 int crec_idx_build(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, unsigned jobs,
-                   crec_idx **out, crec_error *err);
+                   crec_progress_fn progress, void *pctx, crec_idx **out, crec_error *err);
+
+/*! crec_idx_scan_events() : every range ever mapped (sorted, merged
+ *  (start, end) pairs) and the icount of every syscall, from the EVENTS
+ *  stream of the thread of key frame 0.  The arrays are crec_malloc'd.
+ *  @return CREC_OK or an error reading the stream. */
+int crec_idx_scan_events(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t nkf,
+                         uint64_t **mapped, size_t *nmapped, uint64_t **syscalls,
+                         size_t *nsyscalls, crec_error *err);
+
+/*! crec_idx_load() : read PATH.idx if it holds an index of this recording
+ *  (nkf key frames).  @return CREC_OK and *out, or CREC_ERR_NOTFOUND when
+ *  there is none, it is stale or it is corrupt. */
+int crec_idx_load(const char *path, size_t nkf, crec_idx **out, crec_error *err);
 
 /*! crec_idx_load_or_build() : read PATH.idx if it names this recording,
- *  else build it and (best effort) write it.  *built says which.
- *  @return CREC_OK and *out, or an error. */
+ *  else build it (reporting to progress, may be NULL) and (best effort)
+ *  write it.  *built says which.  @return CREC_OK and *out, or an error. */
 int crec_idx_load_or_build(const char *path, const crec_fmt_keyframe *kfs, size_t nkf,
-                           crec_idx **out, int *built, crec_error *err);
+                           crec_progress_fn progress, void *pctx, crec_idx **out, int *built,
+                           crec_error *err);
 
 #endif /* CREC_INDEX_H */

@@ -1,5 +1,6 @@
 /*
- * index_int.h - private to index/: the recording handle behind crec_open.
+ * index_int.h - private to index/: the recording handle behind crec_open
+ * (recording.c) and what the query engine (query.c) asks of it.
  */
 #ifndef CREC_INDEX_INT_H
 #define CREC_INDEX_INT_H
@@ -8,6 +9,8 @@
 
 #include "format/format.h"
 #include "index/index.h"
+
+#define QX_PAGE 4096ull
 
 /* A page of a snapshot. */
 struct qx_snap_page {
@@ -23,8 +26,10 @@ struct qx_code {
     uint8_t *bytes;
 };
 
-struct qx_range {
+/* One mapping of a key frame's memory-map listing. */
+struct qx_mapping {
     uint64_t start, end;
+    int prot;          /* CREC_PROT_* */
 };
 
 struct crec_recording {
@@ -37,15 +42,60 @@ struct crec_recording {
     unsigned flags;          /* CREC_OPEN_* */
     crec_idx *ix;            /* NULL until the first query that needs it */
     int index_built;         /* the index was built by this handle */
+    crec_progress_fn progress; /* crec_set_progress */
+    void *progress_ctx;
 
     struct qx_snap_page *snap; /* sorted by (addr, icount) */
     size_t nsnap;
+    size_t *snap_kf;         /* the key frame of each snapshot, in time order */
+    size_t nsnap_kf;
     struct qx_code *code;
     size_t ncode;
-    struct qx_range *mapped; /* every range ever mapped, merged */
+
+    int events_loaded;       /* the two lists below, on first need: */
+    const uint64_t *mapped;  /* every range ever mapped: (start, end) pairs */
     size_t nmapped;
-    uint64_t *syscalls;      /* icount of each syscall, in order */
+    const uint64_t *syscalls; /* icount of each SYSCALL record, in order */
     size_t nsyscalls;
+    uint64_t *own_mapped, *own_syscalls; /* ... when not the index's */
+
+    size_t listing_kf;       /* 1 + the key frame whose map `listing` holds, 0: none */
+    struct qx_mapping *listing;
+    size_t nlisting;
 };
+
+/* recording.c */
+
+/*! qx_ensure_index() : load or build the index, once.  @return CREC_OK or an error. */
+int qx_ensure_index(crec_recording *rec, crec_error *err);
+
+/*! qx_seg_of() : @return the segment holding time t (the last key frame at
+ *  or before it; the last segment for t at the end). */
+size_t qx_seg_of(const crec_recording *rec, uint64_t t);
+
+/*! qx_last_snapshot() : the key frame of the last snapshot at or before t.
+ *  @return 1 and *kf, or 0 when there is none. */
+int qx_last_snapshot(const crec_recording *rec, uint64_t t, size_t *kf);
+
+/*! qx_snap_find() : @return the newest snapshot of `page` at or before t, or NULL. */
+const struct qx_snap_page *qx_snap_find(const crec_recording *rec, uint64_t page, uint64_t t);
+
+/*! qx_snap_byte() : the byte at addr of snapshot page p.  @return CREC_OK or an error. */
+int qx_snap_byte(crec_recording *rec, const struct qx_snap_page *p, uint64_t addr,
+                 uint8_t *out, crec_error *err);
+
+/*! qx_prot_at_keyframe() : the protection of addr in the memory map listed
+ *  after key frame k (*prot -1: not mapped).  @return CREC_OK or an error. */
+int qx_prot_at_keyframe(crec_recording *rec, size_t k, uint64_t addr, int *prot,
+                        crec_error *err);
+
+/*! qx_ever_mapped() : *yes = 1 if a byte of the range was ever mapped.
+ *  @return CREC_OK or an error reading the events. */
+int qx_ever_mapped(crec_recording *rec, uint64_t addr, size_t len, int *yes, crec_error *err);
+
+/*! qx_code_bytes() : the bytes of a code mapping holding the whole range
+ *  (*found 1, buf filled), if there is one.  @return CREC_OK or an error. */
+int qx_code_bytes(crec_recording *rec, uint64_t addr, size_t len, uint8_t *buf, int *found,
+                  crec_error *err);
 
 #endif /* CREC_INDEX_INT_H */

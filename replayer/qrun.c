@@ -19,8 +19,24 @@ int crec_replay_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size
     return rep_load_keyframes(r, out, n, err);
 }
 
+/* A failed or diverged run as an error.  @return CREC_OK if it is neither. */
+static int qrun_error(const crec_replay_qrun *q, crec_error *err)
+{
+    const struct rep_seg *s = &q->s;
+
+    if (s->failed) {
+        if (err)
+            *err = s->err;
+        return s->err.code ? (int)s->err.code : CREC_ERR_CORRUPT;
+    }
+    if (s->diverged)
+        return crec_error_set(err, CREC_ERR_DIVERGENCE, "replay diverged at instruction %" PRIu64
+                              ": %s", s->div.icount, s->div.what);
+    return CREC_OK;
+}
+
 int crec_replay_query(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t nkf,
-                      size_t first, uint64_t until, crec_replay_access_fn fn, void *ctx,
+                      size_t first, uint64_t until, const crec_replay_watch *w,
                       crec_replay_qrun **out, crec_error *err)
 {
     crec_replay_qrun *q;
@@ -43,24 +59,30 @@ int crec_replay_query(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t n
     s->stop_at = until;
     s->until = until;
     s->query = 1;
-    s->on_access = fn;
-    s->access_ctx = ctx;
+    if (w) {
+        s->on_access = w->access;
+        s->on_keyframe = w->keyframe;
+        s->access_ctx = w->ctx;
+    }
     rep_seg_run(s);
-    if (s->failed) {
-        if (err)
-            *err = s->err;
-        int rc = s->err.code ? (int)s->err.code : CREC_ERR_CORRUPT;
+    int rc = qrun_error(q, err);
+    if (rc != CREC_OK) {
         crec_replay_qrun_free(q);
         return rc;
     }
-    if (s->diverged) {
-        crec_error_set(err, CREC_ERR_DIVERGENCE, "replay diverged at instruction %" PRIu64
-                       ": %s", s->div.icount, s->div.what);
-        crec_replay_qrun_free(q);
-        return CREC_ERR_DIVERGENCE;
-    }
     *out = q;
     return CREC_OK;
+}
+
+int crec_replay_qrun_continue(crec_replay_qrun *q, uint64_t until, crec_error *err)
+{
+    uint64_t now = crec_emu_cpu_icount(q->s.cpu);
+
+    if (until < now)
+        return crec_error_set(err, CREC_ERR_ARG, "a query run at instruction %" PRIu64
+                              " can't go back to %" PRIu64, now, until);
+    rep_seg_resume(&q->s, until);
+    return qrun_error(q, err);
 }
 
 crec_emu_cpu *crec_replay_qrun_cpu(crec_replay_qrun *q)

@@ -155,8 +155,10 @@ static int rep_next_event(struct rep_seg *s, crec_fmt_event *ev)
     if (s->have_peek) {
         *ev = s->peek;
         s->have_peek = 0;
+        s->ev_off = s->peek_off;
         return CREC_OK;
     }
+    s->ev_off = crec_fmt_cursor_offset(s->events);
     rc = crec_fmt_cursor_next(s->events, &kind, &body, &len, &err);
     if (rc == CREC_OK)
         rc = crec_fmt_ev_decode(kind, body, len, ev, &err);
@@ -170,7 +172,14 @@ static int rep_next_event(struct rep_seg *s, crec_fmt_event *ev)
 static void rep_unget_event(struct rep_seg *s, const crec_fmt_event *ev)
 {
     s->peek = *ev;
+    s->peek_off = s->ev_off;
     s->have_peek = 1;
+}
+
+/* The EVENTS offset of the next event to be read. */
+static uint64_t rep_event_offset(const struct rep_seg *s)
+{
+    return s->have_peek ? s->peek_off : crec_fmt_cursor_offset(s->events);
 }
 
 /* Rebuild one change of the memory map, and the code it brought. */
@@ -179,7 +188,7 @@ static int rep_apply_mmap(struct rep_seg *s, const crec_fmt_event *ev)
     crec_error err = {0};
     uint64_t addr = ev->u.mmap.addr, len = ev->u.mmap.len;
     int prot = (int)ev->u.mmap.prot, rc;
-    uint8_t *code;
+    const uint8_t *code;
     size_t code_len;
 
     if (ev->u.mmap.op == CREC_FMT_MM_UNMAP)
@@ -199,7 +208,7 @@ static int rep_apply_mmap(struct rep_seg *s, const crec_fmt_event *ev)
         s->on_access(s->access_ctx, s->cpu, 'k', addr, len);
     if (!(ev->u.mmap.flags & CREC_FMT_EV_HAS_HASH))
         return CREC_OK;
-    rc = crec_fmt_blob_get(s->r, &ev->u.mmap.blob, &code, &code_len, &err);
+    rc = crec_fmt_blob_view(s->r, &ev->u.mmap.blob, &code, &code_len, &err);
     if (rc == CREC_OK && code_len != len)
         rc = crec_error_corrupt(&err, "code blob for 0x%" PRIx64 " holds %zu bytes, not %" PRIu64,
                                 addr, code_len, len);
@@ -209,17 +218,23 @@ static int rep_apply_mmap(struct rep_seg *s, const crec_fmt_event *ev)
     }
     crec_emu_mem_write(s->cpu, addr, code, len);
     crec_emu_cpu_flush_code(s->cpu, addr, len);
-    crec_free(code);
     return CREC_OK;
 }
 
-/* Skip (or, when starting, apply) the memory-map listing after a key frame. */
-static int rep_listing(struct rep_seg *s, int apply)
+/*
+ * Skip (or, when starting, apply) the memory-map listing after key frame
+ * `kf`.  When no event came between two key frames their listings follow
+ * each other, so the listing ends where the next key frame's begins: each
+ * listing is the whole map, and applying the later ones too would only
+ * rebuild the same map again.
+ */
+static int rep_listing(struct rep_seg *s, size_t kf, int apply)
 {
+    uint64_t end = kf + 1 < s->nkf ? s->kfs[kf + 1].events_off : UINT64_MAX;
     crec_fmt_event ev;
-    int rc;
+    int rc = CREC_OK;
 
-    while ((rc = rep_next_event(s, &ev)) == CREC_OK) {
+    while (rep_event_offset(s) < end && (rc = rep_next_event(s, &ev)) == CREC_OK) {
         if (ev.kind != CREC_FMT_K_MMAP || !(ev.u.mmap.flags & CREC_FMT_EV_LISTING)) {
             rep_unget_event(s, &ev);
             return CREC_OK;
@@ -227,6 +242,8 @@ static int rep_listing(struct rep_seg *s, int apply)
         if (apply && rep_apply_mmap(s, &ev) != CREC_OK)
             return CREC_ERR_CORRUPT;
     }
+    if (rep_event_offset(s) >= end)
+        return CREC_OK;
     return rc == CREC_ERR_NOTFOUND ? CREC_OK : rc;
 }
 
@@ -241,8 +258,8 @@ static int rep_next_non_mmap(struct rep_seg *s, crec_fmt_event *ev)
     while ((rc = rep_next_event(s, ev)) == CREC_OK) {
         if (ev->kind != CREC_FMT_K_MMAP)
             return CREC_OK;
-        if (s->query && (ev->u.mmap.flags & CREC_FMT_EV_LISTING))
-            continue; /* a listing whose key frame fell inside a block */
+        if (ev->u.mmap.flags & CREC_FMT_EV_LISTING)
+            continue; /* the listing of a key frame not at a block start (the last one) */
         if (rep_apply_mmap(s, ev) != CREC_OK)
             return CREC_ERR_CORRUPT;
     }
@@ -408,6 +425,8 @@ static int rep_stopped_here(struct rep_seg *s)
 {
     crec_fmt_event ev;
 
+    if (rep_listing(s, s->nkf - 1, 0) != CREC_OK) /* the last key frame's own */
+        return 0;
     if (rep_next_event(s, &ev) != CREC_OK)
         return 0;
     rep_unget_event(s, &ev);
@@ -420,10 +439,13 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
     uint64_t before = icount - ninsns;
 
     while (s->next_kf < s->nkf_blocks && s->kfs[s->next_kf].global_icount <= before) {
-        const crec_fmt_keyframe *kf = &s->kfs[s->next_kf++];
+        size_t k = s->next_kf++;
+        const crec_fmt_keyframe *kf = &s->kfs[k];
         if (s->query) { /* no checks; just pass its map listing */
-            if (rep_listing(s, 0) != CREC_OK)
+            if (rep_listing(s, k, 0) != CREC_OK)
                 return;
+            if (s->on_keyframe)
+                s->on_keyframe(s->access_ctx, k);
             continue;
         }
         if (kf->global_icount < before) {
@@ -434,11 +456,13 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
         rep_verify_kf(s, kf, addr);
         if (s->diverged || s->failed)
             return;
-        if (rep_listing(s, 0) != CREC_OK)
+        if (rep_listing(s, k, 0) != CREC_OK)
             return;
     }
-    if (before >= s->stop_at && (!s->is_last || s->truncated || rep_stopped_here(s)))
+    if (before >= s->stop_at && (!s->is_last || s->truncated || rep_stopped_here(s))) {
         crec_emu_cpu_stop(s->cpu);
+        s->stopped_at_block = addr; /* RIP may still point into the previous block */
+    }
 }
 
 /* ---- one run of segments ------------------------------------------------- */
@@ -536,6 +560,38 @@ static void rep_seg_check_end(struct rep_seg *s, const struct crec_emu_stop *sto
     s->keyframes_checked++;
 }
 
+/* A query run: on to exactly s->until instructions, or the recording's end. */
+static int rep_seg_run_until(struct rep_seg *s)
+{
+    struct crec_emu_stop stop;
+    crec_error err = {0};
+    int rc;
+
+    if (s->ended)
+        return CREC_OK;
+    s->stop_at = s->until;
+    s->stopped_at_block = 0;
+    rc = crec_emu_cpu_run_until(s->cpu, s->until, &s->reached, &stop, &err);
+    if (rc == CREC_OK && s->stopped_at_block) /* a query reads RIP: set it now */
+        crec_emu_reg_set(s->cpu, UC_X86_REG_RIP, s->stopped_at_block);
+    if (rc != CREC_OK && !s->failed) {
+        s->err = err;
+        s->failed = 1;
+    }
+    s->ended = !s->reached; /* the program exited or faulted: nothing follows */
+    return s->failed ? s->err.code : CREC_OK;
+}
+
+int rep_seg_resume(struct rep_seg *s, uint64_t until)
+{
+    if (s->failed)
+        return s->err.code;
+    if (s->diverged)
+        return CREC_OK;
+    s->until = until;
+    return rep_seg_run_until(s);
+}
+
 int rep_seg_run(struct rep_seg *s)
 {
     struct crec_emu_stop stop;
@@ -544,12 +600,12 @@ int rep_seg_run(struct rep_seg *s)
 
     rc = rep_seg_open(s, &err);
     if (rc == CREC_OK)
-        rc = rep_listing(s, 1) == CREC_OK && !s->failed ? CREC_OK : CREC_ERR_CORRUPT;
+        rc = rep_listing(s, s->first, 1) == CREC_OK && !s->failed ? CREC_OK : CREC_ERR_CORRUPT;
     if (rc == CREC_OK && !s->failed && !s->diverged)
         rc = rep_seg_first_hits(s, &err);
     if (rc == CREC_OK && !s->failed && !s->diverged && s->query)
-        rc = crec_emu_cpu_run_until(s->cpu, s->until, &s->reached, &stop, &err);
-    else if (rc == CREC_OK && !s->failed && !s->diverged)
+        return rep_seg_run_until(s);
+    if (rc == CREC_OK && !s->failed && !s->diverged)
         rc = crec_emu_cpu_run(s->cpu, &stop, &err);
     if (rc != CREC_OK) {
         if (!s->failed)
@@ -559,7 +615,7 @@ int rep_seg_run(struct rep_seg *s)
     }
     if (s->failed)
         return s->err.code;
-    if (s->diverged || s->query)
+    if (s->diverged)
         return CREC_OK;
     if (!s->is_last || s->truncated) {
         /* It must have reached and checked its last key frame. */

@@ -56,15 +56,30 @@ typedef struct crec_replay_qrun crec_replay_qrun;
 typedef void (*crec_replay_access_fn)(void *ctx, crec_emu_cpu *cpu, int kind, uint64_t addr,
                                       uint64_t len);
 
+/* What a query run reports; every member may be NULL. */
+typedef struct crec_replay_watch {
+    crec_replay_access_fn access;            /* every guest memory access */
+    void (*keyframe)(void *ctx, size_t k);   /* the run passes key frame k */
+    void *ctx;
+} crec_replay_watch;
+
 /*! crec_replay_query() :
  *  Replay from key frame `first` of `kfs` (all nkf key frames of the
  *  recording read by `r`) until exactly `until` instructions have run (or
- *  the recording ends), with no checks, calling fn for each access.
+ *  the recording ends), with no checks, reporting to `w` (may be NULL).
  *  @return CREC_OK and *out (free it with crec_replay_qrun_free), or an
  *  error; a divergence is CREC_ERR_DIVERGENCE with its description. */
 int crec_replay_query(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t nkf,
-                      size_t first, uint64_t until, crec_replay_access_fn fn, void *ctx,
+                      size_t first, uint64_t until, const crec_replay_watch *w,
                       crec_replay_qrun **out, crec_error *err);
+
+/*! crec_replay_qrun_continue() :
+ *  Run a query run on, from where it stopped to exactly `until`
+ *  instructions (or the recording's end), reporting as before.  Block
+ *  boundaries may then differ from the recording's: only query runs, which
+ *  check no key frame, may do this.
+ *  @return CREC_OK, CREC_ERR_ARG for a time before the run's, or an error. */
+int crec_replay_qrun_continue(crec_replay_qrun *q, uint64_t until, crec_error *err);
 
 /*! crec_replay_qrun_cpu() : @return the CPU, stopped where the run ended. */
 crec_emu_cpu *crec_replay_qrun_cpu(crec_replay_qrun *q);

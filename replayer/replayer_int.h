@@ -34,6 +34,8 @@ struct rep_seg {
 
     crec_fmt_event peek;         /* one event of look-ahead */
     int have_peek;
+    uint64_t peek_off;           /* its EVENTS offset */
+    uint64_t ev_off;             /* the EVENTS offset of the last event read */
     crec_fmt_event exit;         /* the EXIT event, once reached */
     int have_exit;
 
@@ -54,7 +56,10 @@ struct rep_seg {
     int query;
     uint64_t until;
     int reached;                 /* the run got to `until` */
+    int ended;                   /* ... or the program exited or faulted first */
+    uint64_t stopped_at_block;   /* the block start where on_block stopped it, or 0 */
     void (*on_access)(void *ctx, crec_emu_cpu *cpu, int kind, uint64_t addr, uint64_t len);
+    void (*on_keyframe)(void *ctx, size_t k); /* passing key frame k */
     void *access_ctx;
 };
 
@@ -64,6 +69,9 @@ int rep_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
 
 /* replay.c: run one replay to its end; its result is left in *s. */
 int rep_seg_run(struct rep_seg *s);
+
+/* replay.c: run a query run that stopped on to `until` (s->query). */
+int rep_seg_resume(struct rep_seg *s, uint64_t until);
 void rep_seg_close(struct rep_seg *s);
 
 /* regs.c: describe the first difference between two register states in

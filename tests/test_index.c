@@ -1,6 +1,6 @@
 /*
  * test_index.c - the summarization index: encode/decode round trip,
- * lookups, and rejection of corrupt index files.
+ * lookups to the byte, and rejection of corrupt index files.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -15,12 +15,16 @@ static uint64_t *dup64(const uint64_t *v, size_t n)
     return p;
 }
 
-/* Two segments: lines 0x100, 0x101 and 0x4000 (stores to 0x101); a kernel
- * write of 0x5000..0x5010 in the second, which also has the WILD flag off. */
+/*
+ * Two segments.  The first touches lines 0x100 (bytes 0..7), 0x101 (every
+ * byte; it stores bytes 8..11) and 0x4000 (byte 63).  The second touches
+ * line 7 and has a kernel write of 0x5000..0x5010.  Two blobs.
+ */
 static crec_idx *sample(void)
 {
     static const uint64_t t0[] = {0x100, 0x101, 0x4000}, w0[] = {0x101};
-    static const uint64_t t1[] = {0x7}, k1[] = {0x5000, 0x10};
+    static const uint64_t tm0[] = {0xff, ~0ull, 1ull << 63}, wm0[] = {0xf00};
+    static const uint64_t t1[] = {0x7}, tm1[] = {0x3}, k1[] = {0x5000, 0x10};
     crec_idx *ix = crec_calloc(1, sizeof *ix);
 
     ix->rec_size = 123456;
@@ -28,11 +32,17 @@ static crec_idx *sample(void)
     ix->nseg = 2;
     ix->segs = crec_calloc(2, sizeof *ix->segs);
     ix->segs[0] = (crec_idx_seg){.start = 0, .ntouch = 3, .nwrite = 1, .nk = 0,
-                                 .touch = dup64(t0, 3), .write = dup64(w0, 1),
+                                 .touch = dup64(t0, 3), .touch_mask = dup64(tm0, 3),
+                                 .write = dup64(w0, 1), .write_mask = dup64(wm0, 1),
                                  .k = dup64(k1, 0)};
     ix->segs[1] = (crec_idx_seg){.start = 1000000, .ntouch = 1, .nwrite = 0, .nk = 1,
-                                 .touch = dup64(t1, 1), .write = dup64(w0, 0),
+                                 .touch = dup64(t1, 1), .touch_mask = dup64(tm1, 1),
+                                 .write = dup64(w0, 0), .write_mask = dup64(wm0, 0),
                                  .k = dup64(k1, 2)};
+    ix->nblobs = 2;
+    ix->blobs = crec_calloc(2, sizeof *ix->blobs);
+    ix->blobs[0] = (crec_fmt_blob_loc){{{1, 2, 3}}, 18, 4096};
+    ix->blobs[1] = (crec_fmt_blob_loc){{{9, 9}}, 5000, 123};
     return ix;
 }
 
@@ -50,6 +60,7 @@ Test(index, round_trip)
 
     encode(ix, &b);
     cr_assert_eq(crec_idx_decode(b.data, b.len, &back, &err), CREC_OK, "%s", err.msg);
+    cr_assert_eq(crec_idx_need_all(back, &err), CREC_OK, "%s", err.msg);
     cr_expect_eq(back->rec_size, 123456);
     cr_expect_eq(back->rec_hash, 0xfeedfacecafebeefull);
     cr_assert_eq(back->nseg, 2);
@@ -60,9 +71,13 @@ Test(index, round_trip)
         cr_assert_eq(a->nwrite, c->nwrite);
         cr_assert_eq(a->nk, c->nk);
         cr_expect_eq(memcmp(a->touch, c->touch, a->ntouch * 8), 0);
+        cr_expect_eq(memcmp(a->touch_mask, c->touch_mask, a->ntouch * 8), 0);
         cr_expect_eq(memcmp(a->write, c->write, a->nwrite * 8), 0);
+        cr_expect_eq(memcmp(a->write_mask, c->write_mask, a->nwrite * 8), 0);
         cr_expect_eq(memcmp(a->k, c->k, a->nk * 16), 0);
     }
+    cr_assert_eq(back->nblobs, 2);
+    cr_expect_eq(memcmp(back->blobs, ix->blobs, 2 * sizeof *ix->blobs), 0);
     crec_idx_free(back);
     crec_idx_free(ix);
     crec_fmt_buf_free(&b);
@@ -73,20 +88,35 @@ Test(index, lookups)
     crec_idx *ix = sample();
 
     cr_expect(crec_idx_touches(ix, 0, 0x100 << 6, 8, 0));
-    cr_expect(crec_idx_touches(ix, 0, (0x100 << 6) + 63, 1, 0));
+    cr_expect_not(crec_idx_touches(ix, 0, (0x100 << 6) + 8, 8, 0)); /* line, not bytes */
+    cr_expect(crec_idx_touches(ix, 0, (0x100 << 6) + 7, 2, 0));
+    cr_expect(crec_idx_touches(ix, 0, (0x101 << 6) + 63, 1, 0));
     cr_expect_not(crec_idx_touches(ix, 0, 0x102 << 6, 8, 0));
     cr_expect(crec_idx_touches(ix, 0, (0x102 << 6) - 4, 8, 0)); /* spans two lines */
-    cr_expect(crec_idx_touches(ix, 0, 0x101 << 6, 8, 1));
-    cr_expect_not(crec_idx_touches(ix, 0, 0x100 << 6, 8, 1)); /* loaded, not stored */
-    cr_expect(crec_idx_touches(ix, 0, 0x4000ull << 6, 1, 0));
+    cr_expect(crec_idx_touches(ix, 0, (0x101 << 6) + 11, 4, 1));
+    cr_expect_not(crec_idx_touches(ix, 0, (0x101 << 6) + 12, 4, 1)); /* loaded, not stored */
+    cr_expect_not(crec_idx_touches(ix, 0, 0x100 << 6, 8, 1));
+    cr_expect(crec_idx_touches(ix, 0, (0x4000ull << 6) + 60, 8, 0));
+    cr_expect_not(crec_idx_touches(ix, 0, 0x4000ull << 6, 63, 0));
     cr_expect_not(crec_idx_touches(ix, 0, 0x3fffull << 6, 64, 0));
     /* kernel writes count as writes, by byte range */
     cr_expect(crec_idx_touches(ix, 1, 0x500f, 1, 1));
     cr_expect_not(crec_idx_touches(ix, 1, 0x5010, 1, 1));
     cr_expect_not(crec_idx_touches(ix, 1, 0x4ff8, 8, 0));
+    cr_expect(crec_idx_kernel_writes(ix, 1, 0x4ff8, 9));
+    cr_expect_not(crec_idx_kernel_writes(ix, 0, 0x5000, 1));
     ix->segs[1].flags = CREC_IDX_WILD;
     cr_expect(crec_idx_touches(ix, 1, 0x123456789, 1, 1));
     crec_idx_free(ix);
+}
+
+Test(index, line_mask)
+{
+    cr_expect_eq(crec_idx_line_mask(2, 128, 64), ~0ull);
+    cr_expect_eq(crec_idx_line_mask(2, 100, 200), ~0ull);
+    cr_expect_eq(crec_idx_line_mask(2, 130, 3), 0x1cull);
+    cr_expect_eq(crec_idx_line_mask(2, 190, 8), 3ull << 62); /* runs into line 3 */
+    cr_expect_eq(crec_idx_line_mask(3, 190, 8), 0x3full);
 }
 
 static int decode_rc(const uint8_t *p, size_t n)
@@ -96,9 +126,11 @@ static int decode_rc(const uint8_t *p, size_t n)
     int rc = crec_idx_decode(p, n, &ix, &err);
 
     if (rc == CREC_OK)
-        crec_idx_free(ix);
-    else
-        cr_expect(err.msg[0] != 0, "an error names the problem");
+        rc = crec_idx_need_all(ix, &err);
+    crec_idx_free(ix);
+    if (rc == CREC_OK)
+        return rc;
+    cr_expect(err.msg[0] != 0, "an error names the problem");
     return rc;
 }
 
@@ -118,23 +150,50 @@ Test(index, corrupt_rejected)
     b.data[0] = 'C';
     b.data[8] = 9;                                                /* version */
     cr_expect_eq(decode_rc(b.data, b.len), CREC_ERR_VERSION);
-    b.data[8] = 1;
+    b.data[8] = 2;
     cr_expect_eq(decode_rc(b.data, b.len), CREC_OK);
+    crec_idx_free(ix);
+    crec_fmt_buf_free(&b);
+}
+
+Test(index, corrupt_body_lengths)
+{
+    crec_idx *ix = sample();
+    crec_fmt_buf b;
+
+    encode(ix, &b);
+    b.data[48] ^= 1; /* the decompressed length no longer matches */
+    cr_expect_eq(decode_rc(b.data, b.len), CREC_ERR_CORRUPT);
+    b.data[48] ^= 1;
+    b.data[55] = 0x40; /* a huge body from a few bytes: refused before allocating */
+    cr_expect_eq(decode_rc(b.data, b.len), CREC_ERR_CORRUPT);
     crec_idx_free(ix);
     crec_fmt_buf_free(&b);
 }
 
 Test(index, corrupt_body_with_valid_checksum)
 {
-    /* a body that claims a huge list, with a checksum that matches it */
+    /* a body that breaks a rule, with a checksum that matches it */
     crec_idx *ix = sample(), *back = NULL;
     crec_fmt_buf b;
     crec_error err = {0};
 
     ix->segs[0].touch[1] = ix->segs[0].touch[0]; /* not increasing: delta 0 */
     encode(ix, &b);
-    cr_expect_eq(crec_idx_decode(b.data, b.len, &back, &err), CREC_ERR_CORRUPT);
+    cr_expect_eq(decode_rc(b.data, b.len), CREC_ERR_CORRUPT);
+    cr_expect_eq(crec_idx_decode(b.data, b.len, &back, &err), CREC_OK, "read lazily");
+    cr_expect_eq(crec_idx_need(back, 0, &err), CREC_ERR_CORRUPT);
     cr_expect(strstr(err.msg, "not increasing") != NULL, "%s", err.msg);
+    crec_idx_free(back);
+    crec_fmt_buf_free(&b);
+
+    ix->segs[0].touch[1] = 0x101;
+    ix->segs[1].touch_mask[0] = 0; /* a touched line with no byte touched */
+    encode(ix, &b);
+    cr_assert_eq(crec_idx_decode(b.data, b.len, &back, &err), CREC_OK);
+    cr_expect_eq(crec_idx_need_all(back, &err), CREC_ERR_CORRUPT);
+    cr_expect(strstr(err.msg, "empty byte mask") != NULL, "%s", err.msg);
+    crec_idx_free(back);
     crec_idx_free(ix);
     crec_fmt_buf_free(&b);
 }

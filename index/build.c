@@ -1,0 +1,432 @@
+/*
+ * build.c - building the summarization index by replay (docs/QUERY.md).
+ *
+ * The key frames are cut into one contiguous run per thread, of about the
+ * same number of instructions, and each run is replayed in one pass from
+ * its first key frame: a query run that reports every memory access and
+ * every key frame it passes.  Accesses go to the segment being replayed;
+ * passing a key frame closes that segment.  One pass per thread (rather
+ * than one replay per segment) builds the memory map and translates the
+ * code once, so building costs about what a parallel replay costs.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/common.h"
+#include "index/index.h"
+#include "replayer/replayer.h"
+
+#define BUILD_MAX_JOBS 16
+#define BUILD_RECENT 256 /* lines remembered to skip repeats cheaply */
+
+/* ---- sets of lines --------------------------------------------------------- */
+
+/* An open-addressing map from line number (value+1 stored; 0 = empty) to
+ * the mask of its bytes accessed. */
+struct lineset {
+    uint64_t *v;
+    uint64_t *mask;
+    size_t cap, n;
+};
+
+static size_t set_slot(uint64_t key, size_t cap)
+{
+    return (size_t)(key * 0x9E3779B97F4A7C15ull >> 17) & (cap - 1);
+}
+
+static int set_grow(struct lineset *s)
+{
+    size_t cap = s->cap ? s->cap * 2 : 1024;
+    uint64_t *nv = crec_calloc(cap, sizeof *nv);
+    uint64_t *nm = crec_calloc(cap, sizeof *nm);
+
+    if (!nv || !nm) {
+        crec_free(nv);
+        crec_free(nm);
+        return -1;
+    }
+    for (size_t i = 0; i < s->cap; i++)
+        if (s->v[i]) {
+            size_t j = set_slot(s->v[i], cap);
+            while (nv[j])
+                j = (j + 1) & (cap - 1);
+            nv[j] = s->v[i];
+            nm[j] = s->mask[i];
+        }
+    crec_free(s->v);
+    crec_free(s->mask);
+    s->v = nv, s->mask = nm, s->cap = cap;
+    return 0;
+}
+
+static int set_add(struct lineset *s, uint64_t line, uint64_t mask)
+{
+    uint64_t key = line + 1;
+    size_t j;
+
+    if (s->n * 2 >= s->cap && set_grow(s) != 0)
+        return -1;
+    j = set_slot(key, s->cap);
+    while (s->v[j] && s->v[j] != key)
+        j = (j + 1) & (s->cap - 1);
+    if (!s->v[j]) {
+        s->v[j] = key;
+        s->n++;
+    }
+    s->mask[j] |= mask;
+    return 0;
+}
+
+static void set_free(struct lineset *s)
+{
+    crec_free(s->v);
+    crec_free(s->mask);
+    memset(s, 0, sizeof *s);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The lines of a set, sorted, and their masks; the set is emptied.
+ * @return 0, or -1 out of memory. */
+static int set_sorted(struct lineset *s, uint64_t **lines, uint64_t **masks, size_t *n)
+{
+    uint64_t *v = crec_malloc((s->n ? s->n : 1) * sizeof *v);
+    uint64_t *m = crec_malloc((s->n ? s->n : 1) * sizeof *m);
+    size_t k = 0;
+
+    *lines = v, *masks = m, *n = 0;
+    if (!v || !m) {
+        set_free(s);
+        return -1;
+    }
+    for (size_t i = 0; i < s->cap; i++)
+        if (s->v[i])
+            v[k++] = s->v[i] - 1;
+    qsort(v, k, sizeof *v, cmp_u64);
+    for (size_t i = 0; i < k; i++) { /* look each mask up again: sets are small */
+        size_t j = set_slot(v[i] + 1, s->cap);
+        while (s->v[j] != v[i] + 1)
+            j = (j + 1) & (s->cap - 1);
+        m[i] = s->mask[j];
+    }
+    *n = k;
+    set_free(s);
+    return 0;
+}
+
+/* ---- one segment ---------------------------------------------------------- */
+
+/* What the segment being replayed touched so far. */
+struct seg_build {
+    struct lineset touch, write;
+    uint64_t recent_t[BUILD_RECENT], recent_w[BUILD_RECENT]; /* line+1, 0 = none */
+    uint64_t recent_tm[BUILD_RECENT], recent_wm[BUILD_RECENT]; /* ... its mask */
+    uint64_t *k;
+    size_t nk, capk;
+    uint32_t flags;
+    int nomem;
+};
+
+static void seg_add_kernel(struct seg_build *b, uint64_t addr, uint64_t len)
+{
+    if (addr == 0 && len == UINT64_MAX) {
+        b->flags |= CREC_IDX_WILD;
+        return;
+    }
+    if (b->nk == b->capk) {
+        size_t cap = b->capk ? 2 * b->capk : 16;
+        uint64_t *n = crec_realloc(b->k, 2 * cap * sizeof *n);
+        if (!n) {
+            b->nomem = 1;
+            return;
+        }
+        b->k = n, b->capk = cap;
+    }
+    b->k[2 * b->nk] = addr;
+    b->k[2 * b->nk + 1] = len;
+    b->nk++;
+}
+
+/* Add bytes of a line to a set, unless they were added lately. */
+static void seg_add_line(struct seg_build *b, struct lineset *s, uint64_t *recent,
+                         uint64_t *recent_mask, uint64_t line, uint64_t mask)
+{
+    size_t i = line & (BUILD_RECENT - 1);
+
+    if (recent[i] == line + 1 && (mask & ~recent_mask[i]) == 0)
+        return;
+    if (recent[i] != line + 1)
+        recent[i] = line + 1, recent_mask[i] = 0;
+    recent_mask[i] |= mask;
+    if (set_add(s, line, mask) != 0)
+        b->nomem = 1;
+}
+
+static void seg_access(struct seg_build *b, int kind, uint64_t addr, uint64_t len)
+{
+    uint64_t last = (addr + len - 1) >> CREC_IDX_LINE_SHIFT;
+
+    if (kind == 'k') {
+        seg_add_kernel(b, addr, len);
+        return;
+    }
+    for (uint64_t line = addr >> CREC_IDX_LINE_SHIFT; line <= last; line++) {
+        uint64_t mask = crec_idx_line_mask(line, addr, len);
+        seg_add_line(b, &b->touch, b->recent_t, b->recent_tm, line, mask);
+        if (kind == 'w')
+            seg_add_line(b, &b->write, b->recent_w, b->recent_wm, line, mask);
+    }
+}
+
+/* Move what was collected into the index entry of segment s; reset b. */
+static int seg_finish(struct seg_build *b, crec_idx_seg *s, uint64_t start)
+{
+    int bad = b->nomem;
+
+    s->start = start;
+    s->flags = b->flags;
+    bad |= set_sorted(&b->touch, &s->touch, &s->touch_mask, &s->ntouch);
+    bad |= set_sorted(&b->write, &s->write, &s->write_mask, &s->nwrite);
+    s->k = b->k ? b->k : crec_malloc(sizeof *s->k);
+    s->nk = b->nk;
+    memset(b, 0, sizeof *b);
+    return bad || !s->k ? -1 : 0;
+}
+
+/* ---- one thread ----------------------------------------------------------- */
+
+/* Shared by the threads: progress, and when the last one is done. */
+struct build_shared {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint64_t done;     /* instructions of the segments finished */
+    unsigned running;  /* threads still replaying */
+};
+
+struct build_job {
+    const char *path;
+    const crec_fmt_keyframe *kfs;
+    size_t nkf;
+    crec_idx *ix;
+    size_t first, last; /* this thread's segments: [first, last) */
+    size_t cur;         /* the segment being replayed */
+    struct seg_build b;
+    struct build_shared *sh;
+    int rc;
+    crec_error err;
+};
+
+/* Close segments until `upto` (exclusive): the run reached its key frame. */
+static void job_close_until(struct build_job *bj, size_t upto)
+{
+    uint64_t from, instructions;
+
+    if (upto > bj->last)
+        upto = bj->last;
+    if (bj->cur >= upto)
+        return;
+    from = bj->kfs[bj->cur].global_icount;
+    for (; bj->cur < upto; bj->cur++)
+        if (seg_finish(&bj->b, &bj->ix->segs[bj->cur], bj->kfs[bj->cur].global_icount) != 0 &&
+            bj->rc == CREC_OK)
+            bj->rc = crec_error_set(&bj->err, CREC_ERR_NOMEM,
+                                    "out of memory building the index");
+    instructions = bj->kfs[upto].global_icount - from;
+    pthread_mutex_lock(&bj->sh->mu);
+    bj->sh->done += instructions;
+    pthread_mutex_unlock(&bj->sh->mu);
+}
+
+static void job_access(void *ctx, crec_emu_cpu *cpu, int kind, uint64_t addr, uint64_t len)
+{
+    struct build_job *bj = ctx;
+
+    (void)cpu;
+    seg_access(&bj->b, kind, addr, len);
+}
+
+static void job_keyframe(void *ctx, size_t k)
+{
+    job_close_until(ctx, k);
+}
+
+static void *job_main(void *arg)
+{
+    struct build_job *bj = arg;
+    crec_replay_watch w = {job_access, job_keyframe, bj};
+    crec_fmt_reader *r = NULL;
+    crec_replay_qrun *q = NULL;
+    int rc;
+
+    rc = crec_fmt_reader_open(bj->path, &r, &bj->err);
+    if (rc == CREC_OK)
+        rc = crec_replay_query(r, bj->kfs, bj->nkf, bj->first, bj->kfs[bj->last].global_icount,
+                               &w, &q, &bj->err);
+    crec_replay_qrun_free(q);
+    crec_fmt_reader_free(r);
+    if (rc != CREC_OK && bj->rc == CREC_OK)
+        bj->rc = rc;
+    job_close_until(bj, bj->last); /* the end of the recording is no block start */
+    set_free(&bj->b.touch);
+    set_free(&bj->b.write);
+    crec_free(bj->b.k);
+    pthread_mutex_lock(&bj->sh->mu);
+    bj->sh->running--;
+    pthread_cond_signal(&bj->sh->cv);
+    pthread_mutex_unlock(&bj->sh->mu);
+    return NULL;
+}
+
+/* ---- the whole build ------------------------------------------------------ */
+
+/* Cut segments [0, nseg) into runs of about equal instruction counts. */
+static unsigned plan_jobs(struct build_job *bj, unsigned jobs, const crec_fmt_keyframe *kfs,
+                          size_t nseg)
+{
+    uint64_t t0 = kfs[0].global_icount, total = kfs[nseg].global_icount - t0;
+    size_t at = 0;
+    unsigned n = 0;
+
+    for (unsigned j = 1; j <= jobs; j++) {
+        size_t end = j == jobs ? nseg : at;
+        while (end < nseg && kfs[end].global_icount - t0 < total / jobs * j)
+            end++;
+        if (end > at) {
+            bj[n].first = bj[n].cur = at;
+            bj[n].last = end;
+            n++;
+            at = end;
+        }
+    }
+    return n;
+}
+
+/* Wait for the threads, reporting progress now and then. */
+static void wait_reporting(struct build_shared *sh, uint64_t total, crec_progress_fn progress,
+                           void *pctx)
+{
+    pthread_mutex_lock(&sh->mu);
+    while (sh->running > 0) {
+        struct timespec until;
+        uint64_t done = sh->done;
+        pthread_mutex_unlock(&sh->mu);
+        if (progress)
+            progress(pctx, done, total);
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 200 * 1000 * 1000;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+        pthread_mutex_lock(&sh->mu);
+        if (sh->running > 0)
+            pthread_cond_timedwait(&sh->cv, &sh->mu, &until);
+    }
+    pthread_mutex_unlock(&sh->mu);
+    if (progress)
+        progress(pctx, total, total);
+}
+
+/* What the index keeps besides the segments: where the blobs lie, the
+ * ranges ever mapped and the syscall times (docs/QUERY.md). */
+static int read_tables(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, crec_idx *ix,
+                       crec_error *err)
+{
+    const crec_fmt_blob_loc *locs;
+    crec_fmt_reader *r = NULL;
+    size_t n = 0;
+    int rc = crec_fmt_reader_open(path, &r, err);
+
+    if (rc == CREC_OK)
+        rc = crec_fmt_blob_table(r, &locs, &n, err);
+    if (rc == CREC_OK && !(ix->blobs = crec_malloc((n ? n : 1) * sizeof *locs)))
+        rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory building the index");
+    if (rc == CREC_OK) {
+        if (n)
+            memcpy(ix->blobs, locs, n * sizeof *locs);
+        ix->nblobs = n;
+        rc = crec_idx_scan_events(r, kfs, nkf, &ix->mapped, &ix->nmapped, &ix->syscalls,
+                                  &ix->nsyscalls, err);
+    }
+    crec_fmt_reader_free(r);
+    return rc;
+}
+
+static crec_idx *idx_new(size_t nseg)
+{
+    crec_idx *ix = crec_calloc(1, sizeof *ix);
+
+    if (!ix)
+        return NULL;
+    ix->nseg = nseg;
+    ix->segs = crec_calloc(nseg ? nseg : 1, sizeof *ix->segs);
+    if (!ix->segs) {
+        crec_free(ix);
+        return NULL;
+    }
+    return ix;
+}
+
+int crec_idx_build(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, unsigned jobs,
+                   crec_progress_fn progress, void *pctx, crec_idx **out, crec_error *err)
+{
+    struct build_job bj[BUILD_MAX_JOBS];
+    pthread_t th[BUILD_MAX_JOBS];
+    struct build_shared sh = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    size_t nseg = nkf ? nkf - 1 : 0;
+    unsigned n, started = 0;
+    crec_idx *ix;
+    int rc;
+
+    *out = NULL;
+    if (!(ix = idx_new(nseg)))
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory building the index");
+    rc = crec_idx_recording_id(path, &ix->rec_size, &ix->rec_hash, err);
+    if (rc == CREC_OK)
+        rc = read_tables(path, kfs, nkf, ix, err);
+    if (rc != CREC_OK || nseg == 0) {
+        if (rc == CREC_OK)
+            *out = ix;
+        else
+            crec_idx_free(ix);
+        return rc;
+    }
+    jobs = jobs < 1 ? 1 : jobs > BUILD_MAX_JOBS ? BUILD_MAX_JOBS : jobs;
+    memset(bj, 0, sizeof bj);
+    n = plan_jobs(bj, jobs, kfs, nseg);
+    sh.running = n;
+    for (unsigned j = 0; j < n; j++) {
+        bj[j].path = path, bj[j].kfs = kfs, bj[j].nkf = nkf, bj[j].ix = ix, bj[j].sh = &sh;
+        if (pthread_create(&th[j], NULL, job_main, &bj[j]) != 0)
+            break;
+        started++;
+    }
+    if (started < n) {
+        pthread_mutex_lock(&sh.mu);
+        sh.running -= n - started;
+        pthread_mutex_unlock(&sh.mu);
+        rc = crec_error_set(err, CREC_ERR_NOMEM, "can't start a thread to build the index");
+    }
+    wait_reporting(&sh, kfs[nseg].global_icount - kfs[0].global_icount, progress, pctx);
+    for (unsigned j = 0; j < started; j++) {
+        pthread_join(th[j], NULL);
+        if (bj[j].rc != CREC_OK && rc == CREC_OK) {
+            rc = bj[j].rc;
+            if (err)
+                *err = bj[j].err;
+        }
+    }
+    if (rc != CREC_OK) {
+        crec_idx_free(ix); /* segments never started have empty entries */
+        return rc;
+    }
+    *out = ix;
+    return CREC_OK;
+}

@@ -463,6 +463,22 @@ int crec_fmt_blob_get(crec_fmt_reader *r, const crec_fmt_hash *hash, uint8_t **d
 int crec_fmt_blob_view(crec_fmt_reader *r, const crec_fmt_hash *hash, const uint8_t **data,
                        size_t *len, crec_error *err);
 
+/*! crec_fmt_blob_size() : the length of a blob, without reading it.
+ *  @return CREC_OK and *len, CREC_ERR_NOTFOUND, or an error. */
+int crec_fmt_blob_size(crec_fmt_reader *r, const crec_fmt_hash *hash, uint64_t *len,
+                       crec_error *err);
+
+/*! crec_fmt_blob_read() :
+ *  Copy bytes [off, off+n) of a blob, decompressing only the chunks that
+ *  hold them (a replay maps code a page at a time).  The bytes can't be
+ *  checked against the hash of the whole blob, so a blob table given by
+ *  crec_fmt_blob_table_set() is first checked against the BLOB record
+ *  header before the blob's bytes (kind, length and hash).
+ *  @return CREC_OK; CREC_ERR_NOTFOUND; CREC_ERR_ARG for a range past the
+ *  blob's end; CREC_ERR_CORRUPT; or an error reading. */
+int crec_fmt_blob_read(crec_fmt_reader *r, const crec_fmt_hash *hash, uint64_t off, void *buf,
+                       size_t n, crec_error *err);
+
 /* Where a blob's bytes lie in the BLOBS stream (uncompressed offsets). */
 typedef struct crec_fmt_blob_loc {
     crec_fmt_hash hash;

@@ -44,6 +44,20 @@ struct rstream {
 };
 
 /*
+ * Chunks decompressed lately for crec_fmt_read_at: a replay reads code a
+ * page at a time from a few chunks, and snapshot pages come from others.
+ */
+#define FMT_CHUNK_CACHE_N 8
+#define FMT_CHUNK_CACHE_BYTES (64u << 20)
+
+struct chunkcache {
+    size_t chunk;  /* index in r->chunks */
+    uint8_t *data;
+    size_t cap;
+    uint64_t used; /* tick of the last use, 0 = empty */
+};
+
+/*
  * Blobs read lately, checked against their hash, kept so that the code a
  * replay maps at every key frame is decompressed and hashed once per
  * reader, not once per replay.  At most FMT_BLOB_CACHE_N blobs and
@@ -78,11 +92,13 @@ struct crec_fmt_reader {
     ZSTD_DCtx *dctx;
     uint8_t *zbuf; /* compressed bytes of the chunk being read */
     size_t zcap;
-    size_t cached; /* chunk index held in cache, SIZE_MAX for none */
-    uint8_t *cache;
+    uint8_t *cache;       /* the header and directory chunks, while opening */
     size_t cachecap;
+    struct chunkcache ccache[FMT_CHUNK_CACHE_N]; /* for crec_fmt_read_at */
+    uint64_t ccache_tick;
     crec_fmt_blob_loc *blobs; /* sorted by hash: scanned on first use, or given */
     size_t nblobs;
+    uint8_t *blob_checked;    /* per blob: its record header was checked */
     int blobs_built;
     struct blobcache bcache[FMT_BLOB_CACHE_N];
     size_t bcache_bytes;
@@ -541,7 +557,6 @@ static int read_header(crec_fmt_reader *r, uint64_t *start, crec_error *err)
 static int open_common(crec_fmt_reader *r, crec_error *err)
 {
     uint64_t start = 0, doff = 0, dlen = 0;
-    r->cached = SIZE_MAX;
     r->dctx = fmt_zstd_dctx();
     if (!r->dctx)
         return r_nomem(r, err);
@@ -634,7 +649,10 @@ void crec_fmt_reader_free(crec_fmt_reader *r)
     crec_free(r->streams);
     crec_free(r->zbuf);
     crec_free(r->cache);
+    for (size_t i = 0; i < FMT_CHUNK_CACHE_N; i++)
+        crec_free(r->ccache[i].data);
     crec_free(r->blobs);
+    crec_free(r->blob_checked);
     for (size_t i = 0; i < FMT_BLOB_CACHE_N; i++)
         crec_free(r->bcache[i].data);
     ZSTD_freeDCtx(r->dctx);
@@ -709,6 +727,53 @@ static size_t chunk_at(const crec_fmt_reader *r, const struct rstream *s, uint64
     return lo;
 }
 
+/* Keep the chunk cache under FMT_CHUNK_CACHE_BYTES, dropping the least
+ * recently used chunks but `keep`. */
+static void ccache_trim(crec_fmt_reader *r, const struct chunkcache *keep)
+{
+    for (;;) {
+        struct chunkcache *old = NULL;
+        size_t total = 0;
+        for (size_t k = 0; k < FMT_CHUNK_CACHE_N; k++) {
+            struct chunkcache *c = &r->ccache[k];
+            total += c->cap;
+            if (c != keep && c->cap && (!old || c->used < old->used))
+                old = c;
+        }
+        if (total <= FMT_CHUNK_CACHE_BYTES || !old)
+            return;
+        crec_free(old->data);
+        memset(old, 0, sizeof *old);
+    }
+}
+
+/* Chunk i decompressed, from the cache or loaded into its least recently
+ * used slot. */
+static int cached_chunk(crec_fmt_reader *r, size_t i, const uint8_t **data, crec_error *err)
+{
+    struct chunkcache *slot = &r->ccache[0];
+
+    for (size_t k = 0; k < FMT_CHUNK_CACHE_N; k++) {
+        struct chunkcache *c = &r->ccache[k];
+        if (c->used && c->chunk == i) {
+            c->used = ++r->ccache_tick;
+            *data = c->data;
+            return CREC_OK;
+        }
+        if (c->used < slot->used)
+            slot = c;
+    }
+    slot->used = 0;
+    int rc = load_chunk(r, i, &slot->data, &slot->cap, err);
+    if (rc)
+        return rc;
+    slot->chunk = i;
+    slot->used = ++r->ccache_tick;
+    *data = slot->data;
+    ccache_trim(r, slot);
+    return CREC_OK;
+}
+
 int crec_fmt_read_at(crec_fmt_reader *r, int type, uint32_t tid, uint64_t off, void *buf,
                      size_t n, crec_error *err)
 {
@@ -719,18 +784,15 @@ int crec_fmt_read_at(crec_fmt_reader *r, int type, uint32_t tid, uint64_t off, v
     uint8_t *b = buf;
     while (n) {
         size_t i = chunk_at(r, s, off);
-        if (r->cached != i) {
-            r->cached = SIZE_MAX;
-            int rc = load_chunk(r, i, &r->cache, &r->cachecap, err);
-            if (rc)
-                return rc;
-            r->cached = i;
-        }
+        const uint8_t *data;
+        int rc = cached_chunk(r, i, &data, err);
+        if (rc)
+            return rc;
         const fmt_chunk *c = &r->chunks[i];
         size_t at = (size_t)(off - c->uoff), k = c->ulen - at;
         if (k > n)
             k = n;
-        memcpy(b, r->cache + at, k);
+        memcpy(b, data + at, k);
         b += k;
         off += k;
         n -= k;
@@ -998,6 +1060,11 @@ static int build_blob_index(crec_fmt_reader *r, crec_error *err)
         return rc;
     if (r->nblobs)
         qsort(r->blobs, r->nblobs, sizeof *r->blobs, cmp_blob);
+    crec_free(r->blob_checked); /* found by the scan: right by construction */
+    r->blob_checked = crec_malloc(r->nblobs ? r->nblobs : 1);
+    if (!r->blob_checked)
+        return r_nomem(r, err);
+    memset(r->blob_checked, 1, r->nblobs);
     r->blobs_built = 1;
     return CREC_OK;
 }
@@ -1023,6 +1090,7 @@ int crec_fmt_blob_table_set(crec_fmt_reader *r, const crec_fmt_blob_loc *locs, s
     const struct rstream *s = find_stream(r, CREC_FMT_S_BLOBS, 0);
     uint64_t raw = s ? s->raw : 0;
     crec_fmt_blob_loc *copy;
+    uint8_t *checked;
 
     for (size_t i = 0; i < n; i++) {
         if (locs[i].off > raw || locs[i].len > raw - locs[i].off)
@@ -1032,14 +1100,34 @@ int crec_fmt_blob_table_set(crec_fmt_reader *r, const crec_fmt_blob_loc *locs, s
             return crec_error_corrupt(err, "%s: blob table not sorted by hash", r->name);
     }
     copy = crec_malloc((n ? n : 1) * sizeof *copy);
-    if (!copy)
+    checked = crec_calloc(n ? n : 1, 1);
+    if (!copy || !checked) {
+        crec_free(copy);
+        crec_free(checked);
         return r_nomem(r, err);
+    }
     if (n)
         memcpy(copy, locs, n * sizeof *copy);
     crec_free(r->blobs);
+    crec_free(r->blob_checked);
     r->blobs = copy;
+    r->blob_checked = checked;
     r->nblobs = n;
     r->blobs_built = 1;
+    return CREC_OK;
+}
+
+/* The table entry of a blob (the first call scans BLOBS, unless a table was given). */
+static int blob_find(crec_fmt_reader *r, const crec_fmt_hash *hash, const crec_fmt_blob_loc **e,
+                     crec_error *err)
+{
+    int rc;
+
+    if (!r->blobs_built && (rc = build_blob_index(r, err)) != 0)
+        return rc;
+    *e = !r->nblobs ? NULL : bsearch(hash, r->blobs, r->nblobs, sizeof *r->blobs, cmp_blob);
+    if (!*e)
+        return crec_error_set(err, CREC_ERR_NOTFOUND, "%s: no such blob", r->name);
     return CREC_OK;
 }
 
@@ -1120,21 +1208,70 @@ int crec_fmt_blob_view(crec_fmt_reader *r, const crec_fmt_hash *hash, const uint
 
     *data = NULL;
     *len = 0;
-    if (!r->blobs_built && (rc = build_blob_index(r, err)) != 0)
-        return rc;
     b = bcache_find(r, hash);
-    if (!b) {
-        e = !r->nblobs ? NULL
-                       : bsearch(hash, r->blobs, r->nblobs, sizeof *r->blobs, cmp_blob);
-        if (!e)
-            return crec_error_set(err, CREC_ERR_NOTFOUND, "%s: no such blob", r->name);
-        if ((rc = bcache_load(r, e, &b, err)) != 0)
-            return rc;
-    }
+    if (!b && ((rc = blob_find(r, hash, &e, err)) != 0 || (rc = bcache_load(r, e, &b, err)) != 0))
+        return rc;
     b->used = ++r->bcache_tick;
     *data = b->data;
     *len = b->len;
     return CREC_OK;
+}
+
+/*
+ * Does the BLOB record before the bytes at e->off name e's hash and length?
+ * A table given by crec_fmt_blob_table_set() is checked this way before a
+ * part of a blob is read: the bytes of a part can't be checked against the
+ * hash of the whole blob.
+ */
+static int blob_header_ok(crec_fmt_reader *r, const crec_fmt_blob_loc *e, crec_error *err)
+{
+    uint8_t head[1 + FMT_MAX_VARINT + 16];
+    size_t v = fmt_varint_len(e->len + 16);
+    crec_fmt_cur c = {head + 1, v, 0};
+    uint64_t body;
+    int rc;
+
+    if (e->off < 17 + v)
+        return crec_error_corrupt(err, "%s: blob table entry at %llu is not after a record "
+                                  "header", r->name, (unsigned long long)e->off);
+    rc = crec_fmt_read_at(r, CREC_FMT_S_BLOBS, 0, e->off - 17 - v, head, 17 + v, err);
+    if (rc)
+        return rc;
+    if (head[0] != CREC_FMT_K_BLOB || fmt_cur_varint(&c, &body, "length", NULL) != CREC_OK ||
+        body != e->len + 16 || memcmp(head + 1 + v, e->hash.b, 16) != 0)
+        return crec_error_corrupt(err, "%s: blob table entry at %llu does not match the "
+                                  "BLOB record there", r->name, (unsigned long long)e->off);
+    return CREC_OK;
+}
+
+int crec_fmt_blob_size(crec_fmt_reader *r, const crec_fmt_hash *hash, uint64_t *len,
+                       crec_error *err)
+{
+    const crec_fmt_blob_loc *e;
+    int rc = blob_find(r, hash, &e, err);
+
+    *len = rc ? 0 : e->len;
+    return rc;
+}
+
+int crec_fmt_blob_read(crec_fmt_reader *r, const crec_fmt_hash *hash, uint64_t off, void *buf,
+                       size_t n, crec_error *err)
+{
+    const crec_fmt_blob_loc *e;
+    int rc = blob_find(r, hash, &e, err);
+
+    if (rc)
+        return rc;
+    if (off > e->len || n > e->len - off)
+        return crec_error_set(err, CREC_ERR_ARG, "%s: bytes %llu+%zu are past the end of a "
+                              "blob of %llu", r->name, (unsigned long long)off, n,
+                              (unsigned long long)e->len);
+    if (!r->blob_checked[e - r->blobs]) {
+        if ((rc = blob_header_ok(r, e, err)) != 0)
+            return rc;
+        r->blob_checked[e - r->blobs] = 1;
+    }
+    return crec_fmt_read_at(r, CREC_FMT_S_BLOBS, 0, e->off + off, buf, n, err);
 }
 
 int crec_fmt_blob_get(crec_fmt_reader *r, const crec_fmt_hash *hash, uint8_t **data,

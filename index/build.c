@@ -8,6 +8,12 @@
  * passing a key frame closes that segment.  One pass per thread (rather
  * than one replay per segment) builds the memory map and translates the
  * code once, so building costs about what a parallel replay costs.
+ *
+ * The runs also offer restart points inside segments (crec_replay_watch):
+ * a point cuts its segment into spans, and holds what a replay needs to
+ * start there rather than at the key frame, so that a query replays at
+ * most BUILD_POINTS-th of a segment.  A point is taken only when the span
+ * before it touched few enough lines to restore.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -20,6 +26,9 @@
 #include "replayer/replayer.h"
 
 #define BUILD_MAX_JOBS 16
+#define BUILD_POINTS 8          /* restart points per key-frame interval */
+#define BUILD_POINT_MIN 10000   /* ... but not closer than this */
+#define BUILD_POINT_LINES 256   /* lines a point may restore (16 KiB) */
 #define BUILD_RECENT 256 /* lines remembered to skip repeats cheaply */
 
 /* ---- sets of lines --------------------------------------------------------- */
@@ -186,7 +195,7 @@ static void seg_access(struct seg_build *b, int kind, uint64_t addr, uint64_t le
 }
 
 /* Move what was collected into the index entry of segment s; reset b. */
-static int seg_finish(struct seg_build *b, crec_idx_seg *s, uint64_t start)
+static int seg_finish(struct seg_build *b, crec_idx_span *s, uint64_t start)
 {
     int bad = b->nomem;
 
@@ -214,34 +223,99 @@ struct build_job {
     const char *path;
     const crec_fmt_keyframe *kfs;
     size_t nkf;
-    crec_idx *ix;
-    size_t first, last; /* this thread's segments: [first, last) */
-    size_t cur;         /* the segment being replayed */
-    struct seg_build b;
+    uint64_t point_every; /* offer restart points this often (0: none) */
+    size_t first, last;   /* this thread's segments: [first, last) */
+    size_t kf;            /* the segment being replayed */
+    crec_idx_span cur;    /* the span being replayed, but its lists: */
+    struct seg_build b;   /* ... what it touched so far */
+    crec_idx_span *spans; /* the spans finished, in order */
+    size_t nspans, capspans;
     struct build_shared *sh;
     int rc;
     crec_error err;
 };
 
-/* Close segments until `upto` (exclusive): the run reached its key frame. */
-static void job_close_until(struct build_job *bj, size_t upto)
+static void job_nomem(struct build_job *bj)
 {
-    uint64_t from, instructions;
+    if (bj->rc == CREC_OK)
+        bj->rc = crec_error_set(&bj->err, CREC_ERR_NOMEM, "out of memory building the index");
+}
 
-    if (upto > bj->last)
-        upto = bj->last;
-    if (bj->cur >= upto)
-        return;
-    from = bj->kfs[bj->cur].global_icount;
-    for (; bj->cur < upto; bj->cur++)
-        if (seg_finish(&bj->b, &bj->ix->segs[bj->cur], bj->kfs[bj->cur].global_icount) != 0 &&
-            bj->rc == CREC_OK)
-            bj->rc = crec_error_set(&bj->err, CREC_ERR_NOMEM,
-                                    "out of memory building the index");
-    instructions = bj->kfs[upto].global_icount - from;
+/* Finish the span being replayed: its lists are what it touched. */
+static void job_close(struct build_job *bj)
+{
+    crec_idx_span *p;
+
+    if (bj->nspans == bj->capspans) {
+        size_t cap = bj->capspans ? 2 * bj->capspans : 64;
+        p = crec_realloc(bj->spans, cap * sizeof *p);
+        if (!p) {
+            job_nomem(bj);
+            return;
+        }
+        bj->spans = p, bj->capspans = cap;
+    }
+    p = &bj->spans[bj->nspans++];
+    *p = bj->cur;
+    memset(&bj->cur, 0, sizeof bj->cur);
+    if (seg_finish(&bj->b, p, p->start) != 0)
+        job_nomem(bj);
+}
+
+static void job_report(struct build_job *bj, uint64_t instructions)
+{
     pthread_mutex_lock(&bj->sh->mu);
     bj->sh->done += instructions;
     pthread_mutex_unlock(&bj->sh->mu);
+}
+
+/* The run reached key frame k: close the segments before it. */
+static void job_keyframe(void *ctx, size_t k)
+{
+    struct build_job *bj = ctx;
+
+    while (bj->kf < k && bj->kf < bj->last) {
+        job_close(bj);
+        job_report(bj, bj->kfs[bj->kf + 1].global_icount - bj->kfs[bj->kf].global_icount);
+        bj->kf++;
+        if (bj->kf < bj->last)
+            bj->cur = (crec_idx_span){.start = bj->kfs[bj->kf].global_icount, .kf = bj->kf};
+    }
+}
+
+/* The lines `s` touched, with their values now: what a replay starting
+ * here must find in memory.  @return 0, or -1 out of memory. */
+static int job_lines(const crec_idx_span *s, crec_emu_cpu *cpu, crec_idx_span *next)
+{
+    next->lines = crec_malloc((s->ntouch ? s->ntouch : 1) * sizeof *next->lines);
+    next->values = crec_malloc((s->ntouch ? s->ntouch : 1) * 64);
+    if (!next->lines || !next->values)
+        return -1;
+    for (size_t i = 0; i < s->ntouch; i++)
+        if (crec_emu_mem_read(cpu, next->values + 64 * next->nlines, s->touch[i] << 6, 64) == 0)
+            next->lines[next->nlines++] = s->touch[i]; /* unmapped since: nothing to restore */
+    return 0;
+}
+
+/*
+ * The run offers a restart point: take it unless the span since the last
+ * one touched too many lines (then the point would be big; the next one
+ * will hold those lines too).
+ */
+static void job_point(void *ctx, crec_emu_cpu *cpu, const crec_fmt_keyframe *p)
+{
+    struct build_job *bj = ctx;
+    crec_idx_span next = {.start = p->global_icount, .kf = bj->kf, .at_point = 1};
+
+    if (bj->b.touch.n > BUILD_POINT_LINES || bj->b.nomem || bj->kf >= bj->last)
+        return;
+    job_close(bj);
+    next.point = crec_malloc(sizeof *next.point);
+    if (!next.point || bj->nspans == 0 || job_lines(&bj->spans[bj->nspans - 1], cpu, &next))
+        job_nomem(bj);
+    else
+        *next.point = *p;
+    bj->cur = next;
 }
 
 static void job_access(void *ctx, crec_emu_cpu *cpu, int kind, uint64_t addr, uint64_t len)
@@ -252,28 +326,26 @@ static void job_access(void *ctx, crec_emu_cpu *cpu, int kind, uint64_t addr, ui
     seg_access(&bj->b, kind, addr, len);
 }
 
-static void job_keyframe(void *ctx, size_t k)
-{
-    job_close_until(ctx, k);
-}
-
 static void *job_main(void *arg)
 {
     struct build_job *bj = arg;
-    crec_replay_watch w = {job_access, job_keyframe, bj};
+    crec_replay_watch w = {job_access, job_keyframe, bj, job_point, bj->point_every};
     crec_fmt_reader *r = NULL;
     crec_replay_qrun *q = NULL;
     int rc;
 
+    bj->kf = bj->first;
+    bj->cur = (crec_idx_span){.start = bj->kfs[bj->first].global_icount, .kf = bj->first};
     rc = crec_fmt_reader_open(bj->path, &r, &bj->err);
     if (rc == CREC_OK)
-        rc = crec_replay_query(r, bj->kfs, bj->nkf, bj->first, bj->kfs[bj->last].global_icount,
-                               &w, &q, &bj->err);
+        rc = crec_replay_query(r, bj->kfs, bj->nkf, bj->first, NULL,
+                               bj->kfs[bj->last].global_icount, &w, &q, &bj->err);
     crec_replay_qrun_free(q);
     crec_fmt_reader_free(r);
     if (rc != CREC_OK && bj->rc == CREC_OK)
         bj->rc = rc;
-    job_close_until(bj, bj->last); /* the end of the recording is no block start */
+    job_keyframe(bj, bj->last); /* the end of the recording is no block start */
+    crec_idx_span_clear(&bj->cur);
     set_free(&bj->b.touch);
     set_free(&bj->b.write);
     crec_free(bj->b.k);
@@ -299,7 +371,7 @@ static unsigned plan_jobs(struct build_job *bj, unsigned jobs, const crec_fmt_ke
         while (end < nseg && kfs[end].global_icount - t0 < total / jobs * j)
             end++;
         if (end > at) {
-            bj[n].first = bj[n].cur = at;
+            bj[n].first = at;
             bj[n].last = end;
             n++;
             at = end;
@@ -359,19 +431,38 @@ static int read_tables(const char *path, const crec_fmt_keyframe *kfs, size_t nk
     return rc;
 }
 
-static crec_idx *idx_new(size_t nseg)
+/* Restart points every 1/BUILD_POINTS of the key-frame interval, not
+ * closer than BUILD_POINT_MIN instructions (0: none). */
+static uint64_t point_every(const char *path)
 {
-    crec_idx *ix = crec_calloc(1, sizeof *ix);
+    crec_fmt_reader *r = NULL;
+    uint64_t every = 0;
 
-    if (!ix)
-        return NULL;
-    ix->nseg = nseg;
-    ix->segs = crec_calloc(nseg ? nseg : 1, sizeof *ix->segs);
-    if (!ix->segs) {
-        crec_free(ix);
-        return NULL;
+    if (crec_fmt_reader_open(path, &r, NULL) == CREC_OK)
+        every = crec_fmt_reader_header(r)->keyframe_interval / BUILD_POINTS;
+    crec_fmt_reader_free(r);
+    return every < BUILD_POINT_MIN ? 0 : every;
+}
+
+/* The spans of every job, in time order, into the index. */
+static int gather(crec_idx *ix, struct build_job *bj, unsigned n, crec_error *err)
+{
+    size_t total = 0;
+
+    for (unsigned j = 0; j < n; j++)
+        total += bj[j].nspans;
+    ix->spans = crec_calloc(total ? total : 1, sizeof *ix->spans);
+    for (unsigned j = 0; j < n; j++) {
+        if (ix->spans && bj[j].nspans)
+            memcpy(ix->spans + ix->nspan, bj[j].spans, bj[j].nspans * sizeof *bj[j].spans);
+        else
+            for (size_t i = 0; i < bj[j].nspans; i++)
+                crec_idx_span_clear(&bj[j].spans[i]);
+        ix->nspan += ix->spans ? bj[j].nspans : 0;
+        crec_free(bj[j].spans);
     }
-    return ix;
+    return ix->spans ? CREC_OK
+                     : crec_error_set(err, CREC_ERR_NOMEM, "out of memory building the index");
 }
 
 int crec_idx_build(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, unsigned jobs,
@@ -381,29 +472,26 @@ int crec_idx_build(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, u
     pthread_t th[BUILD_MAX_JOBS];
     struct build_shared sh = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
     size_t nseg = nkf ? nkf - 1 : 0;
-    unsigned n, started = 0;
+    unsigned n = 0, started = 0;
+    uint64_t every = point_every(path);
     crec_idx *ix;
     int rc;
 
     *out = NULL;
-    if (!(ix = idx_new(nseg)))
+    if (!(ix = crec_calloc(1, sizeof *ix)))
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory building the index");
     rc = crec_idx_recording_id(path, &ix->rec_size, &ix->rec_hash, err);
     if (rc == CREC_OK)
         rc = read_tables(path, kfs, nkf, ix, err);
-    if (rc != CREC_OK || nseg == 0) {
-        if (rc == CREC_OK)
-            *out = ix;
-        else
-            crec_idx_free(ix);
-        return rc;
-    }
-    jobs = jobs < 1 ? 1 : jobs > BUILD_MAX_JOBS ? BUILD_MAX_JOBS : jobs;
     memset(bj, 0, sizeof bj);
-    n = plan_jobs(bj, jobs, kfs, nseg);
+    if (rc == CREC_OK && nseg > 0) {
+        jobs = jobs < 1 ? 1 : jobs > BUILD_MAX_JOBS ? BUILD_MAX_JOBS : jobs;
+        n = plan_jobs(bj, jobs, kfs, nseg);
+    }
     sh.running = n;
     for (unsigned j = 0; j < n; j++) {
-        bj[j].path = path, bj[j].kfs = kfs, bj[j].nkf = nkf, bj[j].ix = ix, bj[j].sh = &sh;
+        bj[j].path = path, bj[j].kfs = kfs, bj[j].nkf = nkf, bj[j].sh = &sh;
+        bj[j].point_every = every;
         if (pthread_create(&th[j], NULL, job_main, &bj[j]) != 0)
             break;
         started++;
@@ -414,7 +502,8 @@ int crec_idx_build(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, u
         pthread_mutex_unlock(&sh.mu);
         rc = crec_error_set(err, CREC_ERR_NOMEM, "can't start a thread to build the index");
     }
-    wait_reporting(&sh, kfs[nseg].global_icount - kfs[0].global_icount, progress, pctx);
+    if (n > 0)
+        wait_reporting(&sh, kfs[nseg].global_icount - kfs[0].global_icount, progress, pctx);
     for (unsigned j = 0; j < started; j++) {
         pthread_join(th[j], NULL);
         if (bj[j].rc != CREC_OK && rc == CREC_OK) {
@@ -423,8 +512,16 @@ int crec_idx_build(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, u
                 *err = bj[j].err;
         }
     }
+    if (rc == CREC_OK)
+        rc = gather(ix, bj, started, err);
+    else
+        for (unsigned j = 0; j < started; j++) {
+            for (size_t i = 0; i < bj[j].nspans; i++)
+                crec_idx_span_clear(&bj[j].spans[i]);
+            crec_free(bj[j].spans);
+        }
     if (rc != CREC_OK) {
-        crec_idx_free(ix); /* segments never started have empty entries */
+        crec_idx_free(ix);
         return rc;
     }
     *out = ix;

@@ -16,16 +16,23 @@
  *                frame each), each at most IDX_MAX_PART bytes decompressed
  *
  * The table, decompressed:
- *   varint nseg, varint nblocks,
- *   nblocks x (varint segments in it, varint compressed length, varint length)
+ *   varint nspan, then per span:
+ *     varint start icount - the previous span's start
+ *     varint (key frame - the previous span's key frame) << 1 | point
+ *       (point 1: the span starts at a restart point inside the segment of
+ *       that key frame; 0: at the key frame, which is then the previous
+ *       span's plus one, or 0 for the first span)
+ *   varint nblocks,
+ *   nblocks x (varint spans in it, varint compressed length, varint length)
  *   varint nranges, nranges x (varint start - end of the previous range,
  *                              varint length): every range ever mapped
  *   varint nsyscalls, nsyscalls x varint (icount - the previous one)
  *   varint nblobs, nblobs x (16-byte hash, varint BLOBS offset, varint length),
  *                          sorted by hash
- * A block, decompressed, for each of its segments:
- *   varint start icount (delta from the previous segment's; absolute for
- *          the first segment of the block)
+ * A block, decompressed, for each of its spans:
+ *   if it starts at a point: the point as a framed KEYFRAME record
+ *     (docs/FORMAT.md), then varint nlines, nlines x varint line delta,
+ *     nlines x 64 bytes: the memory a replay starting there restores
  *   varint flags (bit 0: the kernel wrote unknown ranges)
  *   varint ntouch, ntouch x varint line delta, ntouch x u64 byte mask
  *   varint nwrite, nwrite x varint line delta, nwrite x u64 byte mask
@@ -35,8 +42,8 @@
  * > 0.  Bit b of a line's mask says byte b of the line was accessed; a
  * mask is never 0.
  *
- * Blocks hold up to IDX_BLOCK_SEGS segments, so that a query decompresses
- * and decodes only the few segments near its time (crec_idx_need).
+ * Blocks hold up to IDX_BLOCK_SPANS spans, so that a query decompresses
+ * and decodes only the few spans near its time (crec_idx_need).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -48,18 +55,18 @@
 #include "index/index.h"
 
 #define IDX_MAGIC "CRECIDX"
-#define IDX_VERSION 2
+#define IDX_VERSION 3
 #define IDX_HEAD 56
 #define IDX_ZSTD_LEVEL 3
-#define IDX_BLOCK_SEGS 32
+#define IDX_BLOCK_SPANS 64
 /* A table or block can't be bigger than this, nor more than IDX_MAX_RATIO
  * times its compressed size: a hostile header can't make us allocate more. */
 #define IDX_MAX_PART (256u << 20)
 #define IDX_MAX_RATIO 4096
 
-/* One block of segments in the file image. */
+/* One block of spans in the file image. */
 struct crec_idx_block {
-    size_t first, n;      /* segments [first, first+n) */
+    size_t first, n;      /* spans [first, first+n) */
     size_t zoff, zlen;    /* where its frame lies in the image */
     size_t len;           /* decompressed */
     int decoded;
@@ -129,9 +136,28 @@ static void put_list(crec_fmt_buf *b, const uint64_t *v, const uint64_t *mask, s
         put_le(b, mask[i], 8);
 }
 
-static void put_segment(crec_fmt_buf *b, const crec_idx_seg *s, uint64_t prev)
+/* What a replay starting at a span's point needs (none at a key frame). */
+static void put_point(crec_fmt_buf *b, const crec_idx_span *s)
 {
-    put_varint(b, s->start - prev);
+    uint64_t prev = 0;
+
+    if (!s->at_point || !s->point) {
+        b->nomem |= s->at_point; /* a point span without its point: can't encode */
+        return;
+    }
+    if (crec_fmt_kf_encode(b, s->point) != CREC_OK)
+        b->nomem = 1;
+    put_varint(b, s->nlines);
+    for (size_t i = 0; i < s->nlines; i++) {
+        put_varint(b, s->lines[i] - prev);
+        prev = s->lines[i];
+    }
+    put_bytes(b, s->values, 64 * s->nlines);
+}
+
+static void put_span(crec_fmt_buf *b, const crec_idx_span *s)
+{
+    put_point(b, s);
     put_varint(b, s->flags);
     put_list(b, s->touch, s->touch_mask, s->ntouch);
     put_list(b, s->write, s->write_mask, s->nwrite);
@@ -183,22 +209,27 @@ static void put_table_tail(crec_fmt_buf *t, const crec_idx *ix)
 int crec_idx_encode(const crec_idx *ix, crec_fmt_buf *out)
 {
     crec_fmt_buf blocks = {0}, table = {0}, raw = {0}, rest = {0};
-    size_t nblocks = (ix->nseg + IDX_BLOCK_SEGS - 1) / IDX_BLOCK_SEGS, tz;
+    size_t nblocks = (ix->nspan + IDX_BLOCK_SPANS - 1) / IDX_BLOCK_SPANS, tz;
     uint8_t magic[8] = IDX_MAGIC;
+    uint64_t prev = 0;
+    size_t prev_kf = 0;
     int bad = 0;
 
-    put_varint(&table, ix->nseg);
+    put_varint(&table, ix->nspan);
+    for (size_t i = 0; i < ix->nspan; i++) {
+        const crec_idx_span *s = &ix->spans[i];
+        put_varint(&table, s->start - prev);
+        put_varint(&table, (uint64_t)(s->kf - prev_kf) << 1 | (s->at_point != 0));
+        prev = s->start, prev_kf = s->kf;
+    }
     put_varint(&table, nblocks);
     for (size_t b = 0; b < nblocks; b++) {
-        size_t first = b * IDX_BLOCK_SEGS, n = ix->nseg - first, z;
-        uint64_t prev = 0;
-        if (n > IDX_BLOCK_SEGS)
-            n = IDX_BLOCK_SEGS;
+        size_t first = b * IDX_BLOCK_SPANS, n = ix->nspan - first, z;
+        if (n > IDX_BLOCK_SPANS)
+            n = IDX_BLOCK_SPANS;
         crec_fmt_buf_reset(&raw);
-        for (size_t i = first; i < first + n; i++) {
-            put_segment(&raw, &ix->segs[i], prev);
-            prev = ix->segs[i].start;
-        }
+        for (size_t i = first; i < first + n; i++)
+            put_span(&raw, &ix->spans[i]);
         z = put_frame(&blocks, &raw);
         bad |= z == 0 || raw.len > IDX_MAX_PART;
         put_varint(&table, n);
@@ -303,18 +334,57 @@ static int get_list(struct body *d, uint64_t **out, uint64_t **mask, size_t *n)
     return CREC_OK;
 }
 
-static int get_segment(struct body *d, crec_idx_seg *s, uint64_t prev)
+static int get_point(struct body *d, crec_idx_span *s)
+{
+    uint64_t len, n, prev = 0, delta;
+    int rc;
+
+    if (d->pos >= d->len || d->p[d->pos++] != CREC_FMT_K_KEYFRAME)
+        return crec_error_corrupt(d->err, "index: a restart point is not a KEYFRAME record");
+    if ((rc = get_count(d, 1, &len, "bytes of a restart point")))
+        return rc;
+    if (!(s->point = crec_malloc(sizeof *s->point)))
+        return nomem(d->err);
+    if ((rc = crec_fmt_kf_decode(d->p + d->pos, len, s->point, d->err)))
+        return rc;
+    d->pos += len;
+    if ((rc = get_count(d, 65, &n, "lines to restore")))
+        return rc;
+    s->lines = alloc_n(n, sizeof *s->lines);
+    s->values = alloc_n(n, 64);
+    if (!s->lines || !s->values)
+        return nomem(d->err);
+    for (size_t i = 0; i < n; i++) {
+        if ((rc = get_varint(d, &delta)))
+            return rc;
+        if (i > 0 && delta == 0)
+            return crec_error_corrupt(d->err, "index: restored lines not increasing");
+        s->lines[i] = prev += delta;
+    }
+    if (n > (d->len - d->pos) / 64)
+        return crec_error_corrupt(d->err, "index: ends inside restored lines");
+    memcpy(s->values, d->p + d->pos, 64 * n);
+    d->pos += 64 * n;
+    s->nlines = n;
+    return CREC_OK;
+}
+
+/* A span's contents; its start, key frame and whether it has a point come
+ * from the table. */
+static int get_span(struct body *d, crec_idx_span *s, int point)
 {
     uint64_t v;
     int rc;
 
-    if ((rc = get_varint(d, &v)))
+    if (point && (rc = get_point(d, s)))
         return rc;
-    s->start = prev + v;
+    if (s->point && s->point->global_icount != s->start)
+        return crec_error_corrupt(d->err, "index: a restart point at %" PRIu64 " for a span at "
+                                  "%" PRIu64, s->point->global_icount, s->start);
     if ((rc = get_varint(d, &v)))
         return rc;
     if (v & ~(uint64_t)CREC_IDX_WILD)
-        return crec_error_corrupt(d->err, "index: reserved segment flags set");
+        return crec_error_corrupt(d->err, "index: reserved span flags set");
     s->flags = (uint32_t)v;
     if ((rc = get_list(d, &s->touch, &s->touch_mask, &s->ntouch)) ||
         (rc = get_list(d, &s->write, &s->write_mask, &s->nwrite)) ||
@@ -350,32 +420,59 @@ static int inflate_part(const uint8_t *z, size_t zlen, uint64_t len, uint8_t **o
     return CREC_OK;
 }
 
+/* The spans' starts and key frames, checked to follow each other. */
+static int get_spans(struct body *d, crec_idx *ix)
+{
+    uint64_t n, prev = 0, v;
+    size_t kf = 0;
+    int rc = get_count(d, 2, &n, "spans");
+
+    if (rc)
+        return rc;
+    if (!(ix->spans = crec_calloc(n ? n : 1, sizeof *ix->spans)))
+        return nomem(d->err);
+    ix->nspan = n;
+    for (size_t i = 0; i < n; i++) {
+        crec_idx_span *s = &ix->spans[i];
+        if ((rc = get_varint(d, &v)))
+            return rc;
+        s->start = prev += v;
+        if ((rc = get_varint(d, &v)))
+            return rc;
+        s->at_point = v & 1;
+        kf += (size_t)(v >> 1);
+        s->kf = kf;
+        /* a point continues the segment before it; a key frame starts the next */
+        if (s->at_point ? i == 0 || v >> 1 != 0 : (i == 0 ? v >> 1 != 0 : v >> 1 != 1))
+            return crec_error_corrupt(d->err, "index: span %zu does not follow the one before",
+                                      i);
+    }
+    return CREC_OK;
+}
+
 static int get_blocks(struct body *d, crec_idx *ix, size_t zoff, size_t zend)
 {
-    uint64_t nseg, nblocks, n, zlen, len;
-    size_t seg = 0;
+    uint64_t nblocks, n, zlen, len;
+    size_t span = 0;
     int rc;
 
-    if ((rc = get_count(d, 1, &nseg, "segments")) || (rc = get_count(d, 3, &nblocks, "blocks")))
+    if ((rc = get_count(d, 3, &nblocks, "blocks")))
         return rc;
-    ix->segs = crec_calloc(nseg ? nseg : 1, sizeof *ix->segs);
-    ix->blocks = crec_calloc(nblocks ? nblocks : 1, sizeof *ix->blocks);
-    if (!ix->segs || !ix->blocks)
+    if (!(ix->blocks = crec_calloc(nblocks ? nblocks : 1, sizeof *ix->blocks)))
         return nomem(d->err);
-    ix->nseg = nseg;
     ix->nblocks = nblocks;
     for (size_t b = 0; b < nblocks; b++) {
         if ((rc = get_varint(d, &n)) || (rc = get_varint(d, &zlen)) || (rc = get_varint(d, &len)))
             return rc;
-        if (n == 0 || n > nseg - seg || zlen > zend - zoff)
+        if (n == 0 || n > ix->nspan - span || zlen > zend - zoff)
             return crec_error_corrupt(d->err, "index: block %zu does not fit", b);
-        ix->blocks[b] = (struct crec_idx_block){seg, n, zoff, zlen, len, 0};
-        seg += n;
+        ix->blocks[b] = (struct crec_idx_block){span, n, zoff, zlen, len, 0};
+        span += n;
         zoff += zlen;
     }
-    if (seg != nseg || zoff != zend)
-        return crec_error_corrupt(d->err, "index: the blocks hold %zu segments and end at %zu, "
-                                  "not %" PRIu64 " and %zu", seg, zoff, nseg, zend);
+    if (span != ix->nspan || zoff != zend)
+        return crec_error_corrupt(d->err, "index: the blocks hold %zu spans and end at %zu, not "
+                                  "%zu and %zu", span, zoff, ix->nspan, zend);
     return CREC_OK;
 }
 
@@ -468,7 +565,8 @@ static int get_table(crec_idx *ix, crec_error *err)
     if (rc)
         return rc;
     d.p = raw, d.len = get_le(data + 52, 4);
-    if (!(rc = get_blocks(&d, ix, IDX_HEAD + tz, len)) && !(rc = get_ranges(&d, ix)) &&
+    if (!(rc = get_spans(&d, ix)) && !(rc = get_blocks(&d, ix, IDX_HEAD + tz, len)) &&
+        !(rc = get_ranges(&d, ix)) &&
         !(rc = get_syscalls(&d, ix)) && !(rc = get_blobs(&d, ix)) && d.pos != d.len)
         rc = crec_error_corrupt(err, "index: %zu stray bytes in the table", d.len - d.pos);
     crec_free(raw);
@@ -496,8 +594,11 @@ int crec_idx_decode(const uint8_t *data, size_t len, crec_idx **out, crec_error 
     return CREC_OK;
 }
 
-static void seg_clear(crec_idx_seg *s)
+void crec_idx_span_clear(crec_idx_span *s)
 {
+    crec_free(s->point);
+    crec_free(s->lines);
+    crec_free(s->values);
     crec_free(s->touch);
     crec_free(s->touch_mask);
     crec_free(s->write);
@@ -510,20 +611,21 @@ static int decode_block(crec_idx *ix, struct crec_idx_block *b, crec_error *err)
 {
     struct body d = {NULL, b->len, 0, err};
     uint8_t *raw = NULL;
-    uint64_t prev = 0;
     int rc = inflate_part(ix->image + b->zoff, b->zlen, b->len, &raw, err);
 
     d.p = raw;
-    for (size_t i = b->first; rc == CREC_OK && i < b->first + b->n; i++) {
-        rc = get_segment(&d, &ix->segs[i], prev);
-        prev = ix->segs[i].start;
-    }
+    for (size_t i = b->first; rc == CREC_OK && i < b->first + b->n; i++)
+        rc = get_span(&d, &ix->spans[i], ix->spans[i].at_point);
     if (rc == CREC_OK && d.pos != d.len)
         rc = crec_error_corrupt(err, "index: %zu stray bytes in a block", d.len - d.pos);
     crec_free(raw);
     b->decoded = rc == CREC_OK;
-    for (size_t i = b->first; rc != CREC_OK && i < b->first + b->n; i++)
-        seg_clear(&ix->segs[i]);
+    for (size_t i = b->first; rc != CREC_OK && i < b->first + b->n; i++) {
+        crec_idx_span keep = ix->spans[i]; /* what the table said */
+        crec_idx_span_clear(&ix->spans[i]);
+        ix->spans[i].start = keep.start, ix->spans[i].kf = keep.kf;
+        ix->spans[i].at_point = keep.at_point;
+    }
     return rc;
 }
 
@@ -531,7 +633,7 @@ int crec_idx_need(crec_idx *ix, size_t seg, crec_error *err)
 {
     size_t lo = 0, hi = ix->nblocks;
 
-    if (!ix->blocks || seg >= ix->nseg)
+    if (!ix->blocks || seg >= ix->nspan)
         return CREC_OK; /* built in memory: every segment is there */
     while (hi - lo > 1) { /* the last block starting at or before seg */
         size_t m = lo + (hi - lo) / 2;
@@ -560,9 +662,9 @@ void crec_idx_free(crec_idx *ix)
 {
     if (!ix)
         return;
-    for (size_t i = 0; i < ix->nseg && ix->segs; i++)
-        seg_clear(&ix->segs[i]);
-    crec_free(ix->segs);
+    for (size_t i = 0; i < ix->nspan && ix->spans; i++)
+        crec_idx_span_clear(&ix->spans[i]);
+    crec_free(ix->spans);
     crec_free(ix->blocks);
     crec_free(ix->image);
     crec_free(ix->blobs);

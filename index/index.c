@@ -19,6 +19,20 @@
 
 /* ---- lookups ------------------------------------------------------------- */
 
+size_t crec_idx_span_at(const crec_idx *ix, uint64_t t)
+{
+    size_t a = 0, b = ix->nspan;
+
+    while (b - a > 1) { /* the last span starting at or before t */
+        size_t m = a + (b - a) / 2;
+        if (ix->spans[m].start <= t)
+            a = m;
+        else
+            b = m;
+    }
+    return a;
+}
+
 uint64_t crec_idx_line_mask(uint64_t line, uint64_t addr, uint64_t len)
 {
     uint64_t lo = line << CREC_IDX_LINE_SHIFT, hi = lo + (1u << CREC_IDX_LINE_SHIFT) - 1;
@@ -50,7 +64,7 @@ static int list_hits(const uint64_t *v, const uint64_t *mask, size_t n, uint64_t
 
 int crec_idx_kernel_writes(const crec_idx *ix, size_t seg, uint64_t addr, uint64_t len)
 {
-    const crec_idx_seg *s = &ix->segs[seg];
+    const crec_idx_span *s = &ix->spans[seg];
 
     if (len == 0)
         return 0;
@@ -65,7 +79,7 @@ int crec_idx_kernel_writes(const crec_idx *ix, size_t seg, uint64_t addr, uint64
 int crec_idx_touches(const crec_idx *ix, size_t seg, uint64_t addr, uint64_t len,
                      int writes_only)
 {
-    const crec_idx_seg *s = &ix->segs[seg];
+    const crec_idx_span *s = &ix->spans[seg];
 
     if (len == 0 || addr + len - 1 < addr)
         return 0;
@@ -139,7 +153,27 @@ static int read_file(const char *path, uint8_t **data, size_t *len)
     return 0;
 }
 
-int crec_idx_load(const char *path, size_t nkf, crec_idx **out, crec_error *err)
+/* Do the spans cut this recording's segments: one at each key frame but
+ * the last, and the others at points strictly inside their segment? */
+static int spans_fit(const crec_idx *ix, const crec_fmt_keyframe *kfs, size_t nkf)
+{
+    size_t nseg = nkf ? nkf - 1 : 0, seen = 0;
+
+    for (size_t i = 0; i < ix->nspan; i++) {
+        const crec_idx_span *s = &ix->spans[i];
+        if (s->kf >= nseg)
+            return 0;
+        if (s->at_point ? s->start <= kfs[s->kf].global_icount ||
+                              s->start >= kfs[s->kf + 1].global_icount
+                        : s->start != kfs[s->kf].global_icount)
+            return 0;
+        seen += !s->at_point;
+    }
+    return seen == nseg;
+}
+
+int crec_idx_load(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, crec_idx **out,
+                  crec_error *err)
 {
     char ipath[4096];
     crec_error quiet = {0};
@@ -159,7 +193,7 @@ int crec_idx_load(const char *path, size_t nkf, crec_idx **out, crec_error *err)
     rc = crec_idx_decode(data, len, &ix, &quiet);
     crec_free(data);
     if (rc == CREC_OK &&
-        (ix->rec_size != size || ix->rec_hash != hash || ix->nseg != (nkf ? nkf - 1 : 0))) {
+        (ix->rec_size != size || ix->rec_hash != hash || !spans_fit(ix, kfs, nkf))) {
         crec_idx_free(ix); /* stale: another recording */
         rc = CREC_ERR_NOTFOUND;
     }
@@ -196,7 +230,7 @@ int crec_idx_load_or_build(const char *path, const crec_fmt_keyframe *kfs, size_
     int rc;
 
     *built = 0;
-    rc = crec_idx_load(path, nkf, out, err);
+    rc = crec_idx_load(path, kfs, nkf, out, err);
     if (rc != CREC_ERR_NOTFOUND)
         return rc;
     rc = crec_idx_build(path, kfs, nkf, ncpu > 2 ? 2 : (unsigned)(ncpu > 0 ? ncpu : 1),

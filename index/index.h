@@ -1,10 +1,12 @@
 /*
  * index.h - the summarization index and the query engine (docs/QUERY.md).
  *
- * For each key-frame segment of a recording, the index holds the 64-byte
- * lines the guest loaded or stored and the ranges the kernel (syscalls,
- * new mappings) wrote.  It is built by replaying every segment and kept
- * beside the recording in FILE.idx.  The public face of this module is the
+ * For each span of a recording (a key-frame segment, or a part of one
+ * after a restart point) the index holds the 64-byte lines the guest
+ * loaded or stored and the ranges the kernel (syscalls, new mappings)
+ * wrote, and for a restart point what a replay needs to start there.  It
+ * is built by replaying every segment and kept beside the recording in
+ * FILE.idx.  The public face of this module is the
  * crec_open/crec_query API in include/crec.h; this header is for tests.
  */
 #ifndef CREC_INDEX_H
@@ -19,13 +21,26 @@
 #define CREC_IDX_LINE_SHIFT 6 /* 64-byte lines */
 
 /*
- * One segment: the key frame it starts at, and what it touched.  A line's
- * mask has bit b set when byte b of the line was accessed, so that a query
- * for bytes next to a busy variable does not replay segments that never
- * touched them.
+ * One span of the recording: a key-frame segment, or a part of one that
+ * starts at a restart point the index build took inside it, and what it
+ * touched.  A line's mask has bit b set when byte b of the line was
+ * accessed, so that a query for bytes next to a busy variable does not
+ * replay spans that never touched them.
+ *
+ * A span that starts at a point holds what a replay needs to start there
+ * (crec_replay_from): the point (registers and stream positions, as a key
+ * frame) and the lines the span before it accessed, with their values at
+ * the point.  Starting at a point, a replay writes the lines of every
+ * point span of the segment up to it, in order.
  */
-typedef struct crec_idx_seg {
-    uint64_t start;        /* global icount of its key frame */
+typedef struct crec_idx_span {
+    uint64_t start;        /* global icount where it starts */
+    size_t kf;             /* the key frame of its segment */
+    int at_point;          /* it starts at a restart point, not the key frame */
+    crec_fmt_keyframe *point; /* ... that point (once its block is read) */
+    size_t nlines;         /* ... else the memory to restore: */
+    uint64_t *lines;       /* sorted line numbers */
+    uint8_t *values;       /* 64 bytes a line */
     uint32_t flags;        /* CREC_IDX_WILD: the kernel wrote unknown ranges */
     size_t ntouch, nwrite, nk;
     uint64_t *touch;       /* sorted line numbers loaded or stored */
@@ -33,7 +48,7 @@ typedef struct crec_idx_seg {
     uint64_t *write;       /* sorted line numbers stored (a subset of touch) */
     uint64_t *write_mask;
     uint64_t *k;           /* nk (addr, len) pairs written by the kernel */
-} crec_idx_seg;
+} crec_idx_span;
 
 #define CREC_IDX_WILD 1
 
@@ -41,9 +56,9 @@ struct crec_idx_block; /* codec.c */
 
 typedef struct crec_idx {
     uint64_t rec_size, rec_hash; /* which recording it describes */
-    size_t nseg;
-    crec_idx_seg *segs;          /* read from the file a block at a time:
-                                    call crec_idx_need() before using one */
+    size_t nspan;                /* spans in time order; start and kf are */
+    crec_idx_span *spans;        /* always there, the rest is read from the
+                                    file a block at a time: crec_idx_need() */
     size_t nblobs;               /* where each blob lies, so that a reader */
     crec_fmt_blob_loc *blobs;    /* need not scan BLOBS (crec_fmt_blob_table) */
     size_t nmapped;              /* every range ever mapped: nmapped sorted, */
@@ -66,15 +81,21 @@ int crec_idx_encode(const crec_idx *ix, crec_fmt_buf *b);
 int crec_idx_decode(const uint8_t *data, size_t len, crec_idx **out, crec_error *err);
 
 /*! crec_idx_need() / crec_idx_need_all() : decode the block of the file
- *  holding segment `seg` (or every block), if it is not yet.
+ *  holding span `seg` (or every block), if it is not yet.
  *  @return CREC_OK or CREC_ERR_CORRUPT / CREC_ERR_NOMEM. */
 int crec_idx_need(crec_idx *ix, size_t seg, crec_error *err);
 int crec_idx_need_all(crec_idx *ix, crec_error *err);
 
+/*! crec_idx_span_clear() : free what a span holds and zero it. */
+void crec_idx_span_clear(crec_idx_span *s);
+
 /*! crec_idx_free() : NULL is fine. */
 void crec_idx_free(crec_idx *ix);
 
-/*! crec_idx_touches() : does segment `seg` load, store (writes_only: store)
+/*! crec_idx_span_at() : @return the last span starting at or before t. */
+size_t crec_idx_span_at(const crec_idx *ix, uint64_t t);
+
+/*! crec_idx_touches() : does span `seg` load, store (writes_only: store)
  *  or kernel-write any byte of [addr, addr+len)?  @return 1 or 0 (loads and
  *  stores are known to the byte). */
 int crec_idx_touches(const crec_idx *ix, size_t seg, uint64_t addr, uint64_t len,
@@ -85,7 +106,7 @@ int crec_idx_touches(const crec_idx *ix, size_t seg, uint64_t addr, uint64_t len
 uint64_t crec_idx_line_mask(uint64_t line, uint64_t addr, uint64_t len);
 
 /*! crec_idx_kernel_writes() : does the kernel (a syscall, a change of the
- *  memory map) write any byte of [addr, addr+len) in segment `seg`?
+ *  memory map) write any byte of [addr, addr+len) in span `seg`?
  *  @return 1 or 0. */
 int crec_idx_kernel_writes(const crec_idx *ix, size_t seg, uint64_t addr, uint64_t len);
 
@@ -108,9 +129,11 @@ int crec_idx_scan_events(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_
                          size_t *nsyscalls, crec_error *err);
 
 /*! crec_idx_load() : read PATH.idx if it holds an index of this recording
- *  (nkf key frames).  @return CREC_OK and *out, or CREC_ERR_NOTFOUND when
- *  there is none, it is stale or it is corrupt. */
-int crec_idx_load(const char *path, size_t nkf, crec_idx **out, crec_error *err);
+ *  (whose key frames are kfs: one span starts at each but the last).
+ *  @return CREC_OK and *out, or CREC_ERR_NOTFOUND when there is none, it is
+ *  stale or it is corrupt. */
+int crec_idx_load(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, crec_idx **out,
+                  crec_error *err);
 
 /*! crec_idx_load_or_build() : read PATH.idx if it names this recording,
  *  else build it (reporting to progress, may be NULL) and (best effort)

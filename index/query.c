@@ -86,11 +86,13 @@ static void track_access(void *ctx, crec_emu_cpu *cpu, int kind, uint64_t a, uin
     }
 }
 
-static int run_to(crec_recording *rec, size_t first, uint64_t until, crec_replay_access_fn fn,
-                  void *ctx, crec_replay_qrun **q, crec_error *err)
+/* A run that must have stopped at exactly `until`. */
+static int run_checked(crec_recording *rec, size_t kf, const crec_replay_from *from,
+                       uint64_t until, crec_replay_access_fn fn, void *ctx,
+                       crec_replay_qrun **q, crec_error *err)
 {
-    crec_replay_watch w = {fn, NULL, ctx};
-    int rc = crec_replay_query(rec->r, rec->kfs, rec->nkf, first, until, &w, q, err);
+    crec_replay_watch w = {fn, NULL, ctx, NULL, 0};
+    int rc = crec_replay_query(rec->r, rec->kfs, rec->nkf, kf, from, until, &w, q, err);
 
     if (rc == CREC_OK && crec_emu_cpu_icount(crec_replay_qrun_cpu(*q)) != until) {
         rc = crec_error_set(err, CREC_ERR_DIVERGENCE, "replay stopped at instruction %" PRIu64
@@ -100,6 +102,64 @@ static int run_to(crec_recording *rec, size_t first, uint64_t until, crec_replay
         *q = NULL;
     }
     return rc;
+}
+
+/* The memory a run starting at point span sp restores: the lines of every
+ * point span of its segment up to it, in order (later ones win). */
+static int restore_lines(crec_recording *rec, size_t sp, crec_replay_from *from,
+                         crec_error *err)
+{
+    const crec_idx *ix = rec->ix;
+    size_t first = sp, n = 0;
+    int rc;
+
+    while (first > 0 && ix->spans[first].at_point)
+        first--; /* the segment's key-frame span */
+    for (size_t i = first + 1; i <= sp; i++) {
+        if ((rc = crec_idx_need(rec->ix, i, err)) != CREC_OK)
+            return rc;
+        n += ix->spans[i].nlines;
+    }
+    uint64_t *lines = crec_malloc((n ? n : 1) * sizeof *lines);
+    uint8_t *values = crec_malloc(n ? 64 * n : 1);
+    if (!lines || !values) {
+        crec_free(lines);
+        crec_free(values);
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+    }
+    n = 0;
+    for (size_t i = first + 1; i <= sp; i++) {
+        const crec_idx_span *s = &ix->spans[i];
+        memcpy(lines + n, s->lines, s->nlines * sizeof *lines);
+        memcpy(values + 64 * n, s->values, 64 * s->nlines);
+        n += s->nlines;
+    }
+    *from = (crec_replay_from){ix->spans[sp].point, n, lines, values};
+    return CREC_OK;
+}
+
+/* A run from the start of span sp of the index (its key frame, or its
+ * restart point) to exactly `until`. */
+static int run_span(crec_recording *rec, size_t sp, uint64_t until, crec_replay_access_fn fn,
+                    void *ctx, crec_replay_qrun **q, crec_error *err)
+{
+    crec_replay_from from = {0};
+    int rc;
+
+    if (!rec->ix->spans[sp].at_point)
+        return run_checked(rec, rec->ix->spans[sp].kf, NULL, until, fn, ctx, q, err);
+    rc = restore_lines(rec, sp, &from, err);
+    if (rc == CREC_OK)
+        rc = run_checked(rec, rec->ix->spans[sp].kf, &from, until, fn, ctx, q, err);
+    crec_free((void *)from.lines);
+    crec_free((void *)from.values);
+    return rc;
+}
+
+/* Where span sp ends: the next one's start, or the end of the recording. */
+static uint64_t span_end(const crec_recording *rec, size_t sp)
+{
+    return sp + 1 < rec->ix->nspan ? rec->ix->spans[sp + 1].start : rec->end;
 }
 
 /* Settle the bytes a run saw: the last access to each says where its value is. */
@@ -133,15 +193,19 @@ static int settle(crec_recording *rec, const struct track *tr, crec_emu_cpu *cpu
     return CREC_OK;
 }
 
-/* Replay segments first.. up to `until`, watching the open bytes, and settle them. */
-static int replay_and_settle(crec_recording *rec, size_t first, uint64_t until,
-                             struct track *tr, struct answer *a, crec_error *err)
+/* Replay from the start of span sp (SIZE_MAX: from instruction 0) up to
+ * `until`, watching the open bytes, and settle them. */
+static int replay_and_settle(crec_recording *rec, size_t sp, uint64_t until, struct track *tr,
+                             struct answer *a, crec_error *err)
 {
     crec_replay_qrun *q = NULL;
     int rc;
 
     memset(tr->st, 0, a->len);
-    rc = run_to(rec, first, until, track_access, tr, &q, err);
+    if (sp == SIZE_MAX)
+        rc = run_checked(rec, 0, NULL, until, track_access, tr, &q, err);
+    else
+        rc = run_span(rec, sp, until, track_access, tr, &q, err);
     if (rc == CREC_OK)
         rc = settle(rec, tr, crec_replay_qrun_cpu(q), a, err);
     crec_replay_qrun_free(q);
@@ -232,29 +296,30 @@ static int touches_open(const crec_recording *rec, size_t c, const struct answer
 static int search_index(crec_recording *rec, struct answer *a, struct track *tr,
                         crec_error *err)
 {
-    size_t ks = 0, c = qx_seg_of(rec, a->t) + 1;
+    size_t ks = 0, sp = crec_idx_span_at(rec->ix, a->t) + 1;
     int have_snap = qx_last_snapshot(rec, a->t, &ks), rc;
+    uint64_t snap_t = rec->kfs[ks].global_icount;
 
-    while (c-- > 0 && a->open > 0) {
-        uint64_t start = rec->kfs[c].global_icount, end = rec->kfs[c + 1].global_icount;
-        if (have_snap && c < ks) {
-            have_snap = 0; /* segments from ks on are done: X is as it was at ks */
+    while (sp-- > 0 && a->open > 0) {
+        uint64_t start = rec->ix->spans[sp].start, end = span_end(rec, sp);
+        if (have_snap && start < snap_t) {
+            have_snap = 0; /* spans from the snapshot on are done: X is as it was then */
             if ((rc = settle_at_snapshot(rec, a, ks, err)) != CREC_OK || a->open == 0)
                 return rc;
         }
         if (start >= a->t)
             continue; /* nothing of it runs before t */
-        if ((rc = crec_idx_need(rec->ix, c, err)) != CREC_OK)
+        if ((rc = crec_idx_need(rec->ix, sp, err)) != CREC_OK)
             return rc;
-        if (!touches_open(rec, c, a))
+        if (!touches_open(rec, sp, a))
             continue; /* it leaves the open bytes alone */
         if (snapshots_since(rec, a, end))
             return CREC_OK; /* the bytes are in snapshots taken after it */
-        rc = replay_and_settle(rec, c, a->t < end ? a->t : end, tr, a, err);
+        rc = replay_and_settle(rec, sp, a->t < end ? a->t : end, tr, a, err);
         if (rc != CREC_OK)
             return rc;
     }
-    if (have_snap && a->open > 0) /* every segment was searched, back to ks = 0 */
+    if (have_snap && a->open > 0) /* every span was searched, back to the snapshot */
         return settle_at_snapshot(rec, a, ks, err);
     return CREC_OK;
 }
@@ -332,8 +397,8 @@ static int read_at(crec_recording *rec, uint64_t t, uint64_t addr, size_t len, u
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
     }
     if (rec->flags & CREC_OPEN_NO_INDEX)
-        rc = replay_and_settle(rec, 0, t, &tr, &a, err);
-    else if ((rc = qx_ensure_index(rec, err)) == CREC_OK && rec->nkf > 1)
+        rc = replay_and_settle(rec, SIZE_MAX, t, &tr, &a, err);
+    else if ((rc = qx_ensure_index(rec, err)) == CREC_OK && rec->ix->nspan > 0)
         rc = search_index(rec, &a, &tr, err);
     if (rc == CREC_OK)
         rc = settle_by_snapshots(rec, &a, t, err);
@@ -364,7 +429,6 @@ int crec_read_memory(crec_recording *rec, uint64_t addr, size_t len, uint8_t *bu
 int crec_read_registers(crec_recording *rec, crec_regs *regs, crec_error *err)
 {
     crec_replay_qrun *q = NULL;
-    size_t s = qx_seg_of(rec, rec->t);
     int rc;
 
     for (size_t i = 0; i < rec->nkf; i++)
@@ -372,7 +436,10 @@ int crec_read_registers(crec_recording *rec, crec_regs *regs, crec_error *err)
             *regs = rec->kfs[i].regs;
             return CREC_OK;
         }
-    rc = run_to(rec, s, rec->t, NULL, NULL, &q, err);
+    if (rec->ix && rec->ix->nspan > 0) /* from the restart point before t, if any */
+        rc = run_span(rec, crec_idx_span_at(rec->ix, rec->t), rec->t, NULL, NULL, &q, err);
+    else
+        rc = run_checked(rec, qx_seg_of(rec, rec->t), NULL, rec->t, NULL, NULL, &q, err);
     if (rc == CREC_OK && crec_emu_regs_get(crec_replay_qrun_cpu(q), regs) != CREC_OK)
         rc = crec_error_set(err, CREC_ERR_EMU, "can't read the registers");
     crec_replay_qrun_free(q);
@@ -468,15 +535,15 @@ static void watch_access(void *ctx, crec_emu_cpu *cpu, int kind, uint64_t a, uin
         w->st_mask[i] = 1;
 }
 
-/* Run q (NULL: a new run from key frame c) to the end of segment c. */
-static int run_segment(crec_recording *rec, size_t c, struct watch *w, crec_replay_qrun **q,
-                       crec_error *err)
+/* Run q (NULL: a new run from the start of span sp) to the end of span sp. */
+static int run_on(crec_recording *rec, size_t sp, struct watch *w, crec_replay_qrun **q,
+                  crec_error *err)
 {
-    uint64_t end = rec->kfs[c + 1].global_icount;
+    uint64_t end = span_end(rec, sp);
     int rc;
 
     if (!*q)
-        return run_to(rec, c, end, watch_access, w, q, err);
+        return run_span(rec, sp, end, watch_access, w, q, err);
     rc = crec_replay_qrun_continue(*q, end, err);
     if (rc == CREC_OK && crec_emu_cpu_icount(crec_replay_qrun_cpu(*q)) != end)
         rc = crec_error_set(err, CREC_ERR_DIVERGENCE, "replay stopped at instruction %" PRIu64
@@ -485,24 +552,24 @@ static int run_segment(crec_recording *rec, size_t c, struct watch *w, crec_repl
 }
 
 /*
- * Replay every segment that stores to the range (or whose kernel writes
- * it).  A run that ends where the next such segment starts goes on into
- * it, instead of building the memory map and translating the code again.
+ * Replay every span that stores to the range (or whose kernel writes it).
+ * A run that ends where the next such span starts goes on into it, instead
+ * of building the memory map and translating the code again.
  */
-static int watch_segments(crec_recording *rec, struct watch *w, crec_error *err)
+static int watch_spans(crec_recording *rec, struct watch *w, crec_error *err)
 {
     crec_replay_qrun *q = NULL;
     int rc = CREC_OK;
 
-    for (size_t c = 0; c + 1 < rec->nkf && !w->stopped && rc == CREC_OK; c++) {
-        if ((rc = crec_idx_need(rec->ix, c, err)) != CREC_OK)
+    for (size_t sp = 0; sp < rec->ix->nspan && !w->stopped && rc == CREC_OK; sp++) {
+        if ((rc = crec_idx_need(rec->ix, sp, err)) != CREC_OK)
             break;
-        if (!crec_idx_touches(rec->ix, c, w->addr, w->len, 1)) {
+        if (!crec_idx_touches(rec->ix, sp, w->addr, w->len, 1)) {
             crec_replay_qrun_free(q); /* a gap: the next run starts afresh */
             q = NULL;
             continue;
         }
-        rc = run_segment(rec, c, w, &q, err);
+        rc = run_on(rec, sp, w, &q, err);
         if (rc == CREC_OK) {
             watch_flush(w, crec_replay_qrun_cpu(q));
             watch_kernel_emit(w);
@@ -530,5 +597,5 @@ int crec_watch(crec_recording *rec, uint64_t addr, size_t len,
         return CREC_OK;
     if ((rc = qx_ensure_index(rec, err)) != CREC_OK)
         return rc;
-    return watch_segments(rec, &w, err);
+    return watch_spans(rec, &w, err);
 }

@@ -271,7 +271,7 @@ int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error
     if (rc == CREC_OK && !(flags & CREC_OPEN_NO_INDEX)) {
         crec_idx *ix = NULL; /* an index already built serves every query */
         crec_error quiet = {0};
-        if (crec_idx_load(path, rec->nkf, &ix, &quiet) == CREC_OK)
+        if (crec_idx_load(path, rec->kfs, rec->nkf, &ix, &quiet) == CREC_OK)
             rc = adopt_index(rec, ix, err);
     }
     if (rc != CREC_OK) {

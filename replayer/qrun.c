@@ -36,16 +36,19 @@ static int qrun_error(const crec_replay_qrun *q, crec_error *err)
 }
 
 int crec_replay_query(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t nkf,
-                      size_t first, uint64_t until, const crec_replay_watch *w,
-                      crec_replay_qrun **out, crec_error *err)
+                      size_t first, const crec_replay_from *from, uint64_t until,
+                      const crec_replay_watch *w, crec_replay_qrun **out, crec_error *err)
 {
+    const crec_fmt_keyframe *start = from && from->point ? from->point : &kfs[first];
     crec_replay_qrun *q;
     struct rep_seg *s;
 
     *out = NULL;
-    if (first >= nkf || until < kfs[first].global_icount)
-        return crec_error_set(err, CREC_ERR_ARG, "bad query run: key frame %zu, until %" PRIu64,
-                              first, until);
+    if (first >= nkf || until < start->global_icount || start->global_icount <
+        kfs[first].global_icount || (first + 1 < nkf && start->global_icount >
+        kfs[first + 1].global_icount) || start->events_off < kfs[first].events_off)
+        return crec_error_set(err, CREC_ERR_ARG, "bad query run: key frame %zu, from %" PRIu64
+                              ", until %" PRIu64, first, start->global_icount, until);
     q = crec_calloc(1, sizeof *q);
     if (!q)
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
@@ -59,10 +62,18 @@ int crec_replay_query(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t n
     s->stop_at = until;
     s->until = until;
     s->query = 1;
+    s->start = start;
+    if (from && from->point) {
+        s->from_lines = from->lines;
+        s->from_values = from->values;
+        s->from_nlines = from->nlines;
+    }
     if (w) {
         s->on_access = w->access;
         s->on_keyframe = w->keyframe;
         s->access_ctx = w->ctx;
+        s->on_point = w->point_every ? w->point : NULL;
+        s->point_every = w->point_every;
     }
     rep_seg_run(s);
     int rc = qrun_error(q, err);

@@ -63,8 +63,11 @@ static void rep_fail(struct rep_seg *s, const crec_error *err)
 static int rep_next_hits(struct rep_seg *s)
 {
     crec_error err = {0};
-    int rc = crec_fmt_cursor_varint(s->reads, &s->hits_left, &err);
+    int rc;
 
+    s->entry_off = crec_fmt_cursor_offset(s->reads); /* for a restart point here */
+    rc = crec_fmt_cursor_varint(s->reads, &s->hits_left, &err);
+    s->entry_hits = s->hits_left;
     if (rc == CREC_ERR_NOTFOUND) {
         /* No more values: every load until the end was predicted. */
         s->hits_left = UINT64_MAX;
@@ -182,15 +185,45 @@ static uint64_t rep_event_offset(const struct rep_seg *s)
     return s->have_peek ? s->peek_off : crec_fmt_cursor_offset(s->events);
 }
 
+/* The code a mapping brought: copied in now, or a page at a time as it runs. */
+static int rep_map_code(struct rep_seg *s, const crec_fmt_event *ev, crec_error *err)
+{
+    uint64_t addr = ev->u.mmap.addr, len = ev->u.mmap.len, code_len;
+    const uint8_t *code;
+    size_t n;
+    int rc = crec_fmt_blob_size(s->r, &ev->u.mmap.blob, &code_len, err);
+
+    if (rc == CREC_OK && code_len != len)
+        rc = crec_error_corrupt(err, "code blob for 0x%" PRIx64 " holds %" PRIu64
+                                " bytes, not %" PRIu64, addr, code_len, len);
+    if (rc != CREC_OK)
+        return rc;
+    crec_emu_cpu_flush_code(s->cpu, addr, len);
+    if (s->query && !(ev->u.mmap.prot & CREC_PROT_WRITE))
+        return rep_lazy_add(s, addr, len, &ev->u.mmap.blob, err);
+    rc = crec_fmt_blob_view(s->r, &ev->u.mmap.blob, &code, &n, err);
+    if (rc == CREC_OK) {
+        crec_emu_mem_write(s->cpu, addr, code, n);
+        crec_emu_cpu_flush_code(s->cpu, addr, len);
+    }
+    return rc;
+}
+
 /* Rebuild one change of the memory map, and the code it brought. */
 static int rep_apply_mmap(struct rep_seg *s, const crec_fmt_event *ev)
 {
     crec_error err = {0};
     uint64_t addr = ev->u.mmap.addr, len = ev->u.mmap.len;
     int prot = (int)ev->u.mmap.prot, rc;
-    const uint8_t *code;
-    size_t code_len;
 
+    /* lazy code the change touches is copied in first, while it is mapped */
+    rc = rep_lazy_settle(s, addr, len, &err);
+    if (rc == CREC_OK && ev->u.mmap.op == CREC_FMT_MM_REMAP)
+        rc = rep_lazy_settle(s, ev->u.mmap.addr2, ev->u.mmap.len2, &err);
+    if (rc != CREC_OK) {
+        rep_fail(s, &err);
+        return rc;
+    }
     if (ev->u.mmap.op == CREC_FMT_MM_UNMAP)
         rc = crec_emu_mem_unmap(s->cpu, addr, len, &err);
     else if (ev->u.mmap.op == CREC_FMT_MM_PROTECT)
@@ -208,17 +241,10 @@ static int rep_apply_mmap(struct rep_seg *s, const crec_fmt_event *ev)
         s->on_access(s->access_ctx, s->cpu, 'k', addr, len);
     if (!(ev->u.mmap.flags & CREC_FMT_EV_HAS_HASH))
         return CREC_OK;
-    rc = crec_fmt_blob_view(s->r, &ev->u.mmap.blob, &code, &code_len, &err);
-    if (rc == CREC_OK && code_len != len)
-        rc = crec_error_corrupt(&err, "code blob for 0x%" PRIx64 " holds %zu bytes, not %" PRIu64,
-                                addr, code_len, len);
-    if (rc != CREC_OK) {
+    rc = rep_map_code(s, ev, &err);
+    if (rc != CREC_OK)
         rep_fail(s, &err);
-        return rc;
-    }
-    crec_emu_mem_write(s->cpu, addr, code, len);
-    crec_emu_cpu_flush_code(s->cpu, addr, len);
-    return CREC_OK;
+    return rc;
 }
 
 /*
@@ -433,14 +459,51 @@ static int rep_stopped_here(struct rep_seg *s)
     return ev.kind == CREC_FMT_K_EXIT && ev.u.exit.how == CREC_FMT_EXIT_STOPPED;
 }
 
+/*
+ * A restart point at the start of the block at addr (crec_replay_watch):
+ * everything a run needs to start here but memory, as a key frame.  The
+ * READS stream is taken from the start of its current entry, with the
+ * hits of that entry already used as the key frame's hits_before.
+ */
+static void rep_offer_point(struct rep_seg *s, uint64_t addr, uint64_t before)
+{
+    crec_fmt_keyframe p = {0};
+
+    p.tid = s->tid;
+    p.global_icount = p.thread_icount = before;
+    if (crec_emu_regs_get(s->cpu, &p.regs) != CREC_OK)
+        return;
+    p.regs.rip = addr; /* RIP may still point into the previous block */
+    p.reads_off = s->entry_off;
+    p.hits_before = s->hits_left == UINT64_MAX ? 0 : s->entry_hits - s->hits_left;
+    p.events_off = rep_event_offset(s);
+    s->next_point = before + s->point_every;
+    s->on_point(s->access_ctx, s->cpu, &p);
+}
+
 static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t icount)
 {
     struct rep_seg *s = ctx;
     uint64_t before = icount - ninsns;
+    crec_error err = {0};
+    int refill;
+
+    if (s->nlazy > 0) { /* its code may not be there yet (lazy.c) */
+        if (rep_lazy_block(s, addr, &refill, &err) != CREC_OK) {
+            rep_fail(s, &err);
+            return;
+        }
+        if (refill) {
+            s->refill_at = addr;
+            crec_emu_cpu_stop(s->cpu); /* before the block runs: it is entered again */
+            return;
+        }
+    }
 
     while (s->next_kf < s->nkf_blocks && s->kfs[s->next_kf].global_icount <= before) {
         size_t k = s->next_kf++;
         const crec_fmt_keyframe *kf = &s->kfs[k];
+        s->next_point = kf->global_icount + s->point_every;
         if (s->query) { /* no checks; just pass its map listing */
             if (rep_listing(s, k, 0) != CREC_OK)
                 return;
@@ -459,6 +522,9 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
         if (rep_listing(s, k, 0) != CREC_OK)
             return;
     }
+    if (s->on_point && before >= s->next_point && s->next_kf < s->nkf &&
+        before < s->kfs[s->next_kf].global_icount)
+        rep_offer_point(s, addr, before);
     if (before >= s->stop_at && (!s->is_last || s->truncated || rep_stopped_here(s))) {
         crec_emu_cpu_stop(s->cpu);
         s->stopped_at_block = addr; /* RIP may still point into the previous block */
@@ -469,7 +535,7 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
 
 static int rep_seg_open(struct rep_seg *s, crec_error *err)
 {
-    const crec_fmt_keyframe *kf = &s->kfs[s->first];
+    const crec_fmt_keyframe *kf = s->start;
     struct crec_emu_cpu_hooks hooks = {
         .ctx = s,
         .syscall = rep_on_syscall,
@@ -487,9 +553,9 @@ static int rep_seg_open(struct rep_seg *s, crec_error *err)
                     rep_mem_hook, s, 1, 0) != UC_ERR_OK)
         return crec_error_set(err, CREC_ERR_EMU, "can't add the replayer's memory hook");
     rc = crec_fmt_cursor_open(s->r, CREC_FMT_S_READS, kf->tid, kf->reads_off, &s->reads, err);
-    if (rc == CREC_OK)
-        rc = crec_fmt_cursor_open(s->r, CREC_FMT_S_EVENTS, kf->tid, kf->events_off, &s->events,
-                                  err);
+    if (rc == CREC_OK) /* at the key frame's listing, even when starting at a point */
+        rc = crec_fmt_cursor_open(s->r, CREC_FMT_S_EVENTS, kf->tid,
+                                  s->kfs[s->first].events_off, &s->events, err);
     if (rc != CREC_OK)
         return rc;
     s->tid = kf->tid;
@@ -497,13 +563,38 @@ static int rep_seg_open(struct rep_seg *s, crec_error *err)
         return crec_error_set(err, CREC_ERR_EMU, "can't load the registers of the key frame");
     crec_emu_cpu_set_icount(s->cpu, kf->global_icount);
     s->next_kf = s->first + 1;
+    s->next_point = kf->global_icount + s->point_every;
+    return CREC_OK;
+}
+
+/*
+ * Starting at a restart point inside the segment (crec_replay_from): after
+ * the key frame's listing, the memory-map changes made before the point,
+ * then the memory it restores.
+ */
+static int rep_seg_to_point(struct rep_seg *s)
+{
+    void (*on_access)(void *, crec_emu_cpu *, int, uint64_t, uint64_t) = s->on_access;
+    crec_fmt_event ev;
+    int rc = CREC_OK;
+
+    s->on_access = NULL; /* what happened before the point is not the run's */
+    while (rc == CREC_OK && rep_event_offset(s) < s->start->events_off &&
+           (rc = rep_next_event(s, &ev)) == CREC_OK)
+        if (ev.kind == CREC_FMT_K_MMAP && !(ev.u.mmap.flags & CREC_FMT_EV_LISTING))
+            rc = rep_apply_mmap(s, &ev);
+    s->on_access = on_access;
+    if (rc != CREC_OK)
+        return s->failed ? (int)s->err.code : CREC_ERR_CORRUPT;
+    for (size_t i = 0; i < s->from_nlines; i++) /* lines no longer mapped don't matter */
+        crec_emu_mem_write(s->cpu, s->from_lines[i] << 6, s->from_values + 64 * i, 64);
     return CREC_OK;
 }
 
 /* The first READS entry after a key frame may count hits of earlier segments. */
 static int rep_seg_first_hits(struct rep_seg *s, crec_error *err)
 {
-    uint64_t before = s->kfs[s->first].hits_before;
+    uint64_t before = s->start->hits_before;
 
     if (rep_next_hits(s) != CREC_OK) {
         *err = s->err;
@@ -514,7 +605,7 @@ static int rep_seg_first_hits(struct rep_seg *s, crec_error *err)
     if (s->hits_left < before)
         return crec_error_corrupt(err, "key frame at instruction %" PRIu64 " carries %" PRIu64
                                        " hits, but the next read entry has only %" PRIu64,
-                                  s->kfs[s->first].global_icount, before, s->hits_left);
+                                  s->start->global_icount, before, s->hits_left);
     s->hits_left -= before;
     return CREC_OK;
 }
@@ -570,8 +661,14 @@ static int rep_seg_run_until(struct rep_seg *s)
     if (s->ended)
         return CREC_OK;
     s->stop_at = s->until;
-    s->stopped_at_block = 0;
-    rc = crec_emu_cpu_run_until(s->cpu, s->until, &s->reached, &stop, &err);
+    do {
+        if (s->refill_at) { /* a block whose code was just copied in (lazy.c) */
+            crec_emu_reg_set(s->cpu, UC_X86_REG_RIP, s->refill_at);
+            s->refill_at = 0;
+        }
+        s->stopped_at_block = 0;
+        rc = crec_emu_cpu_run_until(s->cpu, s->until, &s->reached, &stop, &err);
+    } while (rc == CREC_OK && s->refill_at && !s->failed && !s->diverged);
     if (rc == CREC_OK && s->stopped_at_block) /* a query reads RIP: set it now */
         crec_emu_reg_set(s->cpu, UC_X86_REG_RIP, s->stopped_at_block);
     if (rc != CREC_OK && !s->failed) {
@@ -601,6 +698,8 @@ int rep_seg_run(struct rep_seg *s)
     rc = rep_seg_open(s, &err);
     if (rc == CREC_OK)
         rc = rep_listing(s, s->first, 1) == CREC_OK && !s->failed ? CREC_OK : CREC_ERR_CORRUPT;
+    if (rc == CREC_OK && s->start != &s->kfs[s->first] && !s->diverged)
+        rc = rep_seg_to_point(s);
     if (rc == CREC_OK && !s->failed && !s->diverged)
         rc = rep_seg_first_hits(s, &err);
     if (rc == CREC_OK && !s->failed && !s->diverged && s->query)
@@ -630,6 +729,7 @@ int rep_seg_run(struct rep_seg *s)
 
 void rep_seg_close(struct rep_seg *s)
 {
+    rep_lazy_free(s);
     crec_fmt_cursor_free(s->reads);
     crec_fmt_cursor_free(s->events);
     crec_emu_cpu_free(s->cpu);

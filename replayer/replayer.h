@@ -56,22 +56,45 @@ typedef struct crec_replay_qrun crec_replay_qrun;
 typedef void (*crec_replay_access_fn)(void *ctx, crec_emu_cpu *cpu, int kind, uint64_t addr,
                                       uint64_t len);
 
-/* What a query run reports; every member may be NULL. */
+/* What a query run reports; every member may be NULL (0). */
 typedef struct crec_replay_watch {
     crec_replay_access_fn access;            /* every guest memory access */
     void (*keyframe)(void *ctx, size_t k);   /* the run passes key frame k */
     void *ctx;
+    /* A restart point, offered at the first block start at or after every
+     * point_every instructions since the last key frame or point, strictly
+     * inside a segment: registers and stream positions as a key frame,
+     * which crec_replay_from can start from (with the memory it needs). */
+    void (*point)(void *ctx, crec_emu_cpu *cpu, const crec_fmt_keyframe *p);
+    uint64_t point_every;
 } crec_replay_watch;
+
+/*
+ * Where a query run starts: key frame `first` itself, or a restart point
+ * that a run offered inside its segment.  Starting at a point, the run
+ * builds the key frame's memory map, applies the map changes made before
+ * the point, and writes `nlines` 64-byte lines of memory (line numbers are
+ * addresses >> 6; later entries win): the lines accessed since the key
+ * frame, as they were at the point.  Loads predicted after the point find
+ * their values there.
+ */
+typedef struct crec_replay_from {
+    const crec_fmt_keyframe *point;
+    size_t nlines;
+    const uint64_t *lines;
+    const uint8_t *values;   /* 64 bytes a line */
+} crec_replay_from;
 
 /*! crec_replay_query() :
  *  Replay from key frame `first` of `kfs` (all nkf key frames of the
- *  recording read by `r`) until exactly `until` instructions have run (or
- *  the recording ends), with no checks, reporting to `w` (may be NULL).
+ *  recording read by `r`), or from a restart point in its segment (`from`,
+ *  may be NULL), until exactly `until` instructions have run (or the
+ *  recording ends), with no checks, reporting to `w` (may be NULL).
  *  @return CREC_OK and *out (free it with crec_replay_qrun_free), or an
  *  error; a divergence is CREC_ERR_DIVERGENCE with its description. */
 int crec_replay_query(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t nkf,
-                      size_t first, uint64_t until, const crec_replay_watch *w,
-                      crec_replay_qrun **out, crec_error *err);
+                      size_t first, const crec_replay_from *from, uint64_t until,
+                      const crec_replay_watch *w, crec_replay_qrun **out, crec_error *err);
 
 /*! crec_replay_qrun_continue() :
  *  Run a query run on, from where it stopped to exactly `until`

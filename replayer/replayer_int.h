@@ -11,6 +11,8 @@
 #include "format/format.h"
 #include "replayer/replayer.h"
 
+#define REP_LAZY_SEEN 64
+
 /*
  * One replay on its own CPU, from key frame `first` until instruction
  * `stop_at` (the start of the next job's segments, or the end).  Parallel
@@ -58,9 +60,23 @@ struct rep_seg {
     int reached;                 /* the run got to `until` */
     int ended;                   /* ... or the program exited or faulted first */
     uint64_t stopped_at_block;   /* the block start where on_block stopped it, or 0 */
+    struct rep_lazy *lazy;       /* code not copied in yet (lazy.c) */
+    size_t nlazy, caplazy;
+    uint64_t lazy_seen[REP_LAZY_SEEN]; /* page+1 of pages known filled or not lazy */
+    uint64_t refill_at;          /* a block to enter again, its code now there */
     void (*on_access)(void *ctx, crec_emu_cpu *cpu, int kind, uint64_t addr, uint64_t len);
     void (*on_keyframe)(void *ctx, size_t k); /* passing key frame k */
+    void (*on_point)(void *ctx, crec_emu_cpu *cpu, const crec_fmt_keyframe *p);
+    uint64_t point_every, next_point; /* offer a restart point every so often */
     void *access_ctx;
+
+    /* where the run starts: &kfs[first], or a restart point in that segment
+     * (crec_replay_from) with the memory it restores */
+    const crec_fmt_keyframe *start;
+    const uint64_t *from_lines;
+    const uint8_t *from_values;
+    size_t from_nlines;
+    uint64_t entry_off, entry_hits; /* the READS entry being used: where, its hits */
 };
 
 /* session.c: every KEYFRAME record, in order (*out is crec_malloc'd). */
@@ -73,6 +89,18 @@ int rep_seg_run(struct rep_seg *s);
 /* replay.c: run a query run that stopped on to `until` (s->query). */
 int rep_seg_resume(struct rep_seg *s, uint64_t until);
 void rep_seg_close(struct rep_seg *s);
+
+/* lazy.c: code copied in a page at a time, for query runs.
+ * rep_lazy_add: [addr, addr+len) is mapped and will hold blob's bytes.
+ * rep_lazy_settle: copy in every lazy range overlapping [addr, addr+len),
+ *   before a change of the memory map there.
+ * rep_lazy_block: a block starts at addr: copy in its page and the next if
+ *   they are lazy and empty; *refill 1 says the block must be entered again. */
+int rep_lazy_add(struct rep_seg *s, uint64_t addr, uint64_t len, const crec_fmt_hash *blob,
+                 crec_error *err);
+int rep_lazy_settle(struct rep_seg *s, uint64_t addr, uint64_t len, crec_error *err);
+int rep_lazy_block(struct rep_seg *s, uint64_t addr, int *refill, crec_error *err);
+void rep_lazy_free(struct rep_seg *s);
 
 /* regs.c: describe the first difference between two register states in
  * `what`.  @return 1 if they differ, 0 if they are the same. */

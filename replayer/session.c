@@ -136,6 +136,7 @@ static int run_jobs(const char *path, crec_fmt_reader *r0, const crec_fmt_keyfra
         struct rep_seg *s = &segs[j];
         s->kfs = kfs;
         s->nkf = nkf;
+        s->start = &kfs[s->first];
         s->truncated = truncated;
         s->stop_at = kfs[s->end_kf].global_icount;
         s->nkf_blocks = s->is_last && !truncated ? nkf - 1 : s->end_kf + 1;

@@ -16,9 +16,11 @@ static uint64_t *dup64(const uint64_t *v, size_t n)
 }
 
 /*
- * Two segments.  The first touches lines 0x100 (bytes 0..7), 0x101 (every
- * byte; it stores bytes 8..11) and 0x4000 (byte 63).  The second touches
- * line 7 and has a kernel write of 0x5000..0x5010.  Two blobs.
+ * Two segments, three spans.  The first touches lines 0x100 (bytes 0..7),
+ * 0x101 (every byte; it stores bytes 8..11) and 0x4000 (byte 63).  The
+ * second touches line 7 and has a kernel write of 0x5000..0x5010; the third
+ * starts at a restart point in the second segment, restores line 7 and
+ * touches nothing.  Two blobs.
  */
 static crec_idx *sample(void)
 {
@@ -26,19 +28,30 @@ static crec_idx *sample(void)
     static const uint64_t tm0[] = {0xff, ~0ull, 1ull << 63}, wm0[] = {0xf00};
     static const uint64_t t1[] = {0x7}, tm1[] = {0x3}, k1[] = {0x5000, 0x10};
     crec_idx *ix = crec_calloc(1, sizeof *ix);
+    crec_fmt_keyframe *p = crec_calloc(1, sizeof *p);
+    uint8_t *v = crec_malloc(64);
 
     ix->rec_size = 123456;
     ix->rec_hash = 0xfeedfacecafebeefull;
-    ix->nseg = 2;
-    ix->segs = crec_calloc(2, sizeof *ix->segs);
-    ix->segs[0] = (crec_idx_seg){.start = 0, .ntouch = 3, .nwrite = 1, .nk = 0,
-                                 .touch = dup64(t0, 3), .touch_mask = dup64(tm0, 3),
-                                 .write = dup64(w0, 1), .write_mask = dup64(wm0, 1),
-                                 .k = dup64(k1, 0)};
-    ix->segs[1] = (crec_idx_seg){.start = 1000000, .ntouch = 1, .nwrite = 0, .nk = 1,
-                                 .touch = dup64(t1, 1), .touch_mask = dup64(tm1, 1),
-                                 .write = dup64(w0, 0), .write_mask = dup64(wm0, 0),
-                                 .k = dup64(k1, 2)};
+    ix->nspan = 3;
+    ix->spans = crec_calloc(3, sizeof *ix->spans);
+    ix->spans[0] = (crec_idx_span){.start = 0, .kf = 0, .ntouch = 3, .nwrite = 1, .nk = 0,
+                                   .touch = dup64(t0, 3), .touch_mask = dup64(tm0, 3),
+                                   .write = dup64(w0, 1), .write_mask = dup64(wm0, 1),
+                                   .k = dup64(k1, 0)};
+    ix->spans[1] = (crec_idx_span){.start = 1000000, .kf = 1, .ntouch = 1, .nwrite = 0,
+                                   .nk = 1, .touch = dup64(t1, 1), .touch_mask = dup64(tm1, 1),
+                                   .write = dup64(w0, 0), .write_mask = dup64(wm0, 0),
+                                   .k = dup64(k1, 2)};
+    p->tid = 1, p->global_icount = p->thread_icount = 1125000;
+    p->regs.rip = 0x401000, p->regs.gpr[CREC_RSP] = 0x7ffe0000;
+    p->reads_off = 77, p->events_off = 99, p->hits_before = 3;
+    memset(v, 0xab, 64);
+    ix->spans[2] = (crec_idx_span){.start = 1125000, .kf = 1, .at_point = 1, .point = p,
+                                   .nlines = 1, .lines = dup64(t1, 1), .values = v,
+                                   .touch = dup64(t1, 0), .touch_mask = dup64(t1, 0),
+                                   .write = dup64(t1, 0), .write_mask = dup64(t1, 0),
+                                   .k = dup64(t1, 0)};
     ix->nblobs = 2;
     ix->blobs = crec_calloc(2, sizeof *ix->blobs);
     ix->blobs[0] = (crec_fmt_blob_loc){{{1, 2, 3}}, 18, 4096};
@@ -63,10 +76,21 @@ Test(index, round_trip)
     cr_assert_eq(crec_idx_need_all(back, &err), CREC_OK, "%s", err.msg);
     cr_expect_eq(back->rec_size, 123456);
     cr_expect_eq(back->rec_hash, 0xfeedfacecafebeefull);
-    cr_assert_eq(back->nseg, 2);
-    for (size_t i = 0; i < 2; i++) {
-        const crec_idx_seg *a = &ix->segs[i], *c = &back->segs[i];
+    cr_assert_eq(back->nspan, 3);
+    for (size_t i = 0; i < 3; i++) {
+        const crec_idx_span *a = &ix->spans[i], *c = &back->spans[i];
         cr_expect_eq(a->start, c->start);
+        cr_expect_eq(a->kf, c->kf);
+        cr_assert_eq(a->at_point, c->at_point);
+        cr_assert_eq(a->nlines, c->nlines);
+        if (a->at_point) {
+            cr_expect_eq(memcmp(&a->point->regs, &c->point->regs, sizeof a->point->regs), 0);
+            cr_expect_eq(c->point->reads_off, 77);
+            cr_expect_eq(c->point->events_off, 99);
+            cr_expect_eq(c->point->hits_before, 3);
+            cr_expect_eq(memcmp(a->lines, c->lines, 8 * a->nlines), 0);
+            cr_expect_eq(memcmp(a->values, c->values, 64 * a->nlines), 0);
+        }
         cr_assert_eq(a->ntouch, c->ntouch);
         cr_assert_eq(a->nwrite, c->nwrite);
         cr_assert_eq(a->nk, c->nk);
@@ -105,18 +129,15 @@ Test(index, lookups)
     cr_expect_not(crec_idx_touches(ix, 1, 0x4ff8, 8, 0));
     cr_expect(crec_idx_kernel_writes(ix, 1, 0x4ff8, 9));
     cr_expect_not(crec_idx_kernel_writes(ix, 0, 0x5000, 1));
-    ix->segs[1].flags = CREC_IDX_WILD;
+    ix->spans[1].flags = CREC_IDX_WILD;
     cr_expect(crec_idx_touches(ix, 1, 0x123456789, 1, 1));
+    cr_expect_eq(crec_idx_span_at(ix, 0), 0);
+    cr_expect_eq(crec_idx_span_at(ix, 999999), 0);
+    cr_expect_eq(crec_idx_span_at(ix, 1000000), 1);
+    cr_expect_eq(crec_idx_span_at(ix, 1124999), 1);
+    cr_expect_eq(crec_idx_span_at(ix, 1125000), 2);
+    cr_expect_eq(crec_idx_span_at(ix, 99999999), 2);
     crec_idx_free(ix);
-}
-
-Test(index, line_mask)
-{
-    cr_expect_eq(crec_idx_line_mask(2, 128, 64), ~0ull);
-    cr_expect_eq(crec_idx_line_mask(2, 100, 200), ~0ull);
-    cr_expect_eq(crec_idx_line_mask(2, 130, 3), 0x1cull);
-    cr_expect_eq(crec_idx_line_mask(2, 190, 8), 3ull << 62); /* runs into line 3 */
-    cr_expect_eq(crec_idx_line_mask(3, 190, 8), 0x3full);
 }
 
 static int decode_rc(const uint8_t *p, size_t n)
@@ -132,6 +153,32 @@ static int decode_rc(const uint8_t *p, size_t n)
         return rc;
     cr_expect(err.msg[0] != 0, "an error names the problem");
     return rc;
+}
+
+Test(index, spans_must_follow_each_other)
+{
+    crec_idx *ix = sample();
+    crec_fmt_buf b;
+
+    ix->spans[2].kf = 2; /* a point in a segment its span did not start */
+    encode(ix, &b);
+    cr_expect_eq(decode_rc(b.data, b.len), CREC_ERR_CORRUPT);
+    crec_fmt_buf_free(&b);
+    ix->spans[2].kf = 1;
+    ix->spans[2].point->global_icount = 1125001; /* not where its span starts */
+    encode(ix, &b);
+    cr_expect_eq(decode_rc(b.data, b.len), CREC_ERR_CORRUPT);
+    crec_idx_free(ix);
+    crec_fmt_buf_free(&b);
+}
+
+Test(index, line_mask)
+{
+    cr_expect_eq(crec_idx_line_mask(2, 128, 64), ~0ull);
+    cr_expect_eq(crec_idx_line_mask(2, 100, 200), ~0ull);
+    cr_expect_eq(crec_idx_line_mask(2, 130, 3), 0x1cull);
+    cr_expect_eq(crec_idx_line_mask(2, 190, 8), 3ull << 62); /* runs into line 3 */
+    cr_expect_eq(crec_idx_line_mask(3, 190, 8), 0x3full);
 }
 
 Test(index, corrupt_rejected)
@@ -150,7 +197,7 @@ Test(index, corrupt_rejected)
     b.data[0] = 'C';
     b.data[8] = 9;                                                /* version */
     cr_expect_eq(decode_rc(b.data, b.len), CREC_ERR_VERSION);
-    b.data[8] = 2;
+    b.data[8] = 3;
     cr_expect_eq(decode_rc(b.data, b.len), CREC_OK);
     crec_idx_free(ix);
     crec_fmt_buf_free(&b);
@@ -178,7 +225,7 @@ Test(index, corrupt_body_with_valid_checksum)
     crec_fmt_buf b;
     crec_error err = {0};
 
-    ix->segs[0].touch[1] = ix->segs[0].touch[0]; /* not increasing: delta 0 */
+    ix->spans[0].touch[1] = ix->spans[0].touch[0]; /* not increasing: delta 0 */
     encode(ix, &b);
     cr_expect_eq(decode_rc(b.data, b.len), CREC_ERR_CORRUPT);
     cr_expect_eq(crec_idx_decode(b.data, b.len, &back, &err), CREC_OK, "read lazily");
@@ -187,8 +234,8 @@ Test(index, corrupt_body_with_valid_checksum)
     crec_idx_free(back);
     crec_fmt_buf_free(&b);
 
-    ix->segs[0].touch[1] = 0x101;
-    ix->segs[1].touch_mask[0] = 0; /* a touched line with no byte touched */
+    ix->spans[0].touch[1] = 0x101;
+    ix->spans[1].touch_mask[0] = 0; /* a touched line with no byte touched */
     encode(ix, &b);
     cr_assert_eq(crec_idx_decode(b.data, b.len, &back, &err), CREC_OK);
     cr_expect_eq(crec_idx_need_all(back, &err), CREC_ERR_CORRUPT);

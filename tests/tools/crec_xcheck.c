@@ -150,8 +150,8 @@ static int classify(uint64_t a)
 static int pick(crec_recording *rec, struct query *q)
 {
     const crec_idx *ix = rec->ix;
-    size_t s = (size_t)(rnd() % ix->nseg);
-    const crec_idx_seg *g = &ix->segs[s];
+    size_t s = (size_t)(rnd() % ix->nspan);
+    const crec_idx_span *g = &ix->spans[s];
     unsigned how = (unsigned)(rnd() % 8);
 
     q->t = rnd() % (crec_length(rec) + 1);
@@ -267,7 +267,7 @@ static int run_oracle(crec_recording *rec, struct query *qs, size_t n, int *bad)
     qsort(bytime, n, sizeof *bytime, cmp_time);
     rc = crec_fmt_reader_open(rec->path, &r, &err);
     if (rc == CREC_OK)
-        rc = crec_replay_query(r, rec->kfs, rec->nkf, 0, bytime[0]->t, &w, &q, &err);
+        rc = crec_replay_query(r, rec->kfs, rec->nkf, 0, NULL, bytime[0]->t, &w, &q, &err);
     for (size_t i = 0; rc == CREC_OK && i < n; i++) {
         rc = crec_replay_qrun_continue(q, bytime[i]->t, &err);
         if (rc == CREC_OK && crec_emu_cpu_icount(crec_replay_qrun_cpu(q)) != bytime[i]->t)
@@ -307,7 +307,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "crec_xcheck: %s\n", err.msg);
         return 1;
     }
-    if (rec->ix->nseg == 0) {
+    if (rec->ix->nspan == 0) {
         fprintf(stderr, "crec_xcheck: the recording has no segment\n");
         return 1;
     }

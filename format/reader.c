@@ -54,6 +54,10 @@ struct chunkcache {
     size_t chunk;  /* index in r->chunks */
     uint8_t *data;
     size_t cap;
+    size_t have;   /* bytes of data decompressed so far (from the start) */
+    uint8_t *z;    /* while not all is: the chunk's payload, checked, */
+    size_t zlen, zpos;
+    ZSTD_DCtx *ds; /* ... and where decompression stands */
     uint64_t used; /* tick of the last use, 0 = empty */
 };
 
@@ -108,6 +112,14 @@ struct crec_fmt_reader {
 static int r_nomem(const crec_fmt_reader *r, crec_error *err)
 {
     return crec_error_set(err, CREC_ERR_NOMEM, "%s: out of memory", r->name);
+}
+
+/* Stop decompressing a cached chunk (it is whole, or dropped). */
+static void ccache_end_stream(struct chunkcache *c)
+{
+    ZSTD_freeDCtx(c->ds);
+    crec_free(c->z);
+    c->ds = NULL, c->z = NULL, c->zlen = c->zpos = 0;
 }
 
 /* ---- bytes of the file ------------------------------------------------------ */
@@ -246,8 +258,9 @@ static int inflate_chunk(crec_fmt_reader *r, const fmt_chunk *c, uint8_t **dst, 
 }
 
 /* Load chunk number `i` of r->chunks, checking its frame against the entry. */
-static int load_chunk(crec_fmt_reader *r, size_t i, uint8_t **dst, size_t *cap,
-                      crec_error *err)
+/* Read chunk number `i` of r->chunks into r->zbuf, checking its frame
+ * against the entry and its checksum. */
+static int fetch_checked(crec_fmt_reader *r, size_t i, fmt_chunk *out, crec_error *err)
 {
     const fmt_chunk *e = &r->chunks[i];
     fmt_chunk c;
@@ -262,7 +275,18 @@ static int load_chunk(crec_fmt_reader *r, size_t i, uint8_t **dst, size_t *cap,
         c.clen != e->clen || c.ulen != e->ulen || c.sum != e->sum)
         return crec_error_corrupt(err, "chunk at offset %llu does not match the directory (%s)",
                                   (unsigned long long)e->file_off, chunk_desc(e, d, sizeof d));
-    return inflate_chunk(r, &c, dst, cap, err);
+    *out = c;
+    return CREC_OK;
+}
+
+/* Load chunk number `i` of r->chunks, checking its frame against the entry. */
+static int load_chunk(crec_fmt_reader *r, size_t i, uint8_t **dst, size_t *cap,
+                      crec_error *err)
+{
+    fmt_chunk c;
+    int rc = fetch_checked(r, i, &c, err);
+
+    return rc ? rc : inflate_chunk(r, &c, dst, cap, err);
 }
 
 /* ---- chunk list: sort, check, group into streams ------------------------------ */
@@ -649,8 +673,10 @@ void crec_fmt_reader_free(crec_fmt_reader *r)
     crec_free(r->streams);
     crec_free(r->zbuf);
     crec_free(r->cache);
-    for (size_t i = 0; i < FMT_CHUNK_CACHE_N; i++)
+    for (size_t i = 0; i < FMT_CHUNK_CACHE_N; i++) {
+        ccache_end_stream(&r->ccache[i]);
         crec_free(r->ccache[i].data);
+    }
     crec_free(r->blobs);
     crec_free(r->blob_checked);
     for (size_t i = 0; i < FMT_BLOB_CACHE_N; i++)
@@ -742,6 +768,7 @@ static void ccache_trim(crec_fmt_reader *r, const struct chunkcache *keep)
         }
         if (total <= FMT_CHUNK_CACHE_BYTES || !old)
             return;
+        ccache_end_stream(old);
         crec_free(old->data);
         memset(old, 0, sizeof *old);
     }
@@ -749,26 +776,88 @@ static void ccache_trim(crec_fmt_reader *r, const struct chunkcache *keep)
 
 /* Chunk i decompressed, from the cache or loaded into its least recently
  * used slot. */
-static int cached_chunk(crec_fmt_reader *r, size_t i, const uint8_t **data, crec_error *err)
+/* Start chunk i in slot c: its payload checked and kept, nothing decompressed. */
+static int ccache_start(crec_fmt_reader *r, struct chunkcache *c, size_t i, crec_error *err)
+{
+    fmt_chunk f;
+    char d[96];
+    int rc = fetch_checked(r, i, &f, err);
+    unsigned long long fcs;
+
+    if (rc)
+        return rc;
+    fcs = ZSTD_getFrameContentSize(r->zbuf, f.clen);
+    if (fcs == ZSTD_CONTENTSIZE_ERROR || (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != f.ulen))
+        return crec_error_corrupt(err, "bad zstd frame in %s", chunk_desc(&f, d, sizeof d));
+    if (!grow(&c->data, &c->cap, f.ulen) || !(c->z = crec_malloc(f.clen ? f.clen : 1)) ||
+        !(c->ds = fmt_zstd_dctx()) ||
+        ZSTD_isError(ZSTD_DCtx_setParameter(c->ds, ZSTD_d_stableOutBuffer, 1))) {
+        ccache_end_stream(c);
+        return r_nomem(r, err);
+    }
+    memcpy(c->z, r->zbuf, f.clen);
+    c->zlen = f.clen;
+    c->chunk = i;
+    return CREC_OK;
+}
+
+/* Decompress slot c's chunk on until at least `end` bytes are there. */
+static int ccache_extend(crec_fmt_reader *r, struct chunkcache *c, size_t end, crec_error *err)
+{
+    const fmt_chunk *e = &r->chunks[c->chunk];
+    ZSTD_outBuffer out = {c->data, e->ulen, c->have};
+    char d[96];
+
+    while (out.pos < end) {
+        size_t step = c->zlen - c->zpos < (64u << 10) ? c->zlen - c->zpos : (64u << 10);
+        ZSTD_inBuffer in = {c->z, c->zpos + step, c->zpos};
+        size_t rc = ZSTD_decompressStream(c->ds, &out, &in);
+        if (ZSTD_isError(rc) || (in.pos == c->zpos && out.pos == c->have && step == 0)) {
+            if (ZSTD_isError(rc) && ZSTD_getErrorCode(rc) == ZSTD_error_memory_allocation)
+                return r_nomem(r, err);
+            return crec_error_corrupt(err, "%s holds %zu bytes, not %u",
+                                      chunk_desc(e, d, sizeof d), out.pos, e->ulen);
+        }
+        c->zpos = in.pos, c->have = out.pos;
+    }
+    if (c->have == e->ulen)
+        ccache_end_stream(c);
+    return CREC_OK;
+}
+
+/*
+ * Chunk i, decompressed at least up to byte `end`, from the cache or loaded
+ * into its least recently used slot.  A chunk is decompressed only as far
+ * as it is read: a BLOBS chunk can hold all of a program's code, and a
+ * query copies in a few pages of it.
+ */
+static int cached_chunk(crec_fmt_reader *r, size_t i, size_t end, const uint8_t **data,
+                        crec_error *err)
 {
     struct chunkcache *slot = &r->ccache[0];
+    int rc;
 
     for (size_t k = 0; k < FMT_CHUNK_CACHE_N; k++) {
         struct chunkcache *c = &r->ccache[k];
         if (c->used && c->chunk == i) {
-            c->used = ++r->ccache_tick;
-            *data = c->data;
-            return CREC_OK;
+            slot = c;
+            break;
         }
         if (c->used < slot->used)
             slot = c;
     }
-    slot->used = 0;
-    int rc = load_chunk(r, i, &slot->data, &slot->cap, err);
-    if (rc)
-        return rc;
-    slot->chunk = i;
+    if (!slot->used || slot->chunk != i) {
+        ccache_end_stream(slot);
+        slot->used = 0, slot->have = 0;
+        if ((rc = ccache_start(r, slot, i, err)) != 0)
+            return rc;
+    }
     slot->used = ++r->ccache_tick;
+    if (slot->have < end && (rc = ccache_extend(r, slot, end, err)) != 0) {
+        ccache_end_stream(slot);
+        slot->used = 0;
+        return rc;
+    }
     *data = slot->data;
     ccache_trim(r, slot);
     return CREC_OK;
@@ -784,14 +873,14 @@ int crec_fmt_read_at(crec_fmt_reader *r, int type, uint32_t tid, uint64_t off, v
     uint8_t *b = buf;
     while (n) {
         size_t i = chunk_at(r, s, off);
-        const uint8_t *data;
-        int rc = cached_chunk(r, i, &data, err);
-        if (rc)
-            return rc;
         const fmt_chunk *c = &r->chunks[i];
         size_t at = (size_t)(off - c->uoff), k = c->ulen - at;
+        const uint8_t *data;
         if (k > n)
             k = n;
+        int rc = cached_chunk(r, i, at + k, &data, err);
+        if (rc)
+            return rc;
         memcpy(b, data + at, k);
         b += k;
         off += k;

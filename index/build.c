@@ -406,8 +406,8 @@ static void wait_reporting(struct build_shared *sh, uint64_t total, crec_progres
         progress(pctx, total, total);
 }
 
-/* What the index keeps besides the segments: where the blobs lie, the
- * ranges ever mapped and the syscall times (docs/QUERY.md). */
+/* What the index keeps besides the spans: where the blobs lie, the ranges
+ * ever mapped, the syscall times and the key frames (docs/QUERY.md). */
 static int read_tables(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, crec_idx *ix,
                        crec_error *err)
 {
@@ -426,6 +426,17 @@ static int read_tables(const char *path, const crec_fmt_keyframe *kfs, size_t nk
         ix->nblobs = n;
         rc = crec_idx_scan_events(r, kfs, nkf, &ix->mapped, &ix->nmapped, &ix->syscalls,
                                   &ix->nsyscalls, err);
+    }
+    if (rc == CREC_OK)
+        rc = crec_idx_scan_keyframes(r, nkf, &ix->kf_off, err);
+    if (rc == CREC_OK && !(ix->kfs = crec_malloc((nkf ? nkf : 1) * sizeof *kfs)))
+        rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory building the index");
+    if (rc == CREC_OK) { /* registers are not kept: they are read when needed */
+        for (size_t i = 0; i < nkf; i++) {
+            ix->kfs[i] = kfs[i];
+            memset(&ix->kfs[i].regs, 0, sizeof ix->kfs[i].regs);
+        }
+        ix->nkf = nkf;
     }
     crec_fmt_reader_free(r);
     return rc;

@@ -29,6 +29,11 @@
  *   varint nsyscalls, nsyscalls x varint (icount - the previous one)
  *   varint nblobs, nblobs x (16-byte hash, varint BLOBS offset, varint length),
  *                          sorted by hash
+ *   varint nkf, nkf x (varint global icount - the previous one, varint
+ *                      offset of its record in KEYFRAMES - the previous one,
+ *                      varint tid, thread icount, reads_off, events_off,
+ *                      seq_off, hits_before): every key frame but its
+ *                      registers, which are read from KEYFRAMES when needed
  * A block, decompressed, for each of its spans:
  *   if it starts at a point: the point as a framed KEYFRAME record
  *     (docs/FORMAT.md), then varint nlines, nlines x varint line delta,
@@ -182,6 +187,26 @@ static size_t put_frame(crec_fmt_buf *b, const crec_fmt_buf *raw)
     return n;
 }
 
+/* The key frames, but their registers (read from KEYFRAMES when needed). */
+static void put_keyframes(crec_fmt_buf *t, const crec_idx *ix)
+{
+    uint64_t prev = 0, prev_off = 0;
+
+    put_varint(t, ix->nkf);
+    for (size_t i = 0; i < ix->nkf; i++) {
+        const crec_fmt_keyframe *k = &ix->kfs[i];
+        put_varint(t, k->global_icount - prev);
+        put_varint(t, ix->kf_off[i] - prev_off);
+        put_varint(t, k->tid);
+        put_varint(t, k->thread_icount);
+        put_varint(t, k->reads_off);
+        put_varint(t, k->events_off);
+        put_varint(t, k->seq_off);
+        put_varint(t, k->hits_before);
+        prev = k->global_icount, prev_off = ix->kf_off[i];
+    }
+}
+
 static void put_table_tail(crec_fmt_buf *t, const crec_idx *ix)
 {
     uint64_t prev = 0;
@@ -204,6 +229,7 @@ static void put_table_tail(crec_fmt_buf *t, const crec_idx *ix)
         put_varint(t, ix->blobs[i].off);
         put_varint(t, ix->blobs[i].len);
     }
+    put_keyframes(t, ix);
 }
 
 int crec_idx_encode(const crec_idx *ix, crec_fmt_buf *out)
@@ -515,6 +541,39 @@ static int get_syscalls(struct body *d, crec_idx *ix)
     return CREC_OK;
 }
 
+static int get_keyframes(struct body *d, crec_idx *ix)
+{
+    uint64_t n, v, prev = 0, prev_off = 0;
+    int rc = get_count(d, 8, &n, "key frames");
+
+    if (rc)
+        return rc;
+    ix->kfs = crec_calloc(n ? n : 1, sizeof *ix->kfs);
+    ix->kf_off = alloc_n(n, sizeof *ix->kf_off);
+    if (!ix->kfs || !ix->kf_off)
+        return nomem(d->err);
+    ix->nkf = n;
+    for (size_t i = 0; i < n; i++) {
+        crec_fmt_keyframe *k = &ix->kfs[i];
+        if ((rc = get_varint(d, &v)))
+            return rc;
+        k->global_icount = prev += v;
+        if ((rc = get_varint(d, &v)))
+            return rc;
+        ix->kf_off[i] = prev_off += v;
+        if ((rc = get_varint(d, &v)))
+            return rc;
+        if (v > UINT32_MAX)
+            return crec_error_corrupt(d->err, "index: key frame %zu of thread %" PRIu64, i, v);
+        k->tid = (uint32_t)v;
+        if ((rc = get_varint(d, &k->thread_icount)) || (rc = get_varint(d, &k->reads_off)) ||
+            (rc = get_varint(d, &k->events_off)) || (rc = get_varint(d, &k->seq_off)) ||
+            (rc = get_varint(d, &k->hits_before)))
+            return rc;
+    }
+    return CREC_OK;
+}
+
 static int get_blobs(struct body *d, crec_idx *ix)
 {
     uint64_t n;
@@ -567,7 +626,8 @@ static int get_table(crec_idx *ix, crec_error *err)
     d.p = raw, d.len = get_le(data + 52, 4);
     if (!(rc = get_spans(&d, ix)) && !(rc = get_blocks(&d, ix, IDX_HEAD + tz, len)) &&
         !(rc = get_ranges(&d, ix)) &&
-        !(rc = get_syscalls(&d, ix)) && !(rc = get_blobs(&d, ix)) && d.pos != d.len)
+        !(rc = get_syscalls(&d, ix)) && !(rc = get_blobs(&d, ix)) &&
+        !(rc = get_keyframes(&d, ix)) && d.pos != d.len)
         rc = crec_error_corrupt(err, "index: %zu stray bytes in the table", d.len - d.pos);
     crec_free(raw);
     return rc;
@@ -670,5 +730,7 @@ void crec_idx_free(crec_idx *ix)
     crec_free(ix->blobs);
     crec_free(ix->mapped);
     crec_free(ix->syscalls);
+    crec_free(ix->kfs);
+    crec_free(ix->kf_off);
     crec_free(ix);
 }

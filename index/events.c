@@ -1,7 +1,8 @@
 /*
  * events.c - what the index keeps from the EVENTS stream: every range
  * ever mapped (so that a query for an address no mapping ever covered is
- * an error, not "unknown") and the time of every syscall (`syscall:N`).
+ * an error, not "unknown") and the time of every syscall (`syscall:N`);
+ * and where each key frame's record lies in KEYFRAMES.
  */
 #include <stdlib.h>
 
@@ -121,5 +122,32 @@ int crec_idx_scan_events(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_
     merge_ranges(&s);
     *mapped = s.mapped, *nmapped = s.nmapped;
     *syscalls = s.syscalls, *nsyscalls = s.nsyscalls;
+    return CREC_OK;
+}
+
+int crec_idx_scan_keyframes(crec_fmt_reader *r, size_t nkf, uint64_t **offs, crec_error *err)
+{
+    uint64_t *o = crec_malloc((nkf ? nkf : 1) * sizeof *o);
+    crec_fmt_cursor *c = NULL;
+    const uint8_t *body;
+    size_t blen, n = 0;
+    int kind, rc;
+
+    if (!o)
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory reading the key frames");
+    rc = crec_fmt_cursor_open(r, CREC_FMT_S_KEYFRAMES, 0, 0, &c, err);
+    while (rc == CREC_OK && n < nkf) {
+        o[n] = crec_fmt_cursor_offset(c);
+        if ((rc = crec_fmt_cursor_next(c, &kind, &body, &blen, err)) == CREC_OK)
+            n++;
+    }
+    crec_fmt_cursor_free(c);
+    if (rc == CREC_OK && n < nkf)
+        rc = crec_error_corrupt(err, "KEYFRAMES holds %zu key frames, not %zu", n, nkf);
+    if (rc != CREC_OK) {
+        crec_free(o);
+        return rc == CREC_ERR_NOTFOUND ? crec_error_corrupt(err, "KEYFRAMES ends early") : rc;
+    }
+    *offs = o;
     return CREC_OK;
 }

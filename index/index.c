@@ -154,10 +154,20 @@ static int read_file(const char *path, uint8_t **data, size_t *len)
 }
 
 /* Do the spans cut this recording's segments: one at each key frame but
- * the last, and the others at points strictly inside their segment? */
+ * the last, and the others at points strictly inside their segment?  And
+ * are the index's key frames the recording's? */
 static int spans_fit(const crec_idx *ix, const crec_fmt_keyframe *kfs, size_t nkf)
 {
     size_t nseg = nkf ? nkf - 1 : 0, seen = 0;
+
+    if (ix->nkf != nkf || nkf == 0)
+        return 0;
+    for (size_t i = 0; i < nkf; i++)
+        if (ix->kfs[i].global_icount != kfs[i].global_icount ||
+            ix->kfs[i].events_off != kfs[i].events_off ||
+            ix->kfs[i].reads_off != kfs[i].reads_off || (i > 0 &&
+            kfs[i].global_icount < kfs[i - 1].global_icount))
+            return 0;
 
     for (size_t i = 0; i < ix->nspan; i++) {
         const crec_idx_span *s = &ix->spans[i];
@@ -193,7 +203,8 @@ int crec_idx_load(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, cr
     rc = crec_idx_decode(data, len, &ix, &quiet);
     crec_free(data);
     if (rc == CREC_OK &&
-        (ix->rec_size != size || ix->rec_hash != hash || !spans_fit(ix, kfs, nkf))) {
+        (ix->rec_size != size || ix->rec_hash != hash ||
+         !spans_fit(ix, kfs ? kfs : ix->kfs, kfs ? nkf : ix->nkf))) {
         crec_idx_free(ix); /* stale: another recording */
         rc = CREC_ERR_NOTFOUND;
     }

@@ -65,6 +65,9 @@ typedef struct crec_idx {
     uint64_t *mapped;            /* disjoint (start, end) pairs */
     size_t nsyscalls;            /* the icount of each SYSCALL record, in order */
     uint64_t *syscalls;
+    size_t nkf;                  /* every key frame, registers left zero, */
+    crec_fmt_keyframe *kfs;      /* and where its record lies in KEYFRAMES: */
+    uint64_t *kf_off;            /* opening a recording needn't decode them */
 
     struct crec_idx_block *blocks; /* NULL when built in memory */
     size_t nblocks;
@@ -128,8 +131,13 @@ int crec_idx_scan_events(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_
                          uint64_t **mapped, size_t *nmapped, uint64_t **syscalls,
                          size_t *nsyscalls, crec_error *err);
 
+/*! crec_idx_scan_keyframes() : the KEYFRAMES stream offset of each of the
+ *  first nkf key frame records (*offs crec_malloc'd).  @return CREC_OK or an error. */
+int crec_idx_scan_keyframes(crec_fmt_reader *r, size_t nkf, uint64_t **offs, crec_error *err);
+
 /*! crec_idx_load() : read PATH.idx if it holds an index of this recording
- *  (whose key frames are kfs: one span starts at each but the last).
+ *  (whose key frames are kfs; NULL: the index's own table is taken): one
+ *  span starts at each key frame but the last.
  *  @return CREC_OK and *out, or CREC_ERR_NOTFOUND when there is none, it is
  *  stale or it is corrupt. */
 int crec_idx_load(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, crec_idx **out,

@@ -37,6 +37,7 @@ struct crec_recording {
     crec_fmt_reader *r;
     crec_fmt_keyframe *kfs;
     size_t nkf;
+    uint8_t *kf_regs;        /* kf_regs[i]: kfs[i].regs are read (qx_need_kf) */
     uint64_t end;            /* instructions in the recording */
     uint64_t t;              /* the current time (crec_seek) */
     unsigned flags;          /* CREC_OPEN_* */
@@ -68,6 +69,10 @@ struct crec_recording {
 
 /*! qx_ensure_index() : load or build the index, once.  @return CREC_OK or an error. */
 int qx_ensure_index(crec_recording *rec, crec_error *err);
+
+/*! qx_need_kf() : make sure key frame k has its registers (an index that
+ *  was there gave the key frames without them).  @return CREC_OK or an error. */
+int qx_need_kf(crec_recording *rec, size_t k, crec_error *err);
 
 /*! qx_seg_of() : @return the segment holding time t (the last key frame at
  *  or before it; the last segment for t at the end). */

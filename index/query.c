@@ -92,7 +92,10 @@ static int run_checked(crec_recording *rec, size_t kf, const crec_replay_from *f
                        crec_replay_qrun **q, crec_error *err)
 {
     crec_replay_watch w = {fn, NULL, ctx, NULL, 0};
-    int rc = crec_replay_query(rec->r, rec->kfs, rec->nkf, kf, from, until, &w, q, err);
+    int rc = from ? CREC_OK : qx_need_kf(rec, kf, err);
+
+    if (rc == CREC_OK)
+        rc = crec_replay_query(rec->r, rec->kfs, rec->nkf, kf, from, until, &w, q, err);
 
     if (rc == CREC_OK && crec_emu_cpu_icount(crec_replay_qrun_cpu(*q)) != until) {
         rc = crec_error_set(err, CREC_ERR_DIVERGENCE, "replay stopped at instruction %" PRIu64
@@ -433,8 +436,10 @@ int crec_read_registers(crec_recording *rec, crec_regs *regs, crec_error *err)
 
     for (size_t i = 0; i < rec->nkf; i++)
         if (rec->kfs[i].global_icount == rec->t) {
-            *regs = rec->kfs[i].regs;
-            return CREC_OK;
+            rc = qx_need_kf(rec, i, err);
+            if (rc == CREC_OK)
+                *regs = rec->kfs[i].regs;
+            return rc;
         }
     if (rec->ix && rec->ix->nspan > 0) /* from the restart point before t, if any */
         rc = run_span(rec, crec_idx_span_at(rec->ix, rec->t), rec->t, NULL, NULL, &q, err);

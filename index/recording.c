@@ -243,6 +243,81 @@ static int adopt_index(crec_recording *rec, crec_idx *ix, crec_error *err)
 
 /* ---- opening ------------------------------------------------------------- */
 
+/*
+ * The key frames: from an index that is there (registers are read when a
+ * run needs them: decoding every key frame is most of what opening a long
+ * recording costs), else from KEYFRAMES.
+ */
+static int load_keyframes(crec_recording *rec, crec_error *err)
+{
+    crec_idx *ix = NULL;
+    crec_error quiet = {0};
+    int rc;
+
+    if (!(rec->flags & CREC_OPEN_NO_INDEX) &&
+        crec_idx_load(rec->path, NULL, 0, &ix, &quiet) == CREC_OK) {
+        rec->kfs = crec_malloc(ix->nkf * sizeof *rec->kfs);
+        rec->kf_regs = crec_calloc(ix->nkf, 1);
+        if (!rec->kfs || !rec->kf_regs) {
+            crec_idx_free(ix);
+            return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        }
+        memcpy(rec->kfs, ix->kfs, ix->nkf * sizeof *rec->kfs);
+        rec->nkf = ix->nkf;
+        return adopt_index(rec, ix, err);
+    }
+    rc = crec_replay_load_keyframes(rec->r, &rec->kfs, &rec->nkf, err);
+    if (rc == CREC_OK && !(rec->kf_regs = crec_malloc(rec->nkf)))
+        rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+    if (rc == CREC_OK)
+        memset(rec->kf_regs, 1, rec->nkf);
+    return rc;
+}
+
+int qx_need_kf(crec_recording *rec, size_t k, crec_error *err)
+{
+    uint8_t head[1 + 10];
+    crec_fmt_keyframe kf;
+    uint64_t len = 0, off;
+    size_t at = 1;
+    uint8_t *body;
+    int rc;
+
+    if (rec->kf_regs[k])
+        return CREC_OK;
+    off = rec->ix->kf_off[k];
+    rc = crec_fmt_read_at(rec->r, CREC_FMT_S_KEYFRAMES, 0, off, head, 1, err);
+    for (int shift = 0; rc == CREC_OK && shift < 64; shift += 7) { /* kind, varint length */
+        if ((rc = crec_fmt_read_at(rec->r, CREC_FMT_S_KEYFRAMES, 0, off + at, head + at, 1,
+                                   err)) != CREC_OK)
+            break;
+        len |= (uint64_t)(head[at] & 0x7f) << shift;
+        if (!(head[at++] & 0x80))
+            break;
+    }
+    if (rc == CREC_OK && (head[0] != CREC_FMT_K_KEYFRAME || len > CREC_FMT_MAX_RECORD))
+        rc = crec_error_corrupt(err, "the index points at no key frame in KEYFRAMES");
+    if (rc != CREC_OK)
+        return rc == CREC_ERR_NOTFOUND ? crec_error_corrupt(err, "a key frame is past the end "
+                                                            "of KEYFRAMES") : rc;
+    if (!(body = crec_malloc(len ? len : 1)))
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+    rc = crec_fmt_read_at(rec->r, CREC_FMT_S_KEYFRAMES, 0, off + at, body, len, err);
+    if (rc == CREC_OK)
+        rc = crec_fmt_kf_decode(body, len, &kf, err);
+    crec_free(body);
+    if (rc == CREC_OK && (kf.global_icount != rec->kfs[k].global_icount ||
+                          kf.events_off != rec->kfs[k].events_off ||
+                          kf.reads_off != rec->kfs[k].reads_off ||
+                          kf.hits_before != rec->kfs[k].hits_before))
+        rc = crec_error_corrupt(err, "key frame %zu in KEYFRAMES is not the index's", k);
+    if (rc != CREC_OK)
+        return rc;
+    rec->kfs[k] = kf;
+    rec->kf_regs[k] = 1;
+    return CREC_OK;
+}
+
 int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error *err)
 {
     crec_recording *rec;
@@ -261,19 +336,15 @@ int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error
     strcpy(rec->path, path);
     rc = crec_fmt_reader_open(path, &rec->r, err);
     if (rc == CREC_OK)
-        rc = crec_replay_load_keyframes(rec->r, &rec->kfs, &rec->nkf, err);
+        rc = load_keyframes(rec, err);
+    if (rc == CREC_OK && rec->nkf == 0)
+        rc = crec_error_corrupt(err, "%s: the recording has no key frame", path);
     if (rc == CREC_OK) {
         rec->end = rec->kfs[rec->nkf - 1].global_icount;
         rc = load_snapshots(rec, err);
     }
     if (rc == CREC_OK)
         rc = load_code(rec, err);
-    if (rc == CREC_OK && !(flags & CREC_OPEN_NO_INDEX)) {
-        crec_idx *ix = NULL; /* an index already built serves every query */
-        crec_error quiet = {0};
-        if (crec_idx_load(path, rec->kfs, rec->nkf, &ix, &quiet) == CREC_OK)
-            rc = adopt_index(rec, ix, err);
-    }
     if (rc != CREC_OK) {
         crec_close(rec);
         return rc;
@@ -296,6 +367,7 @@ void crec_close(crec_recording *rec)
     crec_free(rec->own_syscalls);
     crec_free(rec->listing);
     crec_free(rec->kfs);
+    crec_free(rec->kf_regs);
     crec_fmt_reader_free(rec->r);
     crec_free(rec->path);
     crec_free(rec);

@@ -492,6 +492,57 @@ Test(format, sample_reads_back)
     free(p);
 }
 
+/* Parts of blobs, and a table of blobs given by someone else (the index):
+ * entries are checked before they are trusted. */
+Test(format, blob_parts_and_given_tables)
+{
+    size_t len, n, dlen;
+    uint8_t *p = sample_bytes(2, 64, 1, &len), part[64], code[256];
+    crec_error e = {0};
+    crec_fmt_reader *r, *r2;
+    const crec_fmt_blob_loc *locs;
+    const uint8_t *view;
+    crec_fmt_blob_loc t[2];
+    uint64_t size;
+
+    for (int i = 0; i < 256; i++)
+        code[i] = (uint8_t)(i * 7);
+    crec_fmt_hash hc = crec_fmt_hash_bytes(code, sizeof code);
+    cr_assert_eq(crec_fmt_reader_open_mem(p, len, &r, &e), CREC_OK, "%s", e.msg);
+    cr_assert_eq(crec_fmt_blob_size(r, &hc, &size, &e), CREC_OK, "%s", e.msg);
+    cr_expect_eq(size, 256);
+    cr_assert_eq(crec_fmt_blob_read(r, &hc, 100, part, 50, &e), CREC_OK, "%s", e.msg);
+    cr_expect(memcmp(part, code + 100, 50) == 0);
+    cr_expect_eq(crec_fmt_blob_read(r, &hc, 250, part, 7, &e), CREC_ERR_ARG);
+    cr_assert_eq(crec_fmt_blob_view(r, &hc, &view, &dlen, &e), CREC_OK, "%s", e.msg);
+    cr_expect(dlen == 256 && memcmp(view, code, 256) == 0);
+    cr_assert_eq(crec_fmt_blob_table(r, &locs, &n, &e), CREC_OK, "%s", e.msg);
+    cr_assert_eq(n, 2);
+    memcpy(t, locs, sizeof t);
+
+    cr_assert_eq(crec_fmt_reader_open_mem(p, len, &r2, &e), CREC_OK, "%s", e.msg);
+    cr_assert_eq(crec_fmt_blob_table_set(r2, t, 2, &e), CREC_OK, "%s", e.msg);
+    cr_assert_eq(crec_fmt_blob_read(r2, &hc, 0, part, 64, &e), CREC_OK, "%s", e.msg);
+    cr_expect(memcmp(part, code, 64) == 0);
+    crec_fmt_reader_free(r2);
+
+    for (size_t i = 0; i < 2; i++)
+        t[i].off += memcmp(&t[i].hash, &hc, sizeof hc) == 0; /* a wrong offset */
+    cr_assert_eq(crec_fmt_reader_open_mem(p, len, &r2, &e), CREC_OK, "%s", e.msg);
+    cr_assert_eq(crec_fmt_blob_table_set(r2, t, 2, &e), CREC_OK, "%s", e.msg);
+    cr_expect_eq(crec_fmt_blob_read(r2, &hc, 0, part, 8, &e), CREC_ERR_CORRUPT);
+    cr_expect_eq(crec_fmt_blob_view(r2, &hc, &view, &dlen, &e), CREC_ERR_CORRUPT);
+    memcpy(t, locs, sizeof t);
+    t[1].off = UINT64_MAX - 2; /* past the end of BLOBS */
+    cr_expect_eq(crec_fmt_blob_table_set(r2, t, 2, &e), CREC_ERR_CORRUPT);
+    memcpy(t, locs + 1, sizeof *t); /* not sorted */
+    memcpy(t + 1, locs, sizeof *t);
+    cr_expect_eq(crec_fmt_blob_table_set(r2, t, 2, &e), CREC_ERR_CORRUPT);
+    crec_fmt_reader_free(r2);
+    crec_fmt_reader_free(r);
+    free(p);
+}
+
 Test(format, stream_bytes_across_many_chunks)
 {
     char path[] = "/tmp/crec-test-XXXXXX";

@@ -52,6 +52,16 @@ static crec_idx *sample(void)
                                    .touch = dup64(t1, 0), .touch_mask = dup64(t1, 0),
                                    .write = dup64(t1, 0), .write_mask = dup64(t1, 0),
                                    .k = dup64(t1, 0)};
+    ix->nkf = 3;
+    ix->kfs = crec_calloc(3, sizeof *ix->kfs);
+    ix->kf_off = crec_calloc(3, sizeof *ix->kf_off);
+    for (size_t i = 0; i < 3; i++) {
+        ix->kfs[i] = (crec_fmt_keyframe){.tid = 1, .global_icount = 1000000 * i,
+                                         .thread_icount = 1000000 * i, .reads_off = 10 * i,
+                                         .events_off = 20 * i, .seq_off = 0,
+                                         .hits_before = i};
+        ix->kf_off[i] = 300 * i;
+    }
     ix->nblobs = 2;
     ix->blobs = crec_calloc(2, sizeof *ix->blobs);
     ix->blobs[0] = (crec_fmt_blob_loc){{{1, 2, 3}}, 18, 4096};
@@ -100,6 +110,9 @@ Test(index, round_trip)
         cr_expect_eq(memcmp(a->write_mask, c->write_mask, a->nwrite * 8), 0);
         cr_expect_eq(memcmp(a->k, c->k, a->nk * 16), 0);
     }
+    cr_assert_eq(back->nkf, 3);
+    cr_expect_eq(memcmp(back->kfs, ix->kfs, 3 * sizeof *ix->kfs), 0);
+    cr_expect_eq(memcmp(back->kf_off, ix->kf_off, 3 * sizeof *ix->kf_off), 0);
     cr_assert_eq(back->nblobs, 2);
     cr_expect_eq(memcmp(back->blobs, ix->blobs, 2 * sizeof *ix->blobs), 0);
     crec_idx_free(back);

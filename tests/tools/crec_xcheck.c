@@ -86,9 +86,9 @@ static int ranges_hold(const struct ranges *r, uint64_t a)
  */
 static struct ranges stack, heap, globals;
 
-static void scan_listing0(crec_recording *rec, crec_fmt_cursor *c)
+static void scan_listing0(crec_recording *rec, const crec_fmt_keyframe *kf0, crec_fmt_cursor *c)
 {
-    uint64_t rsp0 = rec->kfs[0].regs.gpr[CREC_RSP], code_end = 0;
+    uint64_t rsp0 = kf0->regs.gpr[CREC_RSP], code_end = 0;
     uint64_t end = rec->nkf > 1 ? rec->kfs[1].events_off : UINT64_MAX;
     const uint8_t *body;
     size_t len;
@@ -111,7 +111,7 @@ static void scan_listing0(crec_recording *rec, crec_fmt_cursor *c)
     }
 }
 
-static void scan_map(crec_recording *rec)
+static void scan_map(crec_recording *rec, const crec_fmt_keyframe *kf0)
 {
     crec_fmt_cursor *c;
     const uint8_t *body;
@@ -121,7 +121,7 @@ static void scan_map(crec_recording *rec)
     if (crec_fmt_cursor_open(rec->r, CREC_FMT_S_EVENTS, rec->kfs[0].tid, rec->kfs[0].events_off,
                              &c, NULL) != CREC_OK)
         return;
-    scan_listing0(rec, c);
+    scan_listing0(rec, kf0, c);
     while (crec_fmt_cursor_next(c, &kind, &body, &len, NULL) == CREC_OK) {
         crec_fmt_event ev;
         if (kind != CREC_FMT_K_MMAP || crec_fmt_ev_decode(kind, body, len, &ev, NULL) != CREC_OK ||
@@ -251,12 +251,12 @@ static int compare(crec_recording *rec, crec_emu_cpu *cpu, const struct query *q
     return 0;
 }
 
-static int run_oracle(crec_recording *rec, struct query *qs, size_t n, int *bad)
+static int run_oracle(crec_recording *rec, crec_fmt_reader *r, const crec_fmt_keyframe *kfs,
+                      size_t nkf, struct query *qs, size_t n, int *bad)
 {
     struct query **byaddr = malloc(n * sizeof *byaddr), **bytime = malloc(n * sizeof *bytime);
     struct oracle o = {byaddr, n};
     crec_replay_watch w = {oracle_access, NULL, &o};
-    crec_fmt_reader *r = NULL;
     crec_replay_qrun *q = NULL;
     crec_error err = {0};
     int rc;
@@ -265,9 +265,7 @@ static int run_oracle(crec_recording *rec, struct query *qs, size_t n, int *bad)
         byaddr[i] = bytime[i] = &qs[i];
     qsort(byaddr, n, sizeof *byaddr, cmp_addr);
     qsort(bytime, n, sizeof *bytime, cmp_time);
-    rc = crec_fmt_reader_open(rec->path, &r, &err);
-    if (rc == CREC_OK)
-        rc = crec_replay_query(r, rec->kfs, rec->nkf, 0, NULL, bytime[0]->t, &w, &q, &err);
+    rc = crec_replay_query(r, kfs, nkf, 0, NULL, bytime[0]->t, &w, &q, &err);
     for (size_t i = 0; rc == CREC_OK && i < n; i++) {
         rc = crec_replay_qrun_continue(q, bytime[i]->t, &err);
         if (rc == CREC_OK && crec_emu_cpu_icount(crec_replay_qrun_cpu(q)) != bytime[i]->t)
@@ -280,7 +278,6 @@ static int run_oracle(crec_recording *rec, struct query *qs, size_t n, int *bad)
     if (rc != CREC_OK)
         fprintf(stderr, "crec_xcheck: sequential replay: %s\n", err.msg);
     crec_replay_qrun_free(q);
-    crec_fmt_reader_free(r);
     free(byaddr);
     free(bytime);
     return rc;
@@ -295,6 +292,9 @@ int main(int argc, char **argv)
     uint64_t ib, tb;
     int built, bad = 0, n, nregion[R_N] = {0}, npath[4] = {0};
     struct query *qs;
+    crec_fmt_reader *r = NULL;
+    crec_fmt_keyframe *kfs = NULL;
+    size_t nkf = 0;
 
     if (argc < 3 || (n = atoi(argv[2])) < 1) {
         fprintf(stderr, "usage: crec_xcheck FILE N [SEED]\n");
@@ -311,7 +311,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "crec_xcheck: the recording has no segment\n");
         return 1;
     }
-    scan_map(rec);
+    /* the oracle's own reader and key frames: nothing from the index */
+    if (crec_fmt_reader_open(argv[1], &r, &err) ||
+        crec_replay_load_keyframes(r, &kfs, &nkf, &err)) {
+        fprintf(stderr, "crec_xcheck: %s\n", err.msg);
+        return 1;
+    }
+    scan_map(rec, &kfs[0]);
     qs = calloc((size_t)n, sizeof *qs);
     for (int i = 0; i < n; i++) {
         struct query *q = &qs[i];
@@ -325,7 +331,7 @@ int main(int argc, char **argv)
         nregion[q->region]++;
         npath[q->path]++;
     }
-    if (run_oracle(rec, qs, (size_t)n, &bad) != CREC_OK)
+    if (run_oracle(rec, r, kfs, nkf, qs, (size_t)n, &bad) != CREC_OK)
         return 1;
     printf("xcheck: %d queries, %d equal; stack %d heap %d globals %d kernel %d other %d; "
            "paths: index+replay %d snapshot %d code %d unknown %d; index %" PRIu64
@@ -333,6 +339,8 @@ int main(int argc, char **argv)
            nregion[R_GLOBALS], nregion[R_KERNEL], nregion[R_OTHER], npath[CREC_SRC_REPLAY],
            npath[CREC_SRC_SNAPSHOT], npath[CREC_SRC_CODE], npath[CREC_SRC_UNKNOWN], ib, tb);
     free(qs);
+    crec_free(kfs);
+    crec_fmt_reader_free(r);
     crec_close(rec);
     return bad ? 1 : 0;
 }

@@ -24,6 +24,9 @@
 #include "recorder/recorder.h"
 #include "recorder/recorder_int.h"
 
+/* How much wall time of recording a SIGKILL may lose at most (rec_sync). */
+#define REC_SYNC_SECONDS 1.0
+
 /* The signal that asked us to stop (SIGINT/SIGTERM), or 0. */
 static volatile sig_atomic_t rec_interrupted;
 
@@ -178,6 +181,35 @@ static int rec_keyframe(struct rec_session *rs, uint64_t icount, uint64_t rip)
     return rec_write_listing(rs);
 }
 
+static double monotonic_seconds(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * Right after a key frame, at most once a second: write every stream's
+ * pending bytes as chunks.  A recorder killed with SIGKILL (or a crash of
+ * crec itself) then leaves a file readable up to that key frame, so at most
+ * about a second of the run is lost; without this, small streams such as
+ * KEYFRAMES would sit in memory until the end.
+ */
+static void rec_sync(struct rec_session *rs)
+{
+    crec_error err = {0};
+    double now = monotonic_seconds();
+
+    if (rs->failed || now - rs->last_sync < REC_SYNC_SECONDS)
+        return;
+    rs->last_sync = now;
+    if (rec_flush_reads(rs) != CREC_OK)
+        return;
+    if (crec_fmt_flush_all(rs->w, &err) != CREC_OK)
+        rec_fail(rs, &err);
+}
+
 /*
  * Every block start: take a key frame when one is due, and notice a
  * SIGINT/SIGTERM, which ends the recording cleanly at this point.
@@ -198,6 +230,7 @@ static void rec_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
     rs->next_kf = before + rs->kf_interval;
     if (rs->stats.keyframes % rs->snap_every == 1 % rs->snap_every)
         rec_write_snapshot(rs, before, rs->stats.keyframes == 1);
+    rec_sync(rs);
 }
 
 /* ---- syscalls and other non-determinism ---------------------------------- */

@@ -95,6 +95,7 @@ struct rec_session {
     uint64_t snap_every;  /* key frames between snapshots */
     int started;          /* the first key frame is written */
     int stopped;          /* crec got SIGINT/SIGTERM: the recording ends early */
+    double last_sync;     /* when every stream was last flushed (monotonic s) */
 
     crec_regs sys_regs;   /* registers when the current syscall began */
     struct crec_emu_observer observer;

@@ -126,6 +126,21 @@ for sig in INT:2 TERM:15; do
         "$CREC" replay "$d/stopped-$sig.crec"
 done
 
+# SIGKILL gives crec no chance to finish the file: what was recorded up to
+# about a second before the kill must still be there, and replay verified.
+timeout --preserve-status -s KILL 4 "$CREC" record -o "$d/killed.crec" -- \
+    lua5.4 -e 'local s=0 for i=1,1e10 do s=s+i end print(s)' >/dev/null 2>&1
+expect_eq "record killed by SIGKILL dies of it" 137 "$?"
+expect_status "a killed recording opens" 0 "$CREC" info "$d/killed.crec"
+kfs=$(awk '/^key frames:/ { print $3 }' "$TMP/out")
+if grep -q "^truncated: *yes" "$TMP/out" && [ "${kfs:-0}" -ge 2 ]; then
+    pass "info says the killed recording is truncated, with its key frames"
+else
+    fail "info says the killed recording is truncated, with its key frames" "$(head -c 400 "$TMP/out")"
+fi
+expect_status "a killed recording replays verified up to its last key frame" 0 \
+    "$CREC" replay "$d/killed.crec"
+
 # RDTSC and CPUID answers come from the recording.
 expect_status "record rdtsc" 0 "$CREC" record -o "$d/rdtsc.crec" -- "$GUESTS/rdtsc"
 expect_status "replay rdtsc" 0 "$CREC" replay "$d/rdtsc.crec"

@@ -56,7 +56,7 @@ S390X_UNIT    := $(patsubst tests/%.c,$(S390X_BUILD)/tests/%,$(wildcard $(S390X_
 .PHONY: deps-s390x cross-s390x test-s390x clean-s390x
 
 deps-s390x:
-	@sh tests/s390x/deps.sh $(S390X_PKGS)
+	@sh tools/deps.sh $(S390X_PKGS)
 
 cross-s390x: deps-s390x $(S390X_CREC)
 	@echo "cross-s390x: $(S390X_CREC) replays only ($(patsubst cli/cmd_%.c,%,$(filter cli/cmd_%,$(S390X_CLI_SRC)))); the recorder (record, run) needs an x86-64 host"

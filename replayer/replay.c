@@ -200,9 +200,11 @@ static int rep_apply_mmap(struct rep_seg *s, const crec_fmt_event *ev)
     if (!(ev->u.mmap.flags & CREC_FMT_EV_HAS_HASH))
         return CREC_OK;
     rc = crec_fmt_blob_get(s->r, &ev->u.mmap.blob, &code, &code_len, &err);
-    if (rc == CREC_OK && code_len != len)
+    if (rc == CREC_OK && code_len != len) {
+        crec_free(code);
         rc = crec_error_corrupt(&err, "code blob for 0x%" PRIx64 " holds %zu bytes, not %" PRIu64,
                                 addr, code_len, len);
+    }
     if (rc != CREC_OK) {
         rep_fail(s, &err);
         return rc;

@@ -138,9 +138,16 @@ def linear_fit(xs, ys):
 
 
 def summarise_scaling(rows):
-    pts = [{"bytes": int(r["bytes"]), "instructions": int(r["instructions"]),
-            "seconds": float(r["seconds"]), "trace_bytes": int(r["trace_bytes"])}
-           for r in rows if r["instructions"]]
+    """One point per input size: the median time of its rounds."""
+    by_size = {}
+    for r in rows:
+        if r["instructions"]:
+            by_size.setdefault(int(r["bytes"]), []).append(r)
+    pts = [{"bytes": size, "instructions": int(rs[-1]["instructions"]),
+            "seconds": statistics.median(float(r["seconds"]) for r in rs),
+            "min_s": min(float(r["seconds"]) for r in rs),
+            "max_s": max(float(r["seconds"]) for r in rs), "runs": len(rs),
+            "trace_bytes": int(rs[-1]["trace_bytes"])} for size, rs in sorted(by_size.items())]
     res = {"points": pts}
     if len(pts) >= 2:
         xs = [p["instructions"] for p in pts]
@@ -295,8 +302,10 @@ def md_gdb(g):
 
 
 def md_scaling(s):
-    lines = ["", "## Scaling", "", "crec record of sha256sum at four input sizes:", ""]
-    rows = [[f"{p['bytes']:,}", f"{p['instructions']:,}", f"{p['seconds']:.2f}",
+    lines = ["", "## Scaling", "", "crec record of sha256sum at four input sizes "
+             "(record s: median (min-max) of the rounds):", ""]
+    rows = [[f"{p['bytes']:,}", f"{p['instructions']:,}",
+             f"{p['seconds']:.2f} ({p['min_s']:.2f}-{p['max_s']:.2f})",
              f"{p['seconds'] / p['instructions'] * 1e9:.1f}", f"{p['trace_bytes']:,}",
              f"{p['trace_bytes'] * 8 / p['instructions']:.3f}"] for p in s["points"]]
     lines += table(["input bytes", "instructions", "record s", "ns / instruction",
@@ -414,7 +423,7 @@ plot {plot1}
 set title 'ratios between crec modes (log scale; 1 = as fast)'
 set ylabel 'ratio'
 set yrange [0.1:*]
-plot {plot2}, 1 with lines lc 'black' dt 2 notitle
+plot {plot2}, 1 with lines lc 'black' dt 2 notitle, 3 with lines lc 'red' dt 3 title 'record / crec run target'
 unset multiplot
 """
     ok = gnuplot(script, path)

@@ -93,17 +93,31 @@ instructions_in() {
         -e 's/.*replay verified: \([0-9][0-9]*\) instructions.*/\1/p' "$1" | head -n 1
 }
 
+# repeats_of MODE: how many times one timing runs the command.  Native and
+# qemu runs take tens of milliseconds, where a moment's wait for a CPU on
+# a shared machine would weigh as much as the run: they are run several
+# times back to back, and the time divided by the count.
+repeats_of() {
+    case $1 in
+    native) echo 5 ;;
+    qemu) echo 3 ;;
+    *) echo 1 ;;
+    esac
+}
+
 # time_one NAME MODE ROUND COMMAND: run once, check what it printed, and
 # append a row to raw.tsv.  Returns 1 (after noting why) on a failure.
 time_one() {
-    local name=$1 mode=$2 round=$3 cmd=$4 line t0 secs rss out=out.$1.$2 err=err.$1.$2
+    local name=$1 mode=$2 round=$3 cmd=$4 line t0 secs rss out=out.$1.$2 err=err.$1.$2 reps
     line=$(command_for "$name" "$mode" "$cmd")
+    reps=$(repeats_of "$mode")
     t0=$(now)
-    if ! /usr/bin/time -f '%M' -o time.out sh -c "$line" </dev/null >"$out" 2>"$err"; then
+    if ! /usr/bin/time -f '%M' -o time.out \
+        sh -c "for i in \$(seq $reps); do $line >$out || exit; done" </dev/null 2>"$err"; then
         fail "$name" "$mode" "exit status $(sed -n 's/^Command exited with non-zero status //p' time.out): $(tail -c 300 "$err")"
         return 1
     fi
-    secs=$(seconds_since "$t0")
+    secs=$(awk -v s="$(seconds_since "$t0")" -v n="$reps" 'BEGIN { printf "%.4f", s / n }')
     rss=$(tail -n 1 time.out)
     case $mode in
     native) ;;
@@ -155,18 +169,21 @@ bash "$BENCH_SRC/gdb.sh" >gdb.tsv 2>gdb.log || fail gdb "record full" "$(tail -c
 phase_done gdb
 
 # --- 3. scaling: crec record of sha256sum at four input sizes ---------------
+# The sizes alternate within each round, as the modes do above.
 printf 'bytes\tinstructions\tseconds\ttrace_bytes\n' >scaling.tsv
-for n in $scale_sizes; do
-    bench_text "$n" "scale.in.$n"
-    progress "scaling, $n bytes"
-    t0=$(now)
-    if "$CREC" record --stats -o rec.scale.crec -- "$(command -v sha256sum)" "scale.in.$n" \
-        >/dev/null 2>scale.err; then
-        printf '%s\t%s\t%s\t%s\n' "$n" "$(instructions_in scale.err)" "$(seconds_since "$t0")" \
-            "$(stat -c %s rec.scale.crec)" >>scaling.tsv
-    else
-        fail scaling "$n bytes" "$(tail -c 300 scale.err)"
-    fi
+for round in $(seq 1 "$rounds"); do
+    for n in $scale_sizes; do
+        bench_text "$n" "scale.in.$n"
+        progress "scaling, $n bytes, round $round/$rounds"
+        t0=$(now)
+        if "$CREC" record --stats -o rec.scale.crec -- "$(command -v sha256sum)" "scale.in.$n" \
+            </dev/null >/dev/null 2>scale.err; then
+            printf '%s\t%s\t%s\t%s\n' "$n" "$(instructions_in scale.err)" "$(seconds_since "$t0")" \
+                "$(stat -c %s rec.scale.crec)" >>scaling.tsv
+        else
+            fail scaling "$n bytes" "$(tail -c 300 scale.err)"
+        fi
+    done
 done
 rm -f rec.scale.crec
 progress_end

@@ -482,10 +482,25 @@ def host_facts(data_dir):
 
 
 def commit_of(crec):
+    """The commit crec was built from, "-dirty" when a tracked file other
+    than the bench's own results differs from it."""
     top = os.path.dirname(os.path.dirname(os.path.abspath(crec)))
-    p = subprocess.run(["git", "-C", top, "describe", "--always", "--dirty"],
-                       capture_output=True, text=True, check=False)
-    return p.stdout.strip() or "unknown"
+    git = ["git", "-C", top]
+    head = subprocess.run(git + ["rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True, check=False).stdout.strip()
+    changed = subprocess.run(git + ["status", "--porcelain", "--untracked-files=no", "--",
+                                    ".", ":(exclude)bench/results"],
+                             capture_output=True, text=True, check=False).stdout.strip()
+    return (head + "-dirty" if changed else head) or "unknown"
+
+
+def started_at(data_dir):
+    """When the run began (run.sh writes it), so that a report made again
+    from the same data keeps its date."""
+    path = os.path.join(data_dir, "started")
+    if os.path.exists(path):
+        return datetime.datetime.fromtimestamp(int(open(path).read().split()[0]))
+    return datetime.datetime.now()
 
 
 def build_doc(data_dir, args):
@@ -501,7 +516,7 @@ def build_doc(data_dir, args):
                            "recording": sizes.get(name), "index": index.get(name),
                            "failed": {f["mode"]: f["message"] for f in failures
                                       if f["workload"] == name}}
-    return {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+    return {"date": started_at(data_dir).strftime("%Y-%m-%d %H:%M"),
             "quick": args.quick == 1, "rounds": args.rounds, "crec_commit": commit_of(args.crec),
             "host": host_facts(data_dir), "workloads": workloads,
             "gdb_record_full": summarise_gdb(read_tsv(os.path.join(data_dir, "gdb.tsv"))),
@@ -522,8 +537,8 @@ def main():
     args = ap.parse_args()
     doc = build_doc(args.data_dir, args)
     md = markdown(doc)
-    run_dir = os.path.join(args.results_dir, "runs",
-                           datetime.datetime.now().strftime("%Y%m%d-%H%M") + ("-quick" if doc["quick"] else ""))
+    run_dir = os.path.join(args.results_dir, "runs", started_at(args.data_dir).strftime("%Y%m%d-%H%M")
+                           + ("-quick" if doc["quick"] else ""))
     os.makedirs(run_dir, exist_ok=True)
     for d, prefix in ((args.results_dir, "latest"), (run_dir, "report")):
         with open(os.path.join(d, prefix + ".md"), "w") as f:

@@ -45,6 +45,7 @@ now() { date +%s%N; }
 seconds_since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f", (b - a) / 1e9 }'; }
 bench_start=$(now)
 cp /proc/loadavg loadavg.start
+date +%s >started
 phase_start=$bench_start
 printf 'phase\tseconds\n' >phases.tsv
 # phase_done NAME: log how long the phase took, to stderr and phases.tsv.

@@ -130,7 +130,11 @@ fuzz: build-fuzz/fuzz_reader build-fuzz/fuzz_replay
 	@sh tests/fuzz/run.sh build-fuzz/fuzz_replay $(FUZZ_REPLAY_SECONDS) tests/fuzz/corpus-replay
 
 # --- benchmarks ------------------------------------------------------------
+# What bench/run.sh runs besides crec (bench/README.md).
+PKGS_BENCH := time qemu-user gnuplot-nox gdb binutils lua5.4 sqlite3 python3 gzip
+
 bench: all guests
+	@sh tools/deps.sh $(PKGS_BENCH)
 	@CREC=$(CREC) QUICK=$(QUICK) bash bench/run.sh
 
 format:

@@ -35,6 +35,10 @@ void crec_pcache_flush(crec_pcache *pc);
 /* A guest store of `size` bytes at addr: the cache now predicts them. */
 void crec_pcache_write(crec_pcache *pc, uint64_t addr, const uint8_t *bytes, unsigned size);
 
+/* The same for a store of 1 to 8 bytes given as a number (byte i of the
+ * store in bits 8i..8i+7), as Unicorn's store hook passes it. */
+void crec_pcache_store(crec_pcache *pc, uint64_t addr, uint64_t value, unsigned size);
+
 /*
  * A guest load of `size` bytes at addr that returned `bytes`.
  * @return 1 if the cache predicted every byte (a hit), 0 otherwise.
@@ -74,6 +78,13 @@ struct rec_code_hash {
     int valid;
 };
 
+/* The host address of one guest page, as the memory hooks last found it. */
+struct rec_hostpage {
+    uint64_t page_plus1; /* guest page number + 1; 0 = empty */
+    uint8_t *host;
+};
+
+#define REC_HOSTPAGES 256 /* a power of two */
 #define REC_MAX_CODE_HASHES 64
 #define REC_MAX_IMAGES 16
 #define REC_MAX_SYMBOLIZED 256
@@ -89,6 +100,9 @@ struct rec_session {
     crec_fmt_buf reads;   /* READS bytes not yet handed to the writer */
     crec_fmt_buf scratch; /* one encoded record */
     uint64_t hits;        /* loads predicted since the last logged value */
+    /* Guest pages the hooks touched lately; emptied after every syscall,
+     * since only a syscall can move or drop a page's host memory. */
+    struct rec_hostpage hostpages[REC_HOSTPAGES];
 
     uint64_t next_kf;     /* instruction count of the next key frame */
     uint64_t kf_interval;
@@ -129,6 +143,8 @@ int rec_symbols(struct rec_session *rs, const char *path, uint64_t file_off,
                 const crec_fmt_hash *blob);
 
 /* record.c */
+/* Empty the table of guest pages the memory hooks use (the map changed). */
+void rec_forget_hostpages(struct rec_session *rs);
 int rec_event(struct rec_session *rs, const crec_fmt_event *ev);
 void rec_fail(struct rec_session *rs, const crec_error *err);
 

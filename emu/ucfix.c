@@ -1,5 +1,5 @@
 /*
- * ucfix.c - two work-arounds for Debian's Unicorn 2.0.1, applied by
+ * ucfix.c - three work-arounds for Debian's Unicorn 2.0.1, applied by
  * defining some of the library's internal functions in our own program.
  *
  * libunicorn calls its internal functions through its PLT, so a function
@@ -21,7 +21,16 @@
  *    unused.  Upstream dropped it after 2.0.1 (unicorn PR #1838).  The store
  *    still takes the slow path, and still invalidates code it writes over.
  *
- * 2. Every slow-path access searched the regions.  memory_mapping(), the
+ * 2. Every store looked for code to invalidate.  notdirty_write() then
+ *    calls tb_invalidate_phys_page_fast(), which walks QEMU's page table to
+ *    find out whether the page holds translated code: 120 instructions of
+ *    the 270 a store costs.  A page gets its first block through
+ *    tlb_protect_code(), so a bitmap of the pages it was called for (never
+ *    cleared: a page that held code once keeps the slow check) lets a store
+ *    anywhere else skip the walk.  The bitmap covers the first 2^22 pages
+ *    of Unicorn's RAM offsets (16 GiB); stores beyond it are always checked.
+ *
+ * 3. Every slow-path access searched the regions.  memory_mapping(), the
  *    region holding an address, is a binary search over every region
  *    (every mapping of the guest), and the slow path calls it for each
  *    load and store: for every store (above), and for every access once
@@ -45,11 +54,17 @@ typedef struct page_collection *(*emu_pc_lock_fn)(struct uc_struct *uc, uint64_t
                                                   uint64_t end);
 typedef void (*emu_pc_unlock_fn)(struct page_collection *set);
 typedef struct MemoryRegion *(*emu_mapping_fn)(struct uc_struct *uc, uint64_t address);
+typedef void (*emu_protect_fn)(struct uc_struct *uc, uint64_t ram_addr);
+typedef void (*emu_invalidate_fn)(struct uc_struct *uc, struct page_collection *pages,
+                                  uint64_t start, int len, uintptr_t retaddr);
 
 struct page_collection *page_collection_lock_x86_64(struct uc_struct *uc, uint64_t start,
                                                     uint64_t end);
 void page_collection_unlock_x86_64(struct page_collection *set);
 struct MemoryRegion *memory_mapping(struct uc_struct *uc, uint64_t address);
+void tlb_protect_code_x86_64(struct uc_struct *uc, uint64_t ram_addr);
+void tb_invalidate_phys_page_fast_x86_64(struct uc_struct *uc, struct page_collection *pages,
+                                         uint64_t start, int len, uintptr_t retaddr);
 
 /* The version these work-arounds are for: 2.0.1, any release candidate. */
 #define UCFIX_VERSION ((2u << 16) | (0u << 8) | 1u)
@@ -60,6 +75,8 @@ static int ucfix_used;                 /* a collection was skipped (for the test
 static emu_pc_lock_fn ucfix_real_lock; /* the library's own functions */
 static emu_pc_unlock_fn ucfix_real_unlock;
 static emu_mapping_fn ucfix_real_mapping;
+static emu_protect_fn ucfix_real_protect;
+static emu_invalidate_fn ucfix_real_invalidate;
 
 /* dlsym returns a void * that holds a function's address. */
 static void ucfix_real(const char *name, void *fn, size_t size)
@@ -76,6 +93,9 @@ static void ucfix_decide(void)
     ucfix_real("page_collection_lock_x86_64", &ucfix_real_lock, sizeof ucfix_real_lock);
     ucfix_real("page_collection_unlock_x86_64", &ucfix_real_unlock, sizeof ucfix_real_unlock);
     ucfix_real("memory_mapping", &ucfix_real_mapping, sizeof ucfix_real_mapping);
+    ucfix_real("tlb_protect_code_x86_64", &ucfix_real_protect, sizeof ucfix_real_protect);
+    ucfix_real("tb_invalidate_phys_page_fast_x86_64", &ucfix_real_invalidate,
+               sizeof ucfix_real_invalidate);
 }
 
 int crec_emu_ucfix_used(void)
@@ -104,7 +124,39 @@ void page_collection_unlock_x86_64(struct page_collection *set)
         ucfix_real_unlock(set);
 }
 
-/* ---- 2. the region of an address ------------------------------------------ */
+/* ---- 2. pages that may hold code ------------------------------------------ */
+
+#define UCFIX_CODE_PAGES (1u << 22)
+#define UCFIX_WORD_BITS 64
+
+/* Bit n: RAM page n (RAM offset / 4096) of some engine got a translated
+ * block.  Shared by every engine and thread: set bits only add checks. */
+static uint64_t ucfix_code_pages[UCFIX_CODE_PAGES / UCFIX_WORD_BITS];
+
+void tlb_protect_code_x86_64(struct uc_struct *uc, uint64_t ram_addr)
+{
+    uint64_t page = ram_addr / CREC_EMU_PAGE;
+
+    if (page < UCFIX_CODE_PAGES)
+        __atomic_fetch_or(&ucfix_code_pages[page / UCFIX_WORD_BITS],
+                          1ull << (page % UCFIX_WORD_BITS), __ATOMIC_RELAXED);
+    if (ucfix_real_protect)
+        ucfix_real_protect(uc, ram_addr);
+}
+
+void tb_invalidate_phys_page_fast_x86_64(struct uc_struct *uc, struct page_collection *pages,
+                                         uint64_t start, int len, uintptr_t retaddr)
+{
+    uint64_t page = start / CREC_EMU_PAGE;
+
+    if (ucfix_on && page < UCFIX_CODE_PAGES &&
+        !(__atomic_load_n(&ucfix_code_pages[page / UCFIX_WORD_BITS], __ATOMIC_RELAXED) &
+          1ull << (page % UCFIX_WORD_BITS)))
+        return; /* no block was ever translated from this page */
+    ucfix_real_invalidate(uc, pages, start, len, retaddr);
+}
+
+/* ---- 3. the region of an address ------------------------------------------ */
 
 #define UCFIX_SLOTS 64 /* pages remembered per thread */
 

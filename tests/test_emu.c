@@ -237,6 +237,40 @@ Test(emu, store_into_code_runs_the_new_code)
     }
 }
 
+/*
+ * A JIT: code stored into a fresh page, run, rewritten, run again.  The page
+ * takes stores before it ever holds code (ucfix.c skips looking for code
+ * there), then holds code that a store must invalidate.
+ *
+ *   mov dword [JIT], 0x000001bb    ; bb 01 00 00: mov ebx, 1 ...
+ *   mov word [JIT+4], 0xc300       ; 00 c3: ... ret
+ *   mov eax, JIT; call rax
+ *   mov r12d, ebx
+ *   mov byte [JIT+1], 2            ; now mov ebx, 2
+ *   call rax
+ *   syscall
+ */
+#define JIT 0x3000ull
+static const uint8_t jit_code[] = {
+    0xc7, 0x04, 0x25, 0x00, 0x30, 0, 0, 0xbb, 0x01, 0, 0, 0x66, 0xc7, 0x04, 0x25,
+    0x04, 0x30, 0,    0,    0x00, 0xc3, 0xb8, 0x00, 0x30, 0, 0, 0xff, 0xd0, 0x41,
+    0x89, 0xdc, 0xc6, 0x04, 0x25, 0x01, 0x30, 0,    0,    0x02, 0xff, 0xd0, 0x0f, 0x05};
+
+Test(emu, code_written_at_run_time_runs_and_reruns_rewritten)
+{
+    crec_error err = {0};
+    int n = 0;
+    crec_emu_cpu *cpu = cpu_with(jit_code, sizeof jit_code, &n);
+
+    cr_assert_eq(crec_emu_mem_map(cpu, JIT, 0x1000,
+                                  CREC_PROT_READ | CREC_PROT_WRITE | CREC_PROT_EXEC, &err),
+                 CREC_OK, "%s", err.msg);
+    run_to_syscall(cpu);
+    cr_expect_eq(crec_emu_reg_get(cpu, UC_X86_REG_R12), 1, "the first code ran");
+    cr_expect_eq(crec_emu_reg_get(cpu, UC_X86_REG_RBX), 2, "the rewritten code ran");
+    crec_emu_cpu_free(cpu);
+}
+
 Test(emu, stores_use_the_unicorn_2_0_1_work_around)
 {
     /* mov rdi, DATA; mov [rdi], rdi; syscall */

@@ -18,25 +18,6 @@
 #include "common/common.h"
 #include "recorder/recorder_int.h"
 
-/*
- * One entry: the granule's number and which of its bytes are known in one
- * word, its bytes in another, so that a lookup touches 16 bytes and compares
- * whole words.  Byte i of a granule is bits 8i..8i+7 of `value`.
- */
-struct pcache_entry {
-    uint64_t tag_known; /* granule number << 8 | bit i set: byte i is known */
-    uint64_t value;
-};
-
-/* Granule numbers that fit beside the mask: addresses below 2^59, which
- * covers every user-space address.  Others are never cached (always a miss). */
-#define PCACHE_TAG_LIMIT (1ull << 56)
-
-struct crec_pcache {
-    unsigned log2_entries;
-    struct pcache_entry *entries;
-};
-
 int crec_pcache_create(crec_pcache **out, unsigned log2_entries, crec_error *err)
 {
     crec_pcache *pc;
@@ -71,66 +52,6 @@ void crec_pcache_flush(crec_pcache *pc)
     memset(pc->entries, 0, ((size_t)1 << pc->log2_entries) * sizeof *pc->entries);
 }
 
-/* Fibonacci hashing spreads neighbouring granules over the whole table. */
-static struct pcache_entry *pcache_slot(crec_pcache *pc, uint64_t tag)
-{
-    return &pc->entries[(tag * 0x9E3779B97F4A7C15ull) >> (64 - pc->log2_entries)];
-}
-
-/* The low n bytes of a word, 0 <= n <= 8. */
-static const uint64_t low_bytes[9] = {
-    0, 0xff, 0xffff, 0xffffff, 0xffffffff, 0xffffffffffull, 0xffffffffffffull,
-    0xffffffffffffffull, ~0ull,
-};
-
-/* n <= 8 guest (little-endian) bytes as a number; fixed sizes compile to
- * one load on a little-endian host. */
-static inline uint64_t load_le(const uint8_t *p, unsigned n)
-{
-    uint64_t v = 0;
-
-    switch (n) {
-    case 8:
-        return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
-               (uint64_t)p[3] << 24 | (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 |
-               (uint64_t)p[6] << 48 | (uint64_t)p[7] << 56;
-    case 4:
-        return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
-               (uint64_t)p[3] << 24;
-    case 2:
-        return (uint64_t)p[0] | (uint64_t)p[1] << 8;
-    default:
-        for (unsigned i = n; i-- > 0;)
-            v = v << 8 | p[i];
-        return v;
-    }
-}
-
-/*
- * Compare bytes [off, off+len) of granule `tag` with `bits` (already in
- * place, zero elsewhere), then store them; off + len <= 8.  @return 1 if
- * they were all known and equal.
- */
-static inline int pcache_piece(crec_pcache *pc, uint64_t tag, unsigned off, unsigned len,
-                               uint64_t bits, int is_read)
-{
-    struct pcache_entry *e;
-    uint64_t lanes = low_bytes[len] << (8 * off);
-    uint64_t mask = (uint64_t)(0xffu >> (8 - len)) << off;
-    int hit = 0;
-
-    if (tag >= PCACHE_TAG_LIMIT)
-        return 0;
-    e = pcache_slot(pc, tag);
-    if ((e->tag_known >> 8) != tag)
-        e->tag_known = tag << 8; /* another granule: forget it */
-    else if (is_read)
-        hit = (e->tag_known & mask) == mask && ((e->value ^ bits) & lanes) == 0;
-    e->value = (e->value & ~lanes) | bits;
-    e->tag_known |= mask;
-    return hit;
-}
-
 /* An access of 1 to 8 bytes whose value is `value`: one or two granules. */
 static int pcache_value(crec_pcache *pc, uint64_t addr, uint64_t value, unsigned size,
                         int is_read)
@@ -140,8 +61,9 @@ static int pcache_value(crec_pcache *pc, uint64_t addr, uint64_t value, unsigned
     uint64_t tag = addr / CREC_PCACHE_GRANULE;
     int hit;
 
-    value &= low_bytes[size];
-    hit = pcache_piece(pc, tag, off, first, (value & low_bytes[first]) << (8 * off), is_read);
+    value &= pcache_low_bytes(size);
+    hit = pcache_piece(pc, tag, off, first, (value & pcache_low_bytes(first)) << (8 * off),
+                       is_read);
     if (first < size) /* & and not &&: the second granule is stored either way */
         hit &= pcache_piece(pc, tag + 1, 0, size - first, value >> (8 * first), is_read);
     return hit;
@@ -155,16 +77,10 @@ static int pcache_bytes(crec_pcache *pc, uint64_t addr, const uint8_t *bytes, un
 
     while (size > 0) {
         unsigned n = size < 8 ? size : 8;
-        hit &= pcache_value(pc, addr, load_le(bytes, n), n, is_read);
+        hit &= pcache_value(pc, addr, pcache_load_le(bytes, n), n, is_read);
         addr += n, bytes += n, size -= n;
     }
     return hit;
-}
-
-/* Most accesses lie in one granule: those take one step. */
-static int in_one_granule(uint64_t addr, unsigned size)
-{
-    return addr % CREC_PCACHE_GRANULE + size <= CREC_PCACHE_GRANULE;
 }
 
 void crec_pcache_write(crec_pcache *pc, uint64_t addr, const uint8_t *bytes, unsigned size)
@@ -172,25 +88,14 @@ void crec_pcache_write(crec_pcache *pc, uint64_t addr, const uint8_t *bytes, uns
     pcache_bytes(pc, addr, bytes, size, 0);
 }
 
-void crec_pcache_store(crec_pcache *pc, uint64_t addr, uint64_t value, unsigned size)
+int crec_pcache_read_split(crec_pcache *pc, uint64_t addr, const uint8_t *bytes, unsigned size)
 {
-    unsigned off = (unsigned)(addr % CREC_PCACHE_GRANULE);
-
-    if (in_one_granule(addr, size))
-        pcache_piece(pc, addr / CREC_PCACHE_GRANULE, off, size,
-                     (value & low_bytes[size]) << (8 * off), 0);
-    else
-        pcache_value(pc, addr, value, size, 0);
+    return pcache_bytes(pc, addr, bytes, size, 1);
 }
 
-int crec_pcache_read(crec_pcache *pc, uint64_t addr, const uint8_t *bytes, unsigned size)
+void crec_pcache_store_split(crec_pcache *pc, uint64_t addr, uint64_t value, unsigned size)
 {
-    unsigned off = (unsigned)(addr % CREC_PCACHE_GRANULE);
-
-    if (in_one_granule(addr, size))
-        return pcache_piece(pc, addr / CREC_PCACHE_GRANULE, off, size,
-                            load_le(bytes, size) << (8 * off), 1);
-    return pcache_bytes(pc, addr, bytes, size, 1);
+    pcache_value(pc, addr, value, size, 0);
 }
 
 void crec_pcache_forget(crec_pcache *pc, uint64_t addr, uint64_t len)
@@ -210,8 +115,8 @@ void crec_pcache_forget(crec_pcache *pc, uint64_t addr, uint64_t len)
         }
         return;
     }
-    for (uint64_t tag = first; tag <= last && tag < PCACHE_TAG_LIMIT; tag++) {
-        struct pcache_entry *e = pcache_slot(pc, tag);
+    for (uint64_t tag = first; tag <= last && tag < CREC_PCACHE_TAG_LIMIT; tag++) {
+        struct crec_pcache_entry *e = pcache_slot(pc, tag);
         if (e->tag_known >> 8 == tag)
             e->tag_known = tag << 8;
     }

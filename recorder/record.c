@@ -79,7 +79,8 @@ int rec_event(struct rec_session *rs, const crec_fmt_event *ev)
  * that is mapped; else NULL.  A small table of recent pages spares most
  * loads a search of the memory map.
  */
-static const uint8_t *rec_guest_bytes(struct rec_session *rs, uint64_t addr, unsigned size)
+static inline const uint8_t *rec_guest_bytes(struct rec_session *rs, uint64_t addr,
+                                              unsigned size)
 {
     uint64_t page = addr / CREC_EMU_PAGE;
     struct rec_hostpage *hp = &rs->hostpages[page & (REC_HOSTPAGES - 1)];
@@ -133,7 +134,8 @@ static void rec_log_load(struct rec_session *rs, uint64_t addr, unsigned size)
  * syscall's buffer: predicted, or logged with the hits before it.  The
  * bytes loaded are copied to `out` when it is not NULL.
  */
-static int rec_load(struct rec_session *rs, uint64_t addr, unsigned size, uint8_t *out)
+static inline int rec_load(struct rec_session *rs, uint64_t addr, unsigned size,
+                           uint8_t *out)
 {
     uint8_t copy[CREC_PCACHE_MAX_ACCESS];
     const uint8_t *bytes = rec_guest_bytes(rs, addr, size);

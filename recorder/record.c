@@ -129,30 +129,38 @@ static void rec_log_load(struct rec_session *rs, uint64_t addr, unsigned size)
         rec_flush_reads(rs);
 }
 
+/* A load whose bytes are at `bytes`: predicted, or logged with the hits
+ * before it. */
+static inline void rec_check_load(struct rec_session *rs, uint64_t addr, unsigned size,
+                                  const uint8_t *bytes)
+{
+    if (crec_pcache_read(rs->pc, addr, bytes, size)) {
+        rs->hits++;
+        rs->stats.reads_hit++;
+    } else {
+        rec_log_load(rs, addr, size);
+    }
+}
+
 /*
  * One load of `size` bytes, by the program or by the kernel reading a
- * syscall's buffer: predicted, or logged with the hits before it.  The
- * bytes loaded are copied to `out` when it is not NULL.
+ * syscall's buffer, wherever it lies.  The bytes loaded are copied to `out`
+ * when it is not NULL.  @return -1 if it is not mapped (the replay skips
+ * such a load the same way), else 0.
  */
-static inline int rec_load(struct rec_session *rs, uint64_t addr, unsigned size,
-                           uint8_t *out)
+static int rec_load(struct rec_session *rs, uint64_t addr, unsigned size, uint8_t *out)
 {
     uint8_t copy[CREC_PCACHE_MAX_ACCESS];
     const uint8_t *bytes = rec_guest_bytes(rs, addr, size);
 
     if (!bytes) {
         if (crec_emu_mem_read(rs->cpu, copy, addr, size) != 0)
-            return -1; /* unmapped: the replay skips it the same way */
+            return -1;
         bytes = copy;
     }
     if (out)
         memcpy(out, bytes, size);
-    if (crec_pcache_read(rs->pc, addr, bytes, size)) {
-        rs->hits++;
-        rs->stats.reads_hit++;
-        return 0;
-    }
-    rec_log_load(rs, addr, size);
+    rec_check_load(rs, addr, size, bytes);
     return 0;
 }
 
@@ -160,12 +168,18 @@ static void rec_mem_hook(uc_engine *uc, uc_mem_type type, uint64_t addr, int siz
                          int64_t value, void *ctx)
 {
     struct rec_session *rs = ctx;
+    const uint8_t *bytes;
 
     (void)uc;
     if (size <= 0 || size > CREC_PCACHE_MAX_ACCESS)
         return;
     if (type == UC_MEM_READ) {
-        rec_load(rs, addr, (unsigned)size, NULL);
+        /* most loads lie in a page the table knows: compared in place */
+        bytes = rec_guest_bytes(rs, addr, (unsigned)size);
+        if (bytes)
+            rec_check_load(rs, addr, (unsigned)size, bytes);
+        else
+            rec_load(rs, addr, (unsigned)size, NULL);
         return;
     }
     /* A store: Unicorn passes the value (up to 8 bytes), little-endian. */

@@ -125,6 +125,23 @@ static inline int pcache_piece(crec_pcache *pc, uint64_t tag, unsigned off, unsi
     return hit;
 }
 
+/* pcache_piece for all 8 bytes of granule `tag`: the entry ends up fully
+ * known whatever it held. */
+static inline int pcache_whole(crec_pcache *pc, uint64_t tag, uint64_t value, int is_read)
+{
+    struct crec_pcache_entry *e;
+    uint64_t full = tag << 8 | 0xff;
+    int hit;
+
+    if (tag >= CREC_PCACHE_TAG_LIMIT)
+        return 0;
+    e = pcache_slot(pc, tag);
+    hit = is_read && e->tag_known == full && e->value == value;
+    e->tag_known = full;
+    e->value = value;
+    return hit;
+}
+
 /*
  * A guest load of `size` bytes at addr that returned `bytes`.
  * @return 1 if the cache predicted every byte (a hit), 0 otherwise.
@@ -135,6 +152,8 @@ static inline int crec_pcache_read(crec_pcache *pc, uint64_t addr, const uint8_t
 {
     unsigned off = (unsigned)(addr % CREC_PCACHE_GRANULE);
 
+    if (off == 0 && size == CREC_PCACHE_GRANULE) /* a whole granule: most loads */
+        return pcache_whole(pc, addr / CREC_PCACHE_GRANULE, pcache_load_le(bytes, 8), 1);
     if (off + size > CREC_PCACHE_GRANULE)
         return crec_pcache_read_split(pc, addr, bytes, size);
     return pcache_piece(pc, addr / CREC_PCACHE_GRANULE, off, size,
@@ -148,7 +167,9 @@ static inline void crec_pcache_store(crec_pcache *pc, uint64_t addr, uint64_t va
 {
     unsigned off = (unsigned)(addr % CREC_PCACHE_GRANULE);
 
-    if (off + size > CREC_PCACHE_GRANULE)
+    if (off == 0 && size == CREC_PCACHE_GRANULE)
+        pcache_whole(pc, addr / CREC_PCACHE_GRANULE, value, 0);
+    else if (off + size > CREC_PCACHE_GRANULE)
         crec_pcache_store_split(pc, addr, value, size);
     else
         pcache_piece(pc, addr / CREC_PCACHE_GRANULE, off, size,

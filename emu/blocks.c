@@ -183,6 +183,18 @@ static void rdtsc_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
     cpu->cur_block_size = 0;
 }
 
+/* Whether the bytes hold 0f 31 (RDTSC) or 0f 01 f9 (RDTSCP) anywhere: when
+ * they don't, which is almost always, no decoding is needed to know that
+ * the block has neither. */
+static int may_hold_rdtsc(const uint8_t *code, size_t n)
+{
+    for (size_t i = 0; i + 1 < n; i++)
+        if (code[i] == 0x0f &&
+            (code[i + 1] == 0x31 || (i + 2 < n && code[i + 1] == 0x01 && code[i + 2] == 0xf9)))
+            return 1;
+    return 0;
+}
+
 /* Add bounded hooks for the RDTSCs of a new block.  Returns 1 if any. */
 static int trap_rdtsc(crec_emu_cpu *cpu, uint64_t addr, uint32_t size)
 {
@@ -193,7 +205,7 @@ static int trap_rdtsc(crec_emu_cpu *cpu, uint64_t addr, uint32_t size)
     cs_insn *insn;
     int added = 0;
 
-    if (crec_emu_mem_read(cpu, buf, addr, left) != 0)
+    if (crec_emu_mem_read(cpu, buf, addr, left) != 0 || !may_hold_rdtsc(buf, left))
         return 0;
     insn = cs_malloc(cpu->cs);
     if (!insn)

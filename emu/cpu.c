@@ -189,13 +189,13 @@ int crec_emu_cpu_create(crec_emu_cpu **out, const struct crec_emu_cpu_hooks *hoo
     if (hooks)
         cpu->hooks = *hooks;
     cpu->data_mmio = emu_mem_data_mmio_default();
-    ue = uc_open(UC_ARCH_X86, UC_MODE_64, &cpu->uc);
+    ue = emu_uc_open(&cpu->uc);
     if (ue != UC_ERR_OK) {
         crec_free(cpu);
         return crec_error_set(err, CREC_ERR_EMU, "uc_open: %s", uc_strerror(ue));
     }
     if (cs_open(CS_ARCH_X86, CS_MODE_64, &cpu->cs) != CS_ERR_OK) {
-        uc_close(cpu->uc);
+        emu_uc_close(cpu->uc);
         crec_free(cpu);
         return crec_error_set(err, CREC_ERR_EMU, "capstone: cs_open failed");
     }
@@ -228,7 +228,7 @@ void crec_emu_cpu_free(crec_emu_cpu *cpu)
     if (!cpu)
         return;
     if (cpu->uc)
-        uc_close(cpu->uc);
+        emu_uc_close(cpu->uc);
     emu_mem_free_all(cpu);
     emu_blocks_free(cpu);
     cs_close(&cpu->cs);

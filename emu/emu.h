@@ -133,6 +133,11 @@ void crec_emu_cpu_describe(crec_emu_cpu *cpu, uint64_t addr, char *buf, size_t s
  *  translated after it was added. */
 void *crec_emu_cpu_uc(crec_emu_cpu *cpu);
 
+/*! crec_emu_ucfix_used() : @return 1 once a guest store has gone through
+ *  crec's replacement for Unicorn 2.0.1's page collection (emu/ucfix.c),
+ *  which shows that the work-around is in effect in this process. */
+int crec_emu_ucfix_used(void);
+
 /*! crec_emu_cpu_flush_code() : forget every translated block and every
  *  memoised block count in [addr, addr+len) (len 0: everything, which costs
  *  seconds: Unicorn 2.0.1 then zeroes its whole code buffer). */

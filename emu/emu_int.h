@@ -26,6 +26,8 @@ struct emu_map {
     int prot;
 };
 
+#define EMU_MAP_HINTS 64
+
 /* Memoised instruction count of one translated block. */
 struct emu_block {
     uint64_t addr;  /* 0: empty slot */
@@ -41,6 +43,9 @@ struct crec_emu_cpu {
 
     struct emu_map *maps; /* sorted by start, no overlap */
     size_t n_maps, cap_maps;
+    /* mem.c: by page number mod EMU_MAP_HINTS, the index of the mapping
+     * found last for such a page (checked before use) */
+    size_t map_hints[EMU_MAP_HINTS];
     int ever_exec;        /* some mapping was executable: flushes must scan */
 
     struct emu_block *blocks; /* open addressing, power-of-two size */
@@ -83,6 +88,16 @@ void emu_block_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud);
 long emu_count_insns(crec_emu_cpu *cpu, uint64_t addr, uint64_t size, uint64_t upto);
 /* Format "BYTES  MNEMONIC OPS" for the instruction at addr into buf. */
 void emu_describe_insn(crec_emu_cpu *cpu, uint64_t addr, char *buf, size_t size);
+
+/* ucfix.c: Unicorn's calls that open, close or change the regions of an
+ * engine.  Call Unicorn's own never: ucfix.c keeps a cache of which region
+ * holds an address, and these keep it true. */
+uc_err emu_uc_open(uc_engine **uc);
+void emu_uc_close(uc_engine *uc);
+uc_err emu_uc_mem_map_ptr(uc_engine *uc, uint64_t addr, size_t len, uint32_t perms, void *host);
+uc_err emu_uc_mmio_map(uc_engine *uc, uint64_t addr, size_t len, uc_cb_mmio_read_t rd,
+                       void *rd_ctx, uc_cb_mmio_write_t wr, void *wr_ctx);
+uc_err emu_uc_mem_unmap(uc_engine *uc, uint64_t addr, size_t len);
 
 void emu_mem_free_all(crec_emu_cpu *cpu);
 /* Whether data pages are mapped as MMIO on this host (see mem.c). */

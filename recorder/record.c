@@ -78,25 +78,47 @@ int rec_event(struct rec_session *rs, const crec_fmt_event *ev)
 /* ---- loads and stores ---------------------------------------------------- */
 
 /*
- * One load of `size` bytes, by the program or by the kernel reading a
- * syscall's buffer: predicted, or logged with the hits before it.
+ * The host address of [addr, addr+size), when it lies in one guest page
+ * that is mapped; else NULL.  A small table of recent pages spares most
+ * loads a search of the memory map.
  */
-static int rec_load(struct rec_session *rs, uint64_t addr, unsigned size, uint8_t *bytes)
+static inline const uint8_t *rec_guest_bytes(struct rec_session *rs, uint64_t addr,
+                                              unsigned size)
 {
-    uint8_t span[CREC_PCACHE_MAX_ACCESS];
-    uint64_t start;
-    unsigned len;
+    uint64_t page = addr / CREC_EMU_PAGE;
+    struct rec_hostpage *hp = &rs->hostpages[page & (REC_HOSTPAGES - 1)];
 
-    if (crec_emu_mem_read(rs->cpu, bytes, addr, size) != 0)
-        return -1; /* unmapped: the replay skips it the same way */
-    if (crec_pcache_read(rs->pc, addr, bytes, size)) {
-        rs->hits++;
-        rs->stats.reads_hit++;
-        return 0;
+    if ((addr + size - 1) / CREC_EMU_PAGE != page)
+        return NULL;
+    if (hp->page_plus1 != page + 1) {
+        uint8_t *host = crec_emu_mem_host(rs->cpu, page * CREC_EMU_PAGE, CREC_EMU_PAGE, 0);
+        if (!host)
+            return NULL;
+        hp->page_plus1 = page + 1;
+        hp->host = host;
     }
-    /* Log the whole granules, and let the cache know all of their bytes. */
-    len = crec_fmt_read_span(addr, size, &start);
-    crec_emu_mem_read(rs->cpu, span, start, len);
+    return hp->host + addr % CREC_EMU_PAGE;
+}
+
+void rec_forget_hostpages(struct rec_session *rs)
+{
+    memset(rs->hostpages, 0, sizeof rs->hostpages);
+}
+
+/* Log a load the cache did not predict: the whole granules it touched, and
+ * let the cache know all of their bytes. */
+static void rec_log_load(struct rec_session *rs, uint64_t addr, unsigned size)
+{
+    uint8_t copy[CREC_PCACHE_MAX_ACCESS];
+    const uint8_t *span;
+    uint64_t start;
+    unsigned len = crec_fmt_read_span(addr, size, &start);
+
+    span = rec_guest_bytes(rs, start, len);
+    if (!span) { /* across two pages */
+        crec_emu_mem_read(rs->cpu, copy, start, len);
+        span = copy;
+    }
     crec_pcache_write(rs->pc, start, span, len);
     if (crec_fmt_read_encode(&rs->reads, rs->hits, span, len) != CREC_OK ||
         rs->reads.nomem) {
@@ -108,6 +130,40 @@ static int rec_load(struct rec_session *rs, uint64_t addr, unsigned size, uint8_
     rs->stats.reads_logged++;
     if (rs->reads.len >= CREC_FMT_DEFAULT_CHUNK)
         rec_flush_reads(rs);
+}
+
+/* A load whose bytes are at `bytes`: predicted, or logged with the hits
+ * before it. */
+static inline void rec_check_load(struct rec_session *rs, uint64_t addr, unsigned size,
+                                  const uint8_t *bytes)
+{
+    if (crec_pcache_read(rs->pc, addr, bytes, size)) {
+        rs->hits++;
+        rs->stats.reads_hit++;
+    } else {
+        rec_log_load(rs, addr, size);
+    }
+}
+
+/*
+ * One load of `size` bytes, by the program or by the kernel reading a
+ * syscall's buffer, wherever it lies.  The bytes loaded are copied to `out`
+ * when it is not NULL.  @return -1 if it is not mapped (the replay skips
+ * such a load the same way), else 0.
+ */
+static int rec_load(struct rec_session *rs, uint64_t addr, unsigned size, uint8_t *out)
+{
+    uint8_t copy[CREC_PCACHE_MAX_ACCESS];
+    const uint8_t *bytes = rec_guest_bytes(rs, addr, size);
+
+    if (!bytes) {
+        if (crec_emu_mem_read(rs->cpu, copy, addr, size) != 0)
+            return -1;
+        bytes = copy;
+    }
+    if (out)
+        memcpy(out, bytes, size);
+    rec_check_load(rs, addr, size, bytes);
     return 0;
 }
 
@@ -115,23 +171,25 @@ static void rec_mem_hook(uc_engine *uc, uc_mem_type type, uint64_t addr, int siz
                          int64_t value, void *ctx)
 {
     struct rec_session *rs = ctx;
-    uint8_t bytes[CREC_PCACHE_MAX_ACCESS];
+    const uint8_t *bytes;
 
     (void)uc;
     if (size <= 0 || size > CREC_PCACHE_MAX_ACCESS)
         return;
     if (type == UC_MEM_READ) {
-        rec_load(rs, addr, (unsigned)size, bytes);
+        /* most loads lie in a page the table knows: compared in place */
+        bytes = rec_guest_bytes(rs, addr, (unsigned)size);
+        if (bytes)
+            rec_check_load(rs, addr, (unsigned)size, bytes);
+        else
+            rec_load(rs, addr, (unsigned)size, NULL);
         return;
     }
     /* A store: Unicorn passes the value (up to 8 bytes), little-endian. */
-    if (size > 8) {
+    if (size > 8)
         crec_pcache_forget(rs->pc, addr, (uint64_t)size);
-    } else {
-        for (int i = 0; i < size; i++)
-            bytes[i] = (uint8_t)((uint64_t)value >> (8 * i));
-        crec_pcache_write(rs->pc, addr, bytes, (unsigned)size);
-    }
+    else
+        crec_pcache_store(rs->pc, addr, (uint64_t)value, (unsigned)size);
     rec_mark_dirty(rs, addr, (uint64_t)size);
 }
 
@@ -277,6 +335,7 @@ static void rec_on_syscall_exit(void *ctx, const struct crec_emu_syscall *sc)
     uint64_t hash;
     int sent;
 
+    rec_forget_hostpages(rs); /* the map may have changed */
     for (unsigned i = 0; i < sc->n_out; i++)
         rec_mark_dirty(rs, sc->out[i].addr, sc->out[i].len);
     if (sc->out_overflow)
@@ -329,6 +388,7 @@ static void rec_on_mem(void *ctx, const struct crec_emu_mem_event *mev)
 {
     struct rec_session *rs = ctx;
 
+    rec_forget_hostpages(rs);
     if (rs->started)
         rec_on_mem_event(rs, mev);
     else

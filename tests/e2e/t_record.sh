@@ -50,6 +50,8 @@ rr_case lua lua5.4 "-e 'local s=0 for i=1,1e6 do s=s+i end print(s)'"
 rr_case sqlite3 sqlite3 "':memory:' 'create table t(x); insert into t values(1),(2); select sum(x) from t;'"
 rr_case static-guest "$GUESTS/hello_static" ''
 rr_case dynamic-guest "$GUESTS/hello_dyn" ''
+rr_case memory-syscalls "$GUESTS/memops_static" ''
+rr_case loads-across-remaps "$GUESTS/remap_static" ''
 rr_case gzip-c gzip '-c small.txt'
 gzip -c "$DATA/small.txt" >"$TMP/small.gz"
 rr_case gzip-dc gzip '-dc' "$TMP/small.gz"

@@ -35,11 +35,17 @@ struct emu_block {
     uint32_t ninsns;
 };
 
+/* Hooks a client added with crec_emu_cpu_hook_mem (removed at free). */
+#define EMU_MAX_CLIENT_HOOKS 4
+
 struct crec_emu_cpu {
     uc_engine *uc;
+    uc_context *uc_reset;     /* the engine's registers as new (cpu.c's pool) */
     csh cs;
     struct crec_emu_cpu_hooks hooks;
     uc_hook h_block, h_syscall, h_cpuid, h_invalid, h_mem, h_intr;
+    uc_hook client_hooks[EMU_MAX_CLIENT_HOOKS];
+    size_t n_client_hooks;
 
     struct emu_map *maps; /* sorted by start, no overlap */
     size_t n_maps, cap_maps;
@@ -57,6 +63,7 @@ struct crec_emu_cpu {
     uint32_t cur_block_size;
 
     uint64_t *rdtsc_sites;    /* instructions with a bounded code hook */
+    uc_hook *rdtsc_hooks;     /* the hook of each site */
     size_t n_rdtsc, cap_rdtsc;
     uint64_t restart_at;      /* non-zero: the run loop restarts here */
 

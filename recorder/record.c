@@ -457,12 +457,10 @@ static void rec_header(const crec_rec_options *o, struct rec_session *rs, char *
 
 static int rec_add_hooks(struct rec_session *rs, crec_error *err)
 {
-    uc_engine *uc = crec_emu_cpu_uc(rs->cpu);
-    uc_hook h;
-
-    if (uc_hook_add(uc, &h, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, rec_mem_hook, rs, 1, 0) !=
-        UC_ERR_OK)
-        return crec_error_set(err, CREC_ERR_EMU, "can't add the recorder's memory hooks");
+    if (crec_emu_cpu_hook_mem(rs->cpu, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, (void *)rec_mem_hook,
+                              rs, err) != CREC_OK)
+        return crec_error_set(err, CREC_ERR_EMU, "can't add the recorder's memory hooks: %s",
+                              err->msg);
     /* No flush of translated code is needed (loading translates none), and
      * a full flush would cost seconds: Unicorn zeroes its whole code buffer. */
     return CREC_OK;

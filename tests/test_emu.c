@@ -160,12 +160,11 @@ Test(emu, fault_stops_with_address)
 Test(emu, fault_with_memory_hook_is_exact)
 {
     struct crec_emu_stop stop;
-    uc_hook h;
     int n = 0;
     crec_emu_cpu *cpu = cpu_with(fault_code, sizeof fault_code, &n);
 
-    cr_assert_eq(uc_hook_add(crec_emu_cpu_uc(cpu), &h, UC_HOOK_MEM_WRITE, (void *)mem_hook, NULL,
-                             1, 0), UC_ERR_OK);
+    cr_assert_eq(crec_emu_cpu_hook_mem(cpu, UC_HOOK_MEM_WRITE, (void *)mem_hook, NULL, NULL),
+                 CREC_OK);
     cr_assert_eq(crec_emu_cpu_run(cpu, &stop, NULL), CREC_OK);
     cr_expect_eq(stop.why, CREC_STOP_FAULT);
     cr_expect_eq(stop.signo, SIGSEGV);
@@ -174,6 +173,50 @@ Test(emu, fault_with_memory_hook_is_exact)
     cr_expect_eq(stop.rip, CODE + 2, "rip %llx", (unsigned long long)stop.rip);
     cr_expect_eq(crec_emu_cpu_icount(cpu), 2, "n %llu", (unsigned long long)crec_emu_cpu_icount(cpu));
     crec_emu_cpu_free(cpu);
+}
+
+/*
+ * Engines are reused after crec_emu_cpu_free (emu/cpu.c's pool).  A CPU
+ * made after another must not see anything of it: the first ran
+ * "mov ebx, 1; mov r12, 0x55; syscall" with a store hook, the second runs
+ * "mov ebx, 2; syscall" at the same address, which must run as new code,
+ * with r12 back to 0 and the old hook gone.
+ */
+static int reuse_hook_calls;
+
+static void reuse_hook(uc_engine *uc, uc_mem_type t, uint64_t a, int sz, int64_t v, void *ud)
+{
+    (void)uc, (void)t, (void)a, (void)sz, (void)v, (void)ud;
+    reuse_hook_calls++;
+}
+
+Test(emu, a_reused_engine_keeps_nothing_of_the_last_cpu)
+{
+    static const uint8_t first[] = {0xbb, 0x01, 0, 0, 0,          /* mov ebx, 1 */
+                                    0x49, 0xc7, 0xc4, 0x55, 0, 0, 0, /* mov r12, 0x55 */
+                                    0x50,                          /* push rax */
+                                    0x0f, 0x05};
+    static const uint8_t second[] = {0xbb, 0x02, 0, 0, 0, 0x50, 0x0f, 0x05};
+    int n = 0;
+
+    for (int round = 0; round < 3; round++) {
+        crec_emu_cpu *cpu = cpu_with(first, sizeof first, &n);
+        cr_assert_eq(crec_emu_cpu_hook_mem(cpu, UC_HOOK_MEM_WRITE, (void *)reuse_hook, NULL, NULL),
+                     CREC_OK);
+        reuse_hook_calls = 0;
+        run_to_syscall(cpu);
+        cr_expect_eq(crec_emu_reg_get(cpu, UC_X86_REG_RBX), 1);
+        cr_expect_eq(reuse_hook_calls, 1, "the push, seen by the hook");
+        crec_emu_cpu_free(cpu);
+
+        cpu = cpu_with(second, sizeof second, &n);
+        reuse_hook_calls = 0;
+        cr_expect_eq(crec_emu_reg_get(cpu, UC_X86_REG_R12), 0, "registers are new");
+        cr_expect_eq(run_to_syscall(cpu), 3, "mov, push, syscall");
+        cr_expect_eq(crec_emu_reg_get(cpu, UC_X86_REG_RBX), 2, "the new code ran");
+        cr_expect_eq(reuse_hook_calls, 0, "the last CPU's hook is gone");
+        crec_emu_cpu_free(cpu);
+    }
 }
 
 /*
@@ -205,7 +248,6 @@ static uint64_t run_self_modifying(const uint8_t *code, size_t n, int with_hook)
     crec_emu_cpu *cpu;
     crec_error err = {0};
     uint64_t icount;
-    uc_hook hk;
     int calls = 0;
 
     h.ctx = &calls;
@@ -216,8 +258,8 @@ static uint64_t run_self_modifying(const uint8_t *code, size_t n, int with_hook)
     cr_assert_eq(crec_emu_mem_write(cpu, CODE, code, n), 0);
     crec_emu_reg_set(cpu, UC_X86_REG_RIP, CODE);
     if (with_hook)
-        cr_assert_eq(uc_hook_add(crec_emu_cpu_uc(cpu), &hk, UC_HOOK_MEM_WRITE, (void *)mem_hook,
-                                 NULL, 1, 0), UC_ERR_OK);
+        cr_assert_eq(crec_emu_cpu_hook_mem(cpu, UC_HOOK_MEM_WRITE, (void *)mem_hook, NULL, NULL),
+                     CREC_OK);
     icount = run_to_syscall(cpu);
     cr_expect_eq(crec_emu_reg_get(cpu, UC_X86_REG_RBX), 7, "the rewritten instruction ran");
     crec_emu_cpu_free(cpu);

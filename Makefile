@@ -4,7 +4,7 @@
 #   make demo       build, then run a sample program under crec
 #   make test       build and run every unit and end-to-end test
 #   make test SANITIZE=1   the same under AddressSanitizer + UBSan (build-san/)
-#   make fuzz       run the format reader's libFuzzer target (FUZZ_SECONDS=300)
+#   make fuzz       run the libFuzzer targets: reader, replay (FUZZ_SECONDS=300 each)
 #   make bench      benchmarks (see bench/README.md)
 #   make format     clang-format every C file
 #
@@ -108,18 +108,33 @@ demo: all
 	@CREC=$(CREC) sh tools/demo.sh
 
 # --- fuzzing (clang libFuzzer + ASan + UBSan) --------------------------------
+# fuzz_reader: the .crec reader (format/).  fuzz_replay: replay and queries
+# of a recording whose checksums are not enforced (format, replayer, index
+# and emu's CPU layer, as the replay-only build of mk/s390x.mk).
 FUZZ_SECONDS ?= 300
+FUZZ_REPLAY_SECONDS ?= $(FUZZ_SECONDS)
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -I. -D_GNU_SOURCE
 FUZZ_SRC := $(foreach m,common format,$(wildcard $(m)/*.c))
+FUZZ_REPLAY_SRC := $(foreach m,common format replayer index,$(wildcard $(m)/*.c)) \
+                   emu/cpu.c emu/mem.c emu/blocks.c emu/cpuid.c emu/sysout.c emu/ucfix.c
 build-fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c $(FUZZ_SRC) | deps-test
 	@mkdir -p build-fuzz
-	clang -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -I. -D_GNU_SOURCE \
-	    $(DEPS_CFLAGS) -o $@ $^ $(DEPS_LIBS)
+	clang $(FUZZ_CFLAGS) $(DEPS_CFLAGS) -o $@ $^ $(DEPS_LIBS)
 
-fuzz: build-fuzz/fuzz_reader
-	@sh tests/fuzz/run.sh build-fuzz/fuzz_reader $(FUZZ_SECONDS)
+build-fuzz/fuzz_replay: tests/fuzz/fuzz_replay.c $(FUZZ_REPLAY_SRC) | deps-test
+	@mkdir -p build-fuzz
+	clang $(FUZZ_CFLAGS) $(DEPS_CFLAGS) -o $@ $^ $(DEPS_LIBS) -lpthread -lm
+
+fuzz: build-fuzz/fuzz_reader build-fuzz/fuzz_replay
+	@sh tests/fuzz/run.sh build-fuzz/fuzz_reader $(FUZZ_SECONDS) tests/fuzz/corpus-reader
+	@sh tests/fuzz/run.sh build-fuzz/fuzz_replay $(FUZZ_REPLAY_SECONDS) tests/fuzz/corpus-replay
 
 # --- benchmarks ------------------------------------------------------------
+# What bench/run.sh runs besides crec (bench/README.md).
+PKGS_BENCH := time qemu-user gnuplot-nox gdb binutils lua5.4 sqlite3 python3 gzip
+
 bench: all guests
+	@sh tools/deps.sh $(PKGS_BENCH)
 	@CREC=$(CREC) QUICK=$(QUICK) bash bench/run.sh
 
 format:

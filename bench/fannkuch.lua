@@ -30,6 +30,11 @@ local function fannkuch(n)
     permcount = permcount + 1
   end
 end
+-- usage: lua5.4 fannkuch.lua N [REPEAT]: REPEAT runs of fannkuch(N), so
+-- that the bench can size the work between the steps of N (each is ~10x).
 local n = tonumber(arg and arg[1]) or 7
-local sum, flips = fannkuch(n)
-print(sum .. "\nPfannkuchen(" .. n .. ") = " .. flips)
+local repeat_count = tonumber(arg and arg[2]) or 1
+for _ = 1, repeat_count do
+  local sum, flips = fannkuch(n)
+  print(sum .. "\nPfannkuchen(" .. n .. ") = " .. flips)
+end

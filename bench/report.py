@@ -1,57 +1,87 @@
 #!/usr/bin/env python3
-"""Summarise bench/run.sh's raw timings: medians, ratios, a chart.
+"""Summarise what bench/run.sh measured: medians, ratios, tables, charts.
 
-usage: report.py RAW.tsv RESULTS_DIR [SIZES.tsv [GDB.tsv [SCALING.tsv]]]
+usage: report.py DATA_DIR RESULTS_DIR [--quick 0|1] [--rounds N] [--crec CREC]
 
-Writes RESULTS_DIR/latest.md, latest.json and latest.png, and a dated copy
-of the markdown and JSON so that runs can be compared over time.
+Reads DATA_DIR/{raw,sizes,gdb,scaling,index,failures,phases}.tsv and
+query.json; writes RESULTS_DIR/latest.md, latest.json, latest.png (the
+ratios) and latest-scaling.png, and a copy of each in
+RESULTS_DIR/runs/YYYYMMDD-HHMM[-quick]/ (report.md, report.json, ratios.png,
+scaling.png) so that runs can be compared (bench/compare.py).  bench/README.md explains every figure.
 """
+import argparse
 import csv
 import datetime
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
-import sys
 
-# Ratios worth reading, as (label, numerator mode, denominator mode).
+MODES = ["native", "qemu", "crec-run", "crec-record", "crec-replay", "crec-replay-j2"]
+MODE_LABEL = {"native": "native", "qemu": "qemu", "crec-run": "crec run",
+              "crec-record": "crec record", "crec-replay": "crec replay",
+              "crec-replay-j2": "replay -j2"}
+# Ratios of median wall times, as (label, numerator mode, denominator mode).
 RATIOS = [
-    ("qemu / native", "qemu", "native"),
-    ("crec run / native", "crec-run", "native"),
-    ("crec run / qemu", "crec-run", "qemu"),
     ("record / crec run", "crec-record", "crec-run"),
     ("record / native", "crec-record", "native"),
     ("record / qemu", "crec-record", "qemu"),
     ("replay / record", "crec-replay", "crec-record"),
     ("replay -j2 / record", "crec-replay-j2", "crec-record"),
+    ("crec run / native", "crec-run", "native"),
+    ("crec run / qemu", "crec-run", "qemu"),
+    ("qemu / native", "qemu", "native"),
 ]
+# The issues' targets (8, 5 and 6) for these figures.
+BITS_TARGET_WORKLOADS = ["sha256sum", "sort", "lua-fannkuch"]
 
 
-def load(path):
-    runs = {}
+def read_tsv(path):
+    if not os.path.exists(path):
+        return []
     with open(path) as f:
-        for row in csv.DictReader(f, delimiter="\t"):
-            runs.setdefault((row["workload"], row["mode"]), []).append(row)
-    return runs
+        return list(csv.DictReader(f, delimiter="\t"))
 
 
-def summarise(runs):
+def read_json(path):
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def median_or_none(values):
+    return statistics.median(values) if values else None
+
+
+# --- summaries -------------------------------------------------------------
+
+def summarise_modes(raw_rows):
+    """{workload: {mode: {median_s, min_s, max_s, runs, max_rss_kb, instructions}}}"""
+    groups = {}
+    for r in raw_rows:
+        groups.setdefault(r["workload"], {}).setdefault(r["mode"], []).append(r)
     out = {}
-    for (workload, mode), rows in runs.items():
-        secs = [float(r["seconds"]) for r in rows]
-        rss = [int(r["max_rss_kb"]) for r in rows if r["max_rss_kb"]]
-        insns = [int(r["instructions"]) for r in rows if r["instructions"]]
-        med = statistics.median(secs)
-        entry = {
-            "median_s": med, "min_s": min(secs), "max_s": max(secs), "runs": len(secs),
-            "max_rss_kb": statistics.median(rss) if rss else None,
-        }
-        if insns:
-            entry["instructions"] = insns[0]
-            entry["mips"] = insns[0] / med / 1e6 if med > 0 else None
-        out.setdefault(workload, {})[mode] = entry
+    for workload, modes in groups.items():
+        for mode, rows in modes.items():
+            secs = [float(r["seconds"]) for r in rows]
+            insns = [int(r["instructions"]) for r in rows if r["instructions"]]
+            out.setdefault(workload, {})[mode] = {
+                "median_s": statistics.median(secs), "min_s": min(secs), "max_s": max(secs),
+                "runs": len(secs),
+                "max_rss_kb": median_or_none([int(r["max_rss_kb"]) for r in rows if r["max_rss_kb"]]),
+                "instructions": insns[0] if insns else None}
     return out
+
+
+def guest_instructions(modes):
+    """The workload's instruction count: what crec run counted, else record."""
+    for m in ("crec-run", "crec-record", "crec-replay"):
+        if modes.get(m, {}).get("instructions"):
+            return modes[m]["instructions"]
+    return None
 
 
 def ratios(modes):
@@ -62,167 +92,465 @@ def ratios(modes):
     return res
 
 
-def load_sizes(path):
-    if not path or not os.path.exists(path):
-        return {}
-    with open(path) as f:
-        return {r["workload"]: r for r in csv.DictReader(f, delimiter="\t")}
-
-
-def load_tsv(path):
-    if not path or not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return list(csv.DictReader(f, delimiter="\t"))
-
-
-def gdb_lines(rows, summary, sizes):
-    if len(rows) < 2:
-        return []
-    rate = {r["recorder"]: int(r["instructions"]) / float(r["seconds"])
-            for r in rows if float(r["seconds"]) > 0 and int(r["instructions"]) > 0}
-    lines = ["", "Against gdb's record full (small input, instructions per second, whole run):", "",
-             "| recorder | instructions | seconds | instructions / s |", "|---|---|---|---|"]
+def marginal_rate(rows, recorder):
+    """Steady-state instructions/s of RECORDER from its runs at two sizes:
+    (difference in instructions) / (difference in median wall time)."""
+    by_size = {}
     for r in rows:
-        ips = rate.get(r["recorder"])
-        lines.append(f"| {r['recorder']} | {int(r['instructions']):,} | {float(r['seconds']):.2f} | "
-                     + (f"{ips:,.0f}" if ips else "failed") + " |")
-    if len(rate) == 2:
-        lines += ["", f"On this small input crec record is {rate['crec record'] / rate['gdb record full']:,.0f}x "
-                      "faster than gdb's record full (crec's time is mostly start-up here)."]
-    # The same program at bench size: crec's steady recording rate.
-    rec = summary.get("memkernel", {}).get("crec-record", {}).get("median_s")
-    ins = int(sizes.get("memkernel", {}).get("instructions", 0) or 0)
-    if rec and ins and rate.get("gdb record full"):
-        steady = ins / rec
-        lines += [f"At bench size (memkernel, {ins:,} instructions) crec records {steady:,.0f} "
-                  f"instructions/s: {steady / rate['gdb record full']:,.0f}x gdb's rate."]
+        if r["recorder"] == recorder and r["instructions"]:
+            by_size.setdefault(int(r["size"]), []).append(r)
+    if len(by_size) < 2:
+        return None
+    small, big = min(by_size), max(by_size)
+    i0 = int(by_size[small][0]["instructions"])
+    i1 = int(by_size[big][0]["instructions"])
+    t0 = statistics.median(float(r["seconds"]) for r in by_size[small])
+    t1 = statistics.median(float(r["seconds"]) for r in by_size[big])
+    if t1 <= t0 or i1 <= i0:
+        return None
+    return {"sizes": [small, big], "instructions": [i0, i1], "seconds": [t0, t1],
+            "delta_instructions": i1 - i0, "delta_seconds": t1 - t0,
+            "instructions_per_element": (i1 - i0) / (big - small),
+            "instructions_per_second": (i1 - i0) / (t1 - t0),
+            "whole_run_instructions_per_second": i1 / t1}
+
+
+def summarise_gdb(rows):
+    gdb = marginal_rate(rows, "gdb record full")
+    crec = marginal_rate(rows, "crec record")
+    res = {"runs": rows, "gdb": gdb, "crec": crec}
+    if gdb and crec:
+        res["speedup"] = crec["instructions_per_second"] / gdb["instructions_per_second"]
+    return res
+
+
+def linear_fit(xs, ys):
+    """Least squares y = a + b x; also the largest relative residual."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if n < 2 or sxx == 0:
+        return None
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    a = my - b * mx
+    worst = max(abs(y - (a + b * x)) / y for x, y in zip(xs, ys) if y > 0)
+    return {"intercept": a, "slope": b, "max_relative_residual": worst}
+
+
+def summarise_scaling(rows):
+    """One point per input size: the median time of its rounds."""
+    by_size = {}
+    for r in rows:
+        if r["instructions"]:
+            by_size.setdefault(int(r["bytes"]), []).append(r)
+    pts = [{"bytes": size, "instructions": int(rs[-1]["instructions"]),
+            "seconds": statistics.median(float(r["seconds"]) for r in rs),
+            "min_s": min(float(r["seconds"]) for r in rs),
+            "max_s": max(float(r["seconds"]) for r in rs), "runs": len(rs),
+            "trace_bytes": int(rs[-1]["trace_bytes"])} for size, rs in sorted(by_size.items())]
+    res = {"points": pts}
+    if len(pts) >= 2:
+        xs = [p["instructions"] for p in pts]
+        res["time_fit"] = linear_fit(xs, [p["seconds"] for p in pts])
+        res["size_fit"] = linear_fit(xs, [p["trace_bytes"] for p in pts])
+    return res
+
+
+# --- markdown --------------------------------------------------------------
+
+def fmt_s(x):
+    if x is None:
+        return ""
+    return f"{x * 1000:.0f} ms" if x < 1 else f"{x:.2f} s"
+
+
+def fmt_bytes(x):
+    if x is None:
+        return ""
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if x >= size:
+            return f"{x / size:.1f} {unit}"
+    return f"{x} B"
+
+
+def table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return lines
 
 
-def scaling_lines(rows):
-    if not rows:
-        return []
-    lines = ["", "Scaling (sha256sum, crec record): is the cost linear in instructions?", "",
-             "| input bytes | instructions | record s | ns / instruction | trace bytes | bits / instruction |",
-             "|---|---|---|---|---|---|"]
-    for r in rows:
-        ins, sec, tb = int(r["instructions"] or 0), float(r["seconds"]), int(r["trace_bytes"])
-        lines.append(f"| {int(r['bytes']):,} | {ins:,} | {sec:.2f} | "
-                     + (f"{sec / ins * 1e9:.1f} | {tb:,} | {tb * 8 / ins:.3f} |" if ins else "| | |"))
+def md_times(doc, modes):
+    lines = ["## Wall time", "",
+             "Median (min-max) of the rounds, in seconds; modes alternate within each round.", ""]
+    rows = []
+    for w, m in doc["workloads"].items():
+        rows.append([w] + [f"{m['modes'][x]['median_s']:.2f} ({m['modes'][x]['min_s']:.2f}-"
+                           f"{m['modes'][x]['max_s']:.2f})" if x in m["modes"] else "failed"
+                           if x in m.get("failed", {}) else "" for x in modes])
+    lines += table(["workload"] + [MODE_LABEL[x] for x in modes], rows)
+    lines += ["", "Guest instructions and MIPS (guest instructions / median wall time, "
+                  "for every mode, so native and qemu are comparable):", ""]
+    rows = []
+    for w, m in doc["workloads"].items():
+        ins = m["instructions"]
+        rows.append([w, f"{ins:,}" if ins else ""] +
+                    [f"{ins / m['modes'][x]['median_s'] / 1e6:.0f}" if ins and x in m["modes"] else ""
+                     for x in modes])
+    lines += table(["workload", "instructions"] + [MODE_LABEL[x] for x in modes], rows)
     return lines
 
 
-def scaling_chart(rows, path):
-    if not rows or not shutil.which("gnuplot"):
-        return
-    dat = path + ".dat"
-    with open(dat, "w") as f:
-        for r in rows:
-            f.write(f"{int(r['instructions'] or 0) / 1e6} {r['seconds']} {int(r['trace_bytes']) / 1e6}\n")
-    script = (f"set terminal pngcairo size 900,500; set output '{path}';"
-              "set title 'crec record of sha256sum at four sizes';"
-              "set xlabel 'million instructions'; set ylabel 'record seconds';"
-              "set y2label 'trace MB'; set y2tics; set yrange [0:*]; set y2range [0:*]; set key top left; set grid;"
-              f"plot '{dat}' using 1:2 with linespoints title 'record time',"
-              f" '{dat}' using 1:3 axes x1y2 with linespoints title 'trace size'")
-    subprocess.run(["gnuplot", "-e", script], check=False)
-    os.remove(dat)
+def md_ratios(doc):
+    labels = [l for l, _, _ in RATIOS if any(l in w["ratios"] for w in doc["workloads"].values())]
+    rows = [[w] + [f"{m['ratios'][l]:.1f}x" if l in m["ratios"] else "" for l in labels]
+            for w, m in doc["workloads"].items()]
+    return ["", "## Ratios", "", "Of median wall times, measured in this run:", ""] + \
+        table(["workload"] + labels, rows)
 
 
-def markdown(summary, stamp, sizes, gdb=(), scaling=()):
-    lines = [f"# crec benchmarks, {stamp}", "",
-             "Wall time in seconds: median (min-max) of the rounds, measured in one run,",
-             "modes alternating within each round.", ""]
-    modes = sorted({m for w in summary.values() for m in w},
-                   key=lambda m: ["native", "qemu", "crec-run", "crec-record",
-                                  "crec-replay", "crec-replay-j2"].index(m)
-                   if m in ["native", "qemu", "crec-run", "crec-record",
-                            "crec-replay", "crec-replay-j2"] else 99)
-    lines.append("| workload | " + " | ".join(modes) + " | instructions | MIPS (crec run) |")
-    lines.append("|---" * (len(modes) + 3) + "|")
-    for w, m in summary.items():
-        cells = [f"{m[x]['median_s']:.2f} ({m[x]['min_s']:.2f}-{m[x]['max_s']:.2f})"
-                 if x in m else "" for x in modes]
-        cr = m.get("crec-run", {})
-        ins = f"{cr['instructions']:,}" if cr.get("instructions") else ""
-        mips = f"{cr['mips']:.0f}" if cr.get("mips") else ""
-        lines.append(f"| {w} | " + " | ".join(cells) + f" | {ins} | {mips} |")
-    labels = [l for l, _, _ in RATIOS if any(l in ratios(m) for m in summary.values())]
-    lines += ["", "Ratios of median wall times:", ""]
-    lines.append("| workload | " + " | ".join(labels) + " |")
-    lines.append("|---" * (len(labels) + 1) + "|")
-    for w, m in summary.items():
-        r = ratios(m)
-        lines.append(f"| {w} | " + " | ".join(f"{r[l]:.1f}x" if l in r else "" for l in labels) + " |")
-    if sizes:
-        lines += ["", "Recordings:", "",
-                  "| workload | instructions | trace bytes | bits / instruction | record MIPS | replay MIPS |",
-                  "|---|---|---|---|---|---|"]
-        for w, z in sizes.items():
-            m = summary.get(w, {})
-            ins = int(z["instructions"])
-            rec = m.get("crec-record", {}).get("median_s")
-            rep = m.get("crec-replay", {}).get("median_s")
-            lines.append(f"| {w} | {ins:,} | {int(z['file_bytes']):,} | {float(z['bits_per_instruction']):.3f} | "
-                         + (f"{ins / rec / 1e6:.0f}" if rec else "") + " | "
-                         + (f"{ins / rep / 1e6:.0f}" if rep else "") + " |")
-    lines += gdb_lines(list(gdb), summary, sizes)
-    lines += scaling_lines(list(scaling))
-    lines += ["", "Peak memory (max RSS, MiB, median):", ""]
-    lines.append("| workload | " + " | ".join(modes) + " |")
-    lines.append("|---" * (len(modes) + 1) + "|")
-    for w, m in summary.items():
-        lines.append(f"| {w} | " + " | ".join(
-            f"{m[x]['max_rss_kb'] / 1024:.0f}" if x in m and m[x]["max_rss_kb"] else ""
-            for x in modes) + " |")
+def md_recordings(doc):
+    rows = []
+    for w, m in doc["workloads"].items():
+        rec, idx, mo = m.get("recording"), m.get("index") or {}, m["modes"]
+        if not rec:
+            continue
+        ib = int(idx["index_bytes"]) if idx.get("index_bytes") else None
+        idx_cell = (fmt_bytes(ib) if ib else idx.get("status", "")) or ""
+        rss = [f"{mo[x]['max_rss_kb'] / 1024:.0f}" if mo.get(x, {}).get("max_rss_kb") else ""
+               for x in ("crec-record", "crec-replay", "crec-replay-j2")]
+        rows.append([w, f"{int(rec['instructions']):,}", f"{int(rec['file_bytes']):,}",
+                     f"{float(rec['bits_per_instruction']):.3f}", idx_cell,
+                     f"{ib / int(rec['file_bytes']):.2f}" if ib else "",
+                     f"{float(idx['seconds']):.1f}" if idx.get("status") == "built" else ""] + rss)
+    return ["", "## Recordings", "",
+            "Trace bytes: the .crec file.  Index: FILE.idx, built by the first memory query "
+            "(smallest recording first, within the index budget).  Peak RSS in MiB.", ""] + \
+        table(["workload", "instructions", "trace bytes", "bits / instruction", "index",
+               "index / trace", "index build s", "RSS record", "RSS replay", "RSS replay -j2"], rows)
+
+
+def md_rss(doc, modes):
+    rows = [[w] + [f"{m['modes'][x]['max_rss_kb'] / 1024:.0f}"
+                   if m["modes"].get(x, {}).get("max_rss_kb") else "" for x in modes]
+            for w, m in doc["workloads"].items()]
+    return ["", "Peak memory of every mode (max RSS, MiB, median of the rounds):", ""] + \
+        table(["workload"] + [MODE_LABEL[x] for x in modes], rows)
+
+
+def md_query(q):
+    if not q:
+        return ["", "## Query latency", "", "Not measured (see Failures)."]
+    lines = ["", "## Query latency", "",
+             f"On `{shlex.join(q['argv'])}`: {q['instructions']:,} instructions, "
+             f"trace {fmt_bytes(q['trace_bytes'])} ({q['bits_per_instruction']:.3f} bits/instruction)"
+             + (f", recorded in {q['record_seconds']:.1f} s "
+                f"({q['instructions'] / q['record_seconds'] / 1e6:.0f} MIPS)" if q.get("record_seconds") else "")
+             + ".  Index: " + (f"{fmt_bytes(q['index_bytes'])}, {q['index_fraction']:.3f} of the trace."
+                               if q.get("index_bytes") else "not built (see cold below)."),
+             f"Queries drawn with seed {q['seed']}; one `crec query` process per query.", ""]
+    rows = []
+    for phase in ("cold", "warm"):
+        p = q[phase]
+        note = ""
+        if phase == "cold":
+            timed = [r for r in p["runs"] if r["status"] == "timed out"]
+            unrun = [r for r in p["runs"] if r["status"].startswith("skipped")]
+            if timed:
+                note = f"{len(timed)} timed out after {timed[0]['seconds']:.0f} s (budget {p['budget_s']:.0f} s)"
+            if unrun:
+                note += f"; {len(unrun)} not run: budget spent"
+        elif p.get("skipped"):
+            note = p["skipped"]
+        elif p.get("n", 0) < p["planned"]:
+            note = f"{p['n']} of {p['planned']} ran within the {p['budget_s']:.0f} s budget"
+        if phase == "warm" and (p.get("errors") or p.get("timed_out")):
+            note += f"; {p.get('errors', 0)} errors, {p.get('timed_out', 0)} timed out"
+        rows.append([phase, p.get("n", 0), fmt_s(p.get("median_s")), fmt_s(p.get("p99_s")),
+                     fmt_s(p.get("min_s")), fmt_s(p.get("max_s")), note])
+    lines += table(["", "queries", "median", "p99", "min", "max", "note"], rows)
+    w = q["warm"]
+    if w.get("n"):
+        kinds = [f"{k} {fmt_s(s['median_s'])} (n={s['n']})" for k, s in w["by_kind"].items() if s["n"]]
+        paths = [f"{p} {c}" for p, c in sorted(w["by_path"].items())]
+        lines += ["", "Warm median by kind: " + ", ".join(kinds) + ".  Answered by: " + ", ".join(paths) + "."]
+    for phase in ("cold", "warm"):
+        errs = [r for r in q[phase]["runs"] if r["status"].startswith("error")]
+        if errs:
+            lines += ["", f"{phase} query errors ({len(errs)}), first: `{errs[0]['query']}`: "
+                          f"{errs[0]['status']}"]
+    return lines
+
+
+def md_gdb(g):
+    lines = ["", "## gdb record full against crec record", ""]
+    if not g["gdb"] or not g["crec"]:
+        return lines + ["Not measured (see Failures)."]
+    rows = []
+    for name, r in (("gdb record full", g["gdb"]), ("crec record", g["crec"])):
+        rows.append([name, f"{r['sizes'][0]:,} / {r['sizes'][1]:,}",
+                     f"{r['instructions'][0]:,} / {r['instructions'][1]:,}",
+                     f"{r['seconds'][0]:.2f} / {r['seconds'][1]:.2f}",
+                     f"{r['instructions_per_element']:.1f}",
+                     f"{r['instructions_per_second']:,.0f}",
+                     f"{r['whole_run_instructions_per_second']:,.0f}"])
+    lines += ["The C kernel (bench_memkernel) at two sizes each; steady rate = difference in "
+              "instructions / difference in wall time (start-up cancels out).", ""]
+    lines += table(["recorder", "sizes", "instructions", "seconds", "instructions / element",
+                    "steady instructions / s", "whole-run instructions / s"], rows)
+    lines += ["", f"crec record's steady rate is **{g['speedup']:,.0f}x** gdb record full's."]
+    return lines
+
+
+def md_scaling(s):
+    lines = ["", "## Scaling", "", "crec record of sha256sum at four input sizes "
+             "(record s: median (min-max) of the rounds):", ""]
+    rows = [[f"{p['bytes']:,}", f"{p['instructions']:,}",
+             f"{p['seconds']:.2f} ({p['min_s']:.2f}-{p['max_s']:.2f})",
+             f"{p['seconds'] / p['instructions'] * 1e9:.1f}", f"{p['trace_bytes']:,}",
+             f"{p['trace_bytes'] * 8 / p['instructions']:.3f}"] for p in s["points"]]
+    lines += table(["input bytes", "instructions", "record s", "ns / instruction",
+                    "trace bytes", "bits / instruction"], rows)
+    t, z = s.get("time_fit"), s.get("size_fit")
+    if t and z:
+        lines += ["", f"Least-squares fit: record time = {t['intercept']:.2f} s + "
+                      f"{t['slope'] * 1e9:.2f} ns x instructions (largest deviation "
+                      f"{t['max_relative_residual'] * 100:.0f}%); trace = {fmt_bytes(max(z['intercept'], 0))} + "
+                      f"{z['slope'] * 8:.3f} bits x instructions (largest deviation "
+                      f"{z['max_relative_residual'] * 100:.0f}%)."]
+    return lines
+
+
+def md_targets(doc):
+    rows = []
+    for w, m in doc["workloads"].items():
+        r = m["ratios"]
+        if "record / crec run" in r:
+            rows.append([f"record within 3x of crec run ({w})", f"{r['record / crec run']:.1f}x",
+                         "yes" if r["record / crec run"] <= 3 else "no"])
+    for w, m in doc["workloads"].items():
+        r = m["ratios"]
+        if "replay / record" in r:
+            rows.append([f"replay no slower than record ({w})", f"{r['replay / record']:.2f}x",
+                         "yes" if r["replay / record"] <= 1 else "no"])
+    for w in BITS_TARGET_WORKLOADS:
+        rec = doc["workloads"].get(w, {}).get("recording")
+        if rec:
+            b = float(rec["bits_per_instruction"])
+            rows.append([f"under 1 bit / instruction ({w})", f"{b:.3f}", "yes" if b < 1 else "no"])
+    g = doc["gdb_record_full"]
+    if g.get("speedup"):
+        rows.append(["crec record > 1000x gdb record full", f"{g['speedup']:,.0f}x",
+                     "yes" if g["speedup"] > 1000 else "no"])
+    q = doc.get("query")
+    if q:
+        warm = q["warm"].get("median_s")
+        rows.append(["warm query median under 20 ms", fmt_s(warm) if warm is not None else "not measured",
+                     "" if warm is None else "yes" if warm < 0.020 else "no"])
+        frac = q.get("index_fraction")
+        rows.append(["index under half the trace", f"{frac:.3f}" if frac else "not built",
+                     "" if not frac else "yes" if frac < 0.5 else "no"])
+    return ["", "## Targets (issues 5, 6 and 8)", ""] + table(["target", "measured", "met"], rows)
+
+
+def md_footer(doc):
+    lines = []
+    if doc["failures"]:
+        lines += ["", "## Failures", ""] + table(
+            ["workload", "mode", "message"],
+            [[f["workload"], f["mode"], f["message"].replace("|", "\\|")] for f in doc["failures"]])
+    ph = doc["phases"]
+    lines += ["", "## This run", "",
+              f"{'QUICK=1' if doc['quick'] else 'full'}, {doc['rounds']} round(s); crec {doc['crec_commit']}; "
+              f"{doc['host']['cpus']} CPUs ({doc['host']['cpu']}); load average "
+              f"{doc['host']['load_start']} at the start, {doc['host']['load_end']} at the end.", "",
+              "Time spent: " + ", ".join(f"{k} {float(v):.0f} s" for k, v in ph.items()) + "."]
+    return lines
+
+
+def markdown(doc):
+    modes = [m for m in MODES if any(m in w["modes"] or m in w.get("failed", {})
+                                     for w in doc["workloads"].values())]
+    lines = [f"# crec benchmarks, {doc['date']}", ""]
+    lines += md_times(doc, modes) + md_ratios(doc) + md_recordings(doc) + md_rss(doc, modes)
+    lines += md_query(doc.get("query")) + md_gdb(doc["gdb_record_full"])
+    lines += md_scaling(doc["scaling"]) + md_targets(doc) + md_footer(doc)
     return "\n".join(lines) + "\n"
 
 
-def chart(summary, path):
-    """Bar chart of each mode's median time relative to native, log scale."""
+# --- charts (gnuplot) ------------------------------------------------------
+
+def gnuplot(script, path):
     if not shutil.which("gnuplot"):
-        return
-    modes = [m for m in ["qemu", "crec-run", "crec-record", "crec-replay"]
-             if any(m in w for w in summary.values())]
+        return False
+    return subprocess.run(["gnuplot"], input=script, text=True, check=False).returncode == 0 \
+        and os.path.exists(path)
+
+
+def ratio_chart(doc, path):
+    """Two panels: slowdown against native per mode; the issue's ratios."""
+    ws = [w for w, m in doc["workloads"].items() if m["modes"].get("native")]
+    if not ws:
+        return False
+    slow_modes = [m for m in MODES[1:] if any(m in doc["workloads"][w]["modes"] for w in ws)]
+    labels = ["record / crec run", "record / qemu", "replay / record", "replay -j2 / record"]
+    dat1, dat2 = path + ".1.dat", path + ".2.dat"
+    with open(dat1, "w") as f:
+        for w in ws:
+            m = doc["workloads"][w]["modes"]
+            f.write(w + " " + " ".join(f"{m[x]['median_s'] / m['native']['median_s']:.4f}"
+                                       if x in m else "NaN" for x in slow_modes) + "\n")
+    with open(dat2, "w") as f:
+        for w in ws:
+            r = doc["workloads"][w]["ratios"]
+            f.write(w + " " + " ".join(f"{r[l]:.4f}" if l in r else "NaN" for l in labels) + "\n")
+    plot1 = ", ".join(f"'{dat1}' using {i + 2}:xtic(1) title '{MODE_LABEL[m]}'"
+                      for i, m in enumerate(slow_modes))
+    plot2 = ", ".join(f"'{dat2}' using {i + 2}:xtic(1) title '{l}'" for i, l in enumerate(labels))
+    script = f"""
+set terminal pngcairo size 1000,900 font ',10'
+set output '{path}'
+set multiplot layout 2,1 title 'crec benchmarks, {doc["date"]} (median wall times)'
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid border -1
+set boxwidth 0.9
+set grid ytics
+set key outside right top
+set logscale y
+set title 'slowdown against native (log scale)'
+set ylabel 'x native'
+plot {plot1}
+set title 'ratios between crec modes (log scale; 1 = as fast)'
+set ylabel 'ratio'
+set yrange [0.1:*]
+plot {plot2}, 1 with lines lc 'black' dt 2 notitle, 3 with lines lc 'red' dt 3 title 'record / crec run target'
+unset multiplot
+"""
+    ok = gnuplot(script, path)
+    os.remove(dat1)
+    os.remove(dat2)
+    return ok
+
+
+def scaling_chart(doc, path):
+    s = doc["scaling"]
+    if len(s["points"]) < 2 or not s.get("time_fit"):
+        return False
     dat = path + ".dat"
     with open(dat, "w") as f:
-        for w, m in summary.items():
-            base = m.get("native", {}).get("median_s")
-            vals = [f"{m[x]['median_s'] / base:.3f}" if base and x in m else "NaN" for x in modes]
-            f.write(w + " " + " ".join(vals) + "\n")
-    plot = ", ".join(f"'{dat}' using {i + 2}:xtic(1) title '{m}'" for i, m in enumerate(modes))
-    script = (f"set terminal pngcairo size 900,500; set output '{path}';"
-              "set title 'slowdown against native (median wall time, log scale)';"
-              "set style data histograms; set style fill solid; set logscale y;"
-              "set key outside right top; set ylabel 'x native'; set grid ytics;"
-              f"plot {plot}")
-    subprocess.run(["gnuplot", "-e", script], check=False)
+        for p in s["points"]:
+            f.write(f"{p['instructions'] / 1e6} {p['seconds']} {p['trace_bytes'] / 1e6}\n")
+    t, z = s["time_fit"], s["size_fit"]
+    xmax = max(p["instructions"] for p in s["points"]) / 1e6 * 1.05
+    script = f"""
+set terminal pngcairo size 900,500 font ',10'
+set output '{path}'
+set title 'crec record of sha256sum at four sizes: time and trace size against instructions'
+set xlabel 'million guest instructions'
+set ylabel 'record wall time (s)'
+set y2label 'trace size (MB)'
+set y2tics
+set ytics nomirror
+set xrange [0:{xmax}]
+set yrange [0:*]
+set y2range [0:*]
+set key top left
+set grid
+plot '{dat}' using 1:2 with points pt 7 ps 1.3 lc 1 title 'record time', \\
+     {t['intercept']} + {t['slope'] * 1e6} * x with lines lc 1 dt 2 title 'linear fit (time)', \\
+     '{dat}' using 1:3 axes x1y2 with points pt 5 ps 1.3 lc 2 title 'trace size', \\
+     {z['intercept'] / 1e6} + {z['slope']} * x axes x1y2 with lines lc 2 dt 2 title 'linear fit (size)'
+"""
+    ok = gnuplot(script, path)
     os.remove(dat)
+    return ok
+
+
+# --- main ------------------------------------------------------------------
+
+def host_facts(data_dir):
+    cpu = "?"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    start = open(os.path.join(data_dir, "loadavg.start")).read().split()[:3] \
+        if os.path.exists(os.path.join(data_dir, "loadavg.start")) else ["?"]
+    return {"cpus": os.cpu_count(), "cpu": cpu, "load_start": " ".join(start),
+            "load_end": " ".join(open("/proc/loadavg").read().split()[:3])}
+
+
+def commit_of(crec):
+    """The commit crec was built from, "-dirty" when a tracked file other
+    than the bench's own results differs from it."""
+    top = os.path.dirname(os.path.dirname(os.path.abspath(crec)))
+    git = ["git", "-C", top]
+    head = subprocess.run(git + ["rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True, check=False).stdout.strip()
+    changed = subprocess.run(git + ["status", "--porcelain", "--untracked-files=no", "--",
+                                    ".", ":(exclude)bench/results"],
+                             capture_output=True, text=True, check=False).stdout.strip()
+    return (head + "-dirty" if changed else head) or "unknown"
+
+
+def started_at(data_dir):
+    """When the run began (run.sh writes it), so that a report made again
+    from the same data keeps its date."""
+    path = os.path.join(data_dir, "started")
+    if os.path.exists(path):
+        return datetime.datetime.fromtimestamp(int(open(path).read().split()[0]))
+    return datetime.datetime.now()
+
+
+def build_doc(data_dir, args):
+    modes = summarise_modes(read_tsv(os.path.join(data_dir, "raw.tsv")))
+    sizes = {r["workload"]: r for r in read_tsv(os.path.join(data_dir, "sizes.tsv"))}
+    index = {r["workload"]: r for r in read_tsv(os.path.join(data_dir, "index.tsv"))}
+    failures = read_tsv(os.path.join(data_dir, "failures.tsv"))
+    workloads = {}
+    for line in open(os.path.join(data_dir, "workloads.tsv")):
+        name = line.split("\t", 1)[0]
+        m = modes.get(name, {})
+        workloads[name] = {"modes": m, "instructions": guest_instructions(m), "ratios": ratios(m),
+                           "recording": sizes.get(name), "index": index.get(name),
+                           "failed": {f["mode"]: f["message"] for f in failures
+                                      if f["workload"] == name}}
+    return {"date": started_at(data_dir).strftime("%Y-%m-%d %H:%M"),
+            "quick": args.quick == 1, "rounds": args.rounds, "crec_commit": commit_of(args.crec),
+            "host": host_facts(data_dir), "workloads": workloads,
+            "gdb_record_full": summarise_gdb(read_tsv(os.path.join(data_dir, "gdb.tsv"))),
+            "scaling": summarise_scaling(read_tsv(os.path.join(data_dir, "scaling.tsv"))),
+            "query": read_json(os.path.join(data_dir, "query.json")),
+            "failures": failures,
+            "phases": {r["phase"]: float(r["seconds"])
+                       for r in read_tsv(os.path.join(data_dir, "phases.tsv"))}}
 
 
 def main():
-    raw, results = sys.argv[1], sys.argv[2]
-    summary = summarise(load(raw))
-    sizes = load_sizes(sys.argv[3] if len(sys.argv) > 3 else None)
-    gdb = load_tsv(sys.argv[4] if len(sys.argv) > 4 else None)
-    scaling = load_tsv(sys.argv[5] if len(sys.argv) > 5 else None)
-    stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    doc = {"date": stamp, "workloads": {w: {"modes": m, "ratios": ratios(m),
-                                             "recording": sizes.get(w)}
-                                         for w, m in summary.items()},
-           "gdb_record_full": gdb, "scaling": scaling}
-    os.makedirs(results, exist_ok=True)
-    md = markdown(summary, stamp, sizes, gdb, scaling)
-    day = datetime.datetime.now().strftime("%Y%m%d-%H%M")
-    for name in ("latest", day):
-        with open(os.path.join(results, name + ".md"), "w") as f:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("data_dir")
+    ap.add_argument("results_dir")
+    ap.add_argument("--quick", type=int, default=0)
+    ap.add_argument("--rounds", type=int, default=0)
+    ap.add_argument("--crec", default="build/crec")
+    args = ap.parse_args()
+    doc = build_doc(args.data_dir, args)
+    md = markdown(doc)
+    run_dir = os.path.join(args.results_dir, "runs", started_at(args.data_dir).strftime("%Y%m%d-%H%M")
+                           + ("-quick" if doc["quick"] else ""))
+    os.makedirs(run_dir, exist_ok=True)
+    for d, prefix in ((args.results_dir, "latest"), (run_dir, "report")):
+        with open(os.path.join(d, prefix + ".md"), "w") as f:
             f.write(md)
-        with open(os.path.join(results, name + ".json"), "w") as f:
-            json.dump(doc, f, indent=2)
-    chart(summary, os.path.join(results, "latest.png"))
-    scaling_chart(scaling, os.path.join(results, "scaling.png"))
-    sys.stdout.write(md)
+        with open(os.path.join(d, prefix + ".json"), "w") as f:
+            json.dump(doc, f, indent=1)
+    for name, copy, draw in (("latest.png", "ratios.png", ratio_chart),
+                             ("latest-scaling.png", "scaling.png", scaling_chart)):
+        path = os.path.join(args.results_dir, name)
+        if draw(doc, path):
+            shutil.copy(path, os.path.join(run_dir, copy))
+    print(md, end="")
 
 
 if __name__ == "__main__":

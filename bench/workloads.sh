@@ -2,19 +2,50 @@
 #   NAME<TAB>COMMAND
 # COMMAND runs in the bench data directory; "@ " marks where the program
 # starts, and is replaced by nothing (native), "qemu-x86_64 " or
-# "$CREC run -- " (and later record/replay) for each mode.
-# Sizes aim at 1-10 s under emulation; QUICK=1 uses much smaller inputs.
+# "$CREC run --stats -- " (and so on) for each mode.
+# Sizes aim at about 2 s under `crec run` (QUICK=1: about 0.3 s), so that
+# one round of the six modes of every workload takes about a minute.
+# Programs are named by absolute path: qemu-x86_64 does not search PATH,
+# and python3 on PATH may be a shell shim (crec does not emulate execve).
+
+# bench_text BYTES FILE: English-like text, the same bytes on every machine:
+# lines of words drawn by a fixed linear congruential generator.
+bench_text() {
+    [ -f "$2" ] && return
+    awk -v bytes="$1" 'BEGIN { s = 7
+        nw = split("the of and to in is that for it as was with be by on not he " \
+            "this are or his from at which but have an they you were her she there " \
+            "been one all we their has would when if so no will time people year way " \
+            "day man thing woman life child world school state family student group " \
+            "country problem hand part place case week company system program " \
+            "question work government number night point home water room mother " \
+            "area money story fact month lot right study book eye job word business " \
+            "issue side kind head house service friend father power hour game line " \
+            "end member law car city community name", w, " ")
+        for (n = 0; n < bytes; n += length(line)) {
+            line = ""
+            for (j = 0; j < 12; j++) {
+                s = (s * 1103515245 + 12345) % 2147483648
+                line = line w[int(s / 65536) % nw + 1] " "
+            }
+            line = line (s % 100000) "\n"
+            printf "%s", substr(line, 1, bytes - n)
+        } }' >"$2"
+}
 
 bench_inputs() {
-    # Deterministic inputs: the same bytes on every machine.
-    if [ "$QUICK" = 1 ]; then n_sha=2000000 n_sort=20000 n_lua=7 n_sql=2000 n_kern=200000
-    else n_sha=20000000 n_sort=50000 n_lua=9 n_sql=20000 n_kern=2000000; fi
-    [ -f sha.in.$n_sha ] || head -c "$n_sha" /dev/zero | tr '\0' 'x' >sha.in.$n_sha
-    [ -f sort.in.$n_sort ] ||
+    if [ "$QUICK" = 1 ]; then
+        n_sha=1000000 n_sort=5000 n_gzip=100000 n_lua='7 1' n_sql=1000 n_py=1000 n_kern=100000
+    else
+        n_sha=8000000 n_sort=25000 n_gzip=1000000 n_lua='7 4' n_sql=5000 n_py=10000 n_kern=500000
+    fi
+    bench_text "$n_sha" "sha.in.$n_sha"
+    bench_text "$n_gzip" "gzip.in.$n_gzip"
+    [ -f "sort.in.$n_sort" ] ||
         awk -v n="$n_sort" 'BEGIN { s = 42; for (i = 0; i < n; i++) {
-            s = (s * 1103515245 + 12345) % 2147483648; print s } }' >sort.in.$n_sort
-    cp "$BENCH_SRC/fannkuch.lua" .
-    cat >sql.in <<SQL
+            s = (s * 1103515245 + 12345) % 2147483648; print s } }' >"sort.in.$n_sort"
+    cp "$BENCH_SRC/fannkuch.lua" "$BENCH_SRC/wordcount.py" .
+    cat >"sql.in.$n_sql" <<SQL
 create table a(id integer primary key, v integer);
 create table b(id integer primary key, a_id integer, w integer);
 with recursive c(x) as (select 1 union all select x + 1 from c where x < $n_sql)
@@ -25,11 +56,12 @@ select count(*), sum(a.v * b.w) from a join b on a.id = b.a_id;
 SQL
 }
 
-# Programs are named by absolute path: qemu-x86_64 does not search PATH.
 bench_workloads() {
     printf 'sha256sum\t@ %s sha.in.%s\n' "$(command -v sha256sum)" "$n_sha"
     printf 'sort\t@ %s sort.in.%s\n' "$(command -v sort)" "$n_sort"
+    printf 'gzip\t@ %s -6 -c gzip.in.%s\n' "$(command -v gzip)" "$n_gzip"
     printf 'lua-fannkuch\t@ %s fannkuch.lua %s\n' "$(command -v lua5.4)" "$n_lua"
-    printf 'sqlite3\t@ %s :memory: -init /dev/null < sql.in\n' "$(command -v sqlite3)"
+    printf 'sqlite3\t@ %s :memory: -init /dev/null < sql.in.%s\n' "$(command -v sqlite3)" "$n_sql"
+    printf 'python3\t@ /usr/bin/python3 -B wordcount.py %s\n' "$n_py"
     printf 'memkernel\t@ %s %s\n' "$GUESTS/bench_memkernel" "$n_kern"
 }

@@ -40,6 +40,8 @@ void emu_blocks_free(crec_emu_cpu *cpu)
     cpu->blocks = NULL;
     crec_free(cpu->rdtsc_sites);
     cpu->rdtsc_sites = NULL;
+    crec_free(cpu->rdtsc_hooks);
+    cpu->rdtsc_hooks = NULL;
 }
 
 static void block_put(struct emu_block *tab, size_t cap, const struct emu_block *b)
@@ -183,6 +185,36 @@ static void rdtsc_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
     cpu->cur_block_size = 0;
 }
 
+/* Whether the bytes hold 0f 31 (RDTSC) or 0f 01 f9 (RDTSCP) anywhere: when
+ * they don't, which is almost always, no decoding is needed to know that
+ * the block has neither. */
+static int may_hold_rdtsc(const uint8_t *code, size_t n)
+{
+    for (size_t i = 0; i + 1 < n; i++)
+        if (code[i] == 0x0f &&
+            (code[i + 1] == 0x31 || (i + 2 < n && code[i + 1] == 0x01 && code[i + 2] == 0xf9)))
+            return 1;
+    return 0;
+}
+
+/* Room for one more RDTSC site (and its hook). */
+static int rdtsc_grow(crec_emu_cpu *cpu)
+{
+    size_t cap = cpu->cap_rdtsc ? cpu->cap_rdtsc * 2 : 16;
+    uint64_t *sites = crec_realloc(cpu->rdtsc_sites, cap * sizeof *sites);
+    uc_hook *hooks;
+
+    if (!sites)
+        return -1;
+    cpu->rdtsc_sites = sites;
+    hooks = crec_realloc(cpu->rdtsc_hooks, cap * sizeof *hooks);
+    if (!hooks)
+        return -1;
+    cpu->rdtsc_hooks = hooks;
+    cpu->cap_rdtsc = cap;
+    return 0;
+}
+
 /* Add bounded hooks for the RDTSCs of a new block.  Returns 1 if any. */
 static int trap_rdtsc(crec_emu_cpu *cpu, uint64_t addr, uint32_t size)
 {
@@ -193,7 +225,7 @@ static int trap_rdtsc(crec_emu_cpu *cpu, uint64_t addr, uint32_t size)
     cs_insn *insn;
     int added = 0;
 
-    if (crec_emu_mem_read(cpu, buf, addr, left) != 0)
+    if (crec_emu_mem_read(cpu, buf, addr, left) != 0 || !may_hold_rdtsc(buf, left))
         return 0;
     insn = cs_malloc(cpu->cs);
     if (!insn)
@@ -204,17 +236,12 @@ static int trap_rdtsc(crec_emu_cpu *cpu, uint64_t addr, uint32_t size)
             continue;
         if (rdtsc_known(cpu, insn->address))
             continue;
-        if (cpu->n_rdtsc == cpu->cap_rdtsc) {
-            size_t cap = cpu->cap_rdtsc ? cpu->cap_rdtsc * 2 : 16;
-            uint64_t *n = crec_realloc(cpu->rdtsc_sites, cap * sizeof *n);
-            if (!n)
-                break;
-            cpu->rdtsc_sites = n;
-            cpu->cap_rdtsc = cap;
-        }
+        if (cpu->n_rdtsc == cpu->cap_rdtsc && rdtsc_grow(cpu) != 0)
+            break;
         if (uc_hook_add(cpu->uc, &h, UC_HOOK_CODE, (void *)rdtsc_hook, cpu, insn->address,
                         insn->address) != UC_ERR_OK)
             continue;
+        cpu->rdtsc_hooks[cpu->n_rdtsc] = h;
         cpu->rdtsc_sites[cpu->n_rdtsc++] = insn->address;
         added = 1;
     }

@@ -7,6 +7,7 @@
  * adds a code hook and toggling it flushes every translation, a timeout is
  * a timer thread and so not deterministic.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 
@@ -177,6 +178,113 @@ static void cpu_reset_fpu(crec_emu_cpu *cpu)
     crec_emu_reg_set(cpu, UC_X86_REG_MXCSR, 0x1f80);
 }
 
+/*
+ * Unicorn engines are kept and reused: a freed CPU gives its engine back
+ * to a small pool, cleaned (no hook, no memory, no translated code,
+ * registers as new), and the next CPU takes it.  A process so creates at
+ * most as many engines as it runs at once.  That is what makes replay
+ * work under qemu-user before QEMU 8.1, where s390x "relative long"
+ * offsets beyond 2 GiB are miscomputed (the 32-bit `imm * 2` wraps): every
+ * engine maps a 1 GiB code buffer, so the third one a process creates
+ * sits too far from the heap and from libunicorn, and its generated code
+ * calls and loads the wrong addresses (docs/PORTABILITY.md).
+ */
+#define EMU_POOL_MAX 2
+
+struct emu_engine {
+    uc_engine *uc;
+    uc_context *reset; /* its registers as new */
+};
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct emu_engine pool[EMU_POOL_MAX];
+static size_t pool_n;
+
+/* A clean engine: from the pool, or a new one with its reset state saved. */
+static uc_err engine_take(crec_emu_cpu *cpu)
+{
+    uc_err ue;
+
+    pthread_mutex_lock(&pool_lock);
+    if (pool_n > 0) {
+        pool_n--;
+        cpu->uc = pool[pool_n].uc;
+        cpu->uc_reset = pool[pool_n].reset;
+        pthread_mutex_unlock(&pool_lock);
+        return uc_context_restore(cpu->uc, cpu->uc_reset);
+    }
+    pthread_mutex_unlock(&pool_lock);
+    ue = emu_uc_open(&cpu->uc);
+    if (ue != UC_ERR_OK)
+        return ue;
+    ue = uc_context_alloc(cpu->uc, &cpu->uc_reset);
+    if (ue == UC_ERR_OK)
+        ue = uc_context_save(cpu->uc, cpu->uc_reset);
+    return ue;
+}
+
+/* Remove every hook this CPU added and every guest region; 0 if clean. */
+static int engine_clean(crec_emu_cpu *cpu)
+{
+    uc_hook base[] = {cpu->h_block, cpu->h_syscall, cpu->h_cpuid,
+                      cpu->h_invalid, cpu->h_mem, cpu->h_intr};
+    uc_mem_region *regions;
+    uint32_t n;
+    int bad = 0;
+
+    for (size_t i = 0; i < sizeof base / sizeof base[0]; i++)
+        if (base[i] && uc_hook_del(cpu->uc, base[i]) != UC_ERR_OK)
+            bad = 1;
+    for (size_t i = 0; i < cpu->n_client_hooks; i++)
+        if (uc_hook_del(cpu->uc, cpu->client_hooks[i]) != UC_ERR_OK)
+            bad = 1;
+    for (size_t i = 0; i < cpu->n_rdtsc; i++)
+        if (uc_hook_del(cpu->uc, cpu->rdtsc_hooks[i]) != UC_ERR_OK)
+            bad = 1;
+    if (cpu->h_until && uc_hook_del(cpu->uc, cpu->h_until) != UC_ERR_OK)
+        bad = 1;
+    if (uc_mem_regions(cpu->uc, &regions, &n) != UC_ERR_OK)
+        return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        /* Translated blocks are found by guest and RAM address: drop those
+         * of every executable region (no other holds any), so that a later
+         * mapping at the same addresses can never meet them.  A whole
+         * flush would cost 20 ms, and 3 s the first time. */
+        if (regions[i].perms & UC_PROT_EXEC)
+            uc_ctl_remove_cache(cpu->uc, regions[i].begin, regions[i].end + 1);
+        if (emu_uc_mem_unmap(cpu->uc, regions[i].begin,
+                             regions[i].end - regions[i].begin + 1) != UC_ERR_OK)
+            bad = 1;
+    }
+    uc_free(regions);
+    return bad ? -1 : 0;
+}
+
+/* Give the engine back to the pool, or close it when the pool is full or
+ * the engine could not be cleaned. */
+static void engine_give(crec_emu_cpu *cpu)
+{
+    int kept = 0;
+
+    if (cpu->uc_reset && engine_clean(cpu) == 0) {
+        pthread_mutex_lock(&pool_lock);
+        if (pool_n < EMU_POOL_MAX) {
+            pool[pool_n].uc = cpu->uc;
+            pool[pool_n].reset = cpu->uc_reset;
+            pool_n++;
+            kept = 1;
+        }
+        pthread_mutex_unlock(&pool_lock);
+    }
+    if (!kept) {
+        if (cpu->uc_reset)
+            uc_context_free(cpu->uc_reset);
+        emu_uc_close(cpu->uc);
+    }
+    cpu->uc = NULL;
+    cpu->uc_reset = NULL;
+}
+
 int crec_emu_cpu_create(crec_emu_cpu **out, const struct crec_emu_cpu_hooks *hooks,
                         crec_error *err)
 {
@@ -189,14 +297,13 @@ int crec_emu_cpu_create(crec_emu_cpu **out, const struct crec_emu_cpu_hooks *hoo
     if (hooks)
         cpu->hooks = *hooks;
     cpu->data_mmio = emu_mem_data_mmio_default();
-    ue = uc_open(UC_ARCH_X86, UC_MODE_64, &cpu->uc);
+    ue = engine_take(cpu);
     if (ue != UC_ERR_OK) {
-        crec_free(cpu);
+        crec_emu_cpu_free(cpu);
         return crec_error_set(err, CREC_ERR_EMU, "uc_open: %s", uc_strerror(ue));
     }
     if (cs_open(CS_ARCH_X86, CS_MODE_64, &cpu->cs) != CS_ERR_OK) {
-        uc_close(cpu->uc);
-        crec_free(cpu);
+        crec_emu_cpu_free(cpu);
         return crec_error_set(err, CREC_ERR_EMU, "capstone: cs_open failed");
     }
     if (emu_blocks_init(cpu) != 0) {
@@ -223,15 +330,31 @@ int crec_emu_cpu_create(crec_emu_cpu **out, const struct crec_emu_cpu_hooks *hoo
     return CREC_OK;
 }
 
+int crec_emu_cpu_hook_mem(crec_emu_cpu *cpu, int types, void *cb, void *ctx, crec_error *err)
+{
+    uc_hook h;
+    uc_err ue;
+
+    if (cpu->n_client_hooks == EMU_MAX_CLIENT_HOOKS)
+        return crec_error_set(err, CREC_ERR_LIMIT, "more than %d memory hooks on one CPU",
+                              EMU_MAX_CLIENT_HOOKS);
+    ue = uc_hook_add(cpu->uc, &h, types, cb, ctx, 1, 0); /* begin > end: everywhere */
+    if (ue != UC_ERR_OK)
+        return crec_error_set(err, CREC_ERR_EMU, "uc_hook_add: %s", uc_strerror(ue));
+    cpu->client_hooks[cpu->n_client_hooks++] = h;
+    return CREC_OK;
+}
+
 void crec_emu_cpu_free(crec_emu_cpu *cpu)
 {
     if (!cpu)
         return;
     if (cpu->uc)
-        uc_close(cpu->uc);
+        engine_give(cpu); /* before the host memory it maps goes away */
     emu_mem_free_all(cpu);
     emu_blocks_free(cpu);
-    cs_close(&cpu->cs);
+    if (cpu->cs)
+        cs_close(&cpu->cs);
     crec_free(cpu);
 }
 

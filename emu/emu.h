@@ -128,10 +128,24 @@ uint64_t crec_emu_cpu_icount_at(crec_emu_cpu *cpu, uint64_t rip);
 void crec_emu_cpu_describe(crec_emu_cpu *cpu, uint64_t addr, char *buf, size_t size);
 
 /*! crec_emu_cpu_uc() : @return the Unicorn engine (a `uc_engine *`), for
- *  the recorder's memory hooks.  Add hooks before running, or call
- *  crec_emu_cpu_flush_code afterwards: Unicorn applies a hook only to code
- *  translated after it was added. */
+ *  reading it.  Never add a hook to it directly: use crec_emu_cpu_hook_mem,
+ *  because engines are reused after crec_emu_cpu_free (cpu.c), and only
+ *  hooks added through emu are removed then. */
 void *crec_emu_cpu_uc(crec_emu_cpu *cpu);
+
+/*! crec_emu_cpu_hook_mem() :
+ *  Add a Unicorn memory hook of `types` (UC_HOOK_MEM_READ, ..._WRITE, ...)
+ *  over every address; `cb` is a uc_cb_hookmem_t called with `ctx`.  At
+ *  most 4 per CPU; crec_emu_cpu_free removes them.  Add hooks before
+ *  running, or call crec_emu_cpu_flush_code afterwards: Unicorn applies a
+ *  hook only to code translated after it was added.
+ *  @return CREC_OK, CREC_ERR_LIMIT or CREC_ERR_EMU. */
+int crec_emu_cpu_hook_mem(crec_emu_cpu *cpu, int types, void *cb, void *ctx, crec_error *err);
+
+/*! crec_emu_ucfix_used() : @return 1 once a guest store has gone through
+ *  crec's replacement for Unicorn 2.0.1's page collection (emu/ucfix.c),
+ *  which shows that the work-around is in effect in this process. */
+int crec_emu_ucfix_used(void);
 
 /*! crec_emu_cpu_flush_code() : forget every translated block and every
  *  memoised block count in [addr, addr+len) (len 0: everything, which costs

@@ -26,6 +26,8 @@ struct emu_map {
     int prot;
 };
 
+#define EMU_MAP_HINTS 64
+
 /* Memoised instruction count of one translated block. */
 struct emu_block {
     uint64_t addr;  /* 0: empty slot */
@@ -33,14 +35,23 @@ struct emu_block {
     uint32_t ninsns;
 };
 
+/* Hooks a client added with crec_emu_cpu_hook_mem (removed at free). */
+#define EMU_MAX_CLIENT_HOOKS 4
+
 struct crec_emu_cpu {
     uc_engine *uc;
+    uc_context *uc_reset;     /* the engine's registers as new (cpu.c's pool) */
     csh cs;
     struct crec_emu_cpu_hooks hooks;
     uc_hook h_block, h_syscall, h_cpuid, h_invalid, h_mem, h_intr;
+    uc_hook client_hooks[EMU_MAX_CLIENT_HOOKS];
+    size_t n_client_hooks;
 
     struct emu_map *maps; /* sorted by start, no overlap */
     size_t n_maps, cap_maps;
+    /* mem.c: by page number mod EMU_MAP_HINTS, the index of the mapping
+     * found last for such a page (checked before use) */
+    size_t map_hints[EMU_MAP_HINTS];
     int ever_exec;        /* some mapping was executable: flushes must scan */
 
     struct emu_block *blocks; /* open addressing, power-of-two size */
@@ -52,6 +63,7 @@ struct crec_emu_cpu {
     uint32_t cur_block_size;
 
     uint64_t *rdtsc_sites;    /* instructions with a bounded code hook */
+    uc_hook *rdtsc_hooks;     /* the hook of each site */
     size_t n_rdtsc, cap_rdtsc;
     uint64_t restart_at;      /* non-zero: the run loop restarts here */
 
@@ -83,6 +95,16 @@ void emu_block_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud);
 long emu_count_insns(crec_emu_cpu *cpu, uint64_t addr, uint64_t size, uint64_t upto);
 /* Format "BYTES  MNEMONIC OPS" for the instruction at addr into buf. */
 void emu_describe_insn(crec_emu_cpu *cpu, uint64_t addr, char *buf, size_t size);
+
+/* ucfix.c: Unicorn's calls that open, close or change the regions of an
+ * engine.  Call Unicorn's own never: ucfix.c keeps a cache of which region
+ * holds an address, and these keep it true. */
+uc_err emu_uc_open(uc_engine **uc);
+void emu_uc_close(uc_engine *uc);
+uc_err emu_uc_mem_map_ptr(uc_engine *uc, uint64_t addr, size_t len, uint32_t perms, void *host);
+uc_err emu_uc_mmio_map(uc_engine *uc, uint64_t addr, size_t len, uc_cb_mmio_read_t rd,
+                       void *rd_ctx, uc_cb_mmio_write_t wr, void *wr_ctx);
+uc_err emu_uc_mem_unmap(uc_engine *uc, uint64_t addr, size_t len);
 
 void emu_mem_free_all(crec_emu_cpu *cpu);
 /* Whether data pages are mapped as MMIO on this host (see mem.c). */

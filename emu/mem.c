@@ -15,10 +15,16 @@
 
 #include "emu/emu_int.h"
 
-/* Index of the first mapping whose end is above addr. */
-static size_t map_lower(const crec_emu_cpu *cpu, uint64_t addr)
+/* Index of the first mapping whose end is above addr.  The mapping last
+ * found for a page like addr's is tried first: memory hooks ask about the
+ * same few mappings over and over. */
+static size_t map_lower(crec_emu_cpu *cpu, uint64_t addr)
 {
     size_t lo = 0, hi = cpu->n_maps;
+    size_t *hint = &cpu->map_hints[addr / CREC_EMU_PAGE % EMU_MAP_HINTS];
+
+    if (*hint < hi && cpu->maps[*hint].start <= addr && addr < cpu->maps[*hint].end)
+        return *hint;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (cpu->maps[mid].end <= addr)
@@ -26,6 +32,7 @@ static size_t map_lower(const crec_emu_cpu *cpu, uint64_t addr)
         else
             hi = mid;
     }
+    *hint = lo;
     return lo;
 }
 
@@ -103,9 +110,9 @@ static int is_mmio(const crec_emu_cpu *cpu, int prot)
 static int uc_region_map(crec_emu_cpu *cpu, const struct emu_map *m)
 {
     if (is_mmio(cpu, m->prot))
-        return uc_mmio_map(cpu->uc, m->start, m->end - m->start, mmio_read, m->host,
+        return emu_uc_mmio_map(cpu->uc, m->start, m->end - m->start, mmio_read, m->host,
                            (m->prot & CREC_PROT_WRITE) ? mmio_write : NULL, m->host);
-    return uc_mem_map_ptr(cpu->uc, m->start, m->end - m->start, m->prot, m->host);
+    return emu_uc_mem_map_ptr(cpu->uc, m->start, m->end - m->start, m->prot, m->host);
 }
 
 /*
@@ -168,7 +175,7 @@ static int map_cut(crec_emu_cpu *cpu, size_t i, uint64_t a, uint64_t b, int keep
     if (keep && m.prot == newprot)
         return 1;
     forget_code(cpu, &m, a, b);
-    ue = uc_mem_unmap(cpu->uc, m.start, m.end - m.start);
+    ue = emu_uc_mem_unmap(cpu->uc, m.start, m.end - m.start);
     if (ue != UC_ERR_OK)
         return crec_error_set(err, CREC_ERR_EMU, "uc_mem_unmap(0x%llx): %s",
                               (unsigned long long)m.start, uc_strerror(ue)),
@@ -247,7 +254,7 @@ int crec_emu_mem_map_host(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int pr
                               (unsigned long long)addr, (unsigned long long)len,
                               uc_strerror(ue));
     if (map_insert(cpu, map_lower(cpu, addr), &m) != 0) {
-        uc_mem_unmap(cpu->uc, addr, len);
+        emu_uc_mem_unmap(cpu->uc, addr, len);
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
     }
     if (prot & CREC_PROT_EXEC)

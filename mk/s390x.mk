@@ -21,7 +21,7 @@
 # `record` and `run` out of cli/main.c's command table.
 
 S390X_MODULES := common format replayer index
-S390X_EMU     := emu/cpu.c emu/mem.c emu/blocks.c emu/cpuid.c emu/sysout.c
+S390X_EMU     := emu/cpu.c emu/mem.c emu/blocks.c emu/cpuid.c emu/sysout.c emu/ucfix.c
 S390X_CLI     := cli/main.c cli/cmd_info.c cli/cmd_replay.c cli/cmd_query.c \
                  cli/cmd_when.c cli/cmd_trace.c cli/cmd_profile.c
 
@@ -56,7 +56,7 @@ S390X_UNIT    := $(patsubst tests/%.c,$(S390X_BUILD)/tests/%,$(wildcard $(S390X_
 .PHONY: deps-s390x cross-s390x test-s390x clean-s390x
 
 deps-s390x:
-	@sh tests/s390x/deps.sh $(S390X_PKGS)
+	@sh tools/deps.sh $(S390X_PKGS)
 
 cross-s390x: deps-s390x $(S390X_CREC)
 	@echo "cross-s390x: $(S390X_CREC) replays only ($(patsubst cli/cmd_%.c,%,$(filter cli/cmd_%,$(S390X_CLI_SRC)))); the recorder (record, run) needs an x86-64 host"

@@ -18,17 +18,6 @@
 #include "common/common.h"
 #include "recorder/recorder_int.h"
 
-struct pcache_entry {
-    uint64_t tag;  /* address / CREC_PCACHE_GRANULE */
-    uint8_t bytes[CREC_PCACHE_GRANULE];
-    uint8_t known; /* bit i set: bytes[i] is known */
-};
-
-struct crec_pcache {
-    unsigned log2_entries;
-    struct pcache_entry *entries;
-};
-
 int crec_pcache_create(crec_pcache **out, unsigned log2_entries, crec_error *err)
 {
     crec_pcache *pc;
@@ -63,67 +52,50 @@ void crec_pcache_flush(crec_pcache *pc)
     memset(pc->entries, 0, ((size_t)1 << pc->log2_entries) * sizeof *pc->entries);
 }
 
-/* Fibonacci hashing spreads neighbouring granules over the whole table. */
-static struct pcache_entry *pcache_slot(crec_pcache *pc, uint64_t tag)
+/* An access of 1 to 8 bytes whose value is `value`: one or two granules. */
+static int pcache_value(crec_pcache *pc, uint64_t addr, uint64_t value, unsigned size,
+                        int is_read)
 {
-    return &pc->entries[(tag * 0x9E3779B97F4A7C15ull) >> (64 - pc->log2_entries)];
-}
+    unsigned off = (unsigned)(addr % CREC_PCACHE_GRANULE);
+    unsigned first = CREC_PCACHE_GRANULE - off < size ? CREC_PCACHE_GRANULE - off : size;
+    uint64_t tag = addr / CREC_PCACHE_GRANULE;
+    int hit;
 
-/*
- * Look at `len` bytes starting `off` bytes into the granule `tag`, compare
- * them with the entry, then store them.  @return 1 if they were all known
- * and equal.
- */
-static int pcache_piece(crec_pcache *pc, uint64_t tag, unsigned off, const uint8_t *bytes,
-                        unsigned len, int is_read)
-{
-    struct pcache_entry *e = pcache_slot(pc, tag);
-    uint8_t mask = (uint8_t)(((1u << len) - 1) << off);
-    int hit = 0;
-
-    if (e->tag != tag || e->known == 0) {
-        e->tag = tag;
-        e->known = 0;
-    } else if (is_read && (e->known & mask) == mask) {
-        hit = 1;
-    }
-    /* At most 8 bytes: a loop the compiler inlines beats a call to libc
-     * (this runs for every load and store of the guest). */
-    for (unsigned i = 0; i < len; i++) {
-        hit &= e->bytes[off + i] == bytes[i];
-        e->bytes[off + i] = bytes[i];
-    }
-    e->known |= mask;
+    value &= pcache_low_bytes(size);
+    hit = pcache_piece(pc, tag, off, first, (value & pcache_low_bytes(first)) << (8 * off),
+                       is_read);
+    if (first < size) /* & and not &&: the second granule is stored either way */
+        hit &= pcache_piece(pc, tag + 1, 0, size - first, value >> (8 * first), is_read);
     return hit;
 }
 
-static int pcache_access(crec_pcache *pc, uint64_t addr, const uint8_t *bytes, unsigned size,
-                         int is_read)
+/* Any access, up to CREC_PCACHE_MAX_ACCESS bytes, in pieces of 8. */
+static int pcache_bytes(crec_pcache *pc, uint64_t addr, const uint8_t *bytes, unsigned size,
+                        int is_read)
 {
     int hit = 1;
 
     while (size > 0) {
-        unsigned off = (unsigned)(addr % CREC_PCACHE_GRANULE);
-        unsigned len = CREC_PCACHE_GRANULE - off;
-
-        if (len > size)
-            len = size;
-        hit &= pcache_piece(pc, addr / CREC_PCACHE_GRANULE, off, bytes, len, is_read);
-        addr += len;
-        bytes += len;
-        size -= len;
+        unsigned n = size < 8 ? size : 8;
+        hit &= pcache_value(pc, addr, pcache_load_le(bytes, n), n, is_read);
+        addr += n, bytes += n, size -= n;
     }
     return hit;
 }
 
 void crec_pcache_write(crec_pcache *pc, uint64_t addr, const uint8_t *bytes, unsigned size)
 {
-    pcache_access(pc, addr, bytes, size, 0);
+    pcache_bytes(pc, addr, bytes, size, 0);
 }
 
-int crec_pcache_read(crec_pcache *pc, uint64_t addr, const uint8_t *bytes, unsigned size)
+int crec_pcache_read_split(crec_pcache *pc, uint64_t addr, const uint8_t *bytes, unsigned size)
 {
-    return pcache_access(pc, addr, bytes, size, 1);
+    return pcache_bytes(pc, addr, bytes, size, 1);
+}
+
+void crec_pcache_store_split(crec_pcache *pc, uint64_t addr, uint64_t value, unsigned size)
+{
+    pcache_value(pc, addr, value, size, 0);
 }
 
 void crec_pcache_forget(crec_pcache *pc, uint64_t addr, uint64_t len)
@@ -136,14 +108,16 @@ void crec_pcache_forget(crec_pcache *pc, uint64_t addr, uint64_t len)
         return;
     /* A huge range is cheaper to forget by scanning the table once. */
     if (last - first >= n) {
-        for (size_t i = 0; i < n; i++)
-            if (pc->entries[i].tag >= first && pc->entries[i].tag <= last)
-                pc->entries[i].known = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t tag = pc->entries[i].tag_known >> 8;
+            if (tag >= first && tag <= last)
+                pc->entries[i].tag_known = tag << 8;
+        }
         return;
     }
-    for (uint64_t tag = first; tag <= last; tag++) {
-        struct pcache_entry *e = pcache_slot(pc, tag);
-        if (e->tag == tag)
-            e->known = 0;
+    for (uint64_t tag = first; tag <= last && tag < CREC_PCACHE_TAG_LIMIT; tag++) {
+        struct crec_pcache_entry *e = pcache_slot(pc, tag);
+        if (e->tag_known >> 8 == tag)
+            e->tag_known = tag << 8;
     }
 }

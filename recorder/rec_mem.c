@@ -75,16 +75,13 @@ static void code_hashes_touch(struct rec_session *rs, uint64_t addr, uint64_t le
     }
 }
 
-/*
- * Bytes changed.  The page of the last store is remembered, so a run of
- * stores to one page costs a compare; the set of dirty pages and the code
- * hashes are only looked at when the page changes.
- */
-void rec_mark_dirty(struct rec_session *rs, uint64_t addr, uint64_t len)
+/* Bytes changed on a page other than the last one stored to (see
+ * rec_mark_dirty): note the pages, and forget the hash of code there. */
+void rec_mark_dirty_pages(struct rec_session *rs, uint64_t addr, uint64_t len)
 {
     uint64_t first = addr / PAGE, last = (addr + len - 1) / PAGE;
 
-    if (len == 0 || (first == last && first + 1 == rs->last_dirty_page))
+    if (len == 0)
         return;
     rs->last_dirty_page = first + 1;
     code_hashes_touch(rs, addr, len);

@@ -24,6 +24,9 @@
 #include "recorder/recorder.h"
 #include "recorder/recorder_int.h"
 
+/* How much wall time of recording a SIGKILL may lose at most (rec_sync). */
+#define REC_SYNC_SECONDS 1.0
+
 /* The signal that asked us to stop (SIGINT/SIGTERM), or 0. */
 static volatile sig_atomic_t rec_interrupted;
 
@@ -75,25 +78,47 @@ int rec_event(struct rec_session *rs, const crec_fmt_event *ev)
 /* ---- loads and stores ---------------------------------------------------- */
 
 /*
- * One load of `size` bytes, by the program or by the kernel reading a
- * syscall's buffer: predicted, or logged with the hits before it.
+ * The host address of [addr, addr+size), when it lies in one guest page
+ * that is mapped; else NULL.  A small table of recent pages spares most
+ * loads a search of the memory map.
  */
-static int rec_load(struct rec_session *rs, uint64_t addr, unsigned size, uint8_t *bytes)
+static inline const uint8_t *rec_guest_bytes(struct rec_session *rs, uint64_t addr,
+                                              unsigned size)
 {
-    uint8_t span[CREC_PCACHE_MAX_ACCESS];
-    uint64_t start;
-    unsigned len;
+    uint64_t page = addr / CREC_EMU_PAGE;
+    struct rec_hostpage *hp = &rs->hostpages[page & (REC_HOSTPAGES - 1)];
 
-    if (crec_emu_mem_read(rs->cpu, bytes, addr, size) != 0)
-        return -1; /* unmapped: the replay skips it the same way */
-    if (crec_pcache_read(rs->pc, addr, bytes, size)) {
-        rs->hits++;
-        rs->stats.reads_hit++;
-        return 0;
+    if ((addr + size - 1) / CREC_EMU_PAGE != page)
+        return NULL;
+    if (hp->page_plus1 != page + 1) {
+        uint8_t *host = crec_emu_mem_host(rs->cpu, page * CREC_EMU_PAGE, CREC_EMU_PAGE, 0);
+        if (!host)
+            return NULL;
+        hp->page_plus1 = page + 1;
+        hp->host = host;
     }
-    /* Log the whole granules, and let the cache know all of their bytes. */
-    len = crec_fmt_read_span(addr, size, &start);
-    crec_emu_mem_read(rs->cpu, span, start, len);
+    return hp->host + addr % CREC_EMU_PAGE;
+}
+
+void rec_forget_hostpages(struct rec_session *rs)
+{
+    memset(rs->hostpages, 0, sizeof rs->hostpages);
+}
+
+/* Log a load the cache did not predict: the whole granules it touched, and
+ * let the cache know all of their bytes. */
+static void rec_log_load(struct rec_session *rs, uint64_t addr, unsigned size)
+{
+    uint8_t copy[CREC_PCACHE_MAX_ACCESS];
+    const uint8_t *span;
+    uint64_t start;
+    unsigned len = crec_fmt_read_span(addr, size, &start);
+
+    span = rec_guest_bytes(rs, start, len);
+    if (!span) { /* across two pages */
+        crec_emu_mem_read(rs->cpu, copy, start, len);
+        span = copy;
+    }
     crec_pcache_write(rs->pc, start, span, len);
     if (crec_fmt_read_encode(&rs->reads, rs->hits, span, len) != CREC_OK ||
         rs->reads.nomem) {
@@ -105,6 +130,40 @@ static int rec_load(struct rec_session *rs, uint64_t addr, unsigned size, uint8_
     rs->stats.reads_logged++;
     if (rs->reads.len >= CREC_FMT_DEFAULT_CHUNK)
         rec_flush_reads(rs);
+}
+
+/* A load whose bytes are at `bytes`: predicted, or logged with the hits
+ * before it. */
+static inline void rec_check_load(struct rec_session *rs, uint64_t addr, unsigned size,
+                                  const uint8_t *bytes)
+{
+    if (crec_pcache_read(rs->pc, addr, bytes, size)) {
+        rs->hits++;
+        rs->stats.reads_hit++;
+    } else {
+        rec_log_load(rs, addr, size);
+    }
+}
+
+/*
+ * One load of `size` bytes, by the program or by the kernel reading a
+ * syscall's buffer, wherever it lies.  The bytes loaded are copied to `out`
+ * when it is not NULL.  @return -1 if it is not mapped (the replay skips
+ * such a load the same way), else 0.
+ */
+static int rec_load(struct rec_session *rs, uint64_t addr, unsigned size, uint8_t *out)
+{
+    uint8_t copy[CREC_PCACHE_MAX_ACCESS];
+    const uint8_t *bytes = rec_guest_bytes(rs, addr, size);
+
+    if (!bytes) {
+        if (crec_emu_mem_read(rs->cpu, copy, addr, size) != 0)
+            return -1;
+        bytes = copy;
+    }
+    if (out)
+        memcpy(out, bytes, size);
+    rec_check_load(rs, addr, size, bytes);
     return 0;
 }
 
@@ -112,23 +171,25 @@ static void rec_mem_hook(uc_engine *uc, uc_mem_type type, uint64_t addr, int siz
                          int64_t value, void *ctx)
 {
     struct rec_session *rs = ctx;
-    uint8_t bytes[CREC_PCACHE_MAX_ACCESS];
+    const uint8_t *bytes;
 
     (void)uc;
     if (size <= 0 || size > CREC_PCACHE_MAX_ACCESS)
         return;
     if (type == UC_MEM_READ) {
-        rec_load(rs, addr, (unsigned)size, bytes);
+        /* most loads lie in a page the table knows: compared in place */
+        bytes = rec_guest_bytes(rs, addr, (unsigned)size);
+        if (bytes)
+            rec_check_load(rs, addr, (unsigned)size, bytes);
+        else
+            rec_load(rs, addr, (unsigned)size, NULL);
         return;
     }
     /* A store: Unicorn passes the value (up to 8 bytes), little-endian. */
-    if (size > 8) {
+    if (size > 8)
         crec_pcache_forget(rs->pc, addr, (uint64_t)size);
-    } else {
-        for (int i = 0; i < size; i++)
-            bytes[i] = (uint8_t)((uint64_t)value >> (8 * i));
-        crec_pcache_write(rs->pc, addr, bytes, (unsigned)size);
-    }
+    else
+        crec_pcache_store(rs->pc, addr, (uint64_t)value, (unsigned)size);
     rec_mark_dirty(rs, addr, (uint64_t)size);
 }
 
@@ -178,6 +239,35 @@ static int rec_keyframe(struct rec_session *rs, uint64_t icount, uint64_t rip)
     return rec_write_listing(rs);
 }
 
+static double monotonic_seconds(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * Right after a key frame, at most once a second: write every stream's
+ * pending bytes as chunks.  A recorder killed with SIGKILL (or a crash of
+ * crec itself) then leaves a file readable up to that key frame, so at most
+ * about a second of the run is lost; without this, small streams such as
+ * KEYFRAMES would sit in memory until the end.
+ */
+static void rec_sync(struct rec_session *rs)
+{
+    crec_error err = {0};
+    double now = monotonic_seconds();
+
+    if (rs->failed || now - rs->last_sync < REC_SYNC_SECONDS)
+        return;
+    rs->last_sync = now;
+    if (rec_flush_reads(rs) != CREC_OK)
+        return;
+    if (crec_fmt_flush_all(rs->w, &err) != CREC_OK)
+        rec_fail(rs, &err);
+}
+
 /*
  * Every block start: take a key frame when one is due, and notice a
  * SIGINT/SIGTERM, which ends the recording cleanly at this point.
@@ -198,6 +288,7 @@ static void rec_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
     rs->next_kf = before + rs->kf_interval;
     if (rs->stats.keyframes % rs->snap_every == 1 % rs->snap_every)
         rec_write_snapshot(rs, before, rs->stats.keyframes == 1);
+    rec_sync(rs);
 }
 
 /* ---- syscalls and other non-determinism ---------------------------------- */
@@ -244,6 +335,7 @@ static void rec_on_syscall_exit(void *ctx, const struct crec_emu_syscall *sc)
     uint64_t hash;
     int sent;
 
+    rec_forget_hostpages(rs); /* the map may have changed */
     for (unsigned i = 0; i < sc->n_out; i++)
         rec_mark_dirty(rs, sc->out[i].addr, sc->out[i].len);
     if (sc->out_overflow)
@@ -296,6 +388,7 @@ static void rec_on_mem(void *ctx, const struct crec_emu_mem_event *mev)
 {
     struct rec_session *rs = ctx;
 
+    rec_forget_hostpages(rs);
     if (rs->started)
         rec_on_mem_event(rs, mev);
     else
@@ -364,12 +457,10 @@ static void rec_header(const crec_rec_options *o, struct rec_session *rs, char *
 
 static int rec_add_hooks(struct rec_session *rs, crec_error *err)
 {
-    uc_engine *uc = crec_emu_cpu_uc(rs->cpu);
-    uc_hook h;
-
-    if (uc_hook_add(uc, &h, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, rec_mem_hook, rs, 1, 0) !=
-        UC_ERR_OK)
-        return crec_error_set(err, CREC_ERR_EMU, "can't add the recorder's memory hooks");
+    if (crec_emu_cpu_hook_mem(rs->cpu, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, (void *)rec_mem_hook,
+                              rs, err) != CREC_OK)
+        return crec_error_set(err, CREC_ERR_EMU, "can't add the recorder's memory hooks: %s",
+                              err->msg);
     /* No flush of translated code is needed (loading translates none), and
      * a full flush would cost seconds: Unicorn zeroes its whole code buffer. */
     return CREC_OK;

@@ -1,5 +1,6 @@
 /*
- * recorder_int.h - private to recorder/: the prediction cache.
+ * recorder_int.h - private to recorder/: the prediction cache and the
+ * recording session.
  *
  * The cache decides which guest reads the recording must log.  See
  * docs/ARCHITECTURE.md, "The prediction cache", for the rules.
@@ -35,15 +36,145 @@ void crec_pcache_flush(crec_pcache *pc);
 /* A guest store of `size` bytes at addr: the cache now predicts them. */
 void crec_pcache_write(crec_pcache *pc, uint64_t addr, const uint8_t *bytes, unsigned size);
 
+/* Forget every granule of [addr, addr+len) (a remapped range). */
+void crec_pcache_forget(crec_pcache *pc, uint64_t addr, uint64_t len);
+
+/* crec_pcache_read and crec_pcache_store (below) for an access that
+ * touches more than one granule. */
+int crec_pcache_read_split(crec_pcache *pc, uint64_t addr, const uint8_t *bytes, unsigned size);
+void crec_pcache_store_split(crec_pcache *pc, uint64_t addr, uint64_t value, unsigned size);
+
+/*
+ * The cache itself, here so that the lookup every guest load and store
+ * makes compiles into the memory hook.  One entry holds the granule's
+ * number and which of its bytes are known in one word, its bytes in
+ * another, so that a lookup touches 16 bytes and compares whole words.
+ * Byte i of a granule is bits 8i..8i+7 of `value`.
+ */
+struct crec_pcache_entry {
+    uint64_t tag_known; /* granule number << 8 | bit i set: byte i is known */
+    uint64_t value;
+};
+
+struct crec_pcache {
+    unsigned log2_entries;
+    struct crec_pcache_entry *entries;
+};
+
+/* Granule numbers that fit beside the mask: addresses below 2^59, which
+ * covers every user-space address.  Others are never cached (always a miss). */
+#define CREC_PCACHE_TAG_LIMIT (1ull << 56)
+
+/* Fibonacci hashing spreads neighbouring granules over the whole table. */
+static inline struct crec_pcache_entry *pcache_slot(crec_pcache *pc, uint64_t tag)
+{
+    return &pc->entries[(tag * 0x9E3779B97F4A7C15ull) >> (64 - pc->log2_entries)];
+}
+
+/* The low n bytes of a word, 1 <= n <= 8. */
+static inline uint64_t pcache_low_bytes(unsigned n)
+{
+    return n >= 8 ? ~0ull : (1ull << (8 * n)) - 1;
+}
+
+/* n <= 8 guest (little-endian) bytes as a number; fixed sizes compile to
+ * one load on a little-endian host. */
+static inline uint64_t pcache_load_le(const uint8_t *p, unsigned n)
+{
+    uint64_t v = 0;
+
+    switch (n) {
+    case 8:
+        return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
+               (uint64_t)p[3] << 24 | (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 |
+               (uint64_t)p[6] << 48 | (uint64_t)p[7] << 56;
+    case 4:
+        return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
+               (uint64_t)p[3] << 24;
+    case 2:
+        return (uint64_t)p[0] | (uint64_t)p[1] << 8;
+    default:
+        for (unsigned i = n; i-- > 0;)
+            v = v << 8 | p[i];
+        return v;
+    }
+}
+
+/*
+ * Compare bytes [off, off+len) of granule `tag` with `bits` (already in
+ * place, zero elsewhere), then store them; off + len <= 8.  @return 1 if
+ * they were all known and equal.
+ */
+static inline int pcache_piece(crec_pcache *pc, uint64_t tag, unsigned off, unsigned len,
+                               uint64_t bits, int is_read)
+{
+    struct crec_pcache_entry *e;
+    uint64_t lanes = pcache_low_bytes(len) << (8 * off);
+    uint64_t mask = (uint64_t)(0xffu >> (8 - len)) << off;
+    int hit = 0;
+
+    if (tag >= CREC_PCACHE_TAG_LIMIT)
+        return 0;
+    e = pcache_slot(pc, tag);
+    if ((e->tag_known >> 8) != tag)
+        e->tag_known = tag << 8; /* another granule: forget it */
+    else if (is_read)
+        hit = (e->tag_known & mask) == mask && ((e->value ^ bits) & lanes) == 0;
+    e->value = (e->value & ~lanes) | bits;
+    e->tag_known |= mask;
+    return hit;
+}
+
+/* pcache_piece for all 8 bytes of granule `tag`: the entry ends up fully
+ * known whatever it held. */
+static inline int pcache_whole(crec_pcache *pc, uint64_t tag, uint64_t value, int is_read)
+{
+    struct crec_pcache_entry *e;
+    uint64_t full = tag << 8 | 0xff;
+    int hit;
+
+    if (tag >= CREC_PCACHE_TAG_LIMIT)
+        return 0;
+    e = pcache_slot(pc, tag);
+    hit = is_read && e->tag_known == full && e->value == value;
+    e->tag_known = full;
+    e->value = value;
+    return hit;
+}
+
 /*
  * A guest load of `size` bytes at addr that returned `bytes`.
  * @return 1 if the cache predicted every byte (a hit), 0 otherwise.
  * Either way the cache then holds `bytes` for that range.
  */
-int crec_pcache_read(crec_pcache *pc, uint64_t addr, const uint8_t *bytes, unsigned size);
+static inline int crec_pcache_read(crec_pcache *pc, uint64_t addr, const uint8_t *bytes,
+                                   unsigned size)
+{
+    unsigned off = (unsigned)(addr % CREC_PCACHE_GRANULE);
 
-/* Forget every granule of [addr, addr+len) (a remapped range). */
-void crec_pcache_forget(crec_pcache *pc, uint64_t addr, uint64_t len);
+    if (off == 0 && size == CREC_PCACHE_GRANULE) /* a whole granule: most loads */
+        return pcache_whole(pc, addr / CREC_PCACHE_GRANULE, pcache_load_le(bytes, 8), 1);
+    if (off + size > CREC_PCACHE_GRANULE)
+        return crec_pcache_read_split(pc, addr, bytes, size);
+    return pcache_piece(pc, addr / CREC_PCACHE_GRANULE, off, size,
+                        pcache_load_le(bytes, size) << (8 * off), 1);
+}
+
+/* A store of 1 to 8 bytes given as a number (byte i of the store in bits
+ * 8i..8i+7), as Unicorn's store hook passes it: the cache predicts them. */
+static inline void crec_pcache_store(crec_pcache *pc, uint64_t addr, uint64_t value,
+                                     unsigned size)
+{
+    unsigned off = (unsigned)(addr % CREC_PCACHE_GRANULE);
+
+    if (off == 0 && size == CREC_PCACHE_GRANULE)
+        pcache_whole(pc, addr / CREC_PCACHE_GRANULE, value, 0);
+    else if (off + size > CREC_PCACHE_GRANULE)
+        crec_pcache_store_split(pc, addr, value, size);
+    else
+        pcache_piece(pc, addr / CREC_PCACHE_GRANULE, off, size,
+                     (value & pcache_low_bytes(size)) << (8 * off), 0);
+}
 
 /* ---- the recording session (record.c, rec_mem.c) ------------------------ */
 
@@ -74,6 +205,13 @@ struct rec_code_hash {
     int valid;
 };
 
+/* The host address of one guest page, as the memory hooks last found it. */
+struct rec_hostpage {
+    uint64_t page_plus1; /* guest page number + 1; 0 = empty */
+    uint8_t *host;
+};
+
+#define REC_HOSTPAGES 256 /* a power of two */
 #define REC_MAX_CODE_HASHES 64
 #define REC_MAX_IMAGES 16
 #define REC_MAX_SYMBOLIZED 256
@@ -89,12 +227,16 @@ struct rec_session {
     crec_fmt_buf reads;   /* READS bytes not yet handed to the writer */
     crec_fmt_buf scratch; /* one encoded record */
     uint64_t hits;        /* loads predicted since the last logged value */
+    /* Guest pages the hooks touched lately; emptied after every syscall,
+     * since only a syscall can move or drop a page's host memory. */
+    struct rec_hostpage hostpages[REC_HOSTPAGES];
 
     uint64_t next_kf;     /* instruction count of the next key frame */
     uint64_t kf_interval;
     uint64_t snap_every;  /* key frames between snapshots */
     int started;          /* the first key frame is written */
     int stopped;          /* crec got SIGINT/SIGTERM: the recording ends early */
+    double last_sync;     /* when every stream was last flushed (monotonic s) */
 
     crec_regs sys_regs;   /* registers when the current syscall began */
     struct crec_emu_observer observer;
@@ -117,7 +259,21 @@ struct rec_session {
 /* rec_mem.c: the memory map, code, snapshots and dirty pages. */
 int rec_pageset_add(struct rec_pageset *s, uint64_t page);
 void rec_pageset_free(struct rec_pageset *s);
-void rec_mark_dirty(struct rec_session *rs, uint64_t addr, uint64_t len);
+void rec_mark_dirty_pages(struct rec_session *rs, uint64_t addr, uint64_t len);
+
+/*
+ * Bytes [addr, addr+len) changed.  The page of the last store is
+ * remembered, so a run of stores to one page costs a compare; the set of
+ * dirty pages and the code hashes are only looked at when the page changes.
+ */
+static inline void rec_mark_dirty(struct rec_session *rs, uint64_t addr, uint64_t len)
+{
+    uint64_t first = addr / CREC_EMU_PAGE;
+
+    if (len > 0 && first + 1 == rs->last_dirty_page && (addr + len - 1) / CREC_EMU_PAGE == first)
+        return;
+    rec_mark_dirty_pages(rs, addr, len);
+}
 int rec_write_listing(struct rec_session *rs);
 int rec_write_snapshot(struct rec_session *rs, uint64_t icount, int full);
 int rec_on_mem_event(struct rec_session *rs, const struct crec_emu_mem_event *ev);
@@ -129,6 +285,8 @@ int rec_symbols(struct rec_session *rs, const char *path, uint64_t file_off,
                 const crec_fmt_hash *blob);
 
 /* record.c */
+/* Empty the table of guest pages the memory hooks use (the map changed). */
+void rec_forget_hostpages(struct rec_session *rs);
 int rec_event(struct rec_session *rs, const crec_fmt_event *ev);
 void rec_fail(struct rec_session *rs, const crec_error *err);
 

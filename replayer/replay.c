@@ -543,15 +543,14 @@ static int rep_seg_open(struct rep_seg *s, crec_error *err)
         .rdtsc = rep_on_rdtsc,
         .block = rep_on_block,
     };
-    uc_hook h;
     int rc;
 
     rc = crec_emu_cpu_create(&s->cpu, &hooks, err);
+    if (rc == CREC_OK)
+        rc = crec_emu_cpu_hook_mem(s->cpu, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE,
+                                   (void *)rep_mem_hook, s, err);
     if (rc != CREC_OK)
         return rc;
-    if (uc_hook_add(crec_emu_cpu_uc(s->cpu), &h, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE,
-                    rep_mem_hook, s, 1, 0) != UC_ERR_OK)
-        return crec_error_set(err, CREC_ERR_EMU, "can't add the replayer's memory hook");
     rc = crec_fmt_cursor_open(s->r, CREC_FMT_S_READS, kf->tid, kf->reads_off, &s->reads, err);
     if (rc == CREC_OK) /* at the key frame's listing, even when starting at a point */
         rc = crec_fmt_cursor_open(s->r, CREC_FMT_S_EVENTS, kf->tid,

@@ -102,6 +102,63 @@ Test(pcache, sse_width_access)
     crec_pcache_free(pc);
 }
 
+Test(pcache, store_of_a_number_is_the_same_as_its_bytes)
+{
+    /* Unicorn's store hook gives the value as a number, little-endian. */
+    crec_pcache *pc = new_cache(10);
+    uint8_t b[4] = {0x44, 0x33, 0x22, 0x11};
+    crec_pcache_store(pc, 0x7006, 0x11223344, 4); /* bytes 6-7 and 8-9: two granules */
+    cr_expect_eq(crec_pcache_read(pc, 0x7006, b, 4), 1);
+    cr_expect_eq(crec_pcache_read(pc, 0x7007, b + 1, 2), 1);
+    b[3] = 0x12;
+    cr_expect_eq(crec_pcache_read(pc, 0x7006, b, 4), 0);
+    crec_pcache_free(pc);
+}
+
+Test(pcache, store_ignores_bits_above_its_size)
+{
+    crec_pcache *pc = new_cache(10);
+    uint8_t b[2] = {0xcd, 0xab};
+    crec_pcache_store(pc, 0x7100, 0xffffffffffffabcdull, 2);
+    cr_expect_eq(crec_pcache_read(pc, 0x7100, b, 2), 1);
+    cr_expect_eq(read_u64(pc, 0x7100, 0xabcd), 0, "bytes 2-7 were never stored");
+    crec_pcache_free(pc);
+}
+
+Test(pcache, partial_store_keeps_the_other_bytes)
+{
+    crec_pcache *pc = new_cache(10);
+    uint8_t one = 0x5a;
+    write_u64(pc, 0x7200, 0x0807060504030201ull);
+    crec_pcache_write(pc, 0x7203, &one, 1);
+    cr_expect_eq(read_u64(pc, 0x7200, 0x080706055a030201ull), 1);
+    crec_pcache_free(pc);
+}
+
+Test(pcache, forget_drops_a_range)
+{
+    crec_pcache *pc = new_cache(10);
+    write_u64(pc, 0x8000, 1);
+    write_u64(pc, 0x8008, 2);
+    crec_pcache_forget(pc, 0x8008, 8);
+    cr_expect_eq(read_u64(pc, 0x8000, 1), 1);
+    cr_expect_eq(read_u64(pc, 0x8008, 2), 0);
+    crec_pcache_free(pc);
+}
+
+Test(pcache, addresses_beyond_user_space_never_hit)
+{
+    /* No user-space address is this high; such a granule is never cached,
+     * so it can't be mistaken for another. */
+    crec_pcache *pc = new_cache(10);
+    uint64_t far = 0xfff0000000001000ull;
+    write_u64(pc, far, 3);
+    cr_expect_eq(read_u64(pc, far, 3), 0);
+    cr_expect_eq(read_u64(pc, far, 3), 0);
+    cr_expect_eq(read_u64(pc, far & ((1ull << 59) - 1), 3), 0, "not an alias of the far one");
+    crec_pcache_free(pc);
+}
+
 Test(pcache, flush_forgets_everything)
 {
     crec_pcache *pc = new_cache(10);

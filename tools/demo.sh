@@ -1,12 +1,14 @@
 #!/bin/sh
 # make demo: build the sample program, record it under crec, describe the
-# recording, and replay it with no OS to show that the replay is exact.
+# recording, replay it with no OS to show that the replay is exact, and ask
+# the recording what a variable held in the middle of the run.
 set -e
 : "${CREC:=build/crec}"
 mkdir -p build/demo
 prog=build/demo/primes
 rec=build/demo/primes.crec
 cc -O1 -g -static -o "$prog" traces-sample/src/primes.c
+rm -f "$rec.idx"
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -33,6 +35,14 @@ echo "   instruction and checks the registers at every key frame and the bytes"
 echo "   of every write against the recording."
 echo "    \$ $CREC replay $rec"
 "$CREC" replay "$rec" | sed 's/^/    /'
+
+step "5. Travel in time: the global counter primes_found at a quarter, half and"
+echo "   the end of the run, and where the program was halfway (the first query"
+echo "   builds the index $rec.idx; later ones reuse it)."
+echo "    \$ $CREC query $rec primes_found@25% primes_found@50% primes_found@end rip@50%"
+"$CREC" query --format dec "$rec" primes_found@25% primes_found@50% primes_found@end |
+    sed 's/^/    /'
+"$CREC" query "$rec" rip@50% | sed 's/^/    /'
 
 echo
 echo "The recording and the replay agree.  Next: 'crec --help' lists every command;"

@@ -1,22 +1,37 @@
 #!/bin/sh
 # Make sure the Debian packages named on the command line are installed.
 # As root, missing ones are installed with apt-get; otherwise the exact
-# command is printed and we stop before any compiler error can hide the cause.
-missing=""
+# commands are printed and we stop before any compiler error can hide the
+# cause.  A name like "libzstd-dev:s390x" is the build of a library for
+# another architecture: it installs beside the host's once dpkg knows that
+# architecture, which this script adds first (the s390x cross build,
+# mk/s390x.mk).
+missing="" arches=""
 for p in "$@"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
-        missing="$missing $p"
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" && continue
+    missing="$missing $p"
+    case "$p" in
+    *:*)
+        a=${p#*:}
+        dpkg --print-foreign-architectures | grep -qx "$a" ||
+            case " $arches " in *" $a "*) ;; *) arches="$arches $a" ;; esac
+        ;;
+    esac
 done
 [ -z "$missing" ] && exit 0
 
 if [ "$(id -u)" = 0 ]; then
     echo "crec: installing missing Debian packages:$missing"
     export DEBIAN_FRONTEND=noninteractive
+    for a in $arches; do dpkg --add-architecture "$a" || exit 1; done
     apt-get update -qq >/dev/null &&
         apt-get install -y -qq --no-install-recommends $missing >/dev/null ||
         { echo "crec: apt-get install failed for:$missing" >&2; exit 1; }
     exit 0
 fi
 echo "crec: missing Debian packages:$missing" >&2
-echo "crec: install them with:  sudo apt-get install$missing" >&2
+echo "crec: install them with:" >&2
+for a in $arches; do echo "  sudo dpkg --add-architecture $a" >&2; done
+[ -z "$arches" ] || echo "  sudo apt-get update" >&2
+echo "  sudo apt-get install$missing" >&2
 exit 1

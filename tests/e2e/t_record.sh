@@ -50,6 +50,8 @@ rr_case lua lua5.4 "-e 'local s=0 for i=1,1e6 do s=s+i end print(s)'"
 rr_case sqlite3 sqlite3 "':memory:' 'create table t(x); insert into t values(1),(2); select sum(x) from t;'"
 rr_case static-guest "$GUESTS/hello_static" ''
 rr_case dynamic-guest "$GUESTS/hello_dyn" ''
+rr_case memory-syscalls "$GUESTS/memops_static" ''
+rr_case loads-across-remaps "$GUESTS/remap_static" ''
 rr_case gzip-c gzip '-c small.txt'
 gzip -c "$DATA/small.txt" >"$TMP/small.gz"
 rr_case gzip-dc gzip '-dc' "$TMP/small.gz"
@@ -125,6 +127,21 @@ for sig in INT:2 TERM:15; do
     expect_status "record stopped by SIG$sig replays verified" 0 \
         "$CREC" replay "$d/stopped-$sig.crec"
 done
+
+# SIGKILL gives crec no chance to finish the file: what was recorded up to
+# about a second before the kill must still be there, and replay verified.
+timeout --preserve-status -s KILL 4 "$CREC" record -o "$d/killed.crec" -- \
+    lua5.4 -e 'local s=0 for i=1,1e10 do s=s+i end print(s)' >/dev/null 2>&1
+expect_eq "record killed by SIGKILL dies of it" 137 "$?"
+expect_status "a killed recording opens" 0 "$CREC" info "$d/killed.crec"
+kfs=$(awk '/^key frames:/ { print $3 }' "$TMP/out")
+if grep -q "^truncated: *yes" "$TMP/out" && [ "${kfs:-0}" -ge 2 ]; then
+    pass "info says the killed recording is truncated, with its key frames"
+else
+    fail "info says the killed recording is truncated, with its key frames" "$(head -c 400 "$TMP/out")"
+fi
+expect_status "a killed recording replays verified up to its last key frame" 0 \
+    "$CREC" replay "$d/killed.crec"
 
 # RDTSC and CPUID answers come from the recording.
 expect_status "record rdtsc" 0 "$CREC" record -o "$d/rdtsc.crec" -- "$GUESTS/rdtsc"

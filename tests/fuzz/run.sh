@@ -1,22 +1,26 @@
 #!/bin/sh
-# Run the reader's libFuzzer target: run.sh BINARY SECONDS.
-# Seeds come from tests/fuzz/corpus/ (never written to); new inputs go to
-# build-fuzz/corpus/ and crashes to build-fuzz/crash-*.  Each crash found
-# becomes a tests/corrupt/ case once fixed (see tests/corrupt/README).
-bin=${1:?usage: run.sh BINARY SECONDS}
+# Run one libFuzzer target: run.sh BINARY SECONDS SEEDS.
+# Seeds come from SEEDS (tests/fuzz/corpus-*/, never written to), and every
+# seed is run first, so the inputs of fixed bugs kept there (regress-*)
+# are checked again on every run.  New inputs go to build-fuzz/corpus-NAME/
+# and crashes to build-fuzz/NAME-crash-*.  A crash found becomes a seed (or
+# a tests/corrupt/ case, for the reader) once fixed: see tests/fuzz/README.md.
+bin=${1:?usage: run.sh BINARY SECONDS SEEDS}
 secs=${2:-300}
+seeds=${3:?usage: run.sh BINARY SECONDS SEEDS}
 dir=$(dirname "$bin")
-mkdir -p "$dir/corpus"
+name=$(basename "$bin")
+mkdir -p "$dir/corpus-$name"
 # UBSan findings stop the run like ASan's, instead of scrolling past.
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-"$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
-    -print_final_stats=1 -artifact_prefix="$dir/" "$dir/corpus" tests/fuzz/corpus \
-    >"$dir/fuzz.log" 2>&1
+"$bin" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -max_len=16384 \
+    -print_final_stats=1 -artifact_prefix="$dir/$name-" "$dir/corpus-$name" "$seeds" \
+    >"$dir/$name.log" 2>&1
 rc=$?
-grep -E '^stat::number_of_executed_units|^stat::peak_rss_mb|ERROR|SUMMARY' "$dir/fuzz.log"
+grep -E '^stat::number_of_executed_units|^stat::peak_rss_mb|ERROR|SUMMARY' "$dir/$name.log"
 if [ $rc -ne 0 ]; then
-    tail -n 40 "$dir/fuzz.log"
-    echo "fuzz: FAILED (see $dir/fuzz.log and $dir/crash-*)"
+    tail -n 40 "$dir/$name.log"
+    echo "fuzz: $name FAILED (see $dir/$name.log and $dir/$name-crash-*)"
     exit 1
 fi
-echo "fuzz: ran ${secs}s clean"
+echo "fuzz: $name ran ${secs}s clean"

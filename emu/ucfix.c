@@ -1,0 +1,250 @@
+/*
+ * ucfix.c - three work-arounds for Debian's Unicorn 2.0.1, applied by
+ * defining some of the library's internal functions in our own program.
+ *
+ * libunicorn calls its internal functions through its PLT, so a function
+ * of the same name that the executable exports replaces the library's in
+ * the whole process (recording, replay and `crec run`).  Each replacement
+ * changes nothing unless the library reports version 2.0.1; any other
+ * version gets its own functions back through dlsym(RTLD_NEXT).
+ *
+ * 1. Every store built and freed a tree.  Unicorn 2.0.1 never marks a page
+ *    of guest RAM dirty (its tlb_unprotect_code() and
+ *    cpu_physical_memory_test_and_clear_dirty() are empty), so every TLB
+ *    entry for writable RAM carries TLB_NOTDIRTY and every guest store
+ *    takes QEMU's slow path through notdirty_write().  That calls
+ *    page_collection_lock(), which builds a GLib tree with one malloc'ed
+ *    entry per page, and page_collection_unlock(), which frees it again:
+ *    half of the time of `sort` (unicorn issue #1970).  The collection only
+ *    takes page locks, which are no-ops in Unicorn (one vCPU); its one other
+ *    reader is the unlock after a self-modifying store, which gets it back
+ *    unused.  Upstream dropped it after 2.0.1 (unicorn PR #1838).  The store
+ *    still takes the slow path, and still invalidates code it writes over.
+ *
+ * 2. Every store looked for code to invalidate.  notdirty_write() then
+ *    calls tb_invalidate_phys_page_fast(), which walks QEMU's page table to
+ *    find out whether the page holds translated code: 120 instructions of
+ *    the 270 a store costs.  A page gets its first block through
+ *    tlb_protect_code(), so a bitmap of the pages it was called for (never
+ *    cleared: a page that held code once keeps the slow check) lets a store
+ *    anywhere else skip the walk.  The bitmap covers the first 2^22 pages
+ *    of Unicorn's RAM offsets (16 GiB); stores beyond it are always checked.
+ *
+ * 3. Every slow-path access searched the regions.  memory_mapping(), the
+ *    region holding an address, is a binary search over every region
+ *    (every mapping of the guest), and the slow path calls it for each
+ *    load and store: for every store (above), and for every access once
+ *    memory hooks are installed (recording, replay).  A small cache per
+ *    thread of its answers by page sits in front of it.  The answers change
+ *    only when regions do: emu_uc_open, emu_uc_close and the emu_uc_mem_*
+ *    wrappers below, the only way crec changes them, empty every cache and
+ *    keep this thread's off while Unicorn rearranges its regions.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "emu/emu_int.h"
+
+/* Unicorn's own names (QEMU's, with the target as a suffix). */
+struct uc_struct;
+struct page_collection;
+struct MemoryRegion;
+typedef struct page_collection *(*emu_pc_lock_fn)(struct uc_struct *uc, uint64_t start,
+                                                  uint64_t end);
+typedef void (*emu_pc_unlock_fn)(struct page_collection *set);
+typedef struct MemoryRegion *(*emu_mapping_fn)(struct uc_struct *uc, uint64_t address);
+typedef void (*emu_protect_fn)(struct uc_struct *uc, uint64_t ram_addr);
+typedef void (*emu_invalidate_fn)(struct uc_struct *uc, struct page_collection *pages,
+                                  uint64_t start, int len, uintptr_t retaddr);
+
+struct page_collection *page_collection_lock_x86_64(struct uc_struct *uc, uint64_t start,
+                                                    uint64_t end);
+void page_collection_unlock_x86_64(struct page_collection *set);
+struct MemoryRegion *memory_mapping(struct uc_struct *uc, uint64_t address);
+void tlb_protect_code_x86_64(struct uc_struct *uc, uint64_t ram_addr);
+void tb_invalidate_phys_page_fast_x86_64(struct uc_struct *uc, struct page_collection *pages,
+                                         uint64_t start, int len, uintptr_t retaddr);
+
+/* The version these work-arounds are for: 2.0.1, any release candidate. */
+#define UCFIX_VERSION ((2u << 16) | (0u << 8) | 1u)
+
+static pthread_once_t ucfix_once = PTHREAD_ONCE_INIT;
+static int ucfix_on;                   /* 1: the library is 2.0.1 */
+static int ucfix_used;                 /* a collection was skipped (for the tests) */
+static emu_pc_lock_fn ucfix_real_lock; /* the library's own functions */
+static emu_pc_unlock_fn ucfix_real_unlock;
+static emu_mapping_fn ucfix_real_mapping;
+static emu_protect_fn ucfix_real_protect;
+static emu_invalidate_fn ucfix_real_invalidate;
+
+/* dlsym returns a void * that holds a function's address. */
+static void ucfix_real(const char *name, void *fn, size_t size)
+{
+    void *p = dlsym(RTLD_NEXT, name);
+    memcpy(fn, &p, size);
+}
+
+static void ucfix_decide(void)
+{
+    unsigned major, minor;
+
+    ucfix_on = (uc_version(&major, &minor) >> 8) == UCFIX_VERSION;
+    ucfix_real("page_collection_lock_x86_64", &ucfix_real_lock, sizeof ucfix_real_lock);
+    ucfix_real("page_collection_unlock_x86_64", &ucfix_real_unlock, sizeof ucfix_real_unlock);
+    ucfix_real("memory_mapping", &ucfix_real_mapping, sizeof ucfix_real_mapping);
+    ucfix_real("tlb_protect_code_x86_64", &ucfix_real_protect, sizeof ucfix_real_protect);
+    ucfix_real("tb_invalidate_phys_page_fast_x86_64", &ucfix_real_invalidate,
+               sizeof ucfix_real_invalidate);
+}
+
+int crec_emu_ucfix_used(void)
+{
+    return __atomic_load_n(&ucfix_used, __ATOMIC_RELAXED);
+}
+
+/* ---- 1. the page collection --------------------------------------------- */
+
+struct page_collection *page_collection_lock_x86_64(struct uc_struct *uc, uint64_t start,
+                                                    uint64_t end)
+{
+    if (ucfix_on) {
+        /* Read before writing: replay threads on other cores keep sharing
+         * the cache line instead of bouncing it at every store. */
+        if (!__atomic_load_n(&ucfix_used, __ATOMIC_RELAXED))
+            __atomic_store_n(&ucfix_used, 1, __ATOMIC_RELAXED);
+        return NULL; /* the unlock below ignores it; nothing else reads it */
+    }
+    return ucfix_real_lock ? ucfix_real_lock(uc, start, end) : NULL;
+}
+
+void page_collection_unlock_x86_64(struct page_collection *set)
+{
+    if (!ucfix_on && ucfix_real_unlock)
+        ucfix_real_unlock(set);
+}
+
+/* ---- 2. pages that may hold code ------------------------------------------ */
+
+#define UCFIX_CODE_PAGES (1u << 22)
+#define UCFIX_WORD_BITS 64
+
+/* Bit n: RAM page n (RAM offset / 4096) of some engine got a translated
+ * block.  Shared by every engine and thread: set bits only add checks. */
+static uint64_t ucfix_code_pages[UCFIX_CODE_PAGES / UCFIX_WORD_BITS];
+
+void tlb_protect_code_x86_64(struct uc_struct *uc, uint64_t ram_addr)
+{
+    uint64_t page = ram_addr / CREC_EMU_PAGE;
+
+    if (page < UCFIX_CODE_PAGES)
+        __atomic_fetch_or(&ucfix_code_pages[page / UCFIX_WORD_BITS],
+                          1ull << (page % UCFIX_WORD_BITS), __ATOMIC_RELAXED);
+    if (ucfix_real_protect)
+        ucfix_real_protect(uc, ram_addr);
+}
+
+void tb_invalidate_phys_page_fast_x86_64(struct uc_struct *uc, struct page_collection *pages,
+                                         uint64_t start, int len, uintptr_t retaddr)
+{
+    uint64_t page = start / CREC_EMU_PAGE;
+
+    if (ucfix_on && page < UCFIX_CODE_PAGES &&
+        !(__atomic_load_n(&ucfix_code_pages[page / UCFIX_WORD_BITS], __ATOMIC_RELAXED) &
+          1ull << (page % UCFIX_WORD_BITS)))
+        return; /* no block was ever translated from this page */
+    ucfix_real_invalidate(uc, pages, start, len, retaddr);
+}
+
+/* ---- 3. the region of an address ------------------------------------------ */
+
+#define UCFIX_SLOTS 64 /* pages remembered per thread */
+
+struct ucfix_slot {
+    uint64_t page_plus1; /* guest page number + 1; 0: empty */
+    uint64_t generation; /* ucfix_generation when it was filled */
+    struct uc_struct *uc;
+    struct MemoryRegion *mr;
+};
+
+/* Bumped before and after every change of any engine's regions: a slot
+ * filled under another generation is stale. */
+static uint64_t ucfix_generation = 1;
+static _Thread_local struct ucfix_slot ucfix_slots[UCFIX_SLOTS];
+static _Thread_local int ucfix_changing; /* this thread is changing regions */
+
+struct MemoryRegion *memory_mapping(struct uc_struct *uc, uint64_t address)
+{
+    uint64_t page = address / CREC_EMU_PAGE; /* regions are whole pages */
+    struct ucfix_slot *s = &ucfix_slots[page % UCFIX_SLOTS];
+    uint64_t gen = __atomic_load_n(&ucfix_generation, __ATOMIC_RELAXED);
+    struct MemoryRegion *mr;
+
+    if (s->page_plus1 == page + 1 && s->uc == uc && s->generation == gen)
+        return s->mr;
+    mr = ucfix_real_mapping(uc, address);
+    if (ucfix_on && !ucfix_changing)
+        *s = (struct ucfix_slot){page + 1, gen, uc, mr};
+    return mr;
+}
+
+static void ucfix_regions_begin(void)
+{
+    ucfix_changing++;
+    __atomic_fetch_add(&ucfix_generation, 1, __ATOMIC_RELAXED);
+}
+
+static void ucfix_regions_end(void)
+{
+    __atomic_fetch_add(&ucfix_generation, 1, __ATOMIC_RELAXED);
+    ucfix_changing--;
+}
+
+uc_err emu_uc_open(uc_engine **uc)
+{
+    uc_err ue;
+
+    pthread_once(&ucfix_once, ucfix_decide);
+    ucfix_regions_begin(); /* a new engine may reuse a freed one's address */
+    ue = uc_open(UC_ARCH_X86, UC_MODE_64, uc);
+    ucfix_regions_end();
+    return ue;
+}
+
+void emu_uc_close(uc_engine *uc)
+{
+    ucfix_regions_begin();
+    uc_close(uc);
+    ucfix_regions_end();
+}
+
+uc_err emu_uc_mem_map_ptr(uc_engine *uc, uint64_t addr, size_t len, uint32_t perms, void *host)
+{
+    uc_err ue;
+
+    ucfix_regions_begin();
+    ue = uc_mem_map_ptr(uc, addr, len, perms, host);
+    ucfix_regions_end();
+    return ue;
+}
+
+uc_err emu_uc_mmio_map(uc_engine *uc, uint64_t addr, size_t len, uc_cb_mmio_read_t rd,
+                       void *rd_ctx, uc_cb_mmio_write_t wr, void *wr_ctx)
+{
+    uc_err ue;
+
+    ucfix_regions_begin();
+    ue = uc_mmio_map(uc, addr, len, rd, rd_ctx, wr, wr_ctx);
+    ucfix_regions_end();
+    return ue;
+}
+
+uc_err emu_uc_mem_unmap(uc_engine *uc, uint64_t addr, size_t len)
+{
+    uc_err ue;
+
+    ucfix_regions_begin();
+    ue = uc_mem_unmap(uc, addr, len);
+    ucfix_regions_end();
+    return ue;
+}

@@ -69,12 +69,20 @@ void cli_show_progress(crec_recording *rec, const char *path);
 void cli_format_value(const uint8_t *b, const uint8_t *k, size_t len, const char *fmt,
                       char *out, size_t size);
 
+/* EXIT_OK if f is a --format of query and when (hex, dec, str, bytes);
+ * else a usage error of `cmd`, printed, and EXIT_USAGE. */
+int cli_check_format(const char *cmd, const char *f);
+
 /* Print "crec CMD: message" and a hint to stderr; return EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* Print "crec: message" to stderr as one line; return `code`. */
 int cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* "crec: FILE: message" to stderr, unless the message already names the
+ * file; return EXIT_FAIL. */
+int cli_fail_file(const char *name, const crec_error *e);
 
 /* True when argv[i] is -h or --help. */
 int cli_is_help(const char *arg);

@@ -231,15 +231,6 @@ static void print_json(FILE *out, const char *name, crec_fmt_reader *r, const cr
 
 /* ---- main ----------------------------------------------------------------- */
 
-/* "crec: FILE: message", unless the message already names the file. */
-static int fail_file(const char *name, const crec_error *e)
-{
-    size_t n = strlen(name);
-    if (strncmp(e->msg, name, n) == 0 && e->msg[n] == ':')
-        return cli_fail(EXIT_FAIL, "%s", e->msg);
-    return cli_fail(EXIT_FAIL, "%s: %s", name, e->msg[0] ? e->msg : crec_strerror(e->code));
-}
-
 int cmd_info(int argc, char **argv)
 {
     const char *path = NULL;
@@ -265,10 +256,10 @@ int cmd_info(int argc, char **argv)
     crec_fmt_reader *r;
     crec_fmt_summary s;
     if (crec_fmt_reader_open(path, &r, &e) != CREC_OK)
-        return fail_file(name, &e);
+        return cli_fail_file(name, &e);
     if (crec_fmt_summarize(r, &s, &e) != CREC_OK) {
         crec_fmt_reader_free(r);
-        return fail_file(name, &e);
+        return cli_fail_file(name, &e);
     }
     if (json)
         print_json(stdout, name, r, &s);

@@ -317,6 +317,131 @@ static void json_str(const char *s)
     putchar('"');
 }
 
+/* One WHAT@WHEN of the command line, parsed, and then its answer. */
+struct query {
+    const char *arg;
+    struct cli_what w;
+    uint64_t t;
+    uint8_t bytes[4096], known[4096];
+    size_t len;
+    const char *path;
+};
+
+/* Parse every query before answering any, so a typo fails at once. */
+static int query_parse(crec_recording *rec, const char *arg, uint64_t size, struct query *q,
+                       crec_error *err)
+{
+    char buf[512], *at;
+
+    if (strlen(arg) >= sizeof buf || !(at = strrchr(strcpy(buf, arg), '@')))
+        return qerr(err, "malformed query (WHAT@WHEN)");
+    *at = 0;
+    if (cli_parse_what(rec, buf, (size_t)size, &q->w, err) != 0 ||
+        cli_parse_when(rec, at + 1, &q->t, err) != 0)
+        return -1;
+    return 0;
+}
+
+static int query_answer(crec_recording *rec, struct query *q, int no_index, crec_error *err)
+{
+    int src = 0;
+
+    if (crec_seek(rec, q->t, err) != CREC_OK)
+        return -1;
+    if (q->w.is_reg) {
+        crec_regs r;
+        if (crec_read_registers(rec, &r, err) != CREC_OK)
+            return -1;
+        q->len = reg_bytes(&r, q->w.reg_kind, q->w.reg_n, q->bytes);
+        memset(q->known, 1, q->len);
+        q->path = "register";
+        return 0;
+    }
+    q->len = q->w.len;
+    if (crec_read_memory(rec, q->w.addr, q->len, q->bytes, q->known, &src, err) != CREC_OK)
+        return -1;
+    q->path = source_name(src, no_index);
+    return 0;
+}
+
+static void query_print(const struct query *q, const char *fmt, int json, int first)
+{
+    static char out[4096 * 4 + 64];
+
+    cli_format_value(q->bytes, q->known, q->len, fmt, out, sizeof out);
+    if (!json) {
+        printf("%s = %s (%s)\n", q->arg, out, q->path);
+        return;
+    }
+    printf("%s\n {\"query\": ", first ? "" : ",");
+    json_str(q->arg);
+    printf(", \"t\": %" PRIu64 ", ", q->t);
+    if (!q->w.is_reg)
+        printf("\"addr\": %" PRIu64 ", \"size\": %zu, ", q->w.addr, q->len);
+    printf("\"value\": ");
+    json_str(out);
+    printf(", \"path\": \"%s\"}", q->path);
+}
+
+/* The failed query as the last element of the JSON array, so the output stays valid JSON. */
+static void query_print_error(const struct query *q, const char *msg, int first)
+{
+    printf("%s\n {\"query\": ", first ? "" : ",");
+    json_str(q->arg);
+    printf(", \"error\": ");
+    json_str(msg);
+    printf("}");
+}
+
+/* Time order, so that queries at one time share its replay. */
+static int query_cmp_time(const void *a, const void *b)
+{
+    const struct query *x = *(const struct query *const *)a, *y = *(const struct query *const *)b;
+
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * Answer every query (in time order), then print the answers in the order
+ * given, up to the first that failed.  @return the index of the first
+ * failed query, or n.
+ */
+static size_t query_run_all(crec_recording *rec, struct query *qs, size_t n, int no_index,
+                            crec_error *err)
+{
+    struct query **order = malloc((n ? n : 1) * sizeof *order);
+    size_t failed = n;
+
+    if (!order) {
+        snprintf(err->msg, sizeof err->msg, "out of memory");
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        order[i] = &qs[i];
+    qsort(order, n, sizeof *order, query_cmp_time);
+    for (size_t i = 0; i < n; i++) {
+        size_t k = (size_t)(order[i] - qs);
+        if (k < failed && query_answer(rec, order[i], no_index, err) != 0)
+            failed = k; /* queries after it in the command line are not printed */
+    }
+    free(order);
+    return failed;
+}
+
+static int parse_format(const char *f)
+{
+    return !strcmp(f, "hex") || !strcmp(f, "dec") || !strcmp(f, "str") || !strcmp(f, "bytes");
+}
+
+int cli_check_format(const char *cmd, const char *f)
+{
+    if (parse_format(f))
+        return EXIT_OK;
+    return cli_usage_error(cmd, "bad --format '%s' (hex, dec, str, bytes)", f);
+}
+
 int cmd_query(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -332,20 +457,19 @@ int cmd_query(int argc, char **argv)
     int json = 0, no_index = 0, c, rc = EXIT_OK;
     crec_recording *rec = NULL;
     crec_error err = {0};
-    static char out[4096 * 4 + 64];
+    struct query *qs;
+    size_t n, failed, shown;
 
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 's':
             if (parse_u64(optarg, &size) != 0 || size == 0 || size > 4096)
                 return cli_usage_error("query", "bad --size '%s' (1 to 4096)", optarg);
             break;
         case 'f':
-            if (strcmp(optarg, "hex") && strcmp(optarg, "dec") && strcmp(optarg, "str") &&
-                strcmp(optarg, "bytes"))
-                return cli_usage_error("query", "bad --format '%s' (hex, dec, str, bytes)",
-                                       optarg);
+            if (cli_check_format("query", optarg) != EXIT_OK)
+                return EXIT_USAGE;
             fmt = optarg;
             break;
         case 'J': json = 1; break;
@@ -357,62 +481,38 @@ int cmd_query(int argc, char **argv)
     if (argc - optind < 2)
         return cli_usage_error("query", "needs a FILE and at least one WHAT@WHEN");
     if (crec_open(argv[optind], no_index ? CREC_OPEN_NO_INDEX : 0, &rec, &err) != CREC_OK)
-        return cli_fail(EXIT_FAIL, "%s", err.msg);
-    cli_show_progress(rec, argv[optind]);
+        return cli_fail_file(argv[optind], &err);
+    n = (size_t)(argc - optind - 1);
+    qs = calloc(n, sizeof *qs);
+    if (!qs) {
+        crec_close(rec);
+        return cli_fail(EXIT_FAIL, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        qs[i].arg = argv[optind + 1 + i];
+    /* answers up to the first failed query are printed; a bad query prints none */
+    failed = n;
+    for (size_t i = 0; i < n && failed == n; i++)
+        if (query_parse(rec, qs[i].arg, size, &qs[i], &err) != 0)
+            failed = i;
+    shown = 0;
+    if (failed == n) {
+        cli_show_progress(rec, argv[optind]);
+        failed = shown = query_run_all(rec, qs, n, no_index, &err);
+    }
     if (json)
         printf("[");
-    for (int i = optind + 1; i < argc && rc == EXIT_OK; i++) {
-        char q[512], *at;
-        struct cli_what w;
-        uint64_t t;
-        uint8_t bytes[4096], known[4096];
-        size_t len;
-        int src = 0;
-        const char *path;
-
-        if (strlen(argv[i]) >= sizeof q || !(at = strrchr(strcpy(q, argv[i]), '@'))) {
-            rc = cli_fail(EXIT_FAIL, "malformed query '%s' (WHAT@WHEN)", argv[i]);
-            break;
-        }
-        *at = 0;
-        if (cli_parse_what(rec, q, (size_t)size, &w, &err) != 0 ||
-            cli_parse_when(rec, at + 1, &t, &err) != 0 || crec_seek(rec, t, &err) != CREC_OK) {
-            rc = cli_fail(EXIT_FAIL, "%s: %s", argv[i], err.msg);
-            break;
-        }
-        if (w.is_reg) {
-            crec_regs r;
-            if (crec_read_registers(rec, &r, &err) != CREC_OK) {
-                rc = cli_fail(EXIT_FAIL, "%s: %s", argv[i], err.msg);
-                break;
-            }
-            len = reg_bytes(&r, w.reg_kind, w.reg_n, bytes);
-            memset(known, 1, len);
-            path = "register";
-        } else {
-            len = w.len;
-            if (crec_read_memory(rec, w.addr, len, bytes, known, &src, &err) != CREC_OK) {
-                rc = cli_fail(EXIT_FAIL, "%s: %s", argv[i], err.msg);
-                break;
-            }
-            path = source_name(src, no_index);
-        }
-        cli_format_value(bytes, known, len, fmt, out, sizeof out);
-        if (json) {
-            printf("%s\n {\"query\": ", i > optind + 1 ? "," : "");
-            json_str(argv[i]);
-            printf(", \"t\": %" PRIu64 ", ", t);
-            if (!w.is_reg)
-                printf("\"addr\": %" PRIu64 ", \"size\": %zu, ", w.addr, len);
-            printf("\"value\": ");
-            json_str(out);
-            printf(", \"path\": \"%s\"}", path);
-        } else {
-            printf("%s = %s (%s)\n", argv[i], out, path);
-        }
-    }
-    if (json && rc == EXIT_OK)
+    for (size_t i = 0; i < shown; i++)
+        query_print(&qs[i], fmt, json, i == 0);
+    if (json && failed < n)
+        query_print_error(&qs[failed], err.msg, shown == 0);
+    if (json)
         printf("\n]\n");
+    if (failed < n) {
+        fflush(stdout);
+        rc = cli_fail(EXIT_FAIL, "%s: %s", qs[failed].arg, err.msg);
+    }
+    free(qs);
     crec_close(rec);
     return rc;
 }

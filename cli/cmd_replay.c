@@ -93,7 +93,7 @@ int cmd_replay(int argc, char **argv)
     rc = crec_replay_run(argv[optind], &o, &res, &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (rc != CREC_OK)
-        return cli_fail(EXIT_FAIL, "%s: %s", argv[optind], err.msg);
+        return cli_fail_file(argv[optind], &err);
     if (res.diverged)
         return cli_fail(EXIT_DIVERGED,
                         "%s: replay diverged at instruction %" PRIu64 ", rip 0x%" PRIx64

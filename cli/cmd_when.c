@@ -65,7 +65,7 @@ int cmd_when(int argc, char **argv)
     char *end;
 
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 's':
             size = strtoul(optarg, &end, 0);
@@ -73,6 +73,8 @@ int cmd_when(int argc, char **argv)
                 return cli_usage_error("when", "bad --size '%s' (1 to 64)", optarg);
             break;
         case 'f':
+            if (cli_check_format("when", optarg) != EXIT_OK)
+                return EXIT_USAGE;
             w.fmt = optarg;
             break;
         case 'h':
@@ -85,7 +87,7 @@ int cmd_when(int argc, char **argv)
     if (argc - optind != 2)
         return cli_usage_error("when", "needs a FILE and an ADDR");
     if (crec_open(argv[optind], 0, &rec, &err) != CREC_OK)
-        return cli_fail(EXIT_FAIL, "%s", err.msg);
+        return cli_fail_file(argv[optind], &err);
     cli_show_progress(rec, argv[optind]);
     if (cli_parse_what(rec, argv[optind + 1], size, &what, &err) != 0 || what.is_reg ||
         what.len > 64) {

@@ -70,6 +70,15 @@ int cli_fail(int code, const char *fmt, ...)
     return code;
 }
 
+int cli_fail_file(const char *name, const crec_error *e)
+{
+    size_t n = strlen(name);
+
+    if (strncmp(e->msg, name, n) == 0 && e->msg[n] == ':')
+        return cli_fail(EXIT_FAIL, "%s", e->msg);
+    return cli_fail(EXIT_FAIL, "%s: %s", name, e->msg[0] ? e->msg : crec_strerror(e->code));
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {

@@ -40,6 +40,9 @@ struct crec_recording {
     uint8_t *kf_regs;        /* kf_regs[i]: kfs[i].regs are read (qx_need_kf) */
     uint64_t end;            /* instructions in the recording */
     uint64_t t;              /* the current time (crec_seek) */
+    int regs_valid;          /* regs_at_t holds the registers at time regs_t: */
+    uint64_t regs_t;         /* the queries of one time share one replay */
+    crec_regs regs_at_t;
     unsigned flags;          /* CREC_OPEN_* */
     crec_idx *ix;            /* NULL until the first query that needs it */
     int index_built;         /* the index was built by this handle */

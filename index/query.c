@@ -434,6 +434,10 @@ int crec_read_registers(crec_recording *rec, crec_regs *regs, crec_error *err)
     crec_replay_qrun *q = NULL;
     int rc;
 
+    if (rec->regs_valid && rec->regs_t == rec->t) {
+        *regs = rec->regs_at_t;
+        return CREC_OK;
+    }
     for (size_t i = 0; i < rec->nkf; i++)
         if (rec->kfs[i].global_icount == rec->t) {
             rc = qx_need_kf(rec, i, err);
@@ -448,6 +452,11 @@ int crec_read_registers(crec_recording *rec, crec_regs *regs, crec_error *err)
     if (rc == CREC_OK && crec_emu_regs_get(crec_replay_qrun_cpu(q), regs) != CREC_OK)
         rc = crec_error_set(err, CREC_ERR_EMU, "can't read the registers");
     crec_replay_qrun_free(q);
+    if (rc == CREC_OK) {
+        rec->regs_valid = 1;
+        rec->regs_t = rec->t;
+        rec->regs_at_t = *regs;
+    }
     return rc;
 }
 

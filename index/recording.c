@@ -338,7 +338,7 @@ int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error
     if (rc == CREC_OK)
         rc = load_keyframes(rec, err);
     if (rc == CREC_OK && rec->nkf == 0)
-        rc = crec_error_corrupt(err, "%s: the recording has no key frame", path);
+        rc = crec_error_corrupt(err, "the recording has no key frame");
     if (rc == CREC_OK) {
         rec->end = rec->kfs[rec->nkf - 1].global_icount;
         rc = load_snapshots(rec, err);

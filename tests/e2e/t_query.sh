@@ -82,6 +82,29 @@ else
     fail "query: --json is valid" "$(head -c 300 "$TMP/out")"
 fi
 
+# A failing query ends the JSON array with its error: the output stays JSON.
+"$CREC" query --json "$rec" rip@end 0x10@end rip@0 >"$TMP/out" 2>"$TMP/err"
+expect_eq "query: --json with a failing query exits 1" 1 "$?"
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d)==2 and "value" in d[0] and "never mapped" in d[1]["error"]' "$TMP/out" 2>/dev/null &&
+    [ "$(wc -l <"$TMP/err")" = 1 ]; then
+    pass "query: --json stays valid when a query fails"
+else
+    fail "query: --json stays valid when a query fails" "$(head -c 300 "$TMP/out") $(cat "$TMP/err")"
+fi
+
+# Queries out of time order in one call answer as each does alone, in the
+# order given; options may follow the file and the queries.
+one=""
+for q in rsp@60% "$addr@end" rip@10% rax@60% "$addr@1000" rip@60%; do
+    one="$one$("$CREC" query "$rec" "$q" --format dec)
+"
+done
+"$CREC" query "$rec" rsp@60% "$addr@end" rip@10% rax@60% "$addr@1000" rip@60% --format dec >"$TMP/out" 2>&1
+expect_eq "query: several queries in one call, in the order given" "$one" "$(cat "$TMP/out")
+"
+expect_status "when: options after the address" 0 "$CREC" when "$rec" "$addr" --size 8 --format dec
+expect_status "when: a bad --format is a usage error" 2 "$CREC" when --format words "$rec" "$addr"
+
 # The index agrees with one sequential replay from instruction 0: random
 # addresses (stack, heap, globals, kernel-written buffers, untouched pages)
 # at random times, on the oracle and on ls and sqlite3 (key frames every

@@ -460,8 +460,9 @@ int cmd_query(int argc, char **argv)
     struct query *qs;
     size_t n, failed, shown;
 
+    opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
         case 's':
             if (parse_u64(optarg, &size) != 0 || size == 0 || size > 4096)
@@ -475,7 +476,8 @@ int cmd_query(int argc, char **argv)
         case 'J': json = 1; break;
         case 'N': no_index = 1; break;
         case 'h': fputs(query_usage, stdout); return EXIT_OK;
-        default: return cli_usage_error("query", "bad option");
+        case ':': return cli_usage_error("query", "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error("query", "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (argc - optind < 2)

@@ -64,8 +64,9 @@ int cmd_when(int argc, char **argv)
     int c, src, rc = EXIT_OK;
     char *end;
 
+    opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
         case 's':
             size = strtoul(optarg, &end, 0);
@@ -80,8 +81,10 @@ int cmd_when(int argc, char **argv)
         case 'h':
             fputs(when_usage, stdout);
             return EXIT_OK;
+        case ':':
+            return cli_usage_error("when", "option '%s' needs a value", argv[optind - 1]);
         default:
-            return cli_usage_error("when", "bad option");
+            return cli_usage_error("when", "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (argc - optind != 2)

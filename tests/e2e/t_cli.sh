@@ -12,3 +12,9 @@ expect_status "cli: bad run option exits 2" 2 "$CREC" run --no-such-option
 one_error_line "cli: bad run option is one error line"
 expect_status "cli: bad info option exits 2" 2 "$CREC" info --no-such-option x
 one_error_line "cli: bad info option is one error line"
+for cmd in $("$CREC" --help | sed -n 's/^  \([a-z]*\)  .*/\1/p'); do
+    expect_status "cli: $cmd with an unknown option exits 2" 2 "$CREC" "$cmd" --no-such-option x y
+    one_error_line "cli: $cmd with an unknown option is one error line"
+done
+expect_status "cli: an option without its value exits 2" 2 "$CREC" query x.crec rip@0 --size
+one_error_line "cli: an option without its value is one error line"

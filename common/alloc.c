@@ -43,3 +43,20 @@ void crec_free(void *p)
 {
     free(p);
 }
+
+void *crec_grow(void *p, size_t *cap, size_t need, size_t size, size_t first)
+{
+    size_t n = *cap ? *cap : first;
+    void *q;
+
+    if (need <= *cap)
+        return p;
+    while (n < need && n <= SIZE_MAX / 2)
+        n *= 2;
+    if (n < need || n > SIZE_MAX / size)
+        return NULL;
+    q = crec_realloc(p, n * size);
+    if (q)
+        *cap = n;
+    return q;
+}

@@ -37,6 +37,15 @@ void *crec_realloc(void *p, size_t n);
 void crec_free(void *p);
 
 /*
+ * Room for `need` elements of `size` bytes in the array p of *cap
+ * elements: p itself if it has the room, else p reallocated to twice its
+ * capacity (at least `first` and at least `need`), with *cap updated.
+ * @return NULL when out of memory or the size overflows; p is then
+ * unchanged and still owned by the caller.
+ */
+void *crec_grow(void *p, size_t *cap, size_t need, size_t size, size_t first);
+
+/*
  * Make allocation number `n` (counting from 1 after this call) and every
  * later one fail; 0 turns failure injection off.  For tests only.
  */

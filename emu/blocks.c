@@ -200,18 +200,18 @@ static int may_hold_rdtsc(const uint8_t *code, size_t n)
 /* Room for one more RDTSC site (and its hook). */
 static int rdtsc_grow(crec_emu_cpu *cpu)
 {
-    size_t cap = cpu->cap_rdtsc ? cpu->cap_rdtsc * 2 : 16;
-    uint64_t *sites = crec_realloc(cpu->rdtsc_sites, cap * sizeof *sites);
+    size_t need = cpu->n_rdtsc + 1, cap_sites = cpu->cap_rdtsc, cap_hooks = cpu->cap_rdtsc;
+    uint64_t *sites = crec_grow(cpu->rdtsc_sites, &cap_sites, need, sizeof *sites, 16);
     uc_hook *hooks;
 
     if (!sites)
         return -1;
     cpu->rdtsc_sites = sites;
-    hooks = crec_realloc(cpu->rdtsc_hooks, cap * sizeof *hooks);
+    hooks = crec_grow(cpu->rdtsc_hooks, &cap_hooks, need, sizeof *hooks, 16);
     if (!hooks)
         return -1;
     cpu->rdtsc_hooks = hooks;
-    cpu->cap_rdtsc = cap;
+    cpu->cap_rdtsc = cap_hooks; /* both arrays have it, now */
     return 0;
 }
 

@@ -38,14 +38,11 @@ static size_t map_lower(crec_emu_cpu *cpu, uint64_t addr)
 
 static int map_insert(crec_emu_cpu *cpu, size_t at, const struct emu_map *m)
 {
-    if (cpu->n_maps == cpu->cap_maps) {
-        size_t cap = cpu->cap_maps ? cpu->cap_maps * 2 : 64;
-        struct emu_map *n = crec_realloc(cpu->maps, cap * sizeof *n);
-        if (!n)
-            return -1;
-        cpu->maps = n;
-        cpu->cap_maps = cap;
-    }
+    struct emu_map *n = crec_grow(cpu->maps, &cpu->cap_maps, cpu->n_maps + 1, sizeof *n, 64);
+
+    if (!n)
+        return -1;
+    cpu->maps = n;
     memmove(cpu->maps + at + 1, cpu->maps + at, (cpu->n_maps - at) * sizeof *cpu->maps);
     cpu->maps[at] = *m;
     cpu->n_maps++;

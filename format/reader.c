@@ -129,13 +129,11 @@ static int pipe_fill(crec_fmt_reader *r, uint64_t want, crec_error *err)
 {
     while (r->memlen < want) {
         if (r->memlen == r->pipecap) {
-            size_t cap = r->pipecap ? r->pipecap * 2 : 1 << 16;
-            uint8_t *p = crec_realloc(r->pipebuf, cap);
+            uint8_t *p = crec_grow(r->pipebuf, &r->pipecap, r->memlen + 1, 1, 1 << 16);
             if (!p)
                 return r_nomem(r, err);
             r->pipebuf = p;
             r->mem = p;
-            r->pipecap = cap;
         }
         ssize_t k = read(r->fd, r->pipebuf + r->memlen, r->pipecap - r->memlen);
         if (k < 0 && errno == EINTR)
@@ -364,14 +362,11 @@ static int build_streams(crec_fmt_reader *r, crec_error *err)
 
 static int add_chunk(crec_fmt_reader *r, size_t *cap, const fmt_chunk *c, crec_error *err)
 {
-    if (r->nchunks == *cap) {
-        size_t n = *cap ? *cap * 2 : 64;
-        fmt_chunk *p = crec_realloc(r->chunks, n * sizeof *p);
-        if (!p)
-            return r_nomem(r, err);
-        r->chunks = p;
-        *cap = n;
-    }
+    fmt_chunk *p = crec_grow(r->chunks, cap, r->nchunks + 1, sizeof *p, 64);
+
+    if (!p)
+        return r_nomem(r, err);
+    r->chunks = p;
     r->chunks[r->nchunks++] = *c;
     return CREC_OK;
 }
@@ -1104,14 +1099,11 @@ static int cmp_blob(const void *a, const void *b)
 static int blob_add(crec_fmt_reader *r, size_t *cap, const crec_fmt_blob_loc *e,
                     crec_error *err)
 {
-    if (r->nblobs == *cap) {
-        size_t n = *cap ? *cap * 2 : 64;
-        crec_fmt_blob_loc *p = crec_realloc(r->blobs, n * sizeof *p);
-        if (!p)
-            return r_nomem(r, err);
-        r->blobs = p;
-        *cap = n;
-    }
+    crec_fmt_blob_loc *p = crec_grow(r->blobs, cap, r->nblobs + 1, sizeof *p, 64);
+
+    if (!p)
+        return r_nomem(r, err);
+    r->blobs = p;
     r->blobs[r->nblobs++] = *e;
     return CREC_OK;
 }

@@ -124,14 +124,11 @@ static int write_chunk(crec_fmt_writer *w, fmt_chunk *c, const uint8_t *data, cr
 
 static int dir_add(crec_fmt_writer *w, const fmt_chunk *c, crec_error *err)
 {
-    if (w->ndir == w->dcap) {
-        size_t cap = w->dcap ? w->dcap * 2 : 64;
-        fmt_chunk *d = crec_realloc(w->dir, cap * sizeof *d);
-        if (!d)
-            return w_nomem(w, err);
-        w->dir = d;
-        w->dcap = cap;
-    }
+    fmt_chunk *d = crec_grow(w->dir, &w->dcap, w->ndir + 1, sizeof *d, 64);
+
+    if (!d)
+        return w_nomem(w, err);
+    w->dir = d;
     w->dir[w->ndir++] = *c;
     return CREC_OK;
 }
@@ -179,17 +176,15 @@ static struct wstream *find_stream(crec_fmt_writer *w, int type, uint32_t tid)
 static int add_stream(crec_fmt_writer *w, int type, uint32_t tid, struct wstream **out,
                       crec_error *err)
 {
+    struct wstream *s;
+
     if (w->nstreams >= CREC_FMT_MAX_STREAMS)
         return crec_error_set(err, CREC_ERR_LIMIT, "%s: more than %d streams", w->name,
                               CREC_FMT_MAX_STREAMS);
-    if (w->nstreams == w->scap) {
-        size_t cap = w->scap ? w->scap * 2 : 16;
-        struct wstream *s = crec_realloc(w->streams, cap * sizeof *s);
-        if (!s)
-            return w_nomem(w, err);
-        w->streams = s;
-        w->scap = cap;
-    }
+    s = crec_grow(w->streams, &w->scap, w->nstreams + 1, sizeof *s, 16);
+    if (!s)
+        return w_nomem(w, err);
+    w->streams = s;
     w->last[type] = w->nstreams;
     *out = &w->streams[w->nstreams++];
     **out = (struct wstream){.type = (uint8_t)type, .tid = tid};

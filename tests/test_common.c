@@ -64,3 +64,27 @@ Test(common, nth_allocation_fails_and_the_rest_too)
     crec_free(a);
     crec_free(NULL);
 }
+
+Test(common, grow_doubles_and_keeps_the_array_on_failure)
+{
+    size_t cap = 0;
+    int *a = crec_grow(NULL, &cap, 1, sizeof *a, 4), *b;
+
+    cr_assert_not_null(a);
+    cr_expect_eq(cap, 4, "the first capacity");
+    a[3] = 7;
+    cr_expect_eq(crec_grow(a, &cap, 4, sizeof *a, 4), a, "room enough: the same array");
+    b = crec_grow(a, &cap, 5, sizeof *a, 4);
+    cr_assert_not_null(b);
+    cr_expect_eq(cap, 8);
+    cr_expect_eq(b[3], 7, "the elements move with the array");
+    b = crec_grow(b, &cap, 100, sizeof *b, 4);
+    cr_assert_not_null(b);
+    cr_expect_eq(cap, 128, "doubled until it holds what is needed");
+    crec_alloc_fail_after(1);
+    cr_expect_null(crec_grow(b, &cap, 1000, sizeof *b, 4));
+    crec_alloc_fail_after(0);
+    cr_expect_eq(cap, 128, "a failed growth changes nothing");
+    cr_expect_null(crec_grow(b, &cap, SIZE_MAX / 2, 8, 4), "an overflowing size fails");
+    crec_free(b);
+}

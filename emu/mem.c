@@ -314,6 +314,11 @@ void *crec_emu_mem_host(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot
     }
 }
 
+void crec_emu_hostpages_clear(struct crec_emu_hostpages *t)
+{
+    memset(t, 0, sizeof *t);
+}
+
 /* Copy between guest and host, page-run by page-run; dir 0 reads. */
 static int mem_copy(crec_emu_cpu *cpu, uint8_t *h, uint64_t addr, uint64_t len, int dir)
 {

@@ -24,6 +24,9 @@ struct rep_seg {
     uint32_t tid;
     crec_fmt_cursor *reads, *events;
     uint64_t hits_left;          /* loads still predicted before the next value */
+    /* Guest pages the load hook touched lately; emptied at every change of
+     * the memory map, which can move or drop a page's host memory. */
+    struct crec_emu_hostpages hostpages;
 
     const crec_fmt_keyframe *kfs; /* every key frame of the recording */
     size_t nkf;

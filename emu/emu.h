@@ -268,6 +268,12 @@ int crec_emu_mem_find_free(crec_emu_cpu *cpu, uint64_t len, uint64_t above,
  *  @return 1 for those two extra reports (ignore them), else 0. */
 int crec_emu_mem_echo(crec_emu_cpu *cpu, int type, uint64_t addr, int size);
 
+/*! crec_emu_mem_echoes() :
+ *  @return 1 when this CPU maps guest data as MMIO, so that its hooks can
+ *  see the re-reports crec_emu_mem_echo() filters; 0 when they can't, and
+ *  a hook that runs on every load may skip that call. */
+int crec_emu_mem_echoes(crec_emu_cpu *cpu);
+
 /* One guest mapping, as crec_emu_mem_foreach reports it. */
 struct crec_emu_mapping {
     uint64_t start, end;

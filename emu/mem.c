@@ -145,6 +145,11 @@ int crec_emu_mem_echo(crec_emu_cpu *cpu, int type, uint64_t addr, int size)
     return 0;
 }
 
+int crec_emu_mem_echoes(crec_emu_cpu *cpu)
+{
+    return cpu->data_mmio;
+}
+
 /* Forget translated code in a mapping that was executable: called while
  * it is still mapped, since Unicorn looks the page up to invalidate it. */
 static void forget_code(crec_emu_cpu *cpu, const struct emu_map *m, uint64_t a, uint64_t b)

@@ -154,7 +154,7 @@ static void rep_mem_hook(uc_engine *uc, uc_mem_type type, uint64_t addr, int siz
             s->on_access(s->access_ctx, s->cpu, 'w', addr, (uint64_t)size);
         return;
     }
-    if (crec_emu_mem_echo(s->cpu, type, addr, size))
+    if (s->echoes && crec_emu_mem_echo(s->cpu, type, addr, size))
         return; /* a re-report of part of the last load (non-x86-64 hosts) */
     if (size > 0 && size <= 16)
         rep_load(s, addr, (unsigned)size, NULL);
@@ -527,6 +527,7 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
 
     if (s->nlazy > 0 && rep_block_lazy(s, addr))
         return;
+    __atomic_store_n(&s->at, before, __ATOMIC_RELAXED); /* for the progress line */
 
     while (s->next_kf < s->nkf_blocks && s->kfs[s->next_kf].global_icount <= before) {
         size_t k = s->next_kf++;
@@ -579,6 +580,7 @@ static int rep_seg_open(struct rep_seg *s, crec_error *err)
                                    (void *)rep_mem_hook, s, err);
     if (rc != CREC_OK)
         return rc;
+    s->echoes = crec_emu_mem_echoes(s->cpu);
     rc = crec_fmt_cursor_open(s->r, CREC_FMT_S_READS, kf->tid, kf->reads_off, &s->reads, err);
     if (rc == CREC_OK) /* at the key frame's listing, even when starting at a point */
         rc = crec_fmt_cursor_open(s->r, CREC_FMT_S_EVENTS, kf->tid,

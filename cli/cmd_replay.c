@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "replayer/replayer.h"
@@ -17,6 +18,9 @@ static const char replay_usage[] =
     "Re-execute the recording FILE on crec's software CPU, with no OS and no\n"
     "file of the recorded program, and check at every key frame, at every\n"
     "write-like syscall and at the end that it runs exactly as recorded.\n"
+    "A recording cut short (the recorder was killed) is verified up to its\n"
+    "last key frame, and the result says so.  On a terminal, a long replay\n"
+    "shows how far it has got on standard error.\n"
     "Exit status 0: verified; 1: a bad file; 3: the replay diverged.\n"
     "\n"
     "Options:\n"
@@ -35,12 +39,53 @@ static int parse_count(const char *s, uint64_t *out)
     return *end ? -1 : 0;
 }
 
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* The progress line: on a terminal only, and only once a replay has run
+ * long enough for a user to wonder how far it has got. */
+struct progress {
+    struct timespec t0;
+    int shown; /* a line is on the terminal and must be erased */
+};
+
+#define PROGRESS_AFTER_S 1.0
+
+static void show_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    struct progress *p = ctx;
+
+    if (!p->shown && seconds_since(&p->t0) < PROGRESS_AFTER_S)
+        return;
+    if (done > total)
+        done = total;
+    fprintf(stderr, "\rcrec replay: %" PRIu64 " of %" PRIu64 " instructions (%d%%)", done, total,
+            total ? (int)(100 * (double)done / (double)total) : 100);
+    fflush(stderr);
+    p->shown = 1;
+}
+
+static void erase_progress(const struct progress *p)
+{
+    if (p->shown) {
+        fputs("\r\033[K", stderr); /* carriage return, erase to the end of the line */
+        fflush(stderr);
+    }
+}
+
 static void print_result(const char *file, const crec_replay_result *res, double secs)
 {
-    printf("%s: replay verified: %" PRIu64 " instructions replayed (from %" PRIu64 " to %" PRIu64
+    printf("%s: replay verified%s: %" PRIu64 " instructions replayed (from %" PRIu64 " to %" PRIu64
            "), %" PRIu64 " key frames checked, %" PRIu64 " syscalls, %" PRIu64
            " writes checked, %.2f s",
-           file, res->replayed, res->start_icount, res->instructions, res->keyframes_checked,
+           file, res->truncated ? " up to where the recording was cut short (its last key frame)"
+                                : "",
+           res->replayed, res->start_icount, res->instructions, res->keyframes_checked,
            res->syscalls, res->writes_checked, secs);
     if (secs > 0)
         printf(", %.1f MIPS", (double)res->replayed / secs / 1e6);
@@ -59,8 +104,9 @@ int cmd_replay(int argc, char **argv)
     crec_replay_options o = {0};
     crec_replay_result res;
     crec_error err = {0};
-    struct timespec t0, t1;
+    struct progress prog = {0};
     int c, quiet = 0, rc;
+    double secs;
     uint64_t v;
 
     opterr = 0;
@@ -89,9 +135,14 @@ int cmd_replay(int argc, char **argv)
     if (optind + 1 != argc)
         return cli_usage_error("replay", optind >= argc ? "no recording given"
                                                         : "one recording at a time");
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (!quiet && isatty(STDERR_FILENO)) {
+        o.progress = show_progress;
+        o.progress_ctx = &prog;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &prog.t0);
     rc = crec_replay_run(argv[optind], &o, &res, &err);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    secs = seconds_since(&prog.t0);
+    erase_progress(&prog);
     if (rc != CREC_OK)
         return cli_fail_file(argv[optind], &err);
     if (res.diverged)
@@ -100,7 +151,6 @@ int cmd_replay(int argc, char **argv)
                         " (%s): %s",
                         argv[optind], res.div.icount, res.div.rip, res.div.insn, res.div.what);
     if (!quiet)
-        print_result(argv[optind], &res,
-                     (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+        print_result(argv[optind], &res, secs);
     return EXIT_OK;
 }

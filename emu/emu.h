@@ -203,6 +203,46 @@ int crec_emu_mem_protect(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int pro
  *  (0: any mapped page will do). */
 void *crec_emu_mem_host(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot);
 
+/*
+ * A table of the host address of recently used guest pages, for memory
+ * hooks that run on every load: it spares most loads the search of the
+ * memory map that crec_emu_mem_host does.  The client owns it and must
+ * empty it (crec_emu_hostpages_clear) whenever the memory map may have
+ * changed, since a map change can move or drop a page's host memory.
+ */
+#define CREC_EMU_HOSTPAGES 256 /* a power of two */
+
+struct crec_emu_hostpages {
+    struct {
+        uint64_t page_plus1; /* guest page number + 1; 0 = empty */
+        uint8_t *host;
+    } slot[CREC_EMU_HOSTPAGES];
+};
+
+/*! crec_emu_hostpages_find() :
+ *  @return the host address of [addr, addr+size) when it lies in one
+ *  mapped guest page, else NULL (not mapped, or across two pages). */
+static inline uint8_t *crec_emu_hostpages_find(struct crec_emu_hostpages *t, crec_emu_cpu *cpu,
+                                               uint64_t addr, unsigned size)
+{
+    uint64_t page = addr / CREC_EMU_PAGE;
+    unsigned i = (unsigned)(page & (CREC_EMU_HOSTPAGES - 1));
+
+    if ((addr + size - 1) / CREC_EMU_PAGE != page)
+        return NULL;
+    if (t->slot[i].page_plus1 != page + 1) {
+        uint8_t *host = crec_emu_mem_host(cpu, page * CREC_EMU_PAGE, CREC_EMU_PAGE, 0);
+        if (!host)
+            return NULL;
+        t->slot[i].page_plus1 = page + 1;
+        t->slot[i].host = host;
+    }
+    return t->slot[i].host + addr % CREC_EMU_PAGE;
+}
+
+/*! crec_emu_hostpages_clear() : empty the table (the map changed). */
+void crec_emu_hostpages_clear(struct crec_emu_hostpages *t);
+
 /*! crec_emu_mem_read() / crec_emu_mem_write() :
  *  Copy between guest and host memory, across mappings, ignoring
  *  protection (a debugger's view).  @return 0, or -1 if a page is not mapped. */
@@ -227,6 +267,12 @@ int crec_emu_mem_find_free(crec_emu_cpu *cpu, uint64_t len, uint64_t above,
  *  aligned loads it is made of.  An x86-64 host reports it once.
  *  @return 1 for those two extra reports (ignore them), else 0. */
 int crec_emu_mem_echo(crec_emu_cpu *cpu, int type, uint64_t addr, int size);
+
+/*! crec_emu_mem_echoes() :
+ *  @return 1 when this CPU maps guest data as MMIO, so that its hooks can
+ *  see the re-reports crec_emu_mem_echo() filters; 0 when they can't, and
+ *  a hook that runs on every load may skip that call. */
+int crec_emu_mem_echoes(crec_emu_cpu *cpu);
 
 /* One guest mapping, as crec_emu_mem_foreach reports it. */
 struct crec_emu_mapping {

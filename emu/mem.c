@@ -142,6 +142,11 @@ int crec_emu_mem_echo(crec_emu_cpu *cpu, int type, uint64_t addr, int size)
     return 0;
 }
 
+int crec_emu_mem_echoes(crec_emu_cpu *cpu)
+{
+    return cpu->data_mmio;
+}
+
 /* Forget translated code in a mapping that was executable: called while
  * it is still mapped, since Unicorn looks the page up to invalidate it. */
 static void forget_code(crec_emu_cpu *cpu, const struct emu_map *m, uint64_t a, uint64_t b)
@@ -309,6 +314,11 @@ void *crec_emu_mem_host(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot
             return NULL;
         i++;
     }
+}
+
+void crec_emu_hostpages_clear(struct crec_emu_hostpages *t)
+{
+    memset(t, 0, sizeof *t);
 }
 
 /* Copy between guest and host, page-run by page-run; dir 0 reads. */

@@ -77,32 +77,13 @@ int rec_event(struct rec_session *rs, const crec_fmt_event *ev)
 
 /* ---- loads and stores ---------------------------------------------------- */
 
-/*
- * The host address of [addr, addr+size), when it lies in one guest page
- * that is mapped; else NULL.  A small table of recent pages spares most
- * loads a search of the memory map.
- */
+/* The host address of [addr, addr+size) when it lies in one mapped guest
+ * page, else NULL: the table of recent pages spares most loads a search of
+ * the memory map. */
 static inline const uint8_t *rec_guest_bytes(struct rec_session *rs, uint64_t addr,
                                               unsigned size)
 {
-    uint64_t page = addr / CREC_EMU_PAGE;
-    struct rec_hostpage *hp = &rs->hostpages[page & (REC_HOSTPAGES - 1)];
-
-    if ((addr + size - 1) / CREC_EMU_PAGE != page)
-        return NULL;
-    if (hp->page_plus1 != page + 1) {
-        uint8_t *host = crec_emu_mem_host(rs->cpu, page * CREC_EMU_PAGE, CREC_EMU_PAGE, 0);
-        if (!host)
-            return NULL;
-        hp->page_plus1 = page + 1;
-        hp->host = host;
-    }
-    return hp->host + addr % CREC_EMU_PAGE;
-}
-
-void rec_forget_hostpages(struct rec_session *rs)
-{
-    memset(rs->hostpages, 0, sizeof rs->hostpages);
+    return crec_emu_hostpages_find(&rs->hostpages, rs->cpu, addr, size);
 }
 
 /* Log a load the cache did not predict: the whole granules it touched, and
@@ -335,7 +316,7 @@ static void rec_on_syscall_exit(void *ctx, const struct crec_emu_syscall *sc)
     uint64_t hash;
     int sent;
 
-    rec_forget_hostpages(rs); /* the map may have changed */
+    crec_emu_hostpages_clear(&rs->hostpages); /* the map may have changed */
     for (unsigned i = 0; i < sc->n_out; i++)
         rec_mark_dirty(rs, sc->out[i].addr, sc->out[i].len);
     if (sc->out_overflow)
@@ -388,7 +369,7 @@ static void rec_on_mem(void *ctx, const struct crec_emu_mem_event *mev)
 {
     struct rec_session *rs = ctx;
 
-    rec_forget_hostpages(rs);
+    crec_emu_hostpages_clear(&rs->hostpages);
     if (rs->started)
         rec_on_mem_event(rs, mev);
     else

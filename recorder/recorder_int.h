@@ -205,13 +205,6 @@ struct rec_code_hash {
     int valid;
 };
 
-/* The host address of one guest page, as the memory hooks last found it. */
-struct rec_hostpage {
-    uint64_t page_plus1; /* guest page number + 1; 0 = empty */
-    uint8_t *host;
-};
-
-#define REC_HOSTPAGES 256 /* a power of two */
 #define REC_MAX_CODE_HASHES 64
 #define REC_MAX_IMAGES 16
 #define REC_MAX_SYMBOLIZED 256
@@ -229,7 +222,7 @@ struct rec_session {
     uint64_t hits;        /* loads predicted since the last logged value */
     /* Guest pages the hooks touched lately; emptied after every syscall,
      * since only a syscall can move or drop a page's host memory. */
-    struct rec_hostpage hostpages[REC_HOSTPAGES];
+    struct crec_emu_hostpages hostpages;
 
     uint64_t next_kf;     /* instruction count of the next key frame */
     uint64_t kf_interval;
@@ -285,8 +278,6 @@ int rec_symbols(struct rec_session *rs, const char *path, uint64_t file_off,
                 const crec_fmt_hash *blob);
 
 /* record.c */
-/* Empty the table of guest pages the memory hooks use (the map changed). */
-void rec_forget_hostpages(struct rec_session *rs);
 int rec_event(struct rec_session *rs, const crec_fmt_event *ev);
 void rec_fail(struct rec_session *rs, const crec_error *err);
 

@@ -79,28 +79,18 @@ static int rep_next_hits(struct rep_seg *s)
 }
 
 /*
- * One load of `size` bytes (by the program, or by the kernel reading a
- * syscall's buffer): predicted, or given its recorded value.
+ * A load that needs its recorded value: the whole granules it touched
+ * (crec_fmt_read_span) are written into memory, so the load sees them.
  */
-static int rep_load(struct rep_seg *s, uint64_t addr, unsigned size, uint8_t *bytes)
+static int rep_load_value(struct rep_seg *s, uint64_t addr, unsigned size)
 {
     crec_error err = {0};
     uint8_t span[16];
+    uint8_t *host;
     uint64_t start;
-    unsigned len;
-    int rc;
+    unsigned len = crec_fmt_read_span(addr, size, &start);
+    int rc = crec_fmt_cursor_read(s->reads, span, len, &err);
 
-    if (crec_emu_mem_read(s->cpu, bytes, addr, size) != 0)
-        return -1; /* unmapped: the recorder skipped it too */
-    if (s->hits_left > 0) {
-        if (s->hits_left != UINT64_MAX)
-            s->hits_left--;
-        if (s->on_access)
-            s->on_access(s->access_ctx, s->cpu, 'r', addr, size);
-        return 0;
-    }
-    len = crec_fmt_read_span(addr, size, &start);
-    rc = crec_fmt_cursor_read(s->reads, span, len, &err);
     if (rc == CREC_ERR_NOTFOUND) {
         rep_diverge(s, "a %u-byte load at 0x%" PRIx64 " needs a recorded value, but the read "
                        "stream has ended", size, addr);
@@ -110,12 +100,41 @@ static int rep_load(struct rep_seg *s, uint64_t addr, unsigned size, uint8_t *by
         rep_fail(s, &err);
         return -1;
     }
-    crec_emu_mem_write(s->cpu, start, span, len);
-    crec_emu_mem_read(s->cpu, bytes, addr, size);
+    host = crec_emu_hostpages_find(&s->hostpages, s->cpu, start, len);
+    if (host)
+        memcpy(host, span, len);
+    else /* across two pages */
+        crec_emu_mem_write(s->cpu, start, span, len);
     s->reads_taken++;
+    return rep_next_hits(s) == CREC_OK ? 0 : -1;
+}
+
+/*
+ * One load of `size` bytes (by the program, or by the kernel reading a
+ * syscall's buffer): predicted, or given its recorded value.  The bytes
+ * loaded are copied to `out` when it is not NULL.  @return -1 if it is not
+ * mapped (the recorder skipped it too) or the replay must stop, else 0.
+ */
+static inline int rep_load(struct rep_seg *s, uint64_t addr, unsigned size, uint8_t *out)
+{
+    uint8_t scratch[16];
+
+    /* A predicted load needs only to know that its bytes are mapped: most
+     * lie in a page the table knows, the rest are looked up in the map. */
+    if (!crec_emu_hostpages_find(&s->hostpages, s->cpu, addr, size) &&
+        crec_emu_mem_read(s->cpu, scratch, addr, size) != 0)
+        return -1;
+    if (s->hits_left > 0) {
+        if (s->hits_left != UINT64_MAX)
+            s->hits_left--;
+    } else if (rep_load_value(s, addr, size) != 0) {
+        return -1;
+    }
+    if (out)
+        crec_emu_mem_read(s->cpu, out, addr, size);
     if (s->on_access)
         s->on_access(s->access_ctx, s->cpu, 'r', addr, size);
-    return rep_next_hits(s) == CREC_OK ? 0 : -1;
+    return 0;
 }
 
 /*
@@ -127,17 +146,18 @@ static int rep_load(struct rep_seg *s, uint64_t addr, unsigned size, uint8_t *by
 static void rep_mem_hook(uc_engine *uc, uc_mem_type type, uint64_t addr, int size,
                          int64_t value, void *ctx)
 {
-    uint8_t bytes[16];
-
     struct rep_seg *s = ctx;
 
     (void)uc, (void)value;
-    if (crec_emu_mem_echo(s->cpu, type, addr, size))
+    if (type != UC_MEM_READ) { /* a store: memory holds it already */
+        if (s->on_access && size > 0)
+            s->on_access(s->access_ctx, s->cpu, 'w', addr, (uint64_t)size);
+        return;
+    }
+    if (s->echoes && crec_emu_mem_echo(s->cpu, type, addr, size))
         return; /* a re-report of part of the last load (non-x86-64 hosts) */
-    if (type == UC_MEM_READ && size > 0 && size <= 16)
-        rep_load(ctx, addr, (unsigned)size, bytes);
-    else if (type == UC_MEM_WRITE && s->on_access && size > 0)
-        s->on_access(s->access_ctx, s->cpu, 'w', addr, (uint64_t)size);
+    if (size > 0 && size <= 16)
+        rep_load(s, addr, (unsigned)size, NULL);
 }
 
 static int rep_kernel_read(void *ctx, uint64_t addr, unsigned len, uint8_t *out)
@@ -224,6 +244,7 @@ static int rep_apply_mmap(struct rep_seg *s, const crec_fmt_event *ev)
         rep_fail(s, &err);
         return rc;
     }
+    crec_emu_hostpages_clear(&s->hostpages);
     if (ev->u.mmap.op == CREC_FMT_MM_UNMAP)
         rc = crec_emu_mem_unmap(s->cpu, addr, len, &err);
     else if (ev->u.mmap.op == CREC_FMT_MM_PROTECT)
@@ -481,24 +502,32 @@ static void rep_offer_point(struct rep_seg *s, uint64_t addr, uint64_t before)
     s->on_point(s->access_ctx, s->cpu, &p);
 }
 
+/* A block whose code may not be there yet (lazy.c).  @return 1 if the
+ * block must not run now: it is entered again once its code is in. */
+static int rep_block_lazy(struct rep_seg *s, uint64_t addr)
+{
+    crec_error err = {0};
+    int refill;
+
+    if (rep_lazy_block(s, addr, &refill, &err) != CREC_OK) {
+        rep_fail(s, &err);
+        return 1;
+    }
+    if (refill) {
+        s->refill_at = addr;
+        crec_emu_cpu_stop(s->cpu); /* before the block runs: it is entered again */
+    }
+    return refill;
+}
+
 static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t icount)
 {
     struct rep_seg *s = ctx;
     uint64_t before = icount - ninsns;
-    crec_error err = {0};
-    int refill;
 
-    if (s->nlazy > 0) { /* its code may not be there yet (lazy.c) */
-        if (rep_lazy_block(s, addr, &refill, &err) != CREC_OK) {
-            rep_fail(s, &err);
-            return;
-        }
-        if (refill) {
-            s->refill_at = addr;
-            crec_emu_cpu_stop(s->cpu); /* before the block runs: it is entered again */
-            return;
-        }
-    }
+    if (s->nlazy > 0 && rep_block_lazy(s, addr))
+        return;
+    __atomic_store_n(&s->at, before, __ATOMIC_RELAXED); /* for the progress line */
 
     while (s->next_kf < s->nkf_blocks && s->kfs[s->next_kf].global_icount <= before) {
         size_t k = s->next_kf++;
@@ -551,6 +580,7 @@ static int rep_seg_open(struct rep_seg *s, crec_error *err)
                                    (void *)rep_mem_hook, s, err);
     if (rc != CREC_OK)
         return rc;
+    s->echoes = crec_emu_mem_echoes(s->cpu);
     rc = crec_fmt_cursor_open(s->r, CREC_FMT_S_READS, kf->tid, kf->reads_off, &s->reads, err);
     if (rc == CREC_OK) /* at the key frame's listing, even when starting at a point */
         rc = crec_fmt_cursor_open(s->r, CREC_FMT_S_EVENTS, kf->tid,

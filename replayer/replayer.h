@@ -9,9 +9,16 @@
 
 #include "crec.h"
 
+/* How far a replay has got: `done` of `total` instructions to replay. */
+typedef void (*crec_replay_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
 typedef struct crec_replay_options {
     uint64_t from;   /* start at the last key frame at or before this time */
     unsigned jobs;   /* verify segments on this many threads (0, 1: one) */
+    /* called about ten times a second on the calling thread while the
+     * replay runs (may be NULL) */
+    crec_replay_progress_fn progress;
+    void *progress_ctx;
 } crec_replay_options;
 
 /* Where and how a replay left the recorded path. */
@@ -30,6 +37,8 @@ typedef struct crec_replay_result {
     uint64_t syscalls, writes_checked;
     int exited_by_signal;
     uint64_t exit_value;      /* status, or the signal */
+    int truncated;            /* the file was cut short: the replay verified it
+                               * up to its last key frame (`instructions`) */
     int diverged;
     crec_divergence div;
 } crec_replay_result;

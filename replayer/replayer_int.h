@@ -24,6 +24,10 @@ struct rep_seg {
     uint32_t tid;
     crec_fmt_cursor *reads, *events;
     uint64_t hits_left;          /* loads still predicted before the next value */
+    /* Guest pages the load hook touched lately; emptied at every change of
+     * the memory map, which can move or drop a page's host memory. */
+    struct crec_emu_hostpages hostpages;
+    int echoes;                  /* the load hook must filter echoes (crec_emu_mem_echoes) */
 
     const crec_fmt_keyframe *kfs; /* every key frame of the recording */
     size_t nkf;
@@ -42,6 +46,8 @@ struct rep_seg {
     int have_exit;
 
     uint64_t keyframes_checked, syscalls, writes_checked, reads_taken;
+    uint64_t at;                 /* the last block start: how far the run has got */
+    int finished;                /* the run has ended (read by the watching thread) */
     int diverged;
     crec_divergence div;
     int failed;                  /* the file is bad: err says how */

@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/common.h"
 #include "replayer/replayer_int.h"
@@ -71,8 +72,67 @@ int rep_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
 
 static void *job_main(void *arg)
 {
-    rep_seg_run(arg);
+    struct rep_seg *s = arg;
+
+    rep_seg_run(s);
+    __atomic_store_n(&s->finished, 1, __ATOMIC_RELEASE);
     return NULL;
+}
+
+/* Instructions the runs have replayed so far (read while they run). */
+static uint64_t jobs_done(struct rep_seg *segs, unsigned jobs)
+{
+    uint64_t done = 0;
+
+    for (unsigned j = 0; j < jobs; j++) {
+        uint64_t at = __atomic_load_n(&segs[j].at, __ATOMIC_RELAXED);
+        uint64_t start = segs[j].kfs[segs[j].first].global_icount;
+        done += at > start ? at - start : 0;
+    }
+    return done;
+}
+
+static int jobs_finished(struct rep_seg *segs, unsigned jobs)
+{
+    for (unsigned j = 0; j < jobs; j++)
+        if (!__atomic_load_n(&segs[j].finished, __ATOMIC_ACQUIRE))
+            return 0;
+    return 1;
+}
+
+/* While the runs go on, tell o->progress how far they have got. */
+static void watch_jobs(struct rep_seg *segs, unsigned jobs, const crec_replay_options *o,
+                       uint64_t total)
+{
+    const struct timespec tenth = {0, 100 * 1000 * 1000};
+
+    while (!jobs_finished(segs, jobs)) {
+        nanosleep(&tenth, NULL);
+        o->progress(o->progress_ctx, jobs_done(segs, jobs), total);
+    }
+}
+
+/*
+ * Run every job on a thread of its own and wait for them all: the calling
+ * thread is left free to report progress.  A job whose thread can't be
+ * created runs on the calling thread instead.
+ */
+static void run_threads(struct rep_seg *segs, unsigned jobs, const crec_replay_options *o,
+                        uint64_t total)
+{
+    pthread_t threads[REP_MAX_JOBS];
+    int started[REP_MAX_JOBS];
+
+    for (unsigned j = 0; j < jobs; j++) {
+        started[j] = pthread_create(&threads[j], NULL, job_main, &segs[j]) == 0;
+        if (!started[j])
+            job_main(&segs[j]);
+    }
+    if (o->progress)
+        watch_jobs(segs, jobs, o, total);
+    for (unsigned j = 0; j < jobs; j++)
+        if (started[j])
+            pthread_join(threads[j], NULL);
 }
 
 /* The first key frame to start from: the last one at or before `from`. */
@@ -118,8 +178,7 @@ static int run_jobs(const char *path, crec_fmt_reader *r0, const crec_fmt_keyfra
                     size_t nkf, int truncated, const crec_replay_options *o,
                     crec_replay_result *res, crec_error *err)
 {
-    struct rep_seg segs[REP_MAX_JOBS];
-    pthread_t threads[REP_MAX_JOBS];
+    struct rep_seg *segs;
     size_t nblocks = truncated ? nkf : nkf - 1;
     size_t first = start_index(kfs, nkf, nblocks ? nblocks : 1, o->from);
     size_t last = nkf - 1;
@@ -130,7 +189,9 @@ static int run_jobs(const char *path, crec_fmt_reader *r0, const crec_fmt_keyfra
         jobs = REP_MAX_JOBS;
     if (jobs > last - first)
         jobs = last - first ? (unsigned)(last - first) : 1;
-    memset(segs, 0, sizeof segs);
+    segs = crec_calloc(jobs, sizeof *segs);
+    if (!segs)
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for %u replay jobs", jobs);
     plan_jobs(segs, jobs, first, last);
     for (unsigned j = 0; j < jobs && rc == CREC_OK; j++) {
         struct rep_seg *s = &segs[j];
@@ -141,17 +202,14 @@ static int run_jobs(const char *path, crec_fmt_reader *r0, const crec_fmt_keyfra
         s->stop_at = kfs[s->end_kf].global_icount;
         s->nkf_blocks = s->is_last && !truncated ? nkf - 1 : s->end_kf + 1;
         s->r = r0;
+        s->at = kfs[s->first].global_icount;
         if (j > 0)
             rc = crec_fmt_reader_open(path, &s->r, err);
     }
     res->start_icount = kfs[first].global_icount;
     res->instructions = kfs[nkf - 1].global_icount;
     if (rc == CREC_OK) {
-        for (unsigned j = 1; j < jobs; j++)
-            pthread_create(&threads[j], NULL, job_main, &segs[j]);
-        rep_seg_run(&segs[0]);
-        for (unsigned j = 1; j < jobs; j++)
-            pthread_join(threads[j], NULL);
+        run_threads(segs, jobs, o, res->instructions - res->start_icount);
         merge(segs, jobs, res);
         for (unsigned j = 0; j < jobs && rc == CREC_OK; j++)
             if (segs[j].failed) {
@@ -168,7 +226,60 @@ static int run_jobs(const char *path, crec_fmt_reader *r0, const crec_fmt_keyfra
         if (j > 0)
             crec_fmt_reader_free(segs[j].r);
     }
+    crec_free(segs);
     return rc;
+}
+
+/* The bytes of stream (type, tid) that reached the file (0: none). */
+static uint64_t stream_bytes(const crec_fmt_reader *r, int type, uint32_t tid)
+{
+    crec_fmt_stream_info info;
+
+    for (size_t i = 0; i < crec_fmt_reader_nstreams(r); i++)
+        if (crec_fmt_reader_stream(r, i, &info, NULL) == CREC_OK && info.type == type &&
+            info.tid == tid)
+            return info.raw_bytes;
+    return 0;
+}
+
+/* Does the EVENTS stream hold the EXIT event after key frame `kf`? */
+static int has_exit(crec_fmt_reader *r, const crec_fmt_keyframe *kf)
+{
+    crec_fmt_cursor *c;
+    const uint8_t *body;
+    size_t len;
+    int kind, found = 0;
+
+    if (crec_fmt_cursor_open(r, CREC_FMT_S_EVENTS, kf->tid, kf->events_off, &c, NULL) != CREC_OK)
+        return 0;
+    while (!found && crec_fmt_cursor_next(c, &kind, &body, &len, NULL) == CREC_OK)
+        found = kind == CREC_FMT_K_EXIT;
+    crec_fmt_cursor_free(c);
+    return found;
+}
+
+/*
+ * In a file cut short, the key frames a replay can reach: those whose
+ * READS and EVENTS data before them all reached the file (the chunks
+ * written last may be the ones lost).  @return how many, from the first;
+ * *cut 1 when the replay must stop at the last of them, 0 when the file
+ * still holds the whole run (only its directory was lost).
+ */
+static size_t reachable_keyframes(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t nkf,
+                                  int *cut)
+{
+    uint64_t at;
+    size_t n = 0;
+
+    *cut = 0;
+    if (!crec_fmt_reader_truncated(r, &at, NULL))
+        return nkf;
+    while (n < nkf &&
+           kfs[n].reads_off <= stream_bytes(r, CREC_FMT_S_READS, kfs[n].tid) &&
+           kfs[n].events_off <= stream_bytes(r, CREC_FMT_S_EVENTS, kfs[n].tid))
+        n++;
+    *cut = n < nkf || !has_exit(r, &kfs[nkf - 1]);
+    return n;
 }
 
 int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_result *res,
@@ -177,15 +288,20 @@ int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_
     crec_fmt_reader *r = NULL;
     crec_fmt_keyframe *kfs = NULL;
     size_t nkf = 0;
-    uint64_t cut;
-    int rc;
+    int truncated = 0, rc;
 
     memset(res, 0, sizeof *res);
     rc = crec_fmt_reader_open(path, &r, err);
     if (rc == CREC_OK)
         rc = rep_load_keyframes(r, &kfs, &nkf, err);
     if (rc == CREC_OK) {
-        int truncated = crec_fmt_reader_truncated(r, &cut, NULL);
+        nkf = reachable_keyframes(r, kfs, nkf, &truncated);
+        if (nkf == 0)
+            rc = crec_error_corrupt(err, "the recording was cut short before its first key "
+                                         "frame's data");
+    }
+    if (rc == CREC_OK) {
+        res->truncated = truncated;
         if (o->from > kfs[nkf - 1].global_icount)
             rc = crec_error_set(err, CREC_ERR_ARG,
                                 "--from %" PRIu64 " is past the end of the recording (%" PRIu64

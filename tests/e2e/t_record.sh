@@ -142,6 +142,46 @@ else
 fi
 expect_status "a killed recording replays verified up to its last key frame" 0 \
     "$CREC" replay "$d/killed.crec"
+if [ "$(wc -l <"$TMP/out")" = 1 ] &&
+    grep -q "replay verified up to where the recording was cut short" "$TMP/out"; then
+    pass "replay of a killed recording says, in one line, that it verified up to the cut"
+else
+    fail "replay of a killed recording says, in one line, that it verified up to the cut" \
+        "$(head -c 400 "$TMP/out")"
+fi
+expect_eq "replay with stderr not a terminal shows no progress line" "" "$(cat "$TMP/err")"
+
+# On a terminal (script(1) gives it one), a replay that runs for more than
+# a second shows how far it has got, and erases that line when done.
+if command -v script >/dev/null 2>&1; then
+    script -qec "\"$CREC\" replay \"$d/killed.crec\"" /dev/null >"$TMP/tty" 2>&1
+    if grep -q "crec replay: [0-9]* of [0-9]* instructions ([0-9]*%)" "$TMP/tty" &&
+        grep -q "$(printf '\r\033')\[K$d/killed.crec: replay verified up to" "$TMP/tty"; then
+        pass "replay on a terminal shows a progress line and erases it"
+    else
+        fail "replay on a terminal shows a progress line and erases it" \
+            "$(head -c 400 "$TMP/tty" | od -c | head -n 8)"
+    fi
+else
+    fail "replay on a terminal shows a progress line and erases it" "script(1) is missing"
+fi
+
+# A recording that lost only its directory still holds the whole run: a
+# full replay.  Cut deeper, it is verified up to the last key frame whose
+# data all reached the file, and the replay says so.
+sample=$E2E_DIR/../../traces-sample/hello.crec
+size=$(wc -c <"$sample")
+head -c $((size - 1)) "$sample" >"$d/nodir.crec"
+expect_status "a recording without its directory replays" 0 "$CREC" replay "$d/nodir.crec"
+if grep -q "replay verified: " "$TMP/out"; then pass "... verified to its end"
+else fail "... verified to its end" "$(head -c 300 "$TMP/out")"; fi
+head -c $((size - 500)) "$sample" >"$d/cut.crec"
+expect_status "a recording cut into its last chunks replays" 0 "$CREC" replay "$d/cut.crec"
+if grep -q "replay verified up to where the recording was cut short" "$TMP/out"; then
+    pass "... verified up to the cut, and says so"
+else
+    fail "... verified up to the cut, and says so" "$(head -c 300 "$TMP/out")"
+fi
 
 # RDTSC and CPUID answers come from the recording.
 expect_status "record rdtsc" 0 "$CREC" record -o "$d/rdtsc.crec" -- "$GUESTS/rdtsc"

@@ -252,7 +252,7 @@ static int load_keyframes(crec_recording *rec, crec_error *err)
 {
     crec_idx *ix = NULL;
     crec_error quiet = {0};
-    int rc;
+    int rc, cut;
 
     if (!(rec->flags & CREC_OPEN_NO_INDEX) &&
         crec_idx_load(rec->path, NULL, 0, &ix, &quiet) == CREC_OK) {
@@ -267,7 +267,9 @@ static int load_keyframes(crec_recording *rec, crec_error *err)
         return adopt_index(rec, ix, err);
     }
     rc = crec_replay_load_keyframes(rec->r, &rec->kfs, &rec->nkf, err);
-    if (rc == CREC_OK && !(rec->kf_regs = crec_malloc(rec->nkf)))
+    if (rc == CREC_OK) /* a file cut short ends where its replay does */
+        rec->nkf = crec_replay_reachable_keyframes(rec->r, rec->kfs, rec->nkf, &cut);
+    if (rc == CREC_OK && !(rec->kf_regs = crec_malloc(rec->nkf ? rec->nkf : 1)))
         rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
     if (rc == CREC_OK)
         memset(rec->kf_regs, 1, rec->nkf);
@@ -338,7 +340,7 @@ int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error
     if (rc == CREC_OK)
         rc = load_keyframes(rec, err);
     if (rc == CREC_OK && rec->nkf == 0)
-        rc = crec_error_corrupt(err, "the recording has no key frame");
+        rc = crec_error_corrupt(err, "the recording has no key frame whose data reached the file");
     if (rc == CREC_OK) {
         rec->end = rec->kfs[rec->nkf - 1].global_icount;
         rc = load_snapshots(rec, err);

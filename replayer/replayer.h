@@ -124,4 +124,13 @@ void crec_replay_qrun_free(crec_replay_qrun *q);
 int crec_replay_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
                                crec_error *err);
 
+/*! crec_replay_reachable_keyframes() : in a file cut short, the key frames
+ *  a replay can reach: those whose READS and EVENTS data before them all
+ *  reached the file (the chunks written last may be the ones lost).
+ *  @return how many, from the first; *cut 1 when a replay must stop at the
+ *  last of them, 0 when the file still holds the whole run (only its
+ *  directory was lost, or it was not cut at all). */
+size_t crec_replay_reachable_keyframes(crec_fmt_reader *r, const crec_fmt_keyframe *kfs,
+                                       size_t nkf, int *cut);
+
 #endif /* CREC_REPLAYER_H */

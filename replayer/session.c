@@ -258,15 +258,8 @@ static int has_exit(crec_fmt_reader *r, const crec_fmt_keyframe *kf)
     return found;
 }
 
-/*
- * In a file cut short, the key frames a replay can reach: those whose
- * READS and EVENTS data before them all reached the file (the chunks
- * written last may be the ones lost).  @return how many, from the first;
- * *cut 1 when the replay must stop at the last of them, 0 when the file
- * still holds the whole run (only its directory was lost).
- */
-static size_t reachable_keyframes(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t nkf,
-                                  int *cut)
+size_t crec_replay_reachable_keyframes(crec_fmt_reader *r, const crec_fmt_keyframe *kfs,
+                                       size_t nkf, int *cut)
 {
     uint64_t at;
     size_t n = 0;
@@ -295,7 +288,7 @@ int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_
     if (rc == CREC_OK)
         rc = rep_load_keyframes(r, &kfs, &nkf, err);
     if (rc == CREC_OK) {
-        nkf = reachable_keyframes(r, kfs, nkf, &truncated);
+        nkf = crec_replay_reachable_keyframes(r, kfs, nkf, &truncated);
         if (nkf == 0)
             rc = crec_error_corrupt(err, "the recording was cut short before its first key "
                                          "frame's data");

@@ -131,6 +131,22 @@ xcheck "ls -la /usr/bin" "$TMP/ls.crec" 300 11 "stack heap globals kernel"
 expect_eq "query: sqlite3 recorded" 0 "$?"
 xcheck sqlite3 "$TMP/sq.crec" 300 13 "stack heap globals kernel"
 
+# A file cut short answers up to where its replay ends (the last key frame
+# whose data reached the file), as the whole file does there.
+size=$(wc -c <"$TMP/ls.crec")
+for cut in 1 700 20000; do
+    head -c $((size - cut)) "$TMP/ls.crec" >"$TMP/cut.crec"
+    n=$("$CREC" replay "$TMP/cut.crec" 2>/dev/null | sed -n 's/.*(from 0 to \([0-9]*\)).*/\1/p')
+    a=$("$CREC" query "$TMP/cut.crec" rip@end rsp@end 2>&1 | sed 's/@end/@T/')
+    b=$("$CREC" query "$TMP/ls.crec" "rip@$n" "rsp@$n" 2>&1 | sed "s/@$n/@T/")
+    if [ -n "$n" ] && [ "$a" = "$b" ] &&
+        "$CREC" query "$TMP/cut.crec" 0x7fffffffe000@end >/dev/null 2>"$TMP/err"; then
+        pass "query: a file cut $cut bytes short ends where its replay does ($n)"
+    else
+        fail "query: a file cut $cut bytes short ends where its replay does" "n=$n a=$a b=$b $(cat "$TMP/err")"
+    fi
+done
+
 # A second query reuses the index; its answer is the same.
 a1=$("$CREC" query "$TMP/ls.crec" rsp@33% rip@syscall:20 2>&1)
 a2=$("$CREC" query "$TMP/ls.crec" rsp@33% rip@syscall:20 2>&1)

@@ -27,7 +27,7 @@ if [ "$QUICK" = 1 ]; then
     warm_budget=${QUERY_WARM_BUDGET:-15} cold_n=2 warm_n=30
     query_py_n=5 scale_sizes="250000 500000 750000 1000000"
 else
-    rounds=${ROUNDS:-3}
+    rounds=${ROUNDS:-5}
     index_budget=${INDEX_BUDGET:-90} cold_budget=${QUERY_COLD_BUDGET:-180}
     warm_budget=${QUERY_WARM_BUDGET:-120} cold_n=3 warm_n=100
     query_py_n=7 scale_sizes="1000000 2000000 4000000 8000000"

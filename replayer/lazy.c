@@ -9,7 +9,9 @@
  * starts on it, with its neighbours (REP_LAZY_GROUP pages at a time).  That first time Unicorn has translated a block of zeros:
  * the block hook fills the page and the next one (a block can run on into
  * it), drops what was translated and the block's memoised length, and has
- * the block entered again (rep_seg_run_until).  Nothing ran in between: a
+ * the block entered again (rep_seg_run_until).  The last page of a mapping
+ * is filled at once: a block of zeros there would run past the mapping's
+ * end, and Unicorn faults while translating it, before any hook runs.  Nothing ran in between: a
  * block hook that stops the CPU stops it before the block runs.
  *
  * Data loads never need the bytes: the first load of a granule after a key
@@ -30,29 +32,6 @@ struct rep_lazy {
     crec_fmt_hash blob;
     uint8_t *filled; /* one byte per page */
 };
-
-int rep_lazy_add(struct rep_seg *s, uint64_t addr, uint64_t len, const crec_fmt_hash *blob,
-                 crec_error *err)
-{
-    size_t pages = (size_t)((len + CREC_EMU_PAGE - 1) / CREC_EMU_PAGE);
-    struct rep_lazy *l;
-
-    if (s->nlazy == s->caplazy) {
-        size_t cap = s->caplazy ? 2 * s->caplazy : 8;
-        struct rep_lazy *p = crec_realloc(s->lazy, cap * sizeof *p);
-        if (!p)
-            return crec_error_set(err, CREC_ERR_NOMEM, "out of memory mapping code");
-        s->lazy = p, s->caplazy = cap;
-    }
-    l = &s->lazy[s->nlazy];
-    l->filled = crec_calloc(pages ? pages : 1, 1);
-    if (!l->filled)
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory mapping code");
-    l->addr = addr, l->len = len, l->blob = *blob;
-    s->nlazy++;
-    memset(s->lazy_seen, 0, sizeof s->lazy_seen); /* pages seen may be lazy now */
-    return CREC_OK;
-}
 
 /* Copy pages [p, q) of lazy range l in from its blob, the empty ones. */
 static int fill_pages(struct rep_seg *s, struct rep_lazy *l, size_t p, size_t q,
@@ -79,6 +58,28 @@ static int fill_pages(struct rep_seg *s, struct rep_lazy *l, size_t p, size_t q,
     if (lo < hi)
         crec_emu_cpu_flush_code(s->cpu, l->addr + lo, hi - lo);
     return CREC_OK;
+}
+
+int rep_lazy_add(struct rep_seg *s, uint64_t addr, uint64_t len, const crec_fmt_hash *blob,
+                 crec_error *err)
+{
+    size_t pages = (size_t)((len + CREC_EMU_PAGE - 1) / CREC_EMU_PAGE);
+    struct rep_lazy *l;
+
+    l = crec_grow(s->lazy, &s->caplazy, s->nlazy + 1, sizeof *l, 8);
+    if (!l)
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory mapping code");
+    s->lazy = l;
+    l = &s->lazy[s->nlazy];
+    l->filled = crec_calloc(pages ? pages : 1, 1);
+    if (!l->filled)
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory mapping code");
+    l->addr = addr, l->len = len, l->blob = *blob;
+    s->nlazy++;
+    memset(s->lazy_seen, 0, sizeof s->lazy_seen); /* pages seen may be lazy now */
+    /* Unicorn translates a block before the block hook sees it: zeros on the
+     * last page would run on past the mapping and fault in translation. */
+    return fill_pages(s, l, pages ? pages - 1 : 0, pages, err);
 }
 
 static void drop(struct rep_seg *s, size_t i)

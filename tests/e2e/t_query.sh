@@ -147,6 +147,17 @@ for cut in 1 700 20000; do
     fi
 done
 
+# Code on the last page of a mapping, before a page that is not executable,
+# runs in a query run (code is copied in a group of pages at a time).
+"$CREC" record -o "$TMP/lp.crec" --keyframe-interval 100000 -- "$GUESTS/lastpage" \
+    >"$TMP/lp.out" 2>"$TMP/rec.err"
+expect_eq "query: lastpage recorded" "0 300000" "$? $(cat "$TMP/lp.out")"
+expect_status "query: code on a mapping's last page runs in a query run" 0 \
+    "$CREC" query "$TMP/lp.crec" rax@50% 0x7fffffffe000@50% rip@70%
+a=$("$CREC" query "$TMP/lp.crec" rax@50% 2>&1)
+b=$("$CREC" query --no-index "$TMP/lp.crec" rax@50% 2>&1)
+expect_eq "query: ... and gives what a replay from 0 gives" "$b" "$a"
+
 # A second query reuses the index; its answer is the same.
 a1=$("$CREC" query "$TMP/ls.crec" rsp@33% rip@syscall:20 2>&1)
 a2=$("$CREC" query "$TMP/ls.crec" rsp@33% rip@syscall:20 2>&1)

@@ -6,10 +6,10 @@
  *
  *   crec_xcheck FILE N [SEED]
  *
- * Addresses are drawn from what the index says segments touched (stack,
- * heap, globals), from the buffers syscalls wrote (kernel), and from
- * snapshot pages (memory the program may never touch); times are uniform
- * over the run.  The oracle is independent of the index: its own reader,
+ * Addresses are drawn, a quarter each, in the stack, the heap and the
+ * globals (lines the index says segments touched, or anywhere in snapshot
+ * pages: memory the program may never touch) and in the buffers syscalls
+ * wrote (kernel); times are uniform over the run.  The oracle is independent of the index: its own reader,
  * one replay from key frame 0 that stops at each query time in order and
  * keeps, for every queried byte, the last access to it.  A byte last
  * loaded or stored is read from replay memory; one the kernel wrote last
@@ -146,22 +146,27 @@ static int classify(uint64_t a)
     return R_OTHER;
 }
 
-/* One random query: a touched line, a kernel-written buffer or a snapshot page. */
-static int pick(crec_recording *rec, struct query *q)
+/*
+ * One random query: a kernel-written buffer (how 0), anywhere in a snapshot
+ * page (how 1) or a touched line (else).  @return 0 if the span drawn has
+ * nothing of the kind.
+ */
+static int pick(crec_recording *rec, unsigned how, struct query *q)
 {
     const crec_idx *ix = rec->ix;
     size_t s = (size_t)(rnd() % ix->nspan);
     const crec_idx_span *g = &ix->spans[s];
-    unsigned how = (unsigned)(rnd() % 8);
 
     q->t = rnd() % (crec_length(rec) + 1);
-    if (how == 0 && g->nk > 0) { /* a buffer the kernel wrote */
+    if (how == 0) { /* a buffer the kernel wrote */
+        if (g->nk == 0)
+            return 0;
         size_t k = (size_t)(rnd() % g->nk);
         q->addr = g->k[2 * k] + rnd() % g->k[2 * k + 1];
         q->region = R_KERNEL;
         return 1;
     }
-    if (how == 1 && rec->nsnap > 0) { /* anywhere in a snapshot page */
+    if (how == 1 && rec->nsnap > 0) {
         q->addr = rec->snap[rnd() % rec->nsnap].addr + rnd() % (QX_PAGE - QLEN);
     } else if (g->ntouch > 0) {
         q->addr = (g->touch[rnd() % g->ntouch] << CREC_IDX_LINE_SHIFT) + rnd() % 64;
@@ -170,6 +175,25 @@ static int pick(crec_recording *rec, struct query *q)
     }
     q->region = classify(q->addr);
     return 1;
+}
+
+/*
+ * Query i is drawn in region i % 4 (stack, heap, globals, kernel), so that
+ * every region a recording has gets its share whatever the seed; a region
+ * not found in many draws (the recording may have none) takes any query.
+ */
+static void pick_in_region(crec_recording *rec, int i, struct query *q)
+{
+    static const int order[4] = {R_STACK, R_HEAP, R_GLOBALS, R_KERNEL};
+    int want = order[i % 4];
+
+    for (int tries = 0; tries < 200000; tries++) {
+        unsigned how = want == R_KERNEL ? 0 : 1 + (unsigned)(rnd() % 2);
+        if (pick(rec, how, q) && q->region == want)
+            return;
+    }
+    while (!pick(rec, (unsigned)(rnd() % 8), q))
+        ;
 }
 
 /* ---- the oracle: one sequential replay ------------------------------------ */
@@ -321,8 +345,7 @@ int main(int argc, char **argv)
     qs = calloc((size_t)n, sizeof *qs);
     for (int i = 0; i < n; i++) {
         struct query *q = &qs[i];
-        while (!pick(rec, q))
-            ;
+        pick_in_region(rec, i, q);
         if (crec_seek(rec, q->t, &err) ||
             crec_read_memory(rec, q->addr, QLEN, q->val, q->known, &q->path, &err)) {
             printf("query 0x%" PRIx64 "@%" PRIu64 ": %s\n", q->addr, q->t, err.msg);

@@ -575,6 +575,9 @@ static int rep_seg_open(struct rep_seg *s, crec_error *err)
     int rc;
 
     rc = crec_emu_cpu_create(&s->cpu, &hooks, err);
+    /* Stores need the hook even when nothing watches them: without one,
+     * Unicorn cuts blocks differently from the recording (measured: a key
+     * frame then falls inside a block of sha256sum). */
     if (rc == CREC_OK)
         rc = crec_emu_cpu_hook_mem(s->cpu, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE,
                                    (void *)rep_mem_hook, s, err);

@@ -364,6 +364,13 @@ static int query_answer(crec_recording *rec, struct query *q, int no_index, crec
     return 0;
 }
 
+/* The start of q's object in the JSON array, up to its first member. */
+static void query_json_open(const struct query *q, int first)
+{
+    printf("%s\n {\"query\": ", first ? "" : ",");
+    json_str(q->arg);
+}
+
 static void query_print(const struct query *q, const char *fmt, int json, int first)
 {
     static char out[4096 * 4 + 64];
@@ -373,8 +380,7 @@ static void query_print(const struct query *q, const char *fmt, int json, int fi
         printf("%s = %s (%s)\n", q->arg, out, q->path);
         return;
     }
-    printf("%s\n {\"query\": ", first ? "" : ",");
-    json_str(q->arg);
+    query_json_open(q, first);
     printf(", \"t\": %" PRIu64 ", ", q->t);
     if (!q->w.is_reg)
         printf("\"addr\": %" PRIu64 ", \"size\": %zu, ", q->w.addr, q->len);
@@ -386,8 +392,7 @@ static void query_print(const struct query *q, const char *fmt, int json, int fi
 /* The failed query as the last element of the JSON array, so the output stays valid JSON. */
 static void query_print_error(const struct query *q, const char *msg, int first)
 {
-    printf("%s\n {\"query\": ", first ? "" : ",");
-    json_str(q->arg);
+    query_json_open(q, first);
     printf(", \"error\": ");
     json_str(msg);
     printf("}");
@@ -430,14 +435,9 @@ static size_t query_run_all(crec_recording *rec, struct query *qs, size_t n, int
     return failed;
 }
 
-static int parse_format(const char *f)
-{
-    return !strcmp(f, "hex") || !strcmp(f, "dec") || !strcmp(f, "str") || !strcmp(f, "bytes");
-}
-
 int cli_check_format(const char *cmd, const char *f)
 {
-    if (parse_format(f))
+    if (!strcmp(f, "hex") || !strcmp(f, "dec") || !strcmp(f, "str") || !strcmp(f, "bytes"))
         return EXIT_OK;
     return cli_usage_error(cmd, "bad --format '%s' (hex, dec, str, bytes)", f);
 }

@@ -64,12 +64,12 @@ int rep_lazy_add(struct rep_seg *s, uint64_t addr, uint64_t len, const crec_fmt_
                  crec_error *err)
 {
     size_t pages = (size_t)((len + CREC_EMU_PAGE - 1) / CREC_EMU_PAGE);
+    struct rep_lazy *grown = crec_grow(s->lazy, &s->caplazy, s->nlazy + 1, sizeof *grown, 8);
     struct rep_lazy *l;
 
-    l = crec_grow(s->lazy, &s->caplazy, s->nlazy + 1, sizeof *l, 8);
-    if (!l)
+    if (!grown)
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory mapping code");
-    s->lazy = l;
+    s->lazy = grown;
     l = &s->lazy[s->nlazy];
     l->filled = crec_calloc(pages ? pages : 1, 1);
     if (!l->filled)

@@ -84,6 +84,9 @@ int cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)
  * file; return EXIT_FAIL. */
 int cli_fail_file(const char *name, const crec_error *e);
 
+/* A monotonic clock in seconds, for timing a command. */
+double cli_now(void);
+
 /* True when argv[i] is -h or --help. */
 int cli_is_help(const char *arg);
 

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -84,7 +83,7 @@ int cmd_record(int argc, char **argv)
     struct crec_emu_exit ex;
     crec_error err = {0};
     char path[4096], out[4096];
-    struct timespec t0, t1;
+    double t0, secs;
     int c, stats = 0, rc;
     uint64_t v;
 
@@ -146,14 +145,13 @@ int cmd_record(int argc, char **argv)
         o.out_path = "<standard output>";
         signal(SIGPIPE, SIG_IGN); /* a reader that goes away is an I/O error */
     }
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    t0 = cli_now();
     rc = crec_rec_run(&o, path, argv + optind, environ, &ex, &st, &err);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    secs = cli_now() - t0;
     if (rc != CREC_OK)
         return cli_fail(rc == CREC_ERR_GUEST ? EXIT_NOT_EXEC : EXIT_CREC_FAILED, "%s", err.msg);
     if (stats)
-        print_stats(o.out_path, &st, (double)(t1.tv_sec - t0.tv_sec) +
-                                         (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+        print_stats(o.out_path, &st, secs);
     if (ex.signo) {
         fprintf(stderr, "crec: %s\n", ex.msg);
         return 128 + ex.signo;

@@ -6,7 +6,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -39,18 +38,10 @@ static int parse_count(const char *s, uint64_t *out)
     return *end ? -1 : 0;
 }
 
-static double seconds_since(const struct timespec *t0)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
-}
-
 /* The progress line: on a terminal only, and only once a replay has run
  * long enough for a user to wonder how far it has got. */
 struct progress {
-    struct timespec t0;
+    double t0;        /* cli_now() when the replay started */
     int shown; /* a line is on the terminal and must be erased */
 };
 
@@ -60,7 +51,7 @@ static void show_progress(void *ctx, uint64_t done, uint64_t total)
 {
     struct progress *p = ctx;
 
-    if (!p->shown && seconds_since(&p->t0) < PROGRESS_AFTER_S)
+    if (!p->shown && cli_now() - p->t0 < PROGRESS_AFTER_S)
         return;
     if (done > total)
         done = total;
@@ -139,9 +130,9 @@ int cmd_replay(int argc, char **argv)
         o.progress = show_progress;
         o.progress_ctx = &prog;
     }
-    clock_gettime(CLOCK_MONOTONIC, &prog.t0);
+    prog.t0 = cli_now();
     rc = crec_replay_run(argv[optind], &o, &res, &err);
-    secs = seconds_since(&prog.t0);
+    secs = cli_now() - prog.t0;
     erase_progress(&prog);
     if (rc != CREC_OK)
         return cli_fail_file(argv[optind], &err);

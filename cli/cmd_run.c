@@ -4,7 +4,6 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -24,13 +23,6 @@ static void usage(FILE *out)
             "  -h, --help   show this help\n\n"
             "Exit status: the program's own; 128+N if it was killed by signal N;\n"
             "125 if crec failed, 126 if PROG can't be executed, 127 if not found.\n");
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* Our own stderr: the guest may close fd 2 (coreutils does at exit). */
@@ -64,10 +56,10 @@ static int run(char **argv, const struct crec_emu_options *opt, int stats)
         crec_emu_free(e);
         return cli_fail(rc == CREC_ERR_GUEST ? EXIT_NOT_EXEC : EXIT_CREC_FAILED, "%s", err.msg);
     }
-    t0 = now();
+    t0 = cli_now();
     rc = crec_emu_run(e, &ex, &err);
     if (stats) {
-        double dt = now() - t0;
+        double dt = cli_now() - t0;
         uint64_t n = crec_emu_cpu_icount(crec_emu_cpu_of(e));
         fprintf(opt->log, "crec: %llu instructions in %.3f s, %.1f MIPS\n",
                 (unsigned long long)n, dt, dt > 0 ? (double)n / dt / 1e6 : 0.0);

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
 
@@ -68,6 +69,14 @@ int cli_fail(int code, const char *fmt, ...)
     va_end(ap);
     fputc('\n', stderr);
     return code;
+}
+
+double cli_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 int cli_fail_file(const char *name, const crec_error *e)

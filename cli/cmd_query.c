@@ -39,7 +39,8 @@ static const char query_usage[] =
     "Options:\n"
     "  --size N        bytes of an address query (default 8, at most 4096)\n"
     "  --format F      hex (default), dec, str or bytes\n"
-    "  --json          one JSON array of answers\n"
+    "  --json          one JSON array of answers; a failed query ends it with\n"
+    "                  {\"query\": ..., \"error\": ...}\n"
     "  --no-index      answer by a full replay from instruction 0 (slow; a test oracle)\n"
     "  -h, --help      show this help\n";
 

@@ -23,6 +23,7 @@ enum cli_exit {
     EXIT_FAIL = 1,        /* bad file, bad query, I/O error */
     EXIT_USAGE = 2,       /* bad command line */
     EXIT_DIVERGED = 3,    /* replay did not match the recording */
+    EXIT_DEADLOCK = 124,  /* run/record: every guest thread was blocked for good */
     EXIT_CREC_FAILED = 125, /* run/record: crec itself failed */
     EXIT_NOT_EXEC = 126,  /* run/record: the program can't be executed */
     EXIT_NOT_FOUND = 127, /* run/record: the program does not exist */
@@ -86,6 +87,17 @@ int cli_fail_file(const char *name, const crec_error *e);
 
 /* A monotonic clock in seconds, for timing a command. */
 double cli_now(void);
+
+/* run/record: parse the value of a thread option (--cpus, --slice,
+ * --chaos) into *opt.  @return 0, or -1 with a usage error printed. */
+struct crec_emu_options;
+int cli_thread_option(const char *cmd, const char *name, const char *value,
+                      struct crec_emu_options *opt);
+
+/* run/record: how the guest ended, as crec's exit status (its own status,
+ * 128+N for a fatal signal N, EXIT_DEADLOCK), saying why on `log`. */
+struct crec_emu_exit;
+int cli_guest_status(const struct crec_emu_exit *ex, FILE *log);
 
 /* True when argv[i] is -h or --help. */
 int cli_is_help(const char *arg);

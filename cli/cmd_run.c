@@ -3,6 +3,7 @@
  * emulator with no recording, and exit with its status.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -20,8 +21,12 @@ static void usage(FILE *out)
             "  --strace     print each syscall with its arguments and result to stderr\n"
             "  --strict     stop (exit 125) at the first unsupported syscall\n"
             "  --stats      print instructions, wall time and MIPS to stderr at the end\n"
+            "  --cpus N     show the guest N CPUs (default 1): nproc, thread pools\n"
+            "  --slice N    instructions a thread runs before another may (default 100000)\n"
+            "  --chaos SEED random slices, switches inside blocks, starved threads\n"
             "  -h, --help   show this help\n\n"
             "Exit status: the program's own; 128+N if it was killed by signal N;\n"
+            "124 if every thread of it was blocked for good (a deadlock);\n"
             "125 if crec failed, 126 if PROG can't be executed, 127 if not found.\n");
 }
 
@@ -67,11 +72,46 @@ static int run(char **argv, const struct crec_emu_options *opt, int stats)
     crec_emu_free(e);
     if (rc != CREC_OK)
         return cli_fail(EXIT_CREC_FAILED, "%s", err.msg);
-    if (ex.signo) {
-        fprintf(opt->log, "crec: %s\n", ex.msg);
-        return 128 + ex.signo;
+    return cli_guest_status(&ex, opt->log);
+}
+
+int cli_guest_status(const struct crec_emu_exit *ex, FILE *log)
+{
+    if (ex->deadlock) {
+        fprintf(log, "crec: %s\n", ex->msg);
+        return EXIT_DEADLOCK;
     }
-    return ex.status;
+    if (ex->signo) {
+        fprintf(log, "crec: %s\n", ex->msg);
+        return 128 + ex->signo;
+    }
+    return ex->status;
+}
+
+int cli_thread_option(const char *cmd, const char *name, const char *value,
+                      struct crec_emu_options *opt)
+{
+    char *end;
+    unsigned long long v;
+
+    if (!value || !value[0] || value[0] == '-')
+        return cli_usage_error(cmd, "option '%s' needs a number", name), -1;
+    v = strtoull(value, &end, 0);
+    if (*end)
+        return cli_usage_error(cmd, "bad %s '%s'", name, value), -1;
+    if (strcmp(name, "--cpus") == 0) {
+        if (v < 1 || v > 1024)
+            return cli_usage_error(cmd, "bad --cpus '%s' (1 to 1024)", value), -1;
+        opt->cpus = (unsigned)v;
+    } else if (strcmp(name, "--slice") == 0) {
+        if (v < 1000 || v > 1000000000)
+            return cli_usage_error(cmd, "bad --slice '%s' (1000 to 1000000000)", value), -1;
+        opt->slice = v;
+    } else {
+        opt->chaos = 1;
+        opt->chaos_seed = v;
+    }
+    return 0;
 }
 
 int cmd_run(int argc, char **argv)
@@ -97,7 +137,12 @@ int cmd_run(int argc, char **argv)
             opt.strict = 1;
         else if (strcmp(a, "--stats") == 0)
             stats = 1;
-        else
+        else if (strcmp(a, "--cpus") == 0 || strcmp(a, "--slice") == 0 ||
+                 strcmp(a, "--chaos") == 0) {
+            if (cli_thread_option("run", a, i + 1 < argc ? argv[i + 1] : NULL, &opt) != 0)
+                return EXIT_USAGE;
+            i++;
+        } else
             return cli_usage_error("run", "unknown option '%s'", a);
     }
     if (i >= argc)

@@ -39,9 +39,10 @@ static void print_help(FILE *out)
                  "  1    failure: bad or corrupt file, bad query, I/O error\n"
                  "  2    bad command line\n"
                  "  3    replay diverged from the recording\n"
-                 "  run exits with the program's own status, or 125 when crec\n"
-                 "  itself fails, 126 when the program can't be executed and\n"
-                 "  127 when it does not exist.\n");
+                 "  run and record exit with the program's own status (128+N when\n"
+                 "  signal N killed it), 124 when every thread of it was blocked for\n"
+                 "  good (a deadlock), 125 when crec itself fails, 126 when the\n"
+                 "  program can't be executed and 127 when it does not exist.\n");
 }
 
 int cli_is_help(const char *arg)

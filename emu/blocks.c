@@ -38,6 +38,8 @@ void emu_blocks_free(crec_emu_cpu *cpu)
 {
     crec_free(cpu->blocks);
     cpu->blocks = NULL;
+    crec_free(cpu->atomic_lists);
+    cpu->atomic_lists = NULL;
     crec_free(cpu->rdtsc_sites);
     cpu->rdtsc_sites = NULL;
     crec_free(cpu->rdtsc_hooks);
@@ -249,14 +251,84 @@ static int trap_rdtsc(crec_emu_cpu *cpu, uint64_t addr, uint32_t size)
     return added;
 }
 
+/*
+ * Is this instruction atomic on a multiprocessor: a lock prefix among its
+ * legacy prefixes, or xchg with a memory operand (locked implicitly)?
+ * These are the synchronisation points a recording sequences.
+ */
+static int insn_atomic(const cs_insn *insn)
+{
+    for (unsigned i = 0; i < insn->size; i++) {
+        uint8_t b = insn->bytes[i];
+        if (b == 0xf0)
+            return 1;
+        if (b != 0xf2 && b != 0xf3 && b != 0x2e && b != 0x36 && b != 0x3e && b != 0x26 &&
+            b != 0x64 && b != 0x65 && b != 0x66 && b != 0x67)
+            break;
+    }
+    return insn->id == X86_INS_XCHG && strchr(insn->op_str, '[') != NULL;
+}
+
+/* Keep the list of atomic instructions of a block: @return its reference
+ * for emu_block.atomics, or 0 when there is no room (not sequenced then). */
+static uint16_t atomics_keep(crec_emu_cpu *cpu, const uint16_t *idx, unsigned n)
+{
+    size_t at = cpu->n_atomic_lists, need = at + 1 + n;
+    uint16_t *p;
+
+    if (need > 0xffff)
+        return 0;
+    p = crec_grow(cpu->atomic_lists, &cpu->cap_atomic_lists, need, sizeof *p, 256);
+    if (!p)
+        return 0;
+    cpu->atomic_lists = p;
+    p[at] = (uint16_t)n;
+    memcpy(p + at + 1, idx, n * sizeof *idx);
+    cpu->n_atomic_lists = need;
+    return (uint16_t)(at + 1);
+}
+
+/* Count the instructions of a new block and find its atomic ones. */
+static long block_decode(crec_emu_cpu *cpu, uint64_t addr, uint64_t size, uint16_t *atomics)
+{
+    uint8_t buf[4096];
+    const uint8_t *code = buf;
+    size_t left = size > sizeof buf ? sizeof buf : size;
+    uint64_t pc = addr;
+    uint16_t idx[EMU_BLOCK_MAX_INSNS];
+    unsigned nat = 0;
+    cs_insn *insn;
+    long n = 0;
+
+    *atomics = 0;
+    if (crec_emu_mem_read(cpu, buf, addr, left) != 0)
+        return -1;
+    insn = cs_malloc(cpu->cs);
+    if (!insn)
+        return -1;
+    while (left > 0 && cs_disasm_iter(cpu->cs, &code, &left, &pc, insn)) {
+        if (insn_atomic(insn) && nat < EMU_BLOCK_MAX_INSNS && n < 0xffff)
+            idx[nat++] = (uint16_t)n;
+        n++;
+    }
+    if (left > 0)
+        n++; /* an instruction Capstone does not know still counts as one */
+    cs_free(insn, 1);
+    if (nat)
+        *atomics = atomics_keep(cpu, idx, nat);
+    return n;
+}
+
 /* Decode a block seen for the first time. */
 static int block_learn(crec_emu_cpu *cpu, uint64_t addr, uint32_t size, struct emu_block *out)
 {
-    long n = emu_count_insns(cpu, addr, size, addr + size);
+    uint16_t atomics;
+    long n = block_decode(cpu, addr, size, &atomics);
 
     out->addr = addr;
     out->size = size;
-    out->ninsns = n < 0 ? 1 : (uint32_t)n;
+    out->ninsns = n <= 0 ? 1 : n > 0xffff ? 0xffff : (uint16_t)n;
+    out->atomics = n < 0 ? 0 : atomics;
     if (trap_rdtsc(cpu, addr, size)) {
         uc_ctl_remove_cache(cpu->uc, addr, addr + (size ? size : 1));
         cpu->restart_at = addr;
@@ -279,6 +351,10 @@ void emu_block_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
     (void)uc;
     if (cpu->restart_at)
         return; /* stopping: this block will be entered again */
+    if (cpu->until_stop_rip) { /* an exact stop went on here: stop before it */
+        uc_emu_stop(uc);
+        return;
+    }
     for (;;) {
         const struct emu_block *s = &cpu->blocks[i];
         if (s->addr == addr && s->size == size) {
@@ -299,6 +375,7 @@ void emu_block_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
     cpu->cur_block = addr;
     cpu->cur_block_n = b.ninsns;
     cpu->cur_block_size = size;
+    cpu->cur_atomics = b.atomics ? cpu->atomic_lists + b.atomics - 1 : NULL;
     if (cpu->hooks.block) {
         cpu->in_block_hook = 1;
         cpu->hooks.block(cpu->hooks.ctx, addr, b.ninsns, cpu->icount);
@@ -311,7 +388,17 @@ void emu_block_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
     }
 }
 
-/* ---- exact stops, for query runs --------------------------------------- */
+unsigned crec_emu_cpu_block_atomics(const crec_emu_cpu *cpu, const uint16_t **index)
+{
+    if (!cpu->cur_atomics) {
+        *index = NULL;
+        return 0;
+    }
+    *index = cpu->cur_atomics + 1;
+    return cpu->cur_atomics[0];
+}
+
+/* ---- exact stops: query runs, and switches inside blocks ----------------- */
 
 uint64_t crec_emu_cpu_icount_at(crec_emu_cpu *cpu, uint64_t rip)
 {
@@ -333,10 +420,16 @@ static void until_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
     if (!cpu->until_armed || crec_emu_cpu_icount_at(cpu, addr) != cpu->until)
         return;
     cpu->until_armed = 0;
+    cpu->until_hook_is_stale = 1;
     cpu->icount = cpu->until;
     cpu->cur_block_n = 0, cpu->cur_block_size = 0;
-    /* Writing RIP leaves the block here, before the instruction runs. */
+    /* Writing RIP leaves the block here, before the instruction runs.  A
+     * stop asked for after that is undone by Unicorn 2.0.1 (a hook that
+     * writes the PC makes it go on at the new PC: tcg_exec_all clears
+     * stop_request on quit_request), so the block hook stops the block
+     * that starts here, before it runs. */
     crec_emu_reg_set(cpu, UC_X86_REG_RIP, addr);
+    cpu->until_stop_rip = addr;
     cpu->stop_requested = 1;
     uc_emu_stop(cpu->uc);
 }
@@ -387,6 +480,34 @@ static void until_check(crec_emu_cpu *cpu, uint64_t addr, uint32_t size)
     uc_emu_stop(cpu->uc);
 }
 
+void emu_until_clear(crec_emu_cpu *cpu)
+{
+    if (cpu->h_until) {
+        uc_hook_del(cpu->uc, cpu->h_until);
+        uc_ctl_remove_cache(cpu->uc, cpu->until_block,
+                            cpu->until_block + (cpu->until_block_size ? cpu->until_block_size : 1));
+        cpu->h_until = 0;
+    }
+    cpu->until_hook_is_stale = 0;
+}
+
+int crec_emu_cpu_stop_inside(crec_emu_cpu *cpu, uint64_t t)
+{
+    uint64_t before = cpu->icount - cpu->cur_block_n;
+
+    if (!cpu->in_block_hook || t <= before || t >= cpu->icount || cpu->until_armed)
+        return -1;
+    emu_until_clear(cpu);
+    cpu->until = t;
+    cpu->until_armed = 1;
+    until_check(cpu, cpu->cur_block, cpu->cur_block_size);
+    if (!cpu->h_until) { /* could not set the hook: no stop */
+        cpu->until_armed = 0;
+        return -1;
+    }
+    return 0;
+}
+
 int crec_emu_cpu_run_until(crec_emu_cpu *cpu, uint64_t t, int *reached,
                            struct crec_emu_stop *stop, crec_error *err)
 {
@@ -404,11 +525,6 @@ int crec_emu_cpu_run_until(crec_emu_cpu *cpu, uint64_t t, int *reached,
     rc = crec_emu_cpu_run(cpu, stop, err);
     *reached = cpu->icount == t;
     cpu->until_armed = 0;
-    if (cpu->h_until) {
-        uc_hook_del(cpu->uc, cpu->h_until);
-        uc_ctl_remove_cache(cpu->uc, cpu->until_block,
-                            cpu->until_block + (cpu->until_block_size ? cpu->until_block_size : 1));
-        cpu->h_until = 0;
-    }
+    emu_until_clear(cpu);
     return rc;
 }

@@ -478,12 +478,20 @@ int crec_emu_cpu_run(crec_emu_cpu *cpu, struct crec_emu_stop *stop, crec_error *
         cpu->stop_requested = cpu->fault_seen = cpu->intr_seen = 0;
         cpu->restart_at = 0;
         ue = uc_emu_start(cpu->uc, rip, (uint64_t)-1, 0, 0);
+        if (cpu->until_stop_rip) { /* RIP is stale after a stop in a block hook */
+            crec_emu_reg_set(cpu, UC_X86_REG_RIP, cpu->until_stop_rip);
+            cpu->until_stop_rip = 0;
+        }
         if (cpu->restart_at && !cpu->fault_seen && !cpu->intr_seen) {
             /* a block with a new RDTSC trap: enter it again */
             crec_emu_reg_set(cpu, UC_X86_REG_RIP, cpu->restart_at);
             if (!cpu->stop_requested)
                 continue;
         }
+        /* An exact stop inside a block (crec_emu_cpu_stop_inside) has
+         * fired: its code hook goes, and so does the translation it made. */
+        if (cpu->until_hook_is_stale && !cpu->until_armed)
+            emu_until_clear(cpu);
         if (cpu->stop_requested && ue == UC_ERR_OK && !cpu->intr_seen)
             return CREC_OK;
         describe_stop(cpu, stop, ue);

@@ -117,6 +117,24 @@ void crec_emu_cpu_set_icount(crec_emu_cpu *cpu, uint64_t icount);
 int crec_emu_cpu_run_until(crec_emu_cpu *cpu, uint64_t t, int *reached,
                            struct crec_emu_stop *stop, crec_error *err);
 
+/*! crec_emu_cpu_stop_inside() :
+ *  From a block hook, for the block now starting (its instructions already
+ *  counted): stop before instruction t+1 when it lies strictly inside the
+ *  block.  A code hook is added at that one instruction, the block's
+ *  translation dropped and the block entered again (the block hook then
+ *  runs again for it); crec_emu_cpu_run returns with the count exactly t
+ *  and RIP at that instruction, and the hook is removed.  Record and
+ *  replay cut a block this way at the same count (--chaos switches).
+ *  @return 0, or -1 if t is not inside the block. */
+int crec_emu_cpu_stop_inside(crec_emu_cpu *cpu, uint64_t t);
+
+/*! crec_emu_cpu_block_atomics() :
+ *  From a block hook: the atomic instructions of the block now starting
+ *  (lock-prefixed, or xchg with memory), as instruction numbers within the
+ *  block from 0, in order, in *index (valid until the next block).
+ *  @return how many (0 for most blocks). */
+unsigned crec_emu_cpu_block_atomics(const crec_emu_cpu *cpu, const uint16_t **index);
+
 /*! crec_emu_cpu_icount_at() : from a memory or code hook: the number of
  *  instructions executed before the instruction at `rip` of the block now
  *  running (the block is counted whole on entry; this takes back the part
@@ -334,7 +352,22 @@ struct crec_emu_exit {
     int status;          /* exit status when signo == 0 */
     int signo;           /* the fatal signal, or 0 */
     struct crec_emu_stop stop; /* the CPU stop that ended it, if signo != 0 */
-    char msg[256];       /* signo != 0: "guest killed by SIGSEGV at ..." */
+    int deadlock;        /* every thread was blocked with nothing to wake it
+                            (then signo is 0 and msg says who waited for what) */
+    char msg[512];       /* signo != 0: "guest killed by SIGSEGV at ..." */
+};
+
+/* A thread starts or ends, as the observer sees it. */
+enum crec_emu_thread_op { CREC_EMU_THREAD_CREATE = 1, CREC_EMU_THREAD_EXIT = 2 };
+
+struct crec_emu_thread_event {
+    int op;              /* enum crec_emu_thread_op */
+    uint32_t id;         /* crec's number of the thread: 1, 2, ... in creation order */
+    uint32_t parent;     /* CREATE: the number of the thread that made it */
+    uint32_t tid;        /* CREATE: the thread id the guest sees */
+    int status;          /* EXIT: its exit status */
+    uint64_t cleared;    /* EXIT: the guest address of the 4 bytes the kernel
+                            zeroed (clear_child_tid), 0 if none */
 };
 
 /*
@@ -353,6 +386,13 @@ struct crec_emu_observer {
     void (*on_rdtsc)(void *ctx, uint64_t value);
     void (*on_mem)(void *ctx, const struct crec_emu_mem_event *ev);
     void (*on_exit)(void *ctx, const struct crec_emu_exit *ex);
+    /* A thread was created (called in its parent's clone, before it runs)
+     * or has exited (in its own exit, its registers still in the CPU). */
+    void (*on_thread)(void *ctx, const struct crec_emu_thread_event *ev);
+    /* The CPU passes from thread `from` to thread `to` (crec's numbers),
+     * `to`'s registers now in it.  `exact`: the switch stopped `from`
+     * inside a block (--chaos); else at a block start or after a syscall. */
+    void (*on_switch)(void *ctx, uint32_t from, uint32_t to, int exact);
 };
 
 struct crec_emu_options {
@@ -360,6 +400,19 @@ struct crec_emu_options {
     int strict;          /* an unsupported syscall stops the run */
     FILE *log;           /* messages; NULL: stderr */
     const struct crec_emu_observer *observer; /* NULL: none */
+    uint64_t slice;      /* instructions a thread runs before another may (0: default) */
+    unsigned cpus;       /* CPUs the guest is shown (sched_getaffinity; 0: 1) */
+    int chaos;           /* random slices, starvation and switches inside blocks */
+    uint64_t chaos_seed; /* ... from this seed */
+};
+
+#define CREC_EMU_DEFAULT_SLICE 100000ull
+
+/* One guest thread, as crec_emu_threads lists it. */
+struct crec_emu_thread_info {
+    uint32_t id, tid, parent;
+    uint64_t icount;     /* its own instructions so far */
+    int running;         /* it has the CPU now */
 };
 
 /* Why crec_emu_find_program failed, for exit codes 126/127. */
@@ -404,5 +457,21 @@ void crec_emu_stop(crec_emu *e);
 
 /*! crec_emu_cpu_of() : @return the process's CPU. */
 crec_emu_cpu *crec_emu_cpu_of(crec_emu *e);
+
+/*! crec_emu_thread() : @return crec's number of the thread that has the
+ *  CPU (1 for the first thread). */
+uint32_t crec_emu_thread(const crec_emu *e);
+
+/*! crec_emu_thread_icount() : @return the instructions the running thread
+ *  has executed (its own count; the CPU's count is every thread's). */
+uint64_t crec_emu_thread_icount(const crec_emu *e);
+
+/*! crec_emu_threads() : the threads that have not exited, in creation
+ *  order, into out[0..max).  @return how many there are. */
+size_t crec_emu_threads(const crec_emu *e, struct crec_emu_thread_info *out, size_t max);
+
+/*! crec_emu_thread_regs() : the registers of thread `id` (running or not).
+ *  @return CREC_OK, CREC_ERR_NOTFOUND or CREC_ERR_EMU. */
+int crec_emu_thread_regs(crec_emu *e, uint32_t id, crec_regs *r, crec_error *err);
 
 #endif /* CREC_EMU_H */

@@ -8,6 +8,7 @@
 #include <capstone/capstone.h>
 #include <errno.h>
 #include <stdint.h>
+#include <time.h>
 #include <unicorn/unicorn.h>
 
 #include "common/common.h"
@@ -32,8 +33,13 @@ struct emu_map {
 struct emu_block {
     uint64_t addr;  /* 0: empty slot */
     uint32_t size;  /* bytes, as Unicorn reported */
-    uint32_t ninsns;
+    uint16_t ninsns;
+    uint16_t atomics; /* 0: no atomic instruction; else 1 + where its list
+                         starts in crec_emu_cpu.atomic_lists */
 };
+
+/* QEMU ends a translation block after at most this many instructions. */
+#define EMU_BLOCK_MAX_INSNS 512
 
 /* Hooks a client added with crec_emu_cpu_hook_mem (removed at free). */
 #define EMU_MAX_CLIENT_HOOKS 4
@@ -56,6 +62,12 @@ struct crec_emu_cpu {
 
     struct emu_block *blocks; /* open addressing, power-of-two size */
     size_t blocks_cap, blocks_used;
+    /* The atomic instructions of blocks that have any (lock prefix, xchg
+     * with memory): for each such block a count n, then n instruction
+     * numbers within the block.  Blocks point into it (emu_block.atomics). */
+    uint16_t *atomic_lists;
+    size_t n_atomic_lists, cap_atomic_lists;
+    const uint16_t *cur_atomics; /* the list of the block running now, or NULL */
 
     uint64_t icount;
     uint64_t cur_block;       /* address of the block running now */
@@ -84,10 +96,14 @@ struct crec_emu_cpu {
     int until_armed;          /* stop once `until` instructions have run */
     uint64_t until;
     uc_hook h_until;          /* the one-address code hook, 0 if none */
+    int until_hook_is_stale;  /* it fired: remove it (and the block's translation) */
+    uint64_t until_stop_rip;  /* it fired there: stop the block that starts there */
     uint64_t until_block, until_block_size; /* the block it sits in */
 };
 
 int emu_blocks_init(crec_emu_cpu *cpu);
+/* Remove the one-address code hook of an exact stop that has fired. */
+void emu_until_clear(crec_emu_cpu *cpu);
 void emu_blocks_free(crec_emu_cpu *cpu);
 void emu_blocks_forget(crec_emu_cpu *cpu, uint64_t addr, uint64_t len);
 void emu_block_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud);
@@ -125,6 +141,112 @@ struct emu_sigaction {
     uint64_t handler, flags, restorer, mask;
 };
 
+/* ---- threads and the scheduler (sched.c, sys_thread.c) ------------------- */
+
+enum emu_th_state { EMU_TH_RUNNABLE = 0, EMU_TH_BLOCKED, EMU_TH_EXITED };
+
+/* What a blocked thread waits for. */
+enum emu_wait { EMU_WAIT_NONE = 0, EMU_WAIT_FUTEX, EMU_WAIT_FD, EMU_WAIT_SLEEP };
+
+/* A handler's result that says: the calling thread blocks (sched.c). */
+#define EMU_BLOCKED INT64_MIN
+
+/*
+ * One guest thread.  The running thread's registers are in the engine;
+ * the others' are in `ctx`.  A thread blocked in a syscall keeps the
+ * syscall, which completes when it is switched in again after a wake.
+ */
+struct emu_thread {
+    uint32_t id;              /* crec's number: 1, 2, ... in creation order */
+    uint32_t tid;             /* the guest's thread id (gettid) */
+    uint32_t parent;          /* id of the thread that created it (0: none) */
+    int state;                /* enum emu_th_state */
+    uc_context *ctx;          /* registers while another thread runs */
+    uint64_t icount;          /* instructions it ran before its current slice */
+    uint64_t sigmask;
+    uint64_t clear_child_tid; /* zeroed and woken at exit (CLONE_CHILD_CLEARTID) */
+    uint64_t robust_list;     /* set_robust_list */
+
+    /* blocked in a syscall */
+    struct crec_emu_syscall sc;
+    uint64_t sc_next_rip;     /* the instruction after the syscall */
+    int wait;                 /* enum emu_wait */
+    uint64_t futex_addr;      /* EMU_WAIT_FUTEX: the word it waits on */
+    uint32_t futex_bitset;
+    int futex_pi;             /* a LOCK_PI waiter: owns the lock when woken */
+    uint64_t requeue_pi;      /* WAIT_REQUEUE_PI: the PI futex it may be moved to */
+    uint64_t futex_seq;       /* when it began to wait: wakes go first come first */
+    int64_t deadline;         /* CLOCK_MONOTONIC ns when the wait times out; -1: never */
+    int64_t timeout_ret;      /* what the syscall returns then */
+    int wait_fd;              /* EMU_WAIT_FD: the host fd and poll events */
+    short wait_events;
+    int woken;                /* the wait is over: complete the syscall */
+    int retry;                /* ... by running its handler again (fd waits) */
+    int64_t wake_ret;         /* ... else with this result */
+    uint64_t starved_until;   /* --chaos: not chosen before this global count */
+};
+
+struct emu_sched {
+    struct emu_thread **th;   /* threads not yet reaped, in creation order */
+    size_t n, cap;
+    struct emu_thread *cur;
+    uint32_t last_id;
+    unsigned nlive;           /* threads that have not exited */
+    uint64_t slice;           /* instructions of a time slice */
+    uint64_t slice_end;       /* global count where the running slice ends */
+    uint64_t cur_since;       /* global count when `cur` was switched in */
+    int want_switch;          /* the CPU stopped for the scheduler */
+    int have_resume_rip;      /* ... before the block at resume_rip (RIP is stale) */
+    uint64_t resume_rip;
+    int exact_armed;          /* --chaos: a stop inside a block is set */
+    uint64_t wait_counter;    /* futex waits begun so far */
+    unsigned cpus;            /* CPUs shown to the guest */
+    int chaos;
+    uint64_t rng;             /* --chaos: the state of the random generator */
+    uc_context *scratch;
+};
+
+/* sched.c */
+int emu_sched_init(crec_emu *e, crec_error *err);
+void emu_sched_free(crec_emu *e);
+/* From the block hook: the scheduler's view of a block start.  @return 1
+ * if the CPU stops before the block (the observer must not see it). */
+int emu_sched_block(crec_emu *e, uint64_t addr, uint32_t ninsns, uint64_t icount);
+/* The CPU stopped at the scheduler's request: switch, wait, complete. */
+void emu_sched_stopped(crec_emu *e);
+/* Block the current thread in its syscall until woken or `deadline`
+ * (CLOCK_MONOTONIC ns, -1: never), then return `timeout_ret`.
+ * @return EMU_BLOCKED, the handler's result. */
+int64_t emu_block(crec_emu *e, int wait, int64_t deadline, int64_t timeout_ret);
+/* Wake a blocked thread: its syscall returns ret. */
+void emu_wake(crec_emu *e, struct emu_thread *t, int64_t ret);
+/* The calling thread gives up the rest of its slice after the syscall. */
+void emu_yield(crec_emu *e);
+struct emu_thread *emu_thread_by_tid(crec_emu *e, uint32_t tid);
+/* A new thread, runnable, with the registers of `ctx_from` (the engine's
+ * now): the caller then sets its own. */
+struct emu_thread *emu_thread_new(crec_emu *e, crec_error *err);
+/* The current thread ends (SYS_exit, or the process ends). */
+void emu_thread_exit(crec_emu *e, int status);
+/* A syscall that may wait on a guest fd: block the thread (EMU_BLOCKED) when
+ * other threads could run meanwhile and the fd has nothing; 0 to go on. */
+int64_t emu_fd_wait(crec_emu *e, uint64_t nr, const uint64_t a[6]);
+/* Now on CLOCK_MONOTONIC, in ns. */
+int64_t emu_now_ns(void);
+/* A CLOCK_REALTIME or CLOCK_MONOTONIC time as a CLOCK_MONOTONIC deadline. */
+int64_t emu_deadline_abs(int clock_realtime, const struct timespec *ts);
+int64_t emu_deadline_rel(const struct timespec *ts);
+/* Run the handler of syscall sc and return its result (syscall.c). */
+int64_t emu_syscall_call(crec_emu *e, struct crec_emu_syscall *sc);
+/* Finish a syscall: result registers, strace, the observer (syscall.c). */
+void emu_syscall_finish(crec_emu *e, int64_t ret, uint64_t next_rip);
+/* sys_thread.c: wake up to n waiters of futex addr whose bitset meets bitset. */
+int emu_futex_wake(crec_emu *e, uint64_t addr, int n, uint32_t bitset);
+/* sys_proc.c: a signal to the process, as a default action or nothing. */
+int64_t emu_signal_self(crec_emu *e, int sig);
+/* sys_proc.c: what is not there yet: one line (or a stop, --strict), and ret. */
+int64_t emu_not_yet(crec_emu *e, const char *what, int64_t ret);
+
 struct crec_emu {
     crec_emu_cpu *cpu;
     struct crec_emu_options opt;
@@ -136,10 +258,10 @@ struct crec_emu {
     uint8_t *brk_host;        /* host reservation for the heap */
     char exe[4096];           /* the program's path, for /proc/self/exe */
     struct emu_sigaction sigs[65];
-    uint64_t sigmask;
+    uint64_t sigmask;         /* the running thread's */
     uint32_t umask_v;
-    uint64_t tid_address;
     uint64_t fs_base_dummy;
+    struct emu_sched sched;
 
     /* the syscall in progress */
     struct crec_emu_syscall sc;
@@ -174,6 +296,7 @@ void emu_sys_mman_register(struct emu_sys *t, size_t n);
 void emu_sys_proc_register(struct emu_sys *t, size_t n);
 void emu_sys_time_register(struct emu_sys *t, size_t n);
 void emu_sys_net_register(struct emu_sys *t, size_t n);
+void emu_sys_thread_register(struct emu_sys *t, size_t n);
 
 /* Guest memory from a handler: return 0 or -EFAULT. Writes are recorded in
  * the syscall's out list for the observer. */

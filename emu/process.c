@@ -33,10 +33,16 @@ static uint64_t os_rdtsc(void *ctx, crec_emu_cpu *cpu)
     return v;
 }
 
+/* A block starts: the scheduler may stop the CPU before it (the observer
+ * then sees the block when it runs, later). */
 static void os_block(void *ctx, uint64_t addr, uint32_t n, uint64_t icount)
 {
     crec_emu *e = ctx;
-    e->obs.on_block(e->obs.ctx, addr, n, icount);
+
+    if (emu_sched_block(e, addr, n, icount))
+        return;
+    if (e->obs.on_block)
+        e->obs.on_block(e->obs.ctx, addr, n, icount);
 }
 
 int crec_emu_create(crec_emu **out, const struct crec_emu_options *opt, crec_error *err)
@@ -57,9 +63,13 @@ int crec_emu_create(crec_emu **out, const struct crec_emu_options *opt, crec_err
     h.syscall = emu_syscall_entry;
     h.cpuid = os_cpuid;
     h.rdtsc = os_rdtsc;
-    h.block = e->obs.on_block ? os_block : NULL;
+    h.block = os_block;
     rc = crec_emu_cpu_create(&e->cpu, &h, err);
+    if (rc == CREC_OK)
+        rc = emu_sched_init(e, err);
     if (rc != CREC_OK) {
+        emu_sched_free(e);
+        crec_emu_cpu_free(e->cpu);
         crec_free(e);
         return rc;
     }
@@ -79,6 +89,7 @@ void crec_emu_free(crec_emu *e)
     for (int i = 0; i < EMU_MAX_FDS; i++)
         if (e->fds[i] >= 0)
             close(e->fds[i]);
+    emu_sched_free(e);
     crec_emu_cpu_free(e->cpu);
     crec_free(e);
 }
@@ -153,6 +164,8 @@ int crec_emu_run(crec_emu *e, struct crec_emu_exit *ex, crec_error *err)
             return rc;
         if (!e->done && !e->fatal && stop.why != CREC_STOP_REQUESTED)
             fatal_stop(e, &stop);
+        else if (!e->done && !e->fatal && !e->stopped)
+            emu_sched_stopped(e);
     }
     if (e->fatal) {
         if (err)

@@ -1,7 +1,7 @@
 /*
  * sys_proc.c - the process: exit, identity, limits, signals (bookkeeping
- * only: no signal is delivered to a handler yet), futex for one thread,
- * and clear refusals for what is not there yet (threads, fork, exec).
+ * only: no signal is delivered to a handler yet), and clear refusals for
+ * what is not there yet (fork, exec).  Threads are sys_thread.c.
  */
 #include <asm/prctl.h>
 #include <sched.h>
@@ -64,12 +64,6 @@ static int64_t sys_getgroups(crec_emu *e, const uint64_t a[6])
     return emu_copy_out(e, a[1], g, (uint64_t)n * sizeof *g) ?: n;
 }
 
-static int64_t sys_set_tid_address(crec_emu *e, const uint64_t a[6])
-{
-    e->tid_address = a[0];
-    return getpid(); /* one thread: its tid is the pid */
-}
-
 static int64_t sys_zero(crec_emu *e, const uint64_t a[6])
 {
     (void)e, (void)a;
@@ -79,7 +73,7 @@ static int64_t sys_zero(crec_emu *e, const uint64_t a[6])
 static int64_t sys_enosys(crec_emu *e, const uint64_t a[6])
 {
     (void)e, (void)a;
-    return -ENOSYS; /* known, and glibc copes without it (rseq, clone3) */
+    return -ENOSYS; /* known, and glibc copes without it (rseq) */
 }
 
 static int64_t sys_arch_prctl(crec_emu *e, const uint64_t a[6])
@@ -116,15 +110,6 @@ static int64_t sys_sysinfo(crec_emu *e, const uint64_t a[6])
     sysinfo(&si);
     si.procs = 1;
     return emu_copy_out(e, a[0], &si, sizeof si);
-}
-
-/* One CPU, so that sort, xz and friends don't try to start threads. */
-static int64_t sys_sched_getaffinity(crec_emu *e, const uint64_t a[6])
-{
-    uint64_t mask = 1;
-    if (a[1] < 8 || (a[1] & 7))
-        return -EINVAL;
-    return emu_copy_out(e, a[2], &mask, 8) ?: 8;
 }
 
 static int64_t sys_getcpu(crec_emu *e, const uint64_t a[6])
@@ -251,7 +236,7 @@ static int default_ignored(int sig)
 }
 
 /* A signal to ourselves: the default action, or nothing. */
-static int64_t signal_self(crec_emu *e, int sig)
+int64_t emu_signal_self(crec_emu *e, int sig)
 {
     char msg[128];
     if (sig == 0)
@@ -274,49 +259,12 @@ static int64_t signal_self(crec_emu *e, int sig)
 static int64_t sys_kill(crec_emu *e, const uint64_t a[6])
 {
     pid_t pid = (pid_t)a[0];
-    if (pid == 0 || pid == getpid())
-        return signal_self(e, (int)a[1]);
+    if (pid == 0 || pid == getpid() || (pid > 0 && emu_thread_by_tid(e, (uint32_t)pid)))
+        return emu_signal_self(e, (int)a[1]);
     return kill(pid, (int)a[1]) ? -errno : 0;
 }
 
-static int64_t sys_tgkill(crec_emu *e, const uint64_t a[6])
-{
-    if ((pid_t)a[0] != getpid() || (pid_t)a[1] != getpid())
-        return -ESRCH;
-    return signal_self(e, (int)a[2]);
-}
-
-static int64_t sys_tkill(crec_emu *e, const uint64_t a[6])
-{
-    if ((pid_t)a[0] != getpid())
-        return -ESRCH;
-    return signal_self(e, (int)a[1]);
-}
-
-/* ---- one thread ------------------------------------------------------------ */
-
-static int64_t sys_futex(crec_emu *e, const uint64_t a[6])
-{
-    uint32_t v;
-    switch (a[1] & 0x7f) {
-    case 0: /* FUTEX_WAIT */
-    case 9: /* FUTEX_WAIT_BITSET */
-        if (emu_copy_in(e, &v, a[0], 4) != 0)
-            return -EFAULT;
-        /* nobody else could wake us: time out rather than hang */
-        return v != (uint32_t)a[2] ? -EAGAIN : -ETIMEDOUT;
-    case 1:  /* FUTEX_WAKE */
-    case 10: /* FUTEX_WAKE_BITSET */
-    case 3:  /* FUTEX_REQUEUE */
-    case 4:  /* FUTEX_CMP_REQUEUE */
-    case 5:  /* FUTEX_WAKE_OP */
-        return 0;
-    default:
-        return -ENOSYS;
-    }
-}
-
-static int64_t not_yet(crec_emu *e, const char *what, int64_t ret)
+int64_t emu_not_yet(crec_emu *e, const char *what, int64_t ret)
 {
     if (e->opt.strict) {
         crec_error_set(&e->err, CREC_ERR_UNSUPPORTED, "%s is not supported yet (--strict)", what);
@@ -329,21 +277,16 @@ static int64_t not_yet(crec_emu *e, const char *what, int64_t ret)
     return ret;
 }
 
-static int64_t sys_clone(crec_emu *e, const uint64_t a[6])
-{
-    return not_yet(e, (a[0] & CLONE_VM) ? "creating a thread (clone)" : "fork (clone)", -EAGAIN);
-}
-
 static int64_t sys_fork(crec_emu *e, const uint64_t a[6])
 {
     (void)a;
-    return not_yet(e, "fork", -EAGAIN);
+    return emu_not_yet(e, "fork", -EAGAIN);
 }
 
 static int64_t sys_execve(crec_emu *e, const uint64_t a[6])
 {
     (void)a;
-    return not_yet(e, "execve", -ENOSYS);
+    return emu_not_yet(e, "execve", -ENOSYS);
 }
 
 static int64_t sys_wait4(crec_emu *e, const uint64_t a[6])
@@ -359,9 +302,7 @@ void emu_sys_proc_register(struct emu_sys *t, size_t n)
 #define ALIAS(name, fn, f) \
     if (SYS_##name < n) t[SYS_##name] = (struct emu_sys){fn, f}
     REG(exit_group, "d");
-    ALIAS(exit, sys_exit_group, "d");
     REG(getpid, "");
-    ALIAS(gettid, sys_getpid, "");
     REG(getppid, "");
     REG(getuid, "");
     REG(geteuid, "");
@@ -374,16 +315,10 @@ void emu_sys_proc_register(struct emu_sys *t, size_t n)
     REG(getresuid, "ppp");
     REG(getresgid, "ppp");
     REG(getgroups, "dp");
-    REG(set_tid_address, "p");
-    ALIAS(set_robust_list, sys_zero, "pu");
     ALIAS(rseq, sys_enosys, "pxxx");
-    ALIAS(clone3, sys_enosys, "pu");
     REG(arch_prctl, "xp");
     REG(uname, "p");
     REG(sysinfo, "p");
-    REG(sched_getaffinity, "dup");
-    ALIAS(sched_setaffinity, sys_zero, "dup");
-    ALIAS(sched_yield, sys_zero, "");
     REG(getcpu, "ppp");
     REG(prlimit64, "ddpp");
     REG(getrlimit, "dp");
@@ -395,10 +330,6 @@ void emu_sys_proc_register(struct emu_sys *t, size_t n)
     REG(rt_sigprocmask, "dppu");
     REG(sigaltstack, "pp");
     REG(kill, "dd");
-    REG(tgkill, "ddd");
-    REG(tkill, "dd");
-    REG(futex, "pxdppd");
-    REG(clone, "xppppp");
     REG(fork, "");
     ALIAS(vfork, sys_fork, "");
     REG(execve, "spp");

@@ -64,6 +64,8 @@ static int64_t sys_nanosleep(crec_emu *e, const uint64_t a[6])
         return -EFAULT;
     if (req.tv_nsec < 0 || req.tv_nsec >= 1000000000 || req.tv_sec < 0)
         return -EINVAL;
+    if (e->sched.nlive > 1) /* the other threads run meanwhile */
+        return emu_block(e, EMU_WAIT_SLEEP, emu_deadline_rel(&req), 0);
     return sleep_result(e, nanosleep(&req, &rem) ? errno : 0, a[1], &rem);
 }
 
@@ -72,6 +74,12 @@ static int64_t sys_clock_nanosleep(crec_emu *e, const uint64_t a[6])
     struct timespec req, rem = {0, 0};
     if (emu_copy_in(e, &req, a[2], sizeof req) != 0)
         return -EFAULT;
+    if (e->sched.nlive > 1 && req.tv_nsec >= 0 && req.tv_nsec < 1000000000 && req.tv_sec >= 0)
+        return emu_block(e, EMU_WAIT_SLEEP,
+                         (a[1] & TIMER_ABSTIME)
+                             ? emu_deadline_abs(a[0] == CLOCK_REALTIME, &req)
+                             : emu_deadline_rel(&req),
+                         0);
     return sleep_result(e, clock_nanosleep((clockid_t)a[0], (int)a[1], &req, &rem), a[3], &rem);
 }
 

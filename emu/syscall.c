@@ -26,6 +26,7 @@ static void table_init(void)
     emu_sys_proc_register(table, N_SYSCALLS);
     emu_sys_time_register(table, N_SYSCALLS);
     emu_sys_net_register(table, N_SYSCALLS);
+    emu_sys_thread_register(table, N_SYSCALLS);
     table_ready = 1;
 }
 
@@ -48,6 +49,36 @@ static int64_t unsupported(crec_emu *e, uint64_t nr)
     return -ENOSYS;
 }
 
+int64_t emu_syscall_call(crec_emu *e, struct crec_emu_syscall *sc)
+{
+    int64_t ret;
+
+    table_init();
+    /* a read that would wait while other threads could run blocks the thread */
+    ret = emu_fd_wait(e, sc->nr, sc->args);
+    if (ret != 0)
+        return ret;
+    if (sc->nr < N_SYSCALLS && table[sc->nr].fn)
+        return table[sc->nr].fn(e, sc->args);
+    return unsupported(e, sc->nr);
+}
+
+void emu_syscall_finish(crec_emu *e, int64_t ret, uint64_t next_rip)
+{
+    struct crec_emu_syscall *sc = &e->sc;
+
+    sc->ret = ret;
+    if (e->opt.strace)
+        emu_strace(e, sc->nr, sc->args, ret);
+    if (e->done || e->fatal || e->sched.cur->state == EMU_TH_EXITED)
+        return; /* exit: registers stay as they were at the syscall */
+    crec_emu_reg_set(e->cpu, UC_X86_REG_RAX, (uint64_t)ret);
+    crec_emu_reg_set(e->cpu, UC_X86_REG_RCX, next_rip);
+    crec_emu_reg_set(e->cpu, UC_X86_REG_R11, crec_emu_reg_get(e->cpu, UC_X86_REG_RFLAGS));
+    if (e->obs.on_syscall_exit)
+        e->obs.on_syscall_exit(e->obs.ctx, sc);
+}
+
 void emu_syscall_entry(void *ctx, crec_emu_cpu *cpu)
 {
     static const int arg_regs[6] = {UC_X86_REG_RDI, UC_X86_REG_RSI, UC_X86_REG_RDX,
@@ -55,29 +86,26 @@ void emu_syscall_entry(void *ctx, crec_emu_cpu *cpu)
     crec_emu *e = ctx;
     struct crec_emu_syscall *sc = &e->sc;
     uint64_t nr = crec_emu_reg_get(cpu, UC_X86_REG_RAX);
+    uint64_t next_rip = crec_emu_reg_get(cpu, UC_X86_REG_RIP) + 2;
     int64_t ret;
 
-    table_init();
     memset(sc, 0, sizeof *sc);
     sc->nr = nr;
     for (int i = 0; i < 6; i++)
         sc->args[i] = crec_emu_reg_get(cpu, arg_regs[i]);
     if (e->obs.on_syscall_enter)
         e->obs.on_syscall_enter(e->obs.ctx, sc);
-    if (nr < N_SYSCALLS && table[nr].fn)
-        ret = table[nr].fn(e, sc->args);
-    else
-        ret = unsupported(e, nr);
-    sc->ret = ret;
-    if (e->opt.strace)
-        emu_strace(e, nr, sc->args, ret);
-    if (e->done || e->fatal)
-        return; /* exit: registers stay as they were at the syscall */
-    crec_emu_reg_set(cpu, UC_X86_REG_RAX, (uint64_t)ret);
-    crec_emu_reg_set(cpu, UC_X86_REG_RCX, crec_emu_reg_get(cpu, UC_X86_REG_RIP) + 2);
-    crec_emu_reg_set(cpu, UC_X86_REG_R11, crec_emu_reg_get(cpu, UC_X86_REG_RFLAGS));
-    if (e->obs.on_syscall_exit)
-        e->obs.on_syscall_exit(e->obs.ctx, sc);
+    ret = emu_syscall_call(e, sc);
+    if (ret == EMU_BLOCKED) {
+        /* the thread waits; the syscall completes when it runs again */
+        struct emu_thread *t = e->sched.cur;
+        t->sc = *sc;
+        t->sc_next_rip = next_rip;
+        e->sched.want_switch = 1;
+        crec_emu_cpu_stop(cpu);
+        return;
+    }
+    emu_syscall_finish(e, ret, next_rip);
 }
 
 const char *emu_syscall_fmt(uint64_t nr)

@@ -1,0 +1,616 @@
+/*
+ * sched.c - guest threads and the scheduler that runs them on one CPU.
+ *
+ * A process (crec_emu) is one Unicorn engine, so one address space, with
+ * its fd table, its signal actions, and a set of threads.  The threads take
+ * turns on the engine: the running thread's registers are in it, the
+ * others' are saved in a uc_context (copying the CPU state costs 0.16 us).
+ *
+ * The scheduler is deterministic given what it is told: round robin, in
+ * creation order, with a time slice counted in instructions.  A thread
+ * gives up the CPU
+ *   - at the first block start after its slice is over, if another thread
+ *     can run (the block hook stops the CPU before the block);
+ *   - when it blocks in a syscall (a futex wait, a read with nothing to
+ *     read while other threads could run, a sleep): the syscall's handler
+ *     returns EMU_BLOCKED, and the syscall completes when the thread is
+ *     switched in again after something woke it;
+ *   - when it exits, or yields (sched_yield).
+ * What wakes a thread from outside (a timeout, an fd that became ready) is
+ * checked at every slice end, and waited for on the host (ppoll on the fds
+ * with the nearest timeout) when no thread can run.  When every thread
+ * waits for something nothing can give, the run ends with "deadlock".
+ *
+ * --chaos (rr's chaos mode, Undo's thread fuzzing): slices of random
+ * length that end at an exact instruction, inside a block if need be
+ * (crec_emu_cpu_stop_inside), the next thread drawn at random, and now and
+ * then a thread starved for a while.  The seed makes it reproducible as far
+ * as the program's own timing allows; the recording holds what happened.
+ *
+ * Issue 15 (processes) adds engines: a thread already points at nothing
+ * but its process's engine through `e`, and the scheduler's state is kept
+ * apart in emu_sched so that it can move out of crec_emu then.
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "emu/emu_int.h"
+
+/* ---- time ------------------------------------------------------------------ */
+
+int64_t emu_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t ts_ns(const struct timespec *ts)
+{
+    if (ts->tv_sec > INT64_MAX / 1000000000 - 1)
+        return INT64_MAX / 2;
+    return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
+
+int64_t emu_deadline_rel(const struct timespec *ts)
+{
+    int64_t d = ts_ns(ts);
+    return d >= INT64_MAX / 2 ? -1 : emu_now_ns() + d;
+}
+
+int64_t emu_deadline_abs(int clock_realtime, const struct timespec *ts)
+{
+    struct timespec now;
+    int64_t at = ts_ns(ts);
+
+    if (at >= INT64_MAX / 2)
+        return -1;
+    if (!clock_realtime)
+        return at;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return emu_now_ns() + (at - ts_ns(&now));
+}
+
+/* ---- the random source of --chaos (splitmix64) ------------------------------ */
+
+static uint64_t chaos_next(struct emu_sched *s)
+{
+    uint64_t z = (s->rng += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* The length of the slice that starts now. */
+static uint64_t slice_len(struct emu_sched *s)
+{
+    if (!s->chaos)
+        return s->slice;
+    return 1 + chaos_next(s) % s->slice;
+}
+
+/* ---- threads ---------------------------------------------------------------- */
+
+static void thread_free(struct emu_thread *t)
+{
+    if (t->ctx)
+        uc_context_free(t->ctx);
+    crec_free(t);
+}
+
+struct emu_thread *emu_thread_new(crec_emu *e, crec_error *err)
+{
+    struct emu_sched *s = &e->sched;
+    struct emu_thread *t = crec_calloc(1, sizeof *t);
+    struct emu_thread **p;
+    uc_engine *uc = crec_emu_cpu_uc(e->cpu);
+
+    if (!t || !(p = crec_grow(s->th, &s->cap, s->n + 1, sizeof *p, 8))) {
+        crec_free(t);
+        crec_error_set(err, CREC_ERR_NOMEM, "out of memory for a new thread");
+        return NULL;
+    }
+    s->th = p;
+    if (uc_context_alloc(uc, &t->ctx) != UC_ERR_OK || uc_context_save(uc, t->ctx) != UC_ERR_OK) {
+        thread_free(t);
+        crec_error_set(err, CREC_ERR_EMU, "can't save the registers of a new thread");
+        return NULL;
+    }
+    t->id = ++s->last_id;
+    t->tid = (uint32_t)getpid() + t->id - 1; /* the first thread's tid is the pid */
+    t->deadline = -1;
+    t->sigmask = e->sigmask;
+    s->th[s->n++] = t;
+    s->nlive++;
+    return t;
+}
+
+int emu_sched_init(crec_emu *e, crec_error *err)
+{
+    struct emu_sched *s = &e->sched;
+    struct emu_thread *t;
+
+    s->slice = e->opt.slice ? e->opt.slice : CREC_EMU_DEFAULT_SLICE;
+    s->cpus = e->opt.cpus ? e->opt.cpus : 1;
+    s->chaos = e->opt.chaos;
+    s->rng = e->opt.chaos_seed;
+    if (uc_context_alloc(crec_emu_cpu_uc(e->cpu), &s->scratch) != UC_ERR_OK)
+        return crec_error_set(err, CREC_ERR_EMU, "can't allocate a CPU context");
+    t = emu_thread_new(e, err);
+    if (!t)
+        return err ? err->code : CREC_ERR_NOMEM;
+    s->cur = t;
+    s->slice_end = slice_len(s);
+    return CREC_OK;
+}
+
+void emu_sched_free(crec_emu *e)
+{
+    struct emu_sched *s = &e->sched;
+
+    for (size_t i = 0; i < s->n; i++)
+        thread_free(s->th[i]);
+    crec_free(s->th);
+    if (s->scratch)
+        uc_context_free(s->scratch);
+    memset(s, 0, sizeof *s);
+}
+
+struct emu_thread *emu_thread_by_tid(crec_emu *e, uint32_t tid)
+{
+    struct emu_sched *s = &e->sched;
+
+    for (size_t i = 0; i < s->n; i++)
+        if (s->th[i]->tid == tid && s->th[i]->state != EMU_TH_EXITED)
+            return s->th[i];
+    return NULL;
+}
+
+static uint64_t thread_icount(const crec_emu *e, const struct emu_thread *t)
+{
+    const struct emu_sched *s = &e->sched;
+
+    if (t != s->cur)
+        return t->icount;
+    return t->icount + crec_emu_cpu_icount(e->cpu) - s->cur_since;
+}
+
+uint32_t crec_emu_thread(const crec_emu *e)
+{
+    return e->sched.cur ? e->sched.cur->id : 0;
+}
+
+uint64_t crec_emu_thread_icount(const crec_emu *e)
+{
+    return e->sched.cur ? thread_icount(e, e->sched.cur) : crec_emu_cpu_icount(e->cpu);
+}
+
+size_t crec_emu_threads(const crec_emu *e, struct crec_emu_thread_info *out, size_t max)
+{
+    const struct emu_sched *s = &e->sched;
+    size_t n = 0;
+
+    for (size_t i = 0; i < s->n; i++) {
+        const struct emu_thread *t = s->th[i];
+        if (t->state == EMU_TH_EXITED)
+            continue;
+        if (n < max)
+            out[n] = (struct crec_emu_thread_info){t->id, t->tid, t->parent,
+                                                   thread_icount(e, t), t == s->cur};
+        n++;
+    }
+    return n;
+}
+
+int crec_emu_thread_regs(crec_emu *e, uint32_t id, crec_regs *r, crec_error *err)
+{
+    struct emu_sched *s = &e->sched;
+    uc_engine *uc = crec_emu_cpu_uc(e->cpu);
+    int rc;
+
+    for (size_t i = 0; i < s->n; i++) {
+        struct emu_thread *t = s->th[i];
+        if (t->id != id)
+            continue;
+        if (t == s->cur)
+            return crec_emu_regs_get(e->cpu, r) == CREC_OK
+                       ? CREC_OK
+                       : crec_error_set(err, CREC_ERR_EMU, "can't read the registers");
+        /* the engine reads registers: lend it the thread's for a moment */
+        if (uc_context_save(uc, s->scratch) != UC_ERR_OK ||
+            uc_context_restore(uc, t->ctx) != UC_ERR_OK)
+            return crec_error_set(err, CREC_ERR_EMU, "can't read the registers of thread %u", id);
+        rc = crec_emu_regs_get(e->cpu, r);
+        uc_context_restore(uc, s->scratch);
+        return rc == CREC_OK ? CREC_OK
+                             : crec_error_set(err, CREC_ERR_EMU, "can't read the registers");
+    }
+    return crec_error_set(err, CREC_ERR_NOTFOUND, "no thread %u", id);
+}
+
+/* ---- blocking and waking ------------------------------------------------------ */
+
+int64_t emu_block(crec_emu *e, int wait, int64_t deadline, int64_t timeout_ret)
+{
+    struct emu_thread *t = e->sched.cur;
+
+    t->state = EMU_TH_BLOCKED;
+    t->wait = wait;
+    t->deadline = deadline;
+    t->timeout_ret = timeout_ret;
+    t->woken = 0;
+    t->retry = 0;
+    return EMU_BLOCKED;
+}
+
+void emu_wake(crec_emu *e, struct emu_thread *t, int64_t ret)
+{
+    (void)e;
+    if (t->state != EMU_TH_BLOCKED)
+        return;
+    t->state = EMU_TH_RUNNABLE;
+    t->wait = EMU_WAIT_NONE;
+    t->woken = 1;
+    t->wake_ret = ret;
+}
+
+void emu_yield(crec_emu *e)
+{
+    if (e->sched.nlive > 1) {
+        e->sched.want_switch = 1;
+        crec_emu_cpu_stop(e->cpu); /* after the syscall */
+    }
+}
+
+/* Is guest fd `gfd` (on host fd `h`) one that would make a read wait? */
+static int fd_would_wait(int h, short events)
+{
+    struct pollfd p = {h, events, 0};
+
+    if (h < 0 || (fcntl(h, F_GETFL) & O_NONBLOCK))
+        return 0; /* a bad fd fails at once; a non-blocking one says EAGAIN */
+    return poll(&p, 1, 0) == 0;
+}
+
+int64_t emu_fd_wait(crec_emu *e, uint64_t nr, const uint64_t a[6])
+{
+    int h;
+
+    if (e->sched.nlive < 2)
+        return 0; /* nothing else could run meanwhile: the host call may wait */
+    switch (nr) {
+    case 0:   /* read */
+    case 19:  /* readv */
+    case 45:  /* recvfrom */
+    case 47:  /* recvmsg */
+    case 43:  /* accept */
+    case 288: /* accept4 */
+        break;
+    default:
+        return 0;
+    }
+    h = emu_fd_host(e, a[0]);
+    if (!fd_would_wait(h, POLLIN))
+        return 0;
+    emu_block(e, EMU_WAIT_FD, -1, 0);
+    e->sched.cur->wait_fd = h;
+    e->sched.cur->wait_events = POLLIN;
+    e->sched.cur->retry = 0;
+    return EMU_BLOCKED;
+}
+
+/* Wake the threads whose timeout passed or whose fd is ready; wait on the
+ * host up to `wait_ns` (0: just look, -1: as long as it takes) for one.
+ * @return how many were woken. */
+static int wake_outside(crec_emu *e, int64_t wait_ns)
+{
+    struct emu_sched *s = &e->sched;
+    struct pollfd fds[64];
+    struct emu_thread *who[64];
+    nfds_t nfd = 0;
+    int64_t now = emu_now_ns(), nearest = -1;
+    int woken = 0;
+
+    for (size_t i = 0; i < s->n; i++) {
+        struct emu_thread *t = s->th[i];
+        if (t->state != EMU_TH_BLOCKED)
+            continue;
+        if (t->deadline >= 0 && t->deadline <= now) {
+            emu_wake(e, t, t->timeout_ret);
+            woken++;
+            continue;
+        }
+        if (t->deadline >= 0 && (nearest < 0 || t->deadline < nearest))
+            nearest = t->deadline;
+        if (t->wait == EMU_WAIT_FD && nfd < 64) {
+            fds[nfd] = (struct pollfd){t->wait_fd, t->wait_events, 0};
+            who[nfd++] = t;
+        }
+    }
+    if (woken || (wait_ns == 0 && nfd == 0))
+        return woken;
+    if (wait_ns != 0 && nearest >= 0 && (wait_ns < 0 || nearest - now < wait_ns))
+        wait_ns = nearest - now;
+    if (wait_ns < 0 && nfd == 0)
+        return 0; /* nothing can come: the caller sees a deadlock */
+    {
+        struct timespec ts = {wait_ns / 1000000000, wait_ns % 1000000000};
+        int r = ppoll(fds, nfd, wait_ns < 0 ? NULL : &ts, NULL);
+        for (nfds_t i = 0; r > 0 && i < nfd; i++)
+            if (fds[i].revents) {
+                emu_wake(e, who[i], 0);
+                who[i]->retry = 1; /* the handler runs again: now it won't wait */
+                woken++;
+            }
+    }
+    now = emu_now_ns();
+    for (size_t i = 0; i < s->n; i++) {
+        struct emu_thread *t = s->th[i];
+        if (t->state == EMU_TH_BLOCKED && t->deadline >= 0 && t->deadline <= now) {
+            emu_wake(e, t, t->timeout_ret);
+            woken++;
+        }
+    }
+    return woken;
+}
+
+/* Does some blocked thread wait for a timeout or an fd? */
+static int someone_waits_outside(const struct emu_sched *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->th[i]->state == EMU_TH_BLOCKED &&
+            (s->th[i]->deadline >= 0 || s->th[i]->wait == EMU_WAIT_FD))
+            return 1;
+    return 0;
+}
+
+/* The next thread to run after `s->cur`, or NULL if none can run now.
+ * `others_only`: not the current thread. */
+static struct emu_thread *pick(crec_emu *e, int others_only)
+{
+    struct emu_sched *s = &e->sched;
+    uint64_t now = crec_emu_cpu_icount(e->cpu);
+    size_t at = 0, cand[64], nc = 0;
+
+    for (size_t i = 0; i < s->n; i++)
+        if (s->th[i] == s->cur)
+            at = i;
+    if (s->chaos) {
+        /* any runnable thread but a starved one, unless only starved ones are */
+        for (int pass = 0; pass < 2 && nc == 0; pass++)
+            for (size_t i = 0; i < s->n && nc < 64; i++) {
+                struct emu_thread *t = s->th[i];
+                if (t->state != EMU_TH_RUNNABLE || (others_only && t == s->cur))
+                    continue;
+                if (pass == 0 && t->starved_until > now)
+                    continue;
+                cand[nc++] = i;
+            }
+        return nc ? s->th[cand[chaos_next(s) % nc]] : NULL;
+    }
+    for (size_t k = 1; k <= s->n; k++) {
+        struct emu_thread *t = s->th[(at + k) % s->n];
+        if (t->state == EMU_TH_RUNNABLE && !(others_only && t == s->cur))
+            return t;
+    }
+    return NULL;
+}
+
+/* What a blocked thread waits for, for the deadlock message. */
+static int describe_wait(const struct emu_thread *t, char *buf, size_t size)
+{
+    switch (t->wait) {
+    case EMU_WAIT_FUTEX:
+        return snprintf(buf, size, "thread %u (tid %u) waits on the futex at 0x%llx", t->id,
+                        t->tid, (unsigned long long)t->futex_addr);
+    case EMU_WAIT_FD:
+        return snprintf(buf, size, "thread %u (tid %u) waits on an fd", t->id, t->tid);
+    default:
+        return snprintf(buf, size, "thread %u (tid %u) is blocked in syscall %llu", t->id,
+                        t->tid, (unsigned long long)t->sc.nr);
+    }
+}
+
+static void deadlock(crec_emu *e)
+{
+    struct emu_sched *s = &e->sched;
+    char msg[512];
+    size_t o = (size_t)snprintf(msg, sizeof msg, "deadlock: every thread is blocked");
+
+    for (size_t i = 0; i < s->n && o < sizeof msg; i++)
+        if (s->th[i]->state == EMU_TH_BLOCKED) {
+            o += (size_t)snprintf(msg + o, sizeof msg - o, "; ");
+            if (o < sizeof msg)
+                o += (size_t)describe_wait(s->th[i], msg + o, sizeof msg - o);
+        }
+    emu_exit(e, 0, 0, msg);
+    e->exit.deadlock = 1;
+}
+
+/* ---- switching ---------------------------------------------------------------- */
+
+static void switch_to(crec_emu *e, struct emu_thread *next, int exact)
+{
+    struct emu_sched *s = &e->sched;
+    struct emu_thread *cur = s->cur;
+    uc_engine *uc = crec_emu_cpu_uc(e->cpu);
+    uint64_t now = crec_emu_cpu_icount(e->cpu);
+
+    if (s->have_resume_rip) /* RIP is stale after a stop in a block hook */
+        crec_emu_reg_set(e->cpu, UC_X86_REG_RIP, s->resume_rip);
+    s->have_resume_rip = 0;
+    cur->icount += now - s->cur_since;
+    cur->sigmask = e->sigmask;
+    if (cur->state != EMU_TH_EXITED)
+        uc_context_save(uc, cur->ctx);
+    uc_context_restore(uc, next->ctx);
+    crec_emu_cpu_set_icount(e->cpu, now); /* forget the block of the thread before */
+    e->sigmask = next->sigmask;
+    if (s->chaos && cur->state == EMU_TH_RUNNABLE && chaos_next(s) % 8 == 0)
+        cur->starved_until = now + chaos_next(s) % (20 * s->slice); /* rr's starvation */
+    s->cur = next;
+    s->cur_since = now;
+    s->slice_end = now + slice_len(s);
+    if (e->obs.on_switch)
+        e->obs.on_switch(e->obs.ctx, cur->id, next->id, exact);
+    if (cur->state == EMU_TH_EXITED) { /* reap it: its registers are no use now */
+        size_t j = 0;
+        for (size_t i = 0; i < s->n; i++)
+            if (s->th[i] != cur)
+                s->th[j++] = s->th[i];
+        s->n = j;
+        thread_free(cur);
+    }
+}
+
+/* The syscall a thread was blocked in completes.  @return 0 if it blocked
+ * again (a retried handler found nothing yet). */
+static int complete(crec_emu *e, struct emu_thread *t)
+{
+    int64_t ret = t->wake_ret;
+
+    t->woken = 0;
+    e->sc = t->sc;
+    if (t->retry) {
+        t->retry = 0;
+        ret = emu_syscall_call(e, &e->sc);
+        if (ret == EMU_BLOCKED) {
+            t->sc = e->sc;
+            return 0;
+        }
+    }
+    emu_syscall_finish(e, ret, t->sc_next_rip);
+    return 1;
+}
+
+int emu_sched_block(crec_emu *e, uint64_t addr, uint32_t ninsns, uint64_t icount)
+{
+    struct emu_sched *s = &e->sched;
+    uint64_t before = icount - ninsns;
+
+    if (s->nlive < 2 || s->exact_armed)
+        return 0;
+    /* The slice ends at the first block start at or after slice_end; with
+     * --chaos at exactly slice_end, inside a block if need be. */
+    if (before < s->slice_end && (!s->chaos || icount <= s->slice_end))
+        return 0;
+    wake_outside(e, 0);
+    if (!pick(e, 1)) { /* nobody else can run: a new slice */
+        s->slice_end = before + slice_len(s);
+        return 0;
+    }
+    if (before < s->slice_end) {
+        if (crec_emu_cpu_stop_inside(e->cpu, s->slice_end) == 0) {
+            s->exact_armed = 1;
+            return 1; /* the block is entered again, with the stop set */
+        }
+        s->slice_end = before; /* no hook: switch at the block start instead */
+    }
+    s->want_switch = 1;
+    s->have_resume_rip = 1;
+    s->resume_rip = addr;
+    crec_emu_cpu_stop(e->cpu); /* before the block, which is taken back */
+    return 1;
+}
+
+void emu_sched_stopped(crec_emu *e)
+{
+    struct emu_sched *s = &e->sched;
+    int exact = 0;
+
+    if (s->exact_armed) {
+        s->exact_armed = 0;
+        if (crec_emu_cpu_icount(e->cpu) == s->slice_end && !e->cpu->until_armed) {
+            exact = 1; /* stopped at that very instruction: RIP is right */
+            s->want_switch = 1;
+        } else { /* stopped sooner, for something else: the stop is void */
+            e->cpu->until_armed = 0;
+            emu_until_clear(e->cpu);
+        }
+    }
+    if (!s->want_switch)
+        return;
+    s->want_switch = 0;
+    for (;;) {
+        struct emu_thread *next;
+        if (s->cur->state == EMU_TH_RUNNABLE && !exact && !s->have_resume_rip &&
+            !s->cur->woken)
+            next = pick(e, 1); /* a yield: anyone else first */
+        else
+            next = pick(e, 0);
+        if (!next && s->cur->state == EMU_TH_RUNNABLE)
+            next = s->cur;
+        while (!next) {
+            if (!someone_waits_outside(s)) {
+                deadlock(e);
+                return;
+            }
+            wake_outside(e, -1);
+            next = pick(e, 0);
+        }
+        if (next != s->cur) {
+            switch_to(e, next, exact);
+        } else {
+            if (s->have_resume_rip)
+                crec_emu_reg_set(e->cpu, UC_X86_REG_RIP, s->resume_rip);
+            s->have_resume_rip = 0;
+            s->slice_end = crec_emu_cpu_icount(e->cpu) + slice_len(s);
+        }
+        exact = 0;
+        if (next->woken && !complete(e, next))
+            continue; /* it blocked again */
+        return;
+    }
+}
+
+/* ---- exit ---------------------------------------------------------------------- */
+
+/* The kernel's work at a thread's exit: walk its robust list (mutexes it
+ * held get FUTEX_OWNER_DIED and a waiter is woken), then clear and wake
+ * clear_child_tid, which is what pthread_join waits on. */
+static void robust_list_walk(crec_emu *e, struct emu_thread *t)
+{
+    uint64_t head[3], entry, off;
+    int limit = 2048;
+
+    if (!t->robust_list || emu_copy_in(e, head, t->robust_list, sizeof head) != 0)
+        return;
+    off = head[1];
+    for (entry = head[0]; entry && entry != t->robust_list && limit-- > 0;) {
+        uint64_t addr = entry + off, next;
+        uint32_t w;
+        if (emu_copy_in(e, &next, entry, 8) != 0)
+            break;
+        if (emu_copy_in(e, &w, addr, 4) == 0 && (w & 0x3fffffff) == t->tid) {
+            w = (w & 0x80000000u) | 0x40000000u; /* FUTEX_WAITERS kept, OWNER_DIED */
+            if (emu_copy_out(e, addr, &w, 4) == 0 && (w & 0x80000000u))
+                emu_futex_wake(e, addr, 1, ~0u);
+        }
+        entry = next;
+    }
+}
+
+void emu_thread_exit(crec_emu *e, int status)
+{
+    struct emu_sched *s = &e->sched;
+    struct emu_thread *t = s->cur;
+    struct crec_emu_thread_event ev = {CREC_EMU_THREAD_EXIT, t->id, t->parent, t->tid,
+                                       status, 0};
+    uint32_t zero = 0;
+
+    robust_list_walk(e, t);
+    if (t->clear_child_tid && emu_copy_out(e, t->clear_child_tid, &zero, 4) == 0) {
+        ev.cleared = t->clear_child_tid;
+        emu_futex_wake(e, t->clear_child_tid, 1, ~0u);
+    }
+    if (e->obs.on_thread)
+        e->obs.on_thread(e->obs.ctx, &ev);
+    t->state = EMU_TH_EXITED;
+    s->nlive--;
+    s->want_switch = 1;
+    crec_emu_cpu_stop(e->cpu);
+}

@@ -265,6 +265,7 @@ int cmd_info(int argc, char **argv)
         print_json(stdout, name, r, &s);
     else
         print_text(stdout, name, r, &s);
+    crec_fmt_summary_clear(&s);
     crec_fmt_reader_free(r);
     if (fflush(stdout) != 0)
         return cli_fail(EXIT_FAIL, "write error on standard output");

@@ -357,6 +357,15 @@ struct crec_emu_exit {
     char msg[512];       /* signo != 0: "guest killed by SIGSEGV at ..." */
 };
 
+/* A switch of the CPU from one thread to another (crec's numbers). */
+struct crec_emu_switch {
+    uint32_t from, to;
+    uint64_t from_icount;  /* `from`'s own instructions so far */
+    uint64_t to_icount;    /* `to`'s */
+    int exact;             /* `from` was stopped inside a block (--chaos); else at
+                              a block start or after a syscall */
+};
+
 /* A thread starts or ends, as the observer sees it. */
 enum crec_emu_thread_op { CREC_EMU_THREAD_CREATE = 1, CREC_EMU_THREAD_EXIT = 2 };
 
@@ -389,10 +398,9 @@ struct crec_emu_observer {
     /* A thread was created (called in its parent's clone, before it runs)
      * or has exited (in its own exit, its registers still in the CPU). */
     void (*on_thread)(void *ctx, const struct crec_emu_thread_event *ev);
-    /* The CPU passes from thread `from` to thread `to` (crec's numbers),
-     * `to`'s registers now in it.  `exact`: the switch stopped `from`
-     * inside a block (--chaos); else at a block start or after a syscall. */
-    void (*on_switch)(void *ctx, uint32_t from, uint32_t to, int exact);
+    /* The CPU passes from one thread to another, the new one's registers
+     * now in it. */
+    void (*on_switch)(void *ctx, const struct crec_emu_switch *sw);
 };
 
 struct crec_emu_options {

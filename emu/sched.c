@@ -455,8 +455,10 @@ static void switch_to(crec_emu *e, struct emu_thread *next, int exact)
     s->cur = next;
     s->cur_since = now;
     s->slice_end = now + slice_len(s);
-    if (e->obs.on_switch)
-        e->obs.on_switch(e->obs.ctx, cur->id, next->id, exact);
+    if (e->obs.on_switch) {
+        struct crec_emu_switch sw = {cur->id, next->id, cur->icount, next->icount, exact};
+        e->obs.on_switch(e->obs.ctx, &sw);
+    }
     if (cur->state == EMU_TH_EXITED) { /* reap it: its registers are no use now */
         size_t j = 0;
         for (size_t i = 0; i < s->n; i++)

@@ -28,13 +28,14 @@
  * bump CREC_FMT_VERSION when this list changes (or when any layout in
  * docs/FORMAT.md changes).  A reader refuses every other version.
  */
-#define CREC_FMT_VERSION 1
+#define CREC_FMT_VERSION 2
+#define CREC_FMT_MIN_VERSION 1 /* the oldest version a reader still reads */
 
 enum crec_fmt_stream {
     CREC_FMT_S_HEADER = 1,    /* the recording header (one chunk, first) */
     CREC_FMT_S_READS = 2,     /* per thread: unpredicted read values */
     CREC_FMT_S_EVENTS = 3,    /* per thread: non-determinism records */
-    CREC_FMT_S_SEQ = 4,       /* per thread: sequencing points */
+    CREC_FMT_S_SEQ = 4,       /* per thread: sequencing points (version 2: with a kind) */
     CREC_FMT_S_KEYFRAMES = 5, /* global: KEYFRAME records */
     CREC_FMT_S_SNAPSHOTS = 6, /* global: SNAPSHOT records */
     CREC_FMT_S_BLOBS = 7,     /* global: content-addressed BLOB records */
@@ -76,6 +77,7 @@ enum crec_fmt_kind {
 /* ---- the header ----------------------------------------------------------- */
 
 #define CREC_FMT_ARCH_X86_64 1
+#define CREC_FMT_DEFAULT_SLICE 100000 /* instructions */
 #define CREC_FMT_ORDER_LITTLE 0
 #define CREC_FMT_ORDER_BIG 1
 
@@ -102,6 +104,12 @@ typedef struct crec_fmt_header {
     int64_t start_sec;       /* wall clock at start, for information only */
     uint32_t start_nsec;
     char *crec_version;      /* e.g. CREC_VERSION_STRING; NULL = "" */
+    /* version 2 (a version-1 file reads as one CPU, the default slice, no chaos) */
+    uint64_t time_slice;     /* instructions a thread ran before another could
+                                (0 when writing: CREC_FMT_DEFAULT_SLICE) */
+    uint64_t cpus;           /* CPUs shown to the guest (0 when writing: 1) */
+    int chaos;               /* --chaos: random slices, switches inside blocks */
+    uint64_t chaos_seed;
     size_t ncpuid;
     crec_fmt_cpuid *cpuid;
     size_t argc;
@@ -178,6 +186,8 @@ int crec_fmt_kf_decode(const uint8_t *body, size_t len, crec_fmt_keyframe *kf, c
 #define CREC_FMT_EV_HAS_HASH 1 /* syscall: write_hash is set; mmap: blob is set */
 #define CREC_FMT_EV_HAS_NAME 2 /* mmap: name is set */
 #define CREC_FMT_EV_LISTING 4  /* mmap: part of the map listing after a key frame */
+#define CREC_FMT_EV_FOREIGN 8  /* mmap (version 2): a change another thread made
+                                  while this one was switched out */
 #define CREC_FMT_EV_HAS_OUT 2  /* syscall: the ranges the kernel wrote follow */
 #define CREC_FMT_EV_OUT_MORE 4 /* syscall: it wrote more ranges than listed */
 #define CREC_FMT_SYS_MAXOUT 8  /* at most this many listed ranges */
@@ -193,9 +203,13 @@ int crec_fmt_kf_decode(const uint8_t *body, size_t len, crec_fmt_keyframe *kf, c
 enum crec_fmt_mmap_op { CREC_FMT_MM_MAP = 1, CREC_FMT_MM_UNMAP, CREC_FMT_MM_PROTECT,
                         CREC_FMT_MM_BRK, CREC_FMT_MM_REMAP };
 enum crec_fmt_thread_op { CREC_FMT_TH_CREATE = 1, CREC_FMT_TH_EXIT = 2 };
+/* How a thread ended (THREAD exit, version 2): it called exit, or the
+ * process ended (or the recording stopped) while it lived. */
+enum crec_fmt_thread_how { CREC_FMT_TH_EXITED = 0, CREC_FMT_TH_ENDED = 1 };
 /* How a recording ended: the program exited (value: its status), was
- * killed (value: the signal), or crec was told to stop recording (value:
- * the signal crec got, SIGINT or SIGTERM; the program was still running). */
+ * killed (value: the signal), or crec stopped recording while the program
+ * was still running (value: the signal crec got, SIGINT or SIGTERM; or 0:
+ * every thread was blocked for good, a deadlock). */
 enum crec_fmt_exit_how { CREC_FMT_EXIT_STATUS = 0, CREC_FMT_EXIT_SIGNAL = 1,
                          CREC_FMT_EXIT_STOPPED = 2 };
 
@@ -222,13 +236,21 @@ typedef struct crec_fmt_event {
             size_t name_len;
         } mmap;
         struct { uint64_t icount; uint32_t signo; int64_t code; uint64_t addr; } sig;
-        struct { uint32_t op, tid; } thread;
+        struct { /* a thread starts or ends; version 2 has all but op and tid */
+            uint32_t op, tid;
+            uint32_t parent, guest_tid; /* create: who made it, its tid in the guest */
+            uint64_t icount;            /* exit: its instructions */
+            uint32_t how;               /* exit: enum crec_fmt_thread_how */
+            uint64_t status;            /* exit, how EXITED: its exit status */
+            uint64_t cleared;           /* exit: the 4 bytes the kernel zeroed (0: none) */
+        } thread;
         struct { uint64_t global_icount; uint32_t how; uint64_t value; } exit;
     } u;
 } crec_fmt_event;
 int crec_fmt_ev_encode(crec_fmt_buf *b, const crec_fmt_event *ev);
-int crec_fmt_ev_decode(int kind, const uint8_t *body, size_t len, crec_fmt_event *ev,
-                       crec_error *err);
+/* `version`: the file's (crec_fmt_reader_header(r)->version). */
+int crec_fmt_ev_decode(uint32_t version, int kind, const uint8_t *body, size_t len,
+                       crec_fmt_event *ev, crec_error *err);
 
 /*! READS entry (bare): hits predicted reads, then one value of `width`
  *  bytes (1..16; the replayer knows the width from the access). */
@@ -244,9 +266,33 @@ unsigned crec_fmt_read_span(uint64_t addr, unsigned size, uint64_t *start);
 int crec_fmt_read_decode(crec_fmt_cur *c, unsigned width, uint64_t *hits, uint8_t *value,
                          crec_error *err);
 
-/*! SEQ entry (bare): a global sequence number and the thread's icount. */
-int crec_fmt_seq_encode(crec_fmt_buf *b, uint64_t seq, uint64_t icount);
-int crec_fmt_seq_decode(crec_fmt_cur *c, uint64_t *seq, uint64_t *icount, crec_error *err);
+/*! SEQ entry (bare): a global sequence number, the thread's icount at that
+ *  point (including the instruction), and (version 2) what kind of point. */
+enum crec_fmt_seq_kind {
+    CREC_FMT_SEQ_SYSCALL = 1,  /* a syscall begins */
+    CREC_FMT_SEQ_ATOMIC = 2,   /* a lock-prefixed instruction, or xchg with memory */
+    CREC_FMT_SEQ_START = 3,    /* the thread is created (its parent's clone) */
+    CREC_FMT_SEQ_WAKE = 4,     /* a syscall that blocked completes */
+    CREC_FMT_SEQ_IN = 5,       /* the thread gets the CPU */
+    CREC_FMT_SEQ_OUT = 6,      /* it gives the CPU up at a block start or after a syscall */
+    CREC_FMT_SEQ_OUT_EXACT = 7, /* it gives it up inside a block (--chaos) */
+};
+typedef struct crec_fmt_seq {
+    uint64_t seq, icount;
+    uint32_t kind; /* enum crec_fmt_seq_kind; 0 in a version-1 file */
+} crec_fmt_seq;
+/* Version 2 writes an entry's numbers as differences from the entry before
+ * it in the stream, except where a reader may start (the stream's start,
+ * and each key frame's SEQ offset): there they are whole, and flagged so.
+ * The context is that entry; `fresh` 1 where a reader or writer starts. */
+typedef struct crec_fmt_seq_ctx {
+    uint64_t seq, icount;
+    int fresh;
+} crec_fmt_seq_ctx;
+#define CREC_FMT_SEQ_WHOLE 0x80 /* kind byte: the numbers are not differences */
+int crec_fmt_seq_encode(crec_fmt_buf *b, crec_fmt_seq_ctx *ctx, const crec_fmt_seq *e);
+int crec_fmt_seq_decode(uint32_t version, crec_fmt_cur *c, crec_fmt_seq_ctx *ctx, crec_fmt_seq *e,
+                        crec_error *err);
 
 /*! SNAPSHOT: pages that changed since the previous snapshot. */
 typedef struct crec_fmt_snap_page {
@@ -441,6 +487,13 @@ int crec_fmt_cursor_read(crec_fmt_cursor *c, void *buf, size_t n, crec_error *er
  *  @return as crec_fmt_cursor_read(), for one LEB128 varint. */
 int crec_fmt_cursor_varint(crec_fmt_cursor *c, uint64_t *v, crec_error *err);
 
+/*! crec_fmt_cursor_seq() :
+ *  Read one SEQ entry (crec_fmt_seq_decode for the file's version); ctx as
+ *  for it, fresh where the cursor was opened.
+ *  @return as crec_fmt_cursor_read(). */
+int crec_fmt_cursor_seq(crec_fmt_cursor *c, crec_fmt_seq_ctx *ctx, crec_fmt_seq *e,
+                        crec_error *err);
+
 /*! crec_fmt_cursor_next() :
  *  Read one framed record: *kind and its body (valid until the next call).
  *  @return CREC_OK, CREC_ERR_NOTFOUND at the clean end of the stream,
@@ -502,7 +555,43 @@ int crec_fmt_blob_table(crec_fmt_reader *r, const crec_fmt_blob_loc **locs, size
 int crec_fmt_blob_table_set(crec_fmt_reader *r, const crec_fmt_blob_loc *locs, size_t n,
                             crec_error *err);
 
+/* ---- the schedule (schedule.c) ------------------------------------------- */
+
+/* One slice of the recorded schedule: thread `tid` ran `len` of its
+ * instructions from its own count `thread_start`, from global time `start`. */
+typedef struct crec_fmt_slice {
+    uint32_t tid;
+    uint64_t start, len, thread_start;
+    uint64_t seq_in, seq_out; /* the sequence numbers of its IN and OUT entries */
+    int exact_out;            /* it ended inside a block (OUT_EXACT) */
+    int open;                 /* no OUT entry: it ran to the end of the recording */
+} crec_fmt_slice;
+
+/*! crec_fmt_schedule() :
+ *  The schedule, from the switch entries of every SEQ stream, in time
+ *  order (*out crec_malloc'd).  A recording with none (one thread) is one
+ *  slice of `end` instructions; a slice still open at the end of the file
+ *  runs to `end`.
+ *  @return CREC_OK, or CREC_ERR_CORRUPT when the entries don't make one
+ *  schedule (a thread runs twice at once, a count goes back). */
+int crec_fmt_schedule(crec_fmt_reader *r, uint64_t end, crec_fmt_slice **out, size_t *n,
+                      crec_error *err);
+
+/*! crec_fmt_slice_at() : @return the last slice starting at or before t. */
+size_t crec_fmt_slice_at(const crec_fmt_slice *v, size_t n, uint64_t t);
+
 /* ---- summary (what `crec info` prints) ----------------------------------- */
+
+/* One thread of a recording, as the summary sees it. */
+typedef struct crec_fmt_thread_sum {
+    uint32_t tid, parent, guest_tid; /* crec's number, its creator's, the guest's tid */
+    uint64_t start, end;   /* global time of its first and past its last instruction */
+    uint64_t instructions; /* its own */
+    uint64_t keyframes;
+    int exited;            /* a THREAD exit record: */
+    uint32_t how;          /*   enum crec_fmt_thread_how */
+    uint64_t status;
+} crec_fmt_thread_sum;
 
 typedef struct crec_fmt_summary {
     uint64_t file_bytes;
@@ -520,6 +609,10 @@ typedef struct crec_fmt_summary {
     int truncated;
     uint64_t truncated_at;
     const char *truncated_why; /* owned by the reader */
+    size_t nthread_sums;       /* every thread, by number (crec_fmt_summary_clear) */
+    crec_fmt_thread_sum *thread_sums;
+    uint32_t version;          /* the file's format version */
+    uint32_t cur_tid;          /* private: the EVENTS stream being read */
 } crec_fmt_summary;
 
 /*! crec_fmt_summarize() :
@@ -528,5 +621,8 @@ typedef struct crec_fmt_summary {
  *  except printing.
  *  @return CREC_OK and *s, or the first problem found. */
 int crec_fmt_summarize(crec_fmt_reader *r, crec_fmt_summary *s, crec_error *err);
+
+/*! crec_fmt_summary_clear() : free what a summary holds.  NULL is fine. */
+void crec_fmt_summary_clear(crec_fmt_summary *s);
 
 #endif /* CREC_FORMAT_H */

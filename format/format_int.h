@@ -6,7 +6,8 @@
  *
  *   offset  size  field
  *   0       8     magic 89 43 52 45 43 0D 0A 1A  ("\x89CREC\r\n\x1a")
- *   8       4     format version (u32 LE), CREC_FMT_VERSION
+ *   8       4     format version (u32 LE): CREC_FMT_VERSION written,
+ *                 CREC_FMT_MIN_VERSION .. CREC_FMT_VERSION read
  *   12      4     reserved, must be zero
  *   16      ...   HEADER chunk, then data chunks, then the DIRECTORY chunk
  *   end-32  32    trailer
@@ -127,9 +128,14 @@ int fmt_chunk_unpack(const uint8_t hdr[FMT_CHUNK_HDR], uint64_t file_off, fmt_ch
                      crec_error *err);
 uint64_t fmt_chunk_sum(const uint8_t hdr[FMT_CHUNK_HDR], const uint8_t *payload, size_t clen);
 
+/* A SEQ entry's numbers, read as the file holds them (records.c). */
+int fmt_seq_apply(crec_fmt_seq_ctx *ctx, uint64_t dseq, uint64_t dic, uint8_t kind,
+                  crec_fmt_seq *e, crec_error *err);
+
 /* The header chunk's payload (header.c). */
 int fmt_header_encode(crec_fmt_buf *b, const crec_fmt_header *h);
-int fmt_header_decode(const uint8_t *p, size_t n, crec_fmt_header *h, crec_error *err);
+int fmt_header_decode(uint32_t version, const uint8_t *p, size_t n, crec_fmt_header *h,
+                      crec_error *err);
 
 /*
  * Set only by the fuzz target (tests/fuzz/fuzz_reader.c): checksums are then

@@ -18,6 +18,10 @@
  *              varint leaf, varint subleaf, u32 eax, u32 ebx, u32 ecx, u32 edx
  *   varint   argc (<= 65536), then argc strings
  *   varint   envc (<= 65536), then envc strings
+ * version 2 only:
+ *   varint   time slice (instructions, >= 1)
+ *   varint   CPUs shown to the guest (1 .. 1024)
+ *   u8       chaos (0 none, 1 on), then with 1: varint chaos seed
  *
  * Nothing may follow.  Strings hold no NUL byte.
  */
@@ -57,6 +61,11 @@ int fmt_header_encode(crec_fmt_buf *b, const crec_fmt_header *h)
     }
     put_strings(b, h->argv, h->argc);
     put_strings(b, h->envp, h->envc);
+    fmt_buf_varint(b, h->time_slice ? h->time_slice : CREC_FMT_DEFAULT_SLICE);
+    fmt_buf_varint(b, h->cpus ? h->cpus : 1);
+    fmt_buf_u8(b, h->chaos ? 1 : 0);
+    if (h->chaos)
+        fmt_buf_varint(b, h->chaos_seed);
     return b->nomem ? CREC_ERR_NOMEM : CREC_OK;
 }
 
@@ -188,16 +197,40 @@ static int get_params(crec_fmt_cur *c, crec_fmt_header *h, crec_error *err)
     return check_params(h, err);
 }
 
-int fmt_header_decode(const uint8_t *p, size_t n, crec_fmt_header *h, crec_error *err)
+/* The threads' parameters (version 2); a version-1 file had one thread. */
+static int get_threads(uint32_t version, crec_fmt_cur *c, crec_fmt_header *h, crec_error *err)
+{
+    uint8_t chaos;
+    int rc;
+
+    h->time_slice = CREC_FMT_DEFAULT_SLICE;
+    h->cpus = 1;
+    if (version < 2)
+        return CREC_OK;
+    if ((rc = fmt_cur_varint(c, &h->time_slice, "time slice", err)) ||
+        (rc = fmt_cur_varint(c, &h->cpus, "CPU count", err)) ||
+        (rc = fmt_cur_u8(c, &chaos, "chaos", err)))
+        return rc;
+    if (h->time_slice == 0 || h->cpus == 0 || h->cpus > 1024 || chaos > 1)
+        return crec_error_corrupt(err, "thread parameters out of range (slice %llu, %llu CPUs, "
+                                       "chaos %u)", (unsigned long long)h->time_slice,
+                                  (unsigned long long)h->cpus, chaos);
+    h->chaos = chaos;
+    return chaos ? fmt_cur_varint(c, &h->chaos_seed, "chaos seed", err) : CREC_OK;
+}
+
+int fmt_header_decode(uint32_t version, const uint8_t *p, size_t n, crec_fmt_header *h,
+                      crec_error *err)
 {
     crec_fmt_cur c = {p, n, 0};
     int rc;
     memset(h, 0, sizeof *h);
-    h->version = CREC_FMT_VERSION;
+    h->version = version;
     if ((rc = get_params(&c, h, err)) || (rc = get_cstr(&c, &h->crec_version, "crec version", err)) ||
         (rc = get_cpuid(&c, h, err)) ||
         (rc = get_strings(&c, &h->argv, &h->argc, "argv", err)) ||
         (rc = get_strings(&c, &h->envp, &h->envc, "environment", err)) ||
+        (rc = get_threads(version, &c, h, err)) ||
         (rc = fmt_cur_end(&c, "the header", err))) {
         crec_fmt_header_clear(h);
         return rc;

@@ -551,10 +551,10 @@ static int read_header(crec_fmt_reader *r, uint64_t *start, crec_error *err)
     if (memcmp(pre, FMT_MAGIC, FMT_MAGIC_LEN) != 0)
         return crec_error_corrupt(err, "bad magic: not a crec recording");
     uint32_t v = fmt_get_u32(pre + 8);
-    if (v != CREC_FMT_VERSION)
+    if (v < CREC_FMT_MIN_VERSION || v > CREC_FMT_VERSION)
         return crec_error_set(err, CREC_ERR_VERSION,
-                              "unsupported format version %u (this crec reads %d)", v,
-                              CREC_FMT_VERSION);
+                              "unsupported format version %u (this crec reads %d to %d)", v,
+                              CREC_FMT_MIN_VERSION, CREC_FMT_VERSION);
     if (fmt_get_u32(pre + 12) != 0)
         return crec_error_corrupt(err, "reserved header field is not zero");
     fmt_chunk c;
@@ -567,7 +567,7 @@ static int read_header(crec_fmt_reader *r, uint64_t *start, crec_error *err)
     if (c.type != CREC_FMT_S_HEADER || c.seq || c.uoff)
         return crec_error_corrupt(err, "the first chunk is not a header");
     if ((rc = inflate_chunk(r, &c, &r->cache, &r->cachecap, err)) != 0 ||
-        (rc = fmt_header_decode(r->cache, c.ulen, &r->hdr, err)) != 0)
+        (rc = fmt_header_decode(v, r->cache, c.ulen, &r->hdr, err)) != 0)
         return rc;
     *start = FMT_PREAMBLE_LEN + FMT_CHUNK_HDR + (uint64_t)c.clen;
     return CREC_OK;
@@ -1061,6 +1061,27 @@ int crec_fmt_cursor_varint(crec_fmt_cursor *c, uint64_t *v, crec_error *err)
     }
     return crec_error_corrupt(err, "varint too long in stream %s thread %u",
                               crec_fmt_stream_name(c->s->type), c->s->tid);
+}
+
+int crec_fmt_cursor_seq(crec_fmt_cursor *c, crec_fmt_seq_ctx *ctx, crec_fmt_seq *e,
+                        crec_error *err)
+{
+    uint64_t a, b;
+    uint8_t kind;
+    int rc = crec_fmt_cursor_varint(c, &a, err);
+
+    e->kind = 0;
+    if (rc)
+        return rc;
+    if ((rc = crec_fmt_cursor_varint(c, &b, err)) != 0)
+        return rc == CREC_ERR_NOTFOUND ? cursor_cut(c, err) : rc;
+    if (c->r->hdr.version < 2) {
+        e->seq = a, e->icount = b;
+        return CREC_OK;
+    }
+    if ((rc = crec_fmt_cursor_read(c, &kind, 1, err)) != 0)
+        return rc == CREC_ERR_NOTFOUND ? cursor_cut(c, err) : rc;
+    return fmt_seq_apply(ctx, a, b, kind, e, err);
 }
 
 int crec_fmt_cursor_next(crec_fmt_cursor *c, int *kind, const uint8_t **body, size_t *len,

@@ -20,9 +20,12 @@
  *   RDTSC    0x12  varint value
  *   MMAP     0x13  u8 op, varint addr, len, prot, flags, addr2, len2,
  *                  u8 flags (bit 0: hash16 follows, bit 1: string name follows,
- *                  bit 2: listing after a key frame)
+ *                  bit 2: listing after a key frame, bit 3 (v2): foreign)
  *   SIGNAL   0x14  varint icount, varint signo, svarint code, varint addr
- *   THREAD   0x15  u8 op (1 create, 2 exit), varint tid
+ *   THREAD   0x15  u8 op (1 create, 2 exit), varint tid; version 2 then:
+ *                  create: varint parent tid, varint guest tid;
+ *                  exit: varint thread icount, u8 how (0 exited, 1 ended),
+ *                  varint status, varint cleared address
  *   EXIT     0x16  varint global icount, u8 how (0 status, 1 signal, 2 stopped),
  *                  varint value
  *   SNAPSHOT 0x20  varint global icount, varint npages, npages x (varint addr, hash16)
@@ -30,7 +33,9 @@
  *   CODE     0x40  varint addr, len, prot, file offset, hash16, string name
  *   SYMBOL   0x50  hash16, varint addr, varint size, varint type, string name
  *   READS    bare  varint hits, then `width` value bytes as in guest memory
- *   SEQ      bare  varint global sequence number, varint thread icount
+ *   SEQ      bare  varint global sequence number, varint thread icount,
+ *                  (version 2) u8 kind (1..7) | 0x80 when the two numbers are
+ *                  whole, else they are differences from the entry before
  *
  * Every reserved flag bit must be zero and a body must be consumed exactly.
  */
@@ -166,8 +171,8 @@ static void ev_body(crec_fmt_buf *b, const crec_fmt_event *ev)
         fmt_buf_varint(b, ev->u.mmap.mflags);
         fmt_buf_varint(b, ev->u.mmap.addr2);
         fmt_buf_varint(b, ev->u.mmap.len2);
-        fmt_buf_u8(b, ev->u.mmap.flags &
-                          (CREC_FMT_EV_HAS_HASH | CREC_FMT_EV_HAS_NAME | CREC_FMT_EV_LISTING));
+        fmt_buf_u8(b, ev->u.mmap.flags & (CREC_FMT_EV_HAS_HASH | CREC_FMT_EV_HAS_NAME |
+                                          CREC_FMT_EV_LISTING | CREC_FMT_EV_FOREIGN));
         if (ev->u.mmap.flags & CREC_FMT_EV_HAS_HASH)
             fmt_buf_hash(b, &ev->u.mmap.blob);
         if (ev->u.mmap.flags & CREC_FMT_EV_HAS_NAME)
@@ -182,6 +187,15 @@ static void ev_body(crec_fmt_buf *b, const crec_fmt_event *ev)
     case CREC_FMT_K_THREAD:
         fmt_buf_u8(b, (uint8_t)ev->u.thread.op);
         fmt_buf_varint(b, ev->u.thread.tid);
+        if (ev->u.thread.op == CREC_FMT_TH_CREATE) {
+            fmt_buf_varint(b, ev->u.thread.parent);
+            fmt_buf_varint(b, ev->u.thread.guest_tid);
+        } else {
+            fmt_buf_varint(b, ev->u.thread.icount);
+            fmt_buf_u8(b, (uint8_t)ev->u.thread.how);
+            fmt_buf_varint(b, ev->u.thread.status);
+            fmt_buf_varint(b, ev->u.thread.cleared);
+        }
         break;
     case CREC_FMT_K_EXIT:
         fmt_buf_varint(b, ev->u.exit.global_icount);
@@ -257,7 +271,7 @@ static int cpuid_decode(crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
     return fmt_cur_u32(c, &ev->u.cpuid.edx, "cpuid edx", err);
 }
 
-static int mmap_decode(crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
+static int mmap_decode(uint32_t version, crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
 {
     uint8_t op, fl;
     RC(fmt_cur_u8(c, &op, "mmap operation", err));
@@ -271,7 +285,8 @@ static int mmap_decode(crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
     RC(fmt_cur_varint(c, &ev->u.mmap.addr2, "mmap new address", err));
     RC(fmt_cur_varint(c, &ev->u.mmap.len2, "mmap new length", err));
     RC(fmt_cur_u8(c, &fl, "mmap record flags", err));
-    RC(flags_check(fl, CREC_FMT_EV_HAS_HASH | CREC_FMT_EV_HAS_NAME | CREC_FMT_EV_LISTING,
+    RC(flags_check(fl, CREC_FMT_EV_HAS_HASH | CREC_FMT_EV_HAS_NAME | CREC_FMT_EV_LISTING |
+                           (version >= 2 ? CREC_FMT_EV_FOREIGN : 0),
                    "mmap", err));
     ev->u.mmap.flags = fl;
     if (fl & CREC_FMT_EV_HAS_HASH)
@@ -292,14 +307,28 @@ static int sig_decode(crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
     return fmt_cur_varint(c, &ev->u.sig.addr, "signal address", err);
 }
 
-static int thread_decode(crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
+static int thread_decode(uint32_t version, crec_fmt_cur *c, crec_fmt_event *ev,
+                         crec_error *err)
 {
-    uint8_t op;
+    uint8_t op, how;
     RC(fmt_cur_u8(c, &op, "thread operation", err));
     if (op != CREC_FMT_TH_CREATE && op != CREC_FMT_TH_EXIT)
         return crec_error_corrupt(err, "unknown thread operation %u", op);
     ev->u.thread.op = op;
-    return fmt_cur_varint32(c, &ev->u.thread.tid, "thread id", err);
+    RC(fmt_cur_varint32(c, &ev->u.thread.tid, "thread id", err));
+    if (version < 2)
+        return CREC_OK;
+    if (op == CREC_FMT_TH_CREATE) {
+        RC(fmt_cur_varint32(c, &ev->u.thread.parent, "thread parent", err));
+        return fmt_cur_varint32(c, &ev->u.thread.guest_tid, "thread guest tid", err);
+    }
+    RC(fmt_cur_varint(c, &ev->u.thread.icount, "thread instruction count", err));
+    RC(fmt_cur_u8(c, &how, "thread end", err));
+    if (how > CREC_FMT_TH_ENDED)
+        return crec_error_corrupt(err, "unknown thread end %u", how);
+    ev->u.thread.how = how;
+    RC(fmt_cur_varint(c, &ev->u.thread.status, "thread exit status", err));
+    return fmt_cur_varint(c, &ev->u.thread.cleared, "thread cleared address", err);
 }
 
 static int exit_decode(crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
@@ -313,8 +342,8 @@ static int exit_decode(crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
     return fmt_cur_varint(c, &ev->u.exit.value, "exit status", err);
 }
 
-int crec_fmt_ev_decode(int kind, const uint8_t *body, size_t len, crec_fmt_event *ev,
-                       crec_error *err)
+int crec_fmt_ev_decode(uint32_t version, int kind, const uint8_t *body, size_t len,
+                       crec_fmt_event *ev, crec_error *err)
 {
     crec_fmt_cur c = {body, len, 0};
     memset(ev, 0, sizeof *ev);
@@ -323,9 +352,9 @@ int crec_fmt_ev_decode(int kind, const uint8_t *body, size_t len, crec_fmt_event
     case CREC_FMT_K_SYSCALL: RC(sys_decode(&c, ev, err)); break;
     case CREC_FMT_K_CPUID: RC(cpuid_decode(&c, ev, err)); break;
     case CREC_FMT_K_RDTSC: RC(fmt_cur_varint(&c, &ev->u.rdtsc.value, "rdtsc value", err)); break;
-    case CREC_FMT_K_MMAP: RC(mmap_decode(&c, ev, err)); break;
+    case CREC_FMT_K_MMAP: RC(mmap_decode(version, &c, ev, err)); break;
     case CREC_FMT_K_SIGNAL: RC(sig_decode(&c, ev, err)); break;
-    case CREC_FMT_K_THREAD: RC(thread_decode(&c, ev, err)); break;
+    case CREC_FMT_K_THREAD: RC(thread_decode(version, &c, ev, err)); break;
     case CREC_FMT_K_EXIT: RC(exit_decode(&c, ev, err)); break;
     default: return crec_error_corrupt(err, "record kind 0x%02x in an EVENTS stream", kind);
     }
@@ -364,17 +393,58 @@ int crec_fmt_read_decode(crec_fmt_cur *c, unsigned width, uint64_t *hits, uint8_
     return fmt_cur_bytes(c, value, width, "read value", err);
 }
 
-int crec_fmt_seq_encode(crec_fmt_buf *b, uint64_t seq, uint64_t icount)
+int crec_fmt_seq_encode(crec_fmt_buf *b, crec_fmt_seq_ctx *ctx, const crec_fmt_seq *e)
 {
-    fmt_buf_varint(b, seq);
-    fmt_buf_varint(b, icount);
+    int whole = ctx->fresh || e->seq < ctx->seq || e->icount < ctx->icount;
+
+    fmt_buf_varint(b, whole ? e->seq : e->seq - ctx->seq);
+    fmt_buf_varint(b, whole ? e->icount : e->icount - ctx->icount);
+    fmt_buf_u8(b, (uint8_t)(e->kind | (whole ? CREC_FMT_SEQ_WHOLE : 0)));
+    ctx->seq = e->seq, ctx->icount = e->icount, ctx->fresh = 0;
     return done(b);
 }
 
-int crec_fmt_seq_decode(crec_fmt_cur *c, uint64_t *seq, uint64_t *icount, crec_error *err)
+/* The numbers of an entry, whole or as differences (version 2). */
+static int seq_apply(crec_fmt_seq_ctx *ctx, uint64_t dseq, uint64_t dic, uint8_t kind,
+                     crec_fmt_seq *e, crec_error *err)
 {
-    RC(fmt_cur_varint(c, seq, "sequence number", err));
-    return fmt_cur_varint(c, icount, "sequence instruction count", err);
+    if (!(kind & CREC_FMT_SEQ_WHOLE) && ctx->fresh)
+        return crec_error_corrupt(err, "a sequence entry where one must start holds differences");
+    if (kind & CREC_FMT_SEQ_WHOLE) {
+        e->seq = dseq, e->icount = dic;
+    } else {
+        if (dseq > UINT64_MAX - ctx->seq || dic > UINT64_MAX - ctx->icount)
+            return crec_error_corrupt(err, "sequence entry out of range");
+        e->seq = ctx->seq + dseq, e->icount = ctx->icount + dic;
+    }
+    kind &= (uint8_t)~CREC_FMT_SEQ_WHOLE;
+    if (kind < CREC_FMT_SEQ_SYSCALL || kind > CREC_FMT_SEQ_OUT_EXACT)
+        return crec_error_corrupt(err, "unknown sequence kind %u", kind);
+    e->kind = kind;
+    ctx->seq = e->seq, ctx->icount = e->icount, ctx->fresh = 0;
+    return CREC_OK;
+}
+
+int crec_fmt_seq_decode(uint32_t version, crec_fmt_cur *c, crec_fmt_seq_ctx *ctx, crec_fmt_seq *e,
+                        crec_error *err)
+{
+    uint64_t a, b;
+    uint8_t kind;
+    e->kind = 0;
+    RC(fmt_cur_varint(c, &a, "sequence number", err));
+    RC(fmt_cur_varint(c, &b, "sequence instruction count", err));
+    if (version < 2) {
+        e->seq = a, e->icount = b;
+        return CREC_OK;
+    }
+    RC(fmt_cur_u8(c, &kind, "sequence kind", err));
+    return seq_apply(ctx, a, b, kind, e, err);
+}
+
+int fmt_seq_apply(crec_fmt_seq_ctx *ctx, uint64_t dseq, uint64_t dic, uint8_t kind,
+                  crec_fmt_seq *e, crec_error *err)
+{
+    return seq_apply(ctx, dseq, dic, kind, e, err);
 }
 
 /* ---- SNAPSHOT ------------------------------------------------------------- */

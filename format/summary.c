@@ -36,15 +36,44 @@ static int wrong_kind(int kind, const char *stream, crec_error *err)
     return crec_error_corrupt(err, "record kind 0x%02x in stream %s", kind, stream);
 }
 
+/* The entry of thread tid (a new one, by number, if it has none yet). */
+static crec_fmt_thread_sum *thread_sum(crec_fmt_summary *s, uint32_t tid)
+{
+    size_t i = 0;
+    crec_fmt_thread_sum *p;
+
+    while (i < s->nthread_sums && s->thread_sums[i].tid < tid)
+        i++;
+    if (i < s->nthread_sums && s->thread_sums[i].tid == tid)
+        return &s->thread_sums[i];
+    if (s->nthread_sums >= CREC_FMT_MAX_THREADS)
+        return NULL;
+    p = crec_realloc(s->thread_sums, (s->nthread_sums + 1) * sizeof *p);
+    if (!p)
+        return NULL;
+    s->thread_sums = p;
+    memmove(p + i + 1, p + i, (s->nthread_sums - i) * sizeof *p);
+    memset(&p[i], 0, sizeof p[i]);
+    p[i].tid = tid;
+    s->nthread_sums++;
+    return &p[i];
+}
+
 static int on_keyframe(crec_fmt_summary *s, int kind, const uint8_t *body, size_t len,
                        crec_error *err)
 {
     crec_fmt_keyframe kf;
+    crec_fmt_thread_sum *t;
     if (kind != CREC_FMT_K_KEYFRAME)
         return wrong_kind(kind, "KEYFRAMES", err);
     int rc = crec_fmt_kf_decode(body, len, &kf, err);
     if (!rc && kf.global_icount > s->instructions)
         s->instructions = kf.global_icount;
+    if (!rc && (t = thread_sum(s, kf.tid)) != NULL) {
+        t->keyframes++;
+        if (kf.thread_icount > t->instructions)
+            t->instructions = kf.thread_icount;
+    }
     return rc;
 }
 
@@ -64,7 +93,18 @@ static int on_event(crec_fmt_summary *s, int kind, const uint8_t *body, size_t l
                     crec_error *err)
 {
     crec_fmt_event ev;
-    int rc = crec_fmt_ev_decode(kind, body, len, &ev, err);
+    crec_fmt_thread_sum *t;
+    int rc = crec_fmt_ev_decode(s->version, kind, body, len, &ev, err);
+    if (!rc && kind == CREC_FMT_K_THREAD && (t = thread_sum(s, ev.u.thread.tid)) != NULL) {
+        if (ev.u.thread.op == CREC_FMT_TH_CREATE) {
+            t->parent = ev.u.thread.parent;
+            t->guest_tid = ev.u.thread.guest_tid;
+        } else {
+            t->exited = 1;
+            t->how = ev.u.thread.how;
+            t->status = ev.u.thread.status;
+        }
+    }
     if (!rc && kind == CREC_FMT_K_EXIT) {
         s->exited = 1;
         s->exit_how = ev.u.exit.how;
@@ -123,11 +163,46 @@ static void count_stream(crec_fmt_summary *s, const crec_fmt_stream_info *si, ui
     }
 }
 
-int crec_fmt_summarize(crec_fmt_reader *r, crec_fmt_summary *s, crec_error *err)
+/* Where each thread ran, from the schedule. */
+static int thread_times(crec_fmt_reader *r, crec_fmt_summary *s, crec_error *err)
+{
+    crec_fmt_slice *v;
+    size_t n;
+    int rc = crec_fmt_schedule(r, s->instructions, &v, &n, err);
+
+    if (rc != CREC_OK)
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        crec_fmt_thread_sum *t = thread_sum(s, v[i].tid);
+        if (!t) {
+            crec_free(v);
+            return crec_error_set(err, CREC_ERR_NOMEM, "out of memory reading the threads");
+        }
+        if (t->end == 0)
+            t->start = v[i].start;
+        t->end = v[i].start + v[i].len;
+        if (v[i].thread_start + v[i].len > t->instructions)
+            t->instructions = v[i].thread_start + v[i].len;
+    }
+    crec_free(v);
+    return CREC_OK;
+}
+
+void crec_fmt_summary_clear(crec_fmt_summary *s)
+{
+    if (!s)
+        return;
+    crec_free(s->thread_sums);
+    s->thread_sums = NULL;
+    s->nthread_sums = 0;
+}
+
+static int summarize(crec_fmt_reader *r, crec_fmt_summary *s, crec_error *err)
 {
     uint32_t last_tid = 0;
     int seen = 0, rc;
     memset(s, 0, sizeof *s);
+    s->version = crec_fmt_reader_header(r)->version;
     if ((rc = crec_fmt_reader_verify(r, err)) != 0)
         return rc;
     s->file_bytes = crec_fmt_reader_size(r);
@@ -136,6 +211,7 @@ int crec_fmt_summarize(crec_fmt_reader *r, crec_fmt_summary *s, crec_error *err)
         crec_fmt_stream_info si;
         crec_fmt_reader_stream(r, i, &si, NULL);
         count_stream(s, &si, &last_tid, &seen);
+        s->cur_tid = si.tid;
         if (si.type == CREC_FMT_S_EVENTS &&
             (rc = walk(r, si.type, si.tid, s, on_event, &s->nevents, err)) != 0)
             return rc;
@@ -144,8 +220,18 @@ int crec_fmt_summarize(crec_fmt_reader *r, crec_fmt_summary *s, crec_error *err)
         (rc = walk(r, CREC_FMT_S_SNAPSHOTS, 0, s, on_snapshot, &s->nsnapshots, err)) ||
         (rc = walk(r, CREC_FMT_S_CODE, 0, s, on_code, &s->ncode, err)) ||
         (rc = walk(r, CREC_FMT_S_SYMBOLS, 0, s, on_symbol, &s->nsymbols, err)) ||
-        (rc = walk(r, CREC_FMT_S_BLOBS, 0, s, on_blob, &s->nblobs, err)))
+        (rc = walk(r, CREC_FMT_S_BLOBS, 0, s, on_blob, &s->nblobs, err)) ||
+        (rc = thread_times(r, s, err)))
         return rc;
     s->truncated = crec_fmt_reader_truncated(r, &s->truncated_at, &s->truncated_why);
     return CREC_OK;
+}
+
+int crec_fmt_summarize(crec_fmt_reader *r, crec_fmt_summary *s, crec_error *err)
+{
+    int rc = summarize(r, s, err);
+
+    if (rc != CREC_OK)
+        crec_fmt_summary_clear(s);
+    return rc;
 }

@@ -218,6 +218,8 @@ int rec_on_mem_event(struct rec_session *rs, const struct crec_emu_mem_event *me
         ev.u.mmap.flags |= CREC_FMT_EV_HAS_HASH;
         rec_code(rs, mev->addr, mev->len, mev->prot, &ev.u.mmap.blob, mev->path, mev->offset);
     }
+    if (rs->multi && rec_foreign_mmap(rs, &ev) != CREC_OK)
+        return rs->err.code;
     return rec_event(rs, &ev);
 }
 

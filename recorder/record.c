@@ -2,13 +2,16 @@
  * record.c - `crec record`: run a program under emu/ and log what a replay
  * could not work out for itself.
  *
- * Per thread, three streams (docs/FORMAT.md):
- *   READS   (hits, value) each time the prediction cache missed a load;
- *   EVENTS  syscall results, CPUID and RDTSC answers, memory-map changes,
- *           the exit;
- *   SEQ     sequencing points (one thread for now: unused).
- * Globally: a KEYFRAME every N instructions (registers; the cache is then
- * flushed so the next segment replays alone), snapshots, code blobs.
+ * Per thread, three streams (docs/FORMAT.md), and a prediction cache:
+ *   READS   (hits, value) each time the thread's cache missed a load;
+ *   EVENTS  syscall results, CPUID and RDTSC answers, memory-map changes
+ *           (its own, and FOREIGN copies of the others'), its start and end;
+ *   SEQ     sequencing points, once a second thread exists: a global
+ *           sequence number at every syscall, atomic instruction, thread
+ *           start, wake and switch of the CPU.
+ * Globally: a KEYFRAME every N of a thread's instructions (its registers;
+ * its cache is then flushed so that its next segment replays alone),
+ * snapshots, code blobs.
  *
  * Nothing is logged for stores: the replay executes them.  Bytes the
  * emulated kernel writes are not logged either: the cache never saw them,
@@ -59,7 +62,83 @@ static int rec_flush_reads(struct rec_session *rs)
     return rc;
 }
 
-int rec_event(struct rec_session *rs, const crec_fmt_event *ev)
+/* ---- sequencing ------------------------------------------------------------ */
+
+/* A SEQ entry for thread t, with the next global sequence number. */
+static void rec_seq(struct rec_session *rs, struct rec_thread *t, uint64_t icount, int kind)
+{
+    crec_fmt_seq e = {rs->seq++, icount, (uint32_t)kind};
+
+    if (crec_fmt_seq_encode(&t->seq, &t->seq_ctx, &e) != CREC_OK) {
+        crec_error err;
+        crec_error_set(&err, CREC_ERR_NOMEM, "out of memory buffering the SEQ stream");
+        rec_fail(rs, &err);
+    }
+}
+
+/* Hand thread t's pending SEQ entries to the writer. */
+static int rec_flush_seq(struct rec_session *rs, struct rec_thread *t)
+{
+    crec_error err = {0};
+    int rc;
+
+    t->seq_atomics = 0;
+    if (t->seq.len == 0 && !t->seq.nomem)
+        return CREC_OK;
+    rc = crec_fmt_write_buf(rs->w, CREC_FMT_S_SEQ, t->tid, &t->seq, &err);
+    crec_fmt_buf_reset(&t->seq);
+    if (rc != CREC_OK)
+        rec_fail(rs, &err);
+    return rc;
+}
+
+/*
+ * The atomic instructions of a block get their sequence numbers when the
+ * block starts (it runs to its end unless something cuts it, and no other
+ * thread runs meanwhile).  When it was cut (an exact switch, an RDTSC that
+ * leaves its block, a fault) the entries of instructions that did not run,
+ * after `icount`, are taken back; their numbers are simply not used.
+ */
+static void rec_seq_take_back(struct rec_thread *t, uint64_t icount)
+{
+    crec_fmt_cur c = {t->seq.data, t->seq.len, t->seq_atomics};
+    crec_fmt_seq_ctx ctx = t->seq_atomics_ctx;
+
+    while (c.pos < c.len) {
+        size_t at = c.pos;
+        crec_fmt_seq_ctx before = ctx;
+        crec_fmt_seq e;
+        if (crec_fmt_seq_decode(CREC_FMT_VERSION, &c, &ctx, &e, NULL) != CREC_OK)
+            return;
+        if (e.kind == CREC_FMT_SEQ_ATOMIC && e.icount > icount) {
+            t->seq.len = at;
+            t->seq_ctx = before;
+            return;
+        }
+    }
+}
+
+/* A block of the running thread starts at its count `before`. */
+static void rec_seq_block(struct rec_session *rs, uint64_t before)
+{
+    struct rec_thread *t = rs->cur;
+    const uint16_t *idx;
+    unsigned n;
+
+    rec_seq_take_back(t, before);
+    if (t->seq.len >= CREC_FMT_DEFAULT_CHUNK)
+        rec_flush_seq(rs, t);
+    t->seq_atomics = t->seq.len;
+    t->seq_atomics_ctx = t->seq_ctx;
+    n = crec_emu_cpu_block_atomics(rs->cpu, &idx);
+    for (unsigned i = 0; i < n; i++)
+        rec_seq(rs, t, before + idx[i] + 1, CREC_FMT_SEQ_ATOMIC);
+}
+
+/* ---- events --------------------------------------------------------------------- */
+
+/* One event into thread tid's EVENTS stream. */
+static int rec_event_to(struct rec_session *rs, uint32_t tid, const crec_fmt_event *ev)
 {
     crec_error err = {0};
     int rc;
@@ -67,7 +146,7 @@ int rec_event(struct rec_session *rs, const crec_fmt_event *ev)
     crec_fmt_buf_reset(&rs->scratch);
     rc = crec_fmt_ev_encode(&rs->scratch, ev);
     if (rc == CREC_OK)
-        rc = crec_fmt_write_buf(rs->w, CREC_FMT_S_EVENTS, rs->tid, &rs->scratch, &err);
+        rc = crec_fmt_write_buf(rs->w, CREC_FMT_S_EVENTS, tid, &rs->scratch, &err);
     else
         crec_error_set(&err, rc, "out of memory encoding an event");
     if (rc != CREC_OK)
@@ -75,7 +154,28 @@ int rec_event(struct rec_session *rs, const crec_fmt_event *ev)
     return rc;
 }
 
-/* ---- loads and stores ---------------------------------------------------- */
+int rec_event(struct rec_session *rs, const crec_fmt_event *ev)
+{
+    return rec_event_to(rs, rs->tid, ev);
+}
+
+int rec_foreign_mmap(struct rec_session *rs, const crec_fmt_event *ev)
+{
+    crec_fmt_event copy = *ev;
+
+    copy.u.mmap.flags |= CREC_FMT_EV_FOREIGN;
+    for (size_t i = 0; i < rs->nthreads; i++) {
+        struct rec_thread *t = rs->threads[i];
+        if (!t || !t->live || t == rs->cur)
+            continue;
+        /* its replay alone loses its bytes there: its cache must too */
+        if (ev->u.mmap.op != CREC_FMT_MM_PROTECT)
+            crec_pcache_forget(t->pc, ev->u.mmap.addr, ev->u.mmap.len);
+        if (rec_event_to(rs, t->tid, &copy) != CREC_OK)
+            return rs->err.code;
+    }
+    return CREC_OK;
+}
 
 /* The host address of [addr, addr+size) when it lies in one mapped guest
  * page, else NULL: the table of recent pages spares most loads a search of
@@ -182,21 +282,28 @@ static int rec_kernel_read(void *ctx, uint64_t addr, unsigned len, uint8_t *out)
 /* ---- key frames ---------------------------------------------------------- */
 
 /*
- * A key frame at instruction `icount`.  At a block start `rip` is the
- * block's address: Unicorn's RIP register is not up to date inside a block
- * hook (it may still point into the previous block).  0: read RIP.
+ * A key frame of the running thread: its registers (`regs`, or the CPU's)
+ * at global count `icount` and its own count `ticount`.  At a block start
+ * `rip` is the block's address: Unicorn's RIP register is not up to date
+ * inside a block hook (it may still point into the previous block).  0:
+ * the registers' own RIP.
  */
-static int rec_keyframe(struct rec_session *rs, uint64_t icount, uint64_t rip)
+static int rec_keyframe(struct rec_session *rs, uint64_t icount, uint64_t ticount, uint64_t rip,
+                        const crec_regs *regs)
 {
     crec_fmt_keyframe kf = {0};
     crec_error err = {0};
     int rc;
 
-    if (rec_flush_reads(rs) != CREC_OK)
+    if (rec_flush_reads(rs) != CREC_OK || rec_flush_seq(rs, rs->cur) != CREC_OK)
         return CREC_ERR_IO;
+    rs->cur->seq_ctx.fresh = 1; /* a replay from here reads SEQ from here */
     kf.tid = rs->tid;
-    kf.global_icount = kf.thread_icount = icount;
-    if (crec_emu_regs_get(rs->cpu, &kf.regs) != CREC_OK) {
+    kf.global_icount = icount;
+    kf.thread_icount = ticount;
+    if (regs) {
+        kf.regs = *regs;
+    } else if (crec_emu_regs_get(rs->cpu, &kf.regs) != CREC_OK) {
         crec_error_set(&err, CREC_ERR_EMU, "can't read the registers for a key frame");
         rec_fail(rs, &err);
         return CREC_ERR_EMU;
@@ -245,31 +352,55 @@ static void rec_sync(struct rec_session *rs)
     rs->last_sync = now;
     if (rec_flush_reads(rs) != CREC_OK)
         return;
+    for (size_t i = 0; i < rs->nthreads; i++) {
+        struct rec_thread *t = rs->threads[i];
+        crec_fmt_buf *reads;
+        if (!t || !t->live)
+            continue;
+        if (t != rs->cur && (reads = &t->reads)->len > 0) {
+            if (crec_fmt_write_buf(rs->w, CREC_FMT_S_READS, t->tid, reads, &err) != CREC_OK) {
+                rec_fail(rs, &err);
+                return;
+            }
+            crec_fmt_buf_reset(reads);
+        }
+        /* the running block's atomics may yet be taken back */
+        if (t != rs->cur && rec_flush_seq(rs, t) != CREC_OK)
+            return;
+    }
     if (crec_fmt_flush_all(rs->w, &err) != CREC_OK)
         rec_fail(rs, &err);
 }
 
 /*
- * Every block start: take a key frame when one is due, and notice a
- * SIGINT/SIGTERM, which ends the recording cleanly at this point.
+ * Every block start: take a key frame of the running thread when one is
+ * due, give the block's atomic instructions their sequence numbers, and
+ * notice a SIGINT/SIGTERM, which ends the recording cleanly at this point.
  */
 static void rec_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t icount)
 {
     struct rec_session *rs = ctx;
     uint64_t before = icount - ninsns;
+    uint64_t tbefore = crec_emu_thread_icount(rs->emu) - ninsns;
 
     if (rec_interrupted) {
         crec_emu_stop(rs->emu);
         return;
     }
-    if (before < rs->next_kf || rs->failed)
+    if (rs->failed)
         return;
-    if (rec_keyframe(rs, before, addr) != CREC_OK)
-        return;
-    rs->next_kf = before + rs->kf_interval;
-    if (rs->stats.keyframes % rs->snap_every == 1 % rs->snap_every)
-        rec_write_snapshot(rs, before, rs->stats.keyframes == 1);
-    rec_sync(rs);
+    if (tbefore >= rs->cur->next_kf) {
+        if (rs->multi)
+            rec_seq_take_back(rs->cur, tbefore); /* before the key frame writes SEQ */
+        if (rec_keyframe(rs, before, tbefore, addr, NULL) != CREC_OK)
+            return;
+        rs->cur->next_kf = tbefore + rs->kf_interval;
+        if (rs->stats.keyframes % rs->snap_every == 1 % rs->snap_every)
+            rec_write_snapshot(rs, before, rs->stats.keyframes == 1);
+        rec_sync(rs);
+    }
+    if (rs->multi)
+        rec_seq_block(rs, tbefore);
 }
 
 /* ---- syscalls and other non-determinism ---------------------------------- */
@@ -279,30 +410,34 @@ static void rec_on_syscall_enter(void *ctx, const struct crec_emu_syscall *sc)
     struct rec_session *rs = ctx;
 
     (void)sc;
-    crec_emu_regs_get(rs->cpu, &rs->sys_regs);
+    crec_emu_regs_get(rs->cpu, &rs->cur->sys_regs);
+    rs->cur->in_syscall = 1;
+    if (rs->multi)
+        rec_seq(rs, rs->cur, crec_emu_thread_icount(rs->emu), CREC_FMT_SEQ_SYSCALL);
 }
 
 /* Registers the emulated kernel changed: what replay sets after the syscall. */
 static void rec_changed_regs(struct rec_session *rs, crec_fmt_event *ev)
 {
+    const crec_regs *before = &rs->cur->sys_regs;
     crec_regs now;
     uint32_t n = 0;
 
     crec_emu_regs_get(rs->cpu, &now);
     for (int i = 0; i < CREC_NGPR; i++)
-        if (now.gpr[i] != rs->sys_regs.gpr[i] && i != CREC_RAX) {
+        if (now.gpr[i] != before->gpr[i] && i != CREC_RAX) {
             ev->u.sys.regs[n].id = (uint32_t)i;
             ev->u.sys.regs[n++].value = now.gpr[i];
         }
-    if (now.fs_base != rs->sys_regs.fs_base) {
+    if (now.fs_base != before->fs_base) {
         ev->u.sys.regs[n].id = CREC_FMT_REG_FS_BASE;
         ev->u.sys.regs[n++].value = now.fs_base;
     }
-    if (now.gs_base != rs->sys_regs.gs_base) {
+    if (now.gs_base != before->gs_base) {
         ev->u.sys.regs[n].id = CREC_FMT_REG_GS_BASE;
         ev->u.sys.regs[n++].value = now.gs_base;
     }
-    if (now.rflags != rs->sys_regs.rflags) {
+    if (now.rflags != before->rflags) {
         ev->u.sys.regs[n].id = CREC_FMT_REG_RFLAGS;
         ev->u.sys.regs[n++].value = now.rflags;
     }
@@ -317,11 +452,14 @@ static void rec_on_syscall_exit(void *ctx, const struct crec_emu_syscall *sc)
     int sent;
 
     crec_emu_hostpages_clear(&rs->hostpages); /* the map may have changed */
+    if (rs->cur->blocked && rs->multi) /* it waited: others ran meanwhile */
+        rec_seq(rs, rs->cur, crec_emu_thread_icount(rs->emu), CREC_FMT_SEQ_WAKE);
+    rs->cur->in_syscall = rs->cur->blocked = 0;
     for (unsigned i = 0; i < sc->n_out; i++)
         rec_mark_dirty(rs, sc->out[i].addr, sc->out[i].len);
     if (sc->out_overflow)
         rs->dirty_all = 1; /* unknown writes: the next snapshot takes every page */
-    ev.u.sys.icount = crec_emu_cpu_icount(rs->cpu);
+    ev.u.sys.icount = crec_emu_thread_icount(rs->emu);
     ev.u.sys.nr = sc->nr;
     memcpy(ev.u.sys.args, sc->args, sizeof ev.u.sys.args);
     ev.u.sys.ret = sc->ret;
@@ -376,23 +514,213 @@ static void rec_on_mem(void *ctx, const struct crec_emu_mem_event *mev)
         rec_note_image(rs, mev);
 }
 
-/* The end: a last key frame at the final instruction, then the EXIT event. */
+/* ---- threads --------------------------------------------------------------- */
+
+static struct rec_thread *rec_thread_of(struct rec_session *rs, uint32_t tid)
+{
+    return tid >= 1 && tid <= rs->nthreads ? rs->threads[tid - 1] : NULL;
+}
+
+/* A new thread's state (its cache empty, a key frame due at its first block). */
+static struct rec_thread *rec_thread_new(struct rec_session *rs, uint32_t tid)
+{
+    struct rec_thread *t, **p;
+    crec_error err = {0};
+
+    if (tid != rs->nthreads + 1) { /* emu numbers threads 1, 2, ... */
+        crec_error_set(&err, CREC_ERR_EMU, "thread %u created after thread %zu", tid,
+                       rs->nthreads);
+        rec_fail(rs, &err);
+        return NULL;
+    }
+    t = crec_calloc(1, sizeof *t);
+    p = t ? crec_realloc(rs->threads, (rs->nthreads + 1) * sizeof *p) : NULL;
+    if (!p || crec_pcache_create(&t->pc, rs->opt->cache_log2, &err) != CREC_OK) {
+        crec_free(t);
+        crec_error_set(&err, CREC_ERR_NOMEM, "out of memory for thread %u", tid);
+        rec_fail(rs, &err);
+        return NULL;
+    }
+    rs->threads = p;
+    rs->threads[rs->nthreads++] = t;
+    t->tid = tid;
+    t->live = 1;
+    t->seq_ctx.fresh = 1;
+    return t;
+}
+
+static void rec_thread_free(struct rec_thread *t)
+{
+    if (!t)
+        return;
+    crec_pcache_free(t->pc);
+    crec_fmt_buf_free(&t->reads);
+    crec_fmt_buf_free(&t->seq);
+    crec_free(t);
+}
+
+/* Make thread t the running one: the hot state of the one before goes back
+ * to its struct (or away, when it has exited). */
+static void rec_thread_enter(struct rec_session *rs, struct rec_thread *t)
+{
+    struct rec_thread *old = rs->cur;
+
+    if (old) {
+        old->pc = rs->pc;
+        old->reads = rs->reads;
+        old->hits = rs->hits;
+    }
+    rs->cur = t;
+    rs->tid = t->tid;
+    rs->pc = t->pc;
+    rs->reads = t->reads;
+    rs->hits = t->hits;
+    memset(&t->reads, 0, sizeof t->reads);
+}
+
+static void rec_on_thread(void *ctx, const struct crec_emu_thread_event *tev)
+{
+    struct rec_session *rs = ctx;
+    crec_fmt_event ev = {.kind = CREC_FMT_K_THREAD};
+    struct rec_thread *t;
+    uint64_t ticount = crec_emu_thread_icount(rs->emu);
+
+    if (rs->failed)
+        return;
+    if (tev->op == CREC_EMU_THREAD_CREATE) {
+        if (!rs->multi) {
+            /* sequencing starts: the first thread has run since 0, and is
+             * in the syscall that makes the second */
+            rs->multi = 1;
+            rec_seq(rs, rs->cur, 0, CREC_FMT_SEQ_IN);
+            rec_seq(rs, rs->cur, ticount, CREC_FMT_SEQ_SYSCALL);
+        }
+        if (!(t = rec_thread_new(rs, tev->id)))
+            return;
+        rec_seq(rs, t, 0, CREC_FMT_SEQ_START);
+        ev.u.thread.op = CREC_FMT_TH_CREATE;
+        ev.u.thread.tid = tev->id;
+        ev.u.thread.parent = tev->parent;
+        ev.u.thread.guest_tid = tev->tid;
+        rec_event_to(rs, t->tid, &ev);
+        return;
+    }
+    /* the running thread ends inside its exit: its last key frame is as
+     * the syscall left it (RIP past the syscall instruction) */
+    t = rs->cur;
+    {
+        crec_regs r;
+        if (crec_emu_regs_get(rs->cpu, &r) != CREC_OK)
+            return;
+        r.rip += 2;
+        if (rec_keyframe(rs, crec_emu_cpu_icount(rs->cpu), ticount, 0, &r) != CREC_OK)
+            return;
+    }
+    if (tev->cleared)
+        rec_mark_dirty(rs, tev->cleared, 4);
+    ev.u.thread.op = CREC_FMT_TH_EXIT;
+    ev.u.thread.tid = t->tid;
+    ev.u.thread.icount = ticount;
+    ev.u.thread.how = CREC_FMT_TH_EXITED;
+    ev.u.thread.status = (uint64_t)tev->status;
+    ev.u.thread.cleared = tev->cleared;
+    rec_event(rs, &ev);
+    t->live = 0;
+    t->in_syscall = 0;
+}
+
+static void rec_on_switch(void *ctx, const struct crec_emu_switch *sw)
+{
+    struct rec_session *rs = ctx;
+    struct rec_thread *from = rec_thread_of(rs, sw->from), *to = rec_thread_of(rs, sw->to);
+
+    if (!from || !to || from != rs->cur) {
+        crec_error err;
+        crec_error_set(&err, CREC_ERR_EMU, "switch from thread %u to %u, which the recorder "
+                                           "does not know", sw->from, sw->to);
+        rec_fail(rs, &err);
+        return;
+    }
+    if (rs->multi) {
+        if (sw->exact)
+            rec_seq_take_back(from, sw->from_icount);
+        rec_seq(rs, from, sw->from_icount,
+                sw->exact ? CREC_FMT_SEQ_OUT_EXACT : CREC_FMT_SEQ_OUT);
+    }
+    if (from->in_syscall)
+        from->blocked = 1;
+    rec_thread_enter(rs, to);
+    if (!from->live) { /* it has exited: its streams are complete */
+        rec_flush_seq(rs, from);
+        rs->threads[from->tid - 1] = NULL;
+        rec_thread_free(from);
+    }
+    if (rs->multi)
+        rec_seq(rs, to, sw->to_icount, CREC_FMT_SEQ_IN);
+}
+
+/* At the end of the run, thread t (not the running one) ends as it is: a
+ * last key frame of its saved registers, and a THREAD record. */
+static void rec_end_thread(struct rec_session *rs, struct rec_thread *t,
+                           const struct crec_emu_thread_info *info, uint64_t icount)
+{
+    struct rec_thread *running = rs->cur;
+    crec_fmt_event ev = {.kind = CREC_FMT_K_THREAD};
+    crec_regs r;
+    crec_error err = {0};
+
+    if (crec_emu_thread_regs(rs->emu, t->tid, &r, &err) != CREC_OK) {
+        rec_fail(rs, &err);
+        return;
+    }
+    rec_thread_enter(rs, t); /* its streams and cache, for the key frame */
+    if (rec_keyframe(rs, icount, info->icount, 0, &r) == CREC_OK) {
+        ev.u.thread.op = CREC_FMT_TH_EXIT;
+        ev.u.thread.tid = t->tid;
+        ev.u.thread.icount = info->icount;
+        ev.u.thread.how = CREC_FMT_TH_ENDED;
+        rec_event(rs, &ev);
+        rec_flush_reads(rs);
+        rec_flush_seq(rs, t);
+    }
+    rec_thread_enter(rs, running);
+}
+
+/* The end: a last key frame of every thread at the final instruction, then
+ * the EXIT event in the running thread's EVENTS. */
 static int rec_finish(struct rec_session *rs, const struct crec_emu_exit *ex)
 {
     crec_fmt_event ev = {.kind = CREC_FMT_K_EXIT};
     uint64_t icount = crec_emu_cpu_icount(rs->cpu);
+    uint64_t ticount = crec_emu_thread_icount(rs->emu);
+    struct crec_emu_thread_info info[256];
+    size_t n = crec_emu_threads(rs->emu, info, 256);
 
     if (rs->failed)
         return rs->err.code;
-    if (rec_keyframe(rs, icount, 0) != CREC_OK)
+    if (n > 256) {
+        crec_error err;
+        crec_error_set(&err, CREC_ERR_LIMIT, "%zu threads at the end (at most 256)", n);
+        rec_fail(rs, &err);
+        return rs->err.code;
+    }
+    for (size_t i = 0; i < n && !rs->failed; i++) {
+        struct rec_thread *t = rec_thread_of(rs, info[i].id);
+        if (t && t != rs->cur && t->live)
+            rec_end_thread(rs, t, &info[i], icount);
+    }
+    if (rs->multi)
+        rec_seq(rs, rs->cur, ticount, CREC_FMT_SEQ_OUT); /* the schedule ends */
+    if (rec_keyframe(rs, icount, ticount, 0, NULL) != CREC_OK)
         return rs->err.code;
     ev.u.exit.global_icount = icount;
-    ev.u.exit.how = rs->stopped  ? CREC_FMT_EXIT_STOPPED
-                    : ex->signo ? CREC_FMT_EXIT_SIGNAL
-                                : CREC_FMT_EXIT_STATUS;
-    ev.u.exit.value = ex->signo ? (uint64_t)ex->signo : (uint64_t)ex->status;
+    ev.u.exit.how = rs->stopped || ex->deadlock ? CREC_FMT_EXIT_STOPPED
+                    : ex->signo                 ? CREC_FMT_EXIT_SIGNAL
+                                                : CREC_FMT_EXIT_STATUS;
+    ev.u.exit.value = ex->deadlock ? 0 : ex->signo ? (uint64_t)ex->signo : (uint64_t)ex->status;
     rec_event(rs, &ev);
     rec_flush_reads(rs);
+    rec_flush_seq(rs, rs->cur);
     rs->stats.instructions = icount;
     return rs->failed ? rs->err.code : CREC_OK;
 }
@@ -421,6 +749,10 @@ static void rec_header(const crec_rec_options *o, struct rec_session *rs, char *
     h->start_sec = now.tv_sec;
     h->start_nsec = (uint32_t)now.tv_nsec;
     h->crec_version = CREC_VERSION_STRING;
+    h->time_slice = o->slice ? o->slice : CREC_EMU_DEFAULT_SLICE;
+    h->cpus = o->cpus ? o->cpus : 1;
+    h->chaos = o->chaos;
+    h->chaos_seed = o->chaos_seed;
     for (size_t i = 0; i < REC_HEADER_LEAVES; i++) {
         uint32_t out[4];
         crec_emu_cpuid_default(leaf_ids[i], 0, out);
@@ -450,8 +782,13 @@ static int rec_add_hooks(struct rec_session *rs, crec_error *err)
 static void rec_session_free(struct rec_session *rs)
 {
     crec_emu_free(rs->emu);
-    crec_pcache_free(rs->pc);
-    crec_fmt_buf_free(&rs->reads);
+    if (rs->cur) { /* the running thread's cache and reads are here */
+        rs->cur->pc = rs->pc;
+        rs->cur->reads = rs->reads;
+    }
+    for (size_t i = 0; i < rs->nthreads; i++)
+        rec_thread_free(rs->threads[i]);
+    crec_free(rs->threads);
     crec_fmt_buf_free(&rs->scratch);
     rec_pageset_free(&rs->dirty);
     for (size_t i = 0; i < rs->n_images; i++)
@@ -474,12 +811,22 @@ static int rec_start(struct rec_session *rs, const crec_rec_options *o, const ch
         .on_cpuid = rec_on_cpuid,
         .on_rdtsc = rec_on_rdtsc,
         .on_mem = rec_on_mem,
+        .on_thread = rec_on_thread,
+        .on_switch = rec_on_switch,
     };
     eo.strace = o->strace;
     eo.strict = o->strict;
     eo.log = o->log;
     eo.observer = &rs->observer;
-    rc = crec_pcache_create(&rs->pc, o->cache_log2, err);
+    eo.slice = o->slice;
+    eo.cpus = o->cpus;
+    eo.chaos = o->chaos;
+    eo.chaos_seed = o->chaos_seed;
+    rc = rec_thread_new(rs, 1) ? CREC_OK : rs->err.code;
+    if (rc != CREC_OK)
+        *err = rs->err;
+    else
+        rec_thread_enter(rs, rs->threads[0]);
     if (rc == CREC_OK)
         rc = crec_emu_create(&rs->emu, &eo, err);
     if (rc == CREC_OK)
@@ -517,7 +864,6 @@ int crec_rec_run(const crec_rec_options *opt, const char *path, char *const argv
     if (!o.cache_log2)
         o.cache_log2 = CREC_REC_DEFAULT_CACHE_LOG2;
     rs.opt = &o;
-    rs.tid = 1;
     rs.kf_interval = o.keyframe_interval;
     rs.snap_every = o.snapshot_interval;
     memset(ex, 0, sizeof *ex);

@@ -25,6 +25,10 @@ typedef struct crec_rec_options {
     unsigned cache_log2;         /* 0: the default */
     int strace, strict;          /* as for crec run */
     FILE *log;                   /* NULL: stderr */
+    uint64_t slice;              /* time slice in instructions; 0: the default */
+    unsigned cpus;               /* CPUs shown to the guest; 0: 1 */
+    int chaos;                   /* random slices and switches, from chaos_seed */
+    uint64_t chaos_seed;
 } crec_rec_options;
 
 /* What a finished recording measured. */

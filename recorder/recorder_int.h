@@ -215,6 +215,28 @@ struct rec_code_hash {
 #define REC_MAX_IMAGES 16
 #define REC_MAX_SYMBOLIZED 256
 
+/*
+ * One guest thread's part of the recording: its own prediction cache,
+ * READS, EVENTS, SEQ and key frames.  The running thread's cache, pending
+ * READS bytes and hit count live in rec_session (pc, reads, hits), where
+ * the memory hook finds them without an indirection; a switch moves them.
+ */
+struct rec_thread {
+    uint32_t tid;         /* crec's number of the thread */
+    int live;
+    crec_pcache *pc;      /* while switched out: its cache, */
+    crec_fmt_buf reads;   /* pending READS bytes */
+    uint64_t hits;        /* and hit count */
+    uint64_t next_kf;     /* its own instruction count of its next key frame */
+    crec_regs sys_regs;   /* registers when its current syscall began */
+    int in_syscall;       /* between on_syscall_enter and _exit */
+    int blocked;          /* ... and switched out meanwhile: the syscall blocked */
+    crec_fmt_buf seq;     /* SEQ entries not yet handed to the writer */
+    crec_fmt_seq_ctx seq_ctx; /* the entry the next is written relative to */
+    size_t seq_atomics;   /* where in `seq` the atomics of the running block begin */
+    crec_fmt_seq_ctx seq_atomics_ctx; /* ... and the context there */
+};
+
 struct rec_session {
     const crec_rec_options *opt;
     crec_fmt_writer *w;
@@ -226,6 +248,14 @@ struct rec_session {
     crec_fmt_buf reads;   /* READS bytes not yet handed to the writer */
     crec_fmt_buf scratch; /* one encoded record */
     uint64_t hits;        /* loads predicted since the last logged value */
+
+    /* threads: the running one is `cur` (its hot state is pc, reads, hits
+     * above); SEQ entries are written once there is a second thread */
+    struct rec_thread **threads; /* by crec's number - 1 */
+    size_t nthreads;
+    struct rec_thread *cur;
+    int multi;            /* a second thread was created: sequencing is on */
+    uint64_t seq;         /* the next global sequence number */
     /* Guest pages the hooks touched lately; emptied after every syscall,
      * since only a syscall can move or drop a page's host memory. */
     struct crec_emu_hostpages hostpages;
@@ -237,7 +267,6 @@ struct rec_session {
     int stopped;          /* crec got SIGINT/SIGTERM: the recording ends early */
     double last_sync;     /* when every stream was last flushed (monotonic s) */
 
-    crec_regs sys_regs;   /* registers when the current syscall began */
     struct crec_emu_observer observer;
     struct rec_pageset dirty;
     int dirty_all;        /* the next snapshot must take every page */
@@ -274,6 +303,9 @@ static inline void rec_mark_dirty(struct rec_session *rs, uint64_t addr, uint64_
     rec_mark_dirty_pages(rs, addr, len);
 }
 int rec_write_listing(struct rec_session *rs);
+/* A memory-map change made by the running thread, as FOREIGN copies in
+ * every other live thread's EVENTS (their caches forget the range). */
+int rec_foreign_mmap(struct rec_session *rs, const crec_fmt_event *ev);
 int rec_write_snapshot(struct rec_session *rs, uint64_t icount, int full);
 int rec_on_mem_event(struct rec_session *rs, const struct crec_emu_mem_event *ev);
 void rec_note_image(struct rec_session *rs, const struct crec_emu_mem_event *ev);

@@ -52,6 +52,7 @@ static int info_mem(const uint8_t *p, size_t n, crec_fmt_summary *s, crec_error 
     if (!rc) {
         rc = crec_fmt_summarize(r, s ? s : &tmp, e);
         crec_fmt_reader_free(r);
+        crec_fmt_summary_clear(s ? s : &tmp); /* the counts stay */
     }
     if (rc) {
         cr_assert(rc == CREC_ERR_CORRUPT || rc == CREC_ERR_VERSION || rc == CREC_ERR_NOMEM,
@@ -177,7 +178,7 @@ static void ev_check(const crec_fmt_event *ev)
     }
     cr_assert_eq(pos + len, b.len);
     crec_fmt_event out;
-    cr_assert_eq(crec_fmt_ev_decode(ev->kind, b.data + pos, (size_t)len, &out, &e), CREC_OK,
+    cr_assert_eq(crec_fmt_ev_decode(CREC_FMT_VERSION, ev->kind, b.data + pos, (size_t)len, &out, &e), CREC_OK,
                  "%s", e.msg);
     cr_assert_eq(out.kind, ev->kind);
     if (ev->kind == CREC_FMT_K_MMAP) {
@@ -199,7 +200,7 @@ static void ev_check(const crec_fmt_event *ev)
         cr_assert(memcmp(&out.u, &ev->u, sizeof out.u) == 0, "event kind 0x%x", ev->kind);
     }
     for (size_t n = 0; n < len; n++)
-        cr_assert_eq(crec_fmt_ev_decode(ev->kind, b.data + pos, n, &out, &e), CREC_ERR_CORRUPT);
+        cr_assert_eq(crec_fmt_ev_decode(CREC_FMT_VERSION, ev->kind, b.data + pos, n, &out, &e), CREC_ERR_CORRUPT);
     crec_fmt_buf_free(&b);
 }
 
@@ -272,23 +273,23 @@ Test(format, event_decode_refuses_bad_fields)
     crec_error e = {0};
     crec_fmt_event ev;
     const uint8_t bad_op[] = {9, 0, 0, 0, 0, 0, 0, 0};
-    cr_assert_eq(crec_fmt_ev_decode(CREC_FMT_K_MMAP, bad_op, sizeof bad_op, &ev, &e),
+    cr_assert_eq(crec_fmt_ev_decode(CREC_FMT_VERSION, CREC_FMT_K_MMAP, bad_op, sizeof bad_op, &ev, &e),
                  CREC_ERR_CORRUPT);
     cr_assert(strstr(e.msg, "mmap operation"));
     const uint8_t flags[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80 /* reserved bit */};
-    cr_assert_eq(crec_fmt_ev_decode(CREC_FMT_K_SYSCALL, flags, sizeof flags, &ev, &e),
+    cr_assert_eq(crec_fmt_ev_decode(CREC_FMT_VERSION, CREC_FMT_K_SYSCALL, flags, sizeof flags, &ev, &e),
                  CREC_ERR_CORRUPT);
     cr_assert(strstr(e.msg, "reserved"), "%s", e.msg);
     const uint8_t rdtsc[] = {1, 2};
-    cr_assert_eq(crec_fmt_ev_decode(CREC_FMT_K_RDTSC, rdtsc, 2, &ev, &e), CREC_ERR_CORRUPT);
+    cr_assert_eq(crec_fmt_ev_decode(CREC_FMT_VERSION, CREC_FMT_K_RDTSC, rdtsc, 2, &ev, &e), CREC_ERR_CORRUPT);
     cr_assert(strstr(e.msg, "stray"), "%s", e.msg);
-    cr_assert_eq(crec_fmt_ev_decode(0x77, rdtsc, 1, &ev, &e), CREC_ERR_CORRUPT);
+    cr_assert_eq(crec_fmt_ev_decode(CREC_FMT_VERSION, 0x77, rdtsc, 1, &ev, &e), CREC_ERR_CORRUPT);
     const uint8_t longv[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02};
-    cr_assert_eq(crec_fmt_ev_decode(CREC_FMT_K_RDTSC, longv, sizeof longv, &ev, &e),
+    cr_assert_eq(crec_fmt_ev_decode(CREC_FMT_VERSION, CREC_FMT_K_RDTSC, longv, sizeof longv, &ev, &e),
                  CREC_ERR_CORRUPT);
     cr_assert(strstr(e.msg, "too long"), "%s", e.msg);
     const uint8_t maxv[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
-    cr_assert_eq(crec_fmt_ev_decode(CREC_FMT_K_RDTSC, maxv, sizeof maxv, &ev, &e), CREC_OK);
+    cr_assert_eq(crec_fmt_ev_decode(CREC_FMT_VERSION, CREC_FMT_K_RDTSC, maxv, sizeof maxv, &ev, &e), CREC_OK);
     cr_assert_eq(ev.u.rdtsc.value, UINT64_MAX);
 }
 
@@ -296,25 +297,29 @@ Test(format, reads_and_seq_roundtrip)
 {
     crec_fmt_buf b = {0};
     crec_error e = {0};
+    crec_fmt_seq_ctx wctx = {0, 0, 1}, rctx = {0, 0, 1};
     uint8_t v[16];
     for (unsigned w = 1; w <= 16; w++) {
         memset(v, (int)w, sizeof v);
         cr_assert_eq(crec_fmt_read_encode(&b, w == 16 ? UINT64_MAX : w * 1000, v, w), CREC_OK);
-        cr_assert_eq(crec_fmt_seq_encode(&b, w == 1 ? 0 : UINT64_MAX - w, w), CREC_OK);
+        crec_fmt_seq q = {w == 1 ? 0 : UINT64_MAX - w, w, 1 + w % 7};
+        cr_assert_eq(crec_fmt_seq_encode(&b, &wctx, &q), CREC_OK);
     }
     cr_assert_eq(crec_fmt_read_encode(&b, 0, v, 0), CREC_ERR_ARG);
     cr_assert_eq(crec_fmt_read_encode(&b, 0, v, 17), CREC_ERR_ARG);
     crec_fmt_cur c = {b.data, b.len, 0};
     for (unsigned w = 1; w <= 16; w++) {
-        uint64_t hits, seq, ic;
+        uint64_t hits;
+        crec_fmt_seq q;
         uint8_t out[16] = {0};
         cr_assert_eq(crec_fmt_read_decode(&c, w, &hits, out, &e), CREC_OK, "%s", e.msg);
         cr_assert_eq(hits, w == 16 ? UINT64_MAX : w * 1000);
         memset(v, (int)w, sizeof v);
         cr_assert(memcmp(out, v, w) == 0);
-        cr_assert_eq(crec_fmt_seq_decode(&c, &seq, &ic, &e), CREC_OK);
-        cr_assert_eq(seq, w == 1 ? 0 : UINT64_MAX - w);
-        cr_assert_eq(ic, w);
+        cr_assert_eq(crec_fmt_seq_decode(CREC_FMT_VERSION, &c, &rctx, &q, &e), CREC_OK);
+        cr_assert_eq(q.seq, w == 1 ? 0 : UINT64_MAX - w);
+        cr_assert_eq(q.icount, w);
+        cr_assert_eq(q.kind, 1 + w % 7);
     }
     cr_assert_eq(c.pos, c.len);
     uint64_t hits;
@@ -478,6 +483,7 @@ Test(format, sample_reads_back)
 
     crec_fmt_summary s;
     cr_assert_eq(crec_fmt_summarize(r, &s, &e), CREC_OK, "%s", e.msg);
+    crec_fmt_summary_clear(&s);
     cr_assert_eq(s.nthreads, 2);
     cr_assert_eq(s.nkeyframes, 2);
     cr_assert_eq(s.nsnapshots, 1);
@@ -618,6 +624,7 @@ Test(format, empty_file_and_empty_strings)
     cr_assert_eq(crec_fmt_reader_nstreams(r), 0);
     crec_fmt_summary s;
     cr_assert_eq(crec_fmt_summarize(r, &s, &e), CREC_OK, "%s", e.msg);
+    crec_fmt_summary_clear(&s);
     cr_assert_eq(s.nchunks, 0);
     cr_assert_eq(s.instructions, 0);
     crec_fmt_cursor *c;
@@ -721,7 +728,7 @@ Test(format, version_refused_with_both_numbers)
     crec_error e = {0};
     put_u32le(p + 8, 9);
     cr_assert_eq(info_mem(p, len, NULL, &e), CREC_ERR_VERSION);
-    cr_assert(strstr(e.msg, "unsupported format version 9 (this crec reads 1)"), "%s", e.msg);
+    cr_assert(strstr(e.msg, "unsupported format version 9 (this crec reads 1 to 2)"), "%s", e.msg);
     free(p);
 }
 
@@ -875,6 +882,8 @@ Test(format, every_allocation_failure_in_reader)
             crec_fmt_summary s;
             if (!rc)
                 rc = crec_fmt_summarize(r, &s, &e);
+            if (!rc)
+                crec_fmt_summary_clear(&s);
             if (!rc) {
                 crec_fmt_hash h = crec_fmt_hash_bytes("", 0);
                 uint8_t *data;
@@ -964,6 +973,7 @@ static void read_through_pipe(const uint8_t *p, size_t len, int want_trunc)
     cr_assert_eq(crec_fmt_reader_open(path, &r, &e), CREC_OK, "%s", e.msg);
     crec_fmt_summary s;
     cr_assert_eq(crec_fmt_summarize(r, &s, &e), CREC_OK, "%s", e.msg);
+    crec_fmt_summary_clear(&s);
     cr_assert_eq(s.truncated, want_trunc);
     cr_assert_eq(s.nthreads, 2);
     crec_fmt_reader_free(r);
@@ -1047,7 +1057,7 @@ Test(format, golden_bytes)
     /* the preamble of every file */
     size_t len;
     uint8_t *p = sample_bytes(1, 4096, 1, &len);
-    const uint8_t pre[16] = {0x89, 'C', 'R', 'E', 'C', '\r', '\n', 0x1a, 1, 0, 0, 0, 0, 0, 0, 0};
+    const uint8_t pre[16] = {0x89, 'C', 'R', 'E', 'C', '\r', '\n', 0x1a, 2, 0, 0, 0, 0, 0, 0, 0};
     cr_assert(memcmp(p, pre, 16) == 0);
     cr_assert(memcmp(p + 16, "CRCK\x01\0\0\0", 8) == 0);
     cr_assert(memcmp(p + len - 8, "CRECEND\0", 8) == 0);
@@ -1074,6 +1084,8 @@ Test(format, every_allocation_failure_reading_a_pipe)
         int rc = crec_fmt_reader_open(path, &r, &e);
         if (!rc)
             rc = crec_fmt_summarize(r, &s, &e);
+        if (!rc)
+            crec_fmt_summary_clear(&s);
         crec_alloc_fail_after(0);
         crec_fmt_reader_free(r);
         close(fds[0]);

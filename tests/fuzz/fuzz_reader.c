@@ -74,19 +74,24 @@ static void decode_records(const uint8_t *p, size_t n)
     crec_fmt_header h;
     crec_fmt_kf_decode(p, n, &kf, &e);
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-        crec_fmt_ev_decode(kinds[i], p, n, &ev, &e);
+        for (uint32_t v = CREC_FMT_MIN_VERSION; v <= CREC_FMT_VERSION; v++)
+            crec_fmt_ev_decode(v, kinds[i], p, n, &ev, &e);
     if (crec_fmt_snap_decode(p, n, &s, &e) == CREC_OK)
         crec_fmt_snapshot_clear(&s);
     crec_fmt_code_decode(p, n, &m, &e);
     crec_fmt_sym_decode(p, n, &y, &e);
-    if (fmt_header_decode(p, n, &h, &e) == CREC_OK)
-        crec_fmt_header_clear(&h);
-    crec_fmt_cur c = {p, n, 0};
-    uint64_t a, b;
-    uint8_t v[16];
-    while (crec_fmt_read_decode(&c, 1 + (unsigned)(c.pos % 16), &a, v, &e) == CREC_OK &&
-           crec_fmt_seq_decode(&c, &a, &b, &e) == CREC_OK)
-        ;
+    for (uint32_t ver = CREC_FMT_MIN_VERSION; ver <= CREC_FMT_VERSION; ver++) {
+        crec_fmt_cur c = {p, n, 0};
+        crec_fmt_seq_ctx ctx = {0, 0, 1};
+        crec_fmt_seq q;
+        uint64_t a;
+        uint8_t v[16];
+        if (fmt_header_decode(ver, p, n, &h, &e) == CREC_OK)
+            crec_fmt_header_clear(&h);
+        while (crec_fmt_read_decode(&c, 1 + (unsigned)(c.pos % 16), &a, v, &e) == CREC_OK &&
+               crec_fmt_seq_decode(ver, &c, &ctx, &q, &e) == CREC_OK)
+            ;
+    }
 }
 
 static void read_file(const uint8_t *data, size_t size)
@@ -96,7 +101,8 @@ static void read_file(const uint8_t *data, size_t size)
     crec_fmt_summary s;
     if (crec_fmt_reader_open_mem(data, size, &r, &e) != CREC_OK)
         return;
-    crec_fmt_summarize(r, &s, &e);
+    if (crec_fmt_summarize(r, &s, &e) == CREC_OK)
+        crec_fmt_summary_clear(&s);
     read_streams(r);
     crec_fmt_reader_free(r);
 }

@@ -98,7 +98,8 @@ static void scan_listing0(crec_recording *rec, const crec_fmt_keyframe *kf0, cre
            crec_fmt_cursor_next(c, &kind, &body, &len, NULL) == CREC_OK) {
         crec_fmt_event ev;
         uint64_t a, n;
-        if (kind != CREC_FMT_K_MMAP || crec_fmt_ev_decode(kind, body, len, &ev, NULL) != CREC_OK ||
+        if (kind != CREC_FMT_K_MMAP || crec_fmt_ev_decode(crec_fmt_reader_header(rec->r)->version, kind, body, len,
+                                                                  &ev, NULL) != CREC_OK ||
             !(ev.u.mmap.flags & CREC_FMT_EV_LISTING))
             break;
         a = ev.u.mmap.addr, n = ev.u.mmap.len;
@@ -124,7 +125,8 @@ static void scan_map(crec_recording *rec, const crec_fmt_keyframe *kf0)
     scan_listing0(rec, kf0, c);
     while (crec_fmt_cursor_next(c, &kind, &body, &len, NULL) == CREC_OK) {
         crec_fmt_event ev;
-        if (kind != CREC_FMT_K_MMAP || crec_fmt_ev_decode(kind, body, len, &ev, NULL) != CREC_OK ||
+        if (kind != CREC_FMT_K_MMAP || crec_fmt_ev_decode(crec_fmt_reader_header(rec->r)->version, kind, body, len,
+                                                                  &ev, NULL) != CREC_OK ||
             (ev.u.mmap.flags & CREC_FMT_EV_LISTING))
             continue;
         if (ev.u.mmap.op == CREC_FMT_MM_BRK ||

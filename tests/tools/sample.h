@@ -65,8 +65,10 @@ static int sample_thread(crec_fmt_writer *w, uint32_t tid, crec_error *err)
     SAMPLE_PUT(w, CREC_FMT_S_READS, tid, crec_fmt_read_encode, 0, v16, 8);
     SAMPLE_PUT(w, CREC_FMT_S_READS, tid, crec_fmt_read_encode, 1000, v16, 1);
     SAMPLE_PUT(w, CREC_FMT_S_READS, tid, crec_fmt_read_encode, UINT64_MAX, v16, 16);
-    SAMPLE_PUT(w, CREC_FMT_S_SEQ, tid, crec_fmt_seq_encode, 1, 10);
-    SAMPLE_PUT(w, CREC_FMT_S_SEQ, tid, crec_fmt_seq_encode, 7, 5000);
+    crec_fmt_seq seq1 = {1, 10, CREC_FMT_SEQ_SYSCALL}, seq2 = {7, 5000, CREC_FMT_SEQ_ATOMIC};
+    crec_fmt_seq_ctx sctx = {0, 0, 1};
+    SAMPLE_PUT(w, CREC_FMT_S_SEQ, tid, crec_fmt_seq_encode, &sctx, &seq1);
+    SAMPLE_PUT(w, CREC_FMT_S_SEQ, tid, crec_fmt_seq_encode, &sctx, &seq2);
 
     crec_fmt_event ev = {.kind = CREC_FMT_K_SYSCALL};
     ev.u.sys.icount = 42;

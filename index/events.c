@@ -68,11 +68,11 @@ static void merge_ranges(struct scan *s)
 }
 
 /* One event: a syscall's time, or the ranges a map change maps. */
-static int take_event(struct scan *s, int kind, const uint8_t *body, size_t len, int listing_ok,
-                      crec_error *err)
+static int take_event(struct scan *s, uint32_t version, int kind, const uint8_t *body,
+                      size_t len, int listing_ok, crec_error *err)
 {
     crec_fmt_event ev;
-    int rc = crec_fmt_ev_decode(kind, body, len, &ev, err), bad = 0;
+    int rc = crec_fmt_ev_decode(version, kind, body, len, &ev, err), bad = 0;
 
     if (rc != CREC_OK)
         return rc;
@@ -109,7 +109,8 @@ int crec_idx_scan_events(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_
         if ((rc = crec_fmt_cursor_next(c, &kind, &body, &blen, err)) != CREC_OK)
             break;
         if (kind == CREC_FMT_K_SYSCALL || kind == CREC_FMT_K_MMAP)
-            rc = take_event(&s, kind, body, blen, off < first_listing_end, err);
+            rc = take_event(&s, crec_fmt_reader_header(r)->version, kind, body, blen,
+                            off < first_listing_end, err);
     }
     crec_fmt_cursor_free(c);
     if (rc == CREC_ERR_NOTFOUND || rc == CREC_ERR_TRUNCATED)

@@ -189,7 +189,7 @@ static int load_listing(crec_recording *rec, size_t k, crec_error *err)
         crec_fmt_event ev;
         if (kind != CREC_FMT_K_MMAP)
             break;
-        if ((rc = crec_fmt_ev_decode(kind, body, blen, &ev, err)) != CREC_OK ||
+        if ((rc = crec_fmt_ev_decode(crec_fmt_reader_header(rec->r)->version, kind, body, blen, &ev, err)) != CREC_OK ||
             !(ev.u.mmap.flags & CREC_FMT_EV_LISTING))
             break;
         if (rec->nlisting == cap) {

@@ -184,7 +184,7 @@ static int rep_next_event(struct rep_seg *s, crec_fmt_event *ev)
     s->ev_off = crec_fmt_cursor_offset(s->events);
     rc = crec_fmt_cursor_next(s->events, &kind, &body, &len, &err);
     if (rc == CREC_OK)
-        rc = crec_fmt_ev_decode(kind, body, len, ev, &err);
+        rc = crec_fmt_ev_decode(crec_fmt_reader_header(s->r)->version, kind, body, len, ev, &err);
     if (rc == CREC_ERR_NOTFOUND)
         return rc;
     if (rc != CREC_OK)

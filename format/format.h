@@ -190,6 +190,11 @@ int crec_fmt_kf_decode(const uint8_t *body, size_t len, crec_fmt_keyframe *kf, c
 #define CREC_FMT_REG_GS_BASE 19
 #define CREC_FMT_SYS_MAXREGS 24 /* at most this many changed registers */
 
+/* An MMAP record's protection bits: Linux's PROT_* values. */
+#define CREC_FMT_PROT_READ 1
+#define CREC_FMT_PROT_WRITE 2
+#define CREC_FMT_PROT_EXEC 4
+
 enum crec_fmt_mmap_op { CREC_FMT_MM_MAP = 1, CREC_FMT_MM_UNMAP, CREC_FMT_MM_PROTECT,
                         CREC_FMT_MM_BRK, CREC_FMT_MM_REMAP };
 enum crec_fmt_thread_op { CREC_FMT_TH_CREATE = 1, CREC_FMT_TH_EXIT = 2 };

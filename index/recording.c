@@ -532,7 +532,7 @@ int qx_ever_mapped(crec_recording *rec, uint64_t addr, size_t len, int *yes, cre
     for (size_t i = 0; i < rec->nmapped && !*yes; i++)
         *yes = rec->mapped[2 * i] < addr + len && addr < rec->mapped[2 * i + 1];
     for (size_t i = 0; i < rec->nsnap && !*yes; i++)
-        *yes = rec->snap[i].addr < addr + len && addr < rec->snap[i].addr + QX_PAGE;
+        *yes = rec->snap[i].addr < addr + len && addr < rec->snap[i].addr + CREC_PAGE_SIZE;
     return CREC_OK;
 }
 

@@ -67,11 +67,13 @@ static int parse_num(const char *s, uint64_t *out, const char *what, const char 
                      crec_error *err)
 {
     int rc = cli_parse_u64(s, out);
+    const char *sep = strcmp(s, in) ? "' in '" : "", *whole = strcmp(s, in) ? in : "";
 
     if (rc == CLI_NUM_RANGE)
-        return qerr(err, "%s '%s' in '%s' is over 2^64-1", what, s, in);
+        return qerr(err, "%s '%s%s%s' is over 2^64-1", what, s, sep, whole);
     if (rc != 0)
-        return qerr(err, "malformed %s '%s' in '%s' (decimal, or hex with 0x)", what, s, in);
+        return qerr(err, "malformed %s '%s%s%s' (decimal, or hex with 0x)", what, s, sep,
+                    whole);
     return 0;
 }
 

@@ -641,21 +641,6 @@ static const int gpr_ids[CREC_NGPR] = {
     UC_X86_REG_R12, UC_X86_REG_R13, UC_X86_REG_R14, UC_X86_REG_R15,
 };
 
-/* Guest bytes <-> host words, whatever the host's byte order. */
-static void le_put(uint8_t *p, uint64_t v, unsigned n)
-{
-    for (unsigned i = 0; i < n; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t le_get(const uint8_t *p, unsigned n)
-{
-    uint64_t v = 0;
-    for (unsigned i = n; i-- > 0;)
-        v = v << 8 | p[i];
-    return v;
-}
-
 /* An x87 register as Unicorn passes it: QEMU's floatx80, a u64 mantissa
  * then a u16 exponent, each in host order (10 bytes, no padding between). */
 static uc_err st_read(crec_emu_cpu *cpu, int reg, uint8_t out[10])
@@ -667,16 +652,16 @@ static uc_err st_read(crec_emu_cpu *cpu, int reg, uint8_t out[10])
 
     memcpy(&mant, raw, 8);
     memcpy(&exp, raw + 8, 2);
-    le_put(out, mant, 8);
-    le_put(out + 8, exp, 2);
+    crec_le_put(out, mant, 8);
+    crec_le_put(out + 8, exp, 2);
     return ue;
 }
 
 static uc_err st_write(crec_emu_cpu *cpu, int reg, const uint8_t in[10])
 {
     uint8_t raw[16] = {0};
-    uint64_t mant = le_get(in, 8);
-    uint16_t exp = (uint16_t)le_get(in + 8, 2);
+    uint64_t mant = crec_le_get(in, 8);
+    uint16_t exp = (uint16_t)crec_le_get(in + 8, 2);
 
     memcpy(raw, &mant, 8);
     memcpy(raw + 8, &exp, 2);
@@ -689,14 +674,14 @@ static uc_err xmm_read(crec_emu_cpu *cpu, int reg, uint8_t out[16])
     uint64_t q[2] = {0, 0};
     uc_err ue = uc_reg_read(cpu->uc, reg, q);
 
-    le_put(out, q[0], 8);
-    le_put(out + 8, q[1], 8);
+    crec_le_put(out, q[0], 8);
+    crec_le_put(out + 8, q[1], 8);
     return ue;
 }
 
 static uc_err xmm_write(crec_emu_cpu *cpu, int reg, const uint8_t in[16])
 {
-    uint64_t q[2] = {le_get(in, 8), le_get(in + 8, 8)};
+    uint64_t q[2] = {crec_le_get(in, 8), crec_le_get(in + 8, 8)};
     return uc_reg_write(cpu->uc, reg, q);
 }
 

@@ -80,22 +80,14 @@ int emu_mem_data_mmio_default(void)
 
 static uint64_t mmio_read(uc_engine *uc, uint64_t off, unsigned size, void *host)
 {
-    const uint8_t *p = (const uint8_t *)host + off;
-    uint64_t v = 0;
-
     (void)uc;
-    for (unsigned i = size; i-- > 0;)
-        v = v << 8 | p[i];
-    return v;
+    return crec_le_get((const uint8_t *)host + off, size);
 }
 
 static void mmio_write(uc_engine *uc, uint64_t off, unsigned size, uint64_t v, void *host)
 {
-    uint8_t *p = (uint8_t *)host + off;
-
     (void)uc;
-    for (unsigned i = 0; i < size; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
+    crec_le_put((uint8_t *)host + off, v, size);
 }
 
 static int is_mmio(const crec_emu_cpu *cpu, int prot)

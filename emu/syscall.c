@@ -8,25 +8,29 @@
  * A number with no handler returns -ENOSYS with one message per number, or
  * stops the run with --strict.
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "emu/emu_int.h"
 
 #define N_SYSCALLS 512
 
+/* Filled once, by whichever thread first needs it. */
 static struct emu_sys table[N_SYSCALLS];
-static int table_ready;
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
-static void table_init(void)
+static void table_fill(void)
 {
-    if (table_ready)
-        return;
     emu_sys_fs_register(table, N_SYSCALLS);
     emu_sys_mman_register(table, N_SYSCALLS);
     emu_sys_proc_register(table, N_SYSCALLS);
     emu_sys_time_register(table, N_SYSCALLS);
     emu_sys_net_register(table, N_SYSCALLS);
-    table_ready = 1;
+}
+
+static void table_init(void)
+{
+    pthread_once(&table_once, table_fill);
 }
 
 static int64_t unsupported(crec_emu *e, uint64_t nr)

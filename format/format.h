@@ -152,6 +152,26 @@ typedef struct crec_fmt_cur {
     size_t len, pos;
 } crec_fmt_cur;
 
+/*
+ * The primitive encodings (docs/FORMAT.md §1), for other files built the
+ * same way (the index, index/codec.c).  Appends latch b->nomem on failure;
+ * reads fail with CREC_ERR_CORRUPT naming `what` when the bytes end early
+ * or a varint is malformed (longer than 10 bytes, or a 10th byte over 1).
+ */
+void crec_fmt_buf_bytes(crec_fmt_buf *b, const void *p, size_t n);
+void crec_fmt_buf_u32(crec_fmt_buf *b, uint32_t v);
+void crec_fmt_buf_u64(crec_fmt_buf *b, uint64_t v);
+void crec_fmt_buf_varint(crec_fmt_buf *b, uint64_t v);
+int crec_fmt_cur_bytes(crec_fmt_cur *c, void *out, size_t n, const char *what, crec_error *err);
+int crec_fmt_cur_u32(crec_fmt_cur *c, uint32_t *v, const char *what, crec_error *err);
+int crec_fmt_cur_u64(crec_fmt_cur *c, uint64_t *v, const char *what, crec_error *err);
+int crec_fmt_cur_varint(crec_fmt_cur *c, uint64_t *v, const char *what, crec_error *err);
+/* @return CREC_OK when every byte was read, else CREC_ERR_CORRUPT. */
+int crec_fmt_cur_end(const crec_fmt_cur *c, const char *what, crec_error *err);
+
+/* A sequential cursor over one stream of a reader (crec_fmt_cursor_open). */
+typedef struct crec_fmt_cursor crec_fmt_cursor;
+
 /* ---- record codecs ------------------------------------------------------- */
 /*
  * Each *_encode appends one record, framed (kind, varint body length, body)
@@ -246,8 +266,17 @@ int crec_fmt_read_encode(crec_fmt_buf *b, uint64_t hits, const uint8_t *value, u
  *  per granule, not once per byte.
  *  @return the span's length; *start is its first address. */
 unsigned crec_fmt_read_span(uint64_t addr, unsigned size, uint64_t *start);
-int crec_fmt_read_decode(crec_fmt_cur *c, unsigned width, uint64_t *hits, uint8_t *value,
-                         crec_error *err);
+
+/*! crec_fmt_read_decode_hits() / crec_fmt_read_decode_value() :
+ *  The two halves of the READS entry at cursor c (a READS stream): its hit
+ *  count, read when the previous value has been used, and its value, read
+ *  when the load that needs it comes (only then is its width known).
+ *  @return CREC_OK; for the hits CREC_ERR_NOTFOUND at the clean end of the
+ *  stream; CREC_ERR_CORRUPT (a value cut off), CREC_ERR_TRUNCATED or an
+ *  error reading, as crec_fmt_cursor_read. */
+int crec_fmt_read_decode_hits(crec_fmt_cursor *c, uint64_t *hits, crec_error *err);
+int crec_fmt_read_decode_value(crec_fmt_cursor *c, unsigned width, uint8_t *value,
+                               crec_error *err);
 
 /*! SEQ entry (bare): a global sequence number and the thread's icount. */
 int crec_fmt_seq_encode(crec_fmt_buf *b, uint64_t seq, uint64_t icount);
@@ -420,8 +449,7 @@ int crec_fmt_read_at(crec_fmt_reader *r, int type, uint32_t tid, uint64_t off, v
  *  @return CREC_OK or the first corruption found. */
 int crec_fmt_reader_verify(crec_fmt_reader *r, crec_error *err);
 
-/* A sequential cursor over one stream. */
-typedef struct crec_fmt_cursor crec_fmt_cursor;
+/* A sequential cursor over one stream (declared with the records). */
 
 /*! crec_fmt_cursor_open() :
  *  A cursor at uncompressed offset `off` of stream (type, tid).  A missing

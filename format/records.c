@@ -355,13 +355,23 @@ int crec_fmt_read_encode(crec_fmt_buf *b, uint64_t hits, const uint8_t *value, u
     return done(b);
 }
 
-int crec_fmt_read_decode(crec_fmt_cur *c, unsigned width, uint64_t *hits, uint8_t *value,
-                         crec_error *err)
+int crec_fmt_read_decode_hits(crec_fmt_cursor *c, uint64_t *hits, crec_error *err)
 {
+    return crec_fmt_cursor_varint(c, hits, err);
+}
+
+int crec_fmt_read_decode_value(crec_fmt_cursor *c, unsigned width, uint8_t *value,
+                               crec_error *err)
+{
+    int rc;
+
     if (width < 1 || width > CREC_FMT_READ_WIDTH_MAX)
         return crec_error_set(err, CREC_ERR_ARG, "read width %u out of range", width);
-    RC(fmt_cur_varint(c, hits, "read hit count", err));
-    return fmt_cur_bytes(c, value, width, "read value", err);
+    rc = crec_fmt_cursor_read(c, value, width, err);
+    if (rc == CREC_ERR_NOTFOUND) /* the entry's hit count was there: cut inside it */
+        return crec_error_corrupt(err, "the READS stream ends inside an entry, before its "
+                                  "%u-byte value", width);
+    return rc;
 }
 
 int crec_fmt_seq_encode(crec_fmt_buf *b, uint64_t seq, uint64_t icount)

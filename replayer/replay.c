@@ -89,7 +89,7 @@ static int rep_next_hits(struct rep_seg *s)
     int rc;
 
     s->entry_off = crec_fmt_cursor_offset(s->reads); /* for a restart point here */
-    rc = crec_fmt_cursor_varint(s->reads, &s->hits_left, &err);
+    rc = crec_fmt_read_decode_hits(s->reads, &s->hits_left, &err);
     s->entry_hits = s->hits_left;
     if (rc == CREC_ERR_NOTFOUND) {
         /* No more values: every load until the end was predicted. */
@@ -112,13 +112,8 @@ static int rep_load_value(struct rep_seg *s, uint64_t addr, unsigned size)
     uint8_t *host;
     uint64_t start;
     unsigned len = crec_fmt_read_span(addr, size, &start);
-    int rc = crec_fmt_cursor_read(s->reads, span, len, &err);
+    int rc = crec_fmt_read_decode_value(s->reads, len, span, &err);
 
-    if (rc == CREC_ERR_NOTFOUND) {
-        rep_diverge(s, "a %u-byte load at 0x%" PRIx64 " needs a recorded value, but the read "
-                       "stream has ended", size, addr);
-        return -1;
-    }
     if (rc != CREC_OK) {
         rep_fail(s, &err);
         return -1;

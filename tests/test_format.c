@@ -294,32 +294,56 @@ Test(format, event_decode_refuses_bad_fields)
 
 Test(format, reads_and_seq_roundtrip)
 {
-    crec_fmt_buf b = {0};
+    char path[] = "/tmp/crec-test-XXXXXX";
+    int fd = mkstemp(path);
+    crec_fmt_header h = sample_header();
+    crec_fmt_buf b = {0}, q = {0};
+    crec_fmt_writer *w;
+    crec_fmt_reader *r;
+    crec_fmt_cursor *rc;
     crec_error e = {0};
     uint8_t v[16];
-    for (unsigned w = 1; w <= 16; w++) {
-        memset(v, (int)w, sizeof v);
-        cr_assert_eq(crec_fmt_read_encode(&b, w == 16 ? UINT64_MAX : w * 1000, v, w), CREC_OK);
-        cr_assert_eq(crec_fmt_seq_encode(&b, w == 1 ? 0 : UINT64_MAX - w, w), CREC_OK);
+    uint64_t hits;
+    for (unsigned w8 = 1; w8 <= 16; w8++) {
+        memset(v, (int)w8, sizeof v);
+        cr_assert_eq(crec_fmt_read_encode(&b, w8 == 16 ? UINT64_MAX : w8 * 1000, v, w8), CREC_OK);
+        cr_assert_eq(crec_fmt_seq_encode(&q, w8 == 1 ? 0 : UINT64_MAX - w8, w8), CREC_OK);
     }
     cr_assert_eq(crec_fmt_read_encode(&b, 0, v, 0), CREC_ERR_ARG);
     cr_assert_eq(crec_fmt_read_encode(&b, 0, v, 17), CREC_ERR_ARG);
-    crec_fmt_cur c = {b.data, b.len, 0};
-    for (unsigned w = 1; w <= 16; w++) {
-        uint64_t hits, seq, ic;
+    crec_fmt_buf_varint(&b, 5); /* an entry cut after its hit count */
+    /* READS entries are read from a stream, as the replayer reads them */
+    cr_assert(fd >= 0);
+    cr_assert_eq(crec_fmt_writer_open_fd(fd, path, &h, NULL, &w, &e), CREC_OK, "%s", e.msg);
+    cr_assert_eq(crec_fmt_write_buf(w, CREC_FMT_S_READS, 1, &b, &e), CREC_OK);
+    cr_assert_eq(crec_fmt_writer_close(w, &e), CREC_OK, "%s", e.msg);
+    cr_assert_eq(crec_fmt_reader_open(path, &r, &e), CREC_OK, "%s", e.msg);
+    cr_assert_eq(crec_fmt_cursor_open(r, CREC_FMT_S_READS, 1, 0, &rc, &e), CREC_OK);
+    crec_fmt_cur c = {q.data, q.len, 0};
+    for (unsigned w8 = 1; w8 <= 16; w8++) {
+        uint64_t seq, ic;
         uint8_t out[16] = {0};
-        cr_assert_eq(crec_fmt_read_decode(&c, w, &hits, out, &e), CREC_OK, "%s", e.msg);
-        cr_assert_eq(hits, w == 16 ? UINT64_MAX : w * 1000);
-        memset(v, (int)w, sizeof v);
-        cr_assert(memcmp(out, v, w) == 0);
+        cr_assert_eq(crec_fmt_read_decode_hits(rc, &hits, &e), CREC_OK, "%s", e.msg);
+        cr_assert_eq(hits, w8 == 16 ? UINT64_MAX : w8 * 1000);
+        cr_assert_eq(crec_fmt_read_decode_value(rc, w8, out, &e), CREC_OK, "%s", e.msg);
+        memset(v, (int)w8, sizeof v);
+        cr_assert(memcmp(out, v, w8) == 0);
         cr_assert_eq(crec_fmt_seq_decode(&c, &seq, &ic, &e), CREC_OK);
-        cr_assert_eq(seq, w == 1 ? 0 : UINT64_MAX - w);
-        cr_assert_eq(ic, w);
+        cr_assert_eq(seq, w8 == 1 ? 0 : UINT64_MAX - w8);
+        cr_assert_eq(ic, w8);
     }
     cr_assert_eq(c.pos, c.len);
-    uint64_t hits;
-    cr_assert_eq(crec_fmt_read_decode(&c, 1, &hits, v, &e), CREC_ERR_CORRUPT);
+    cr_assert_eq(crec_fmt_read_decode_hits(rc, &hits, &e), CREC_OK);
+    cr_assert_eq(hits, 5);
+    cr_assert_eq(crec_fmt_read_decode_value(rc, 8, v, &e), CREC_ERR_CORRUPT);
+    cr_expect(strstr(e.msg, "ends inside an entry") != NULL, "%s", e.msg);
+    cr_assert_eq(crec_fmt_read_decode_hits(rc, &hits, &e), CREC_ERR_NOTFOUND);
+    cr_assert_eq(crec_fmt_read_decode_value(rc, 0, v, &e), CREC_ERR_ARG);
+    crec_fmt_cursor_free(rc);
+    crec_fmt_reader_free(r);
+    unlink(path);
     crec_fmt_buf_free(&b);
+    crec_fmt_buf_free(&q);
 }
 
 /* Skip the frame of a record in b, returning the body. */

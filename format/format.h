@@ -73,6 +73,13 @@ enum crec_fmt_kind {
 #define CREC_FMT_DEFAULT_CHUNK (256u << 10) /* writer flush threshold */
 #define CREC_FMT_READ_WIDTH_MAX 16        /* bytes of one READS value */
 
+/* Header values this reader honours; it refuses a file that claims others,
+ * naming both values (docs/FORMAT.md §4). */
+#define CREC_FMT_PAGE_SIZE CREC_PAGE_SIZE /* the only page size */
+#define CREC_FMT_GRANULE 8                /* the only cache granule (crec_fmt_read_span) */
+#define CREC_FMT_CACHE_LOG2_MIN 4         /* cache entries: a power of two, */
+#define CREC_FMT_CACHE_LOG2_MAX 24        /*   2^4 .. 2^24 */
+
 /* ---- the header ----------------------------------------------------------- */
 
 #define CREC_FMT_ARCH_X86_64 1

@@ -336,14 +336,15 @@ int crec_fmt_ev_decode(int kind, const uint8_t *body, size_t len, crec_fmt_event
 
 unsigned crec_fmt_read_span(uint64_t addr, unsigned size, uint64_t *start)
 {
-    uint64_t first = addr & ~(uint64_t)7, last = (addr + size - 1) & ~(uint64_t)7;
+    const uint64_t g = CREC_FMT_GRANULE;
+    uint64_t first = addr & ~(g - 1), last = (addr + size - 1) & ~(g - 1);
 
-    if (size == 0 || size > 8) {
+    if (size == 0 || size > g) {
         *start = addr;
         return size;
     }
     *start = first;
-    return (unsigned)(last - first + 8);
+    return (unsigned)(last - first + g);
 }
 
 int crec_fmt_read_encode(crec_fmt_buf *b, uint64_t hits, const uint8_t *value, unsigned width)

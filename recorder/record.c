@@ -21,6 +21,12 @@
 #include "common/common.h"
 #include "recorder/recorder_int.h"
 
+/* The header says what the cache was; the reader honours only these. */
+_Static_assert(CREC_PCACHE_GRANULE == CREC_FMT_GRANULE, "the format's granule");
+_Static_assert(CREC_PCACHE_MIN_LOG2 == CREC_FMT_CACHE_LOG2_MIN &&
+                   CREC_PCACHE_MAX_LOG2 == CREC_FMT_CACHE_LOG2_MAX,
+               "the cache sizes a reader accepts");
+
 /* How much wall time of recording a SIGKILL may lose at most (rec_sync). */
 #define REC_SYNC_SECONDS 1.0
 

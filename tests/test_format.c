@@ -619,12 +619,89 @@ Test(format, stream_bytes_across_many_chunks)
     unlink(path);
 }
 
+/*
+ * A header value this reader can't honour, in an otherwise valid file: the
+ * file is refused, the message names the field and both values.
+ */
+static void expect_header_refused(crec_fmt_header h, const char *field, const char *got,
+                                  const char *want)
+{
+    char path[] = "/tmp/crec-test-XXXXXX";
+    int fd = mkstemp(path);
+    crec_fmt_writer *w;
+    crec_fmt_reader *r = NULL;
+    crec_error e = {0};
+
+    cr_assert(fd >= 0);
+    cr_assert_eq(crec_fmt_writer_open_fd(fd, path, &h, NULL, &w, &e), CREC_OK, "%s", e.msg);
+    cr_assert_eq(crec_fmt_write(w, CREC_FMT_S_READS, 1, "x", 1, &e), CREC_OK);
+    cr_assert_eq(crec_fmt_writer_close(w, &e), CREC_OK, "%s", e.msg);
+    cr_expect_eq(crec_fmt_reader_open(path, &r, &e), CREC_ERR_UNSUPPORTED, "%s: %s", field,
+                 e.msg);
+    cr_expect(strstr(e.msg, field) && strstr(e.msg, got) && strstr(e.msg, want),
+              "'%s' should name %s, %s and %s", e.msg, field, got, want);
+    crec_fmt_reader_free(r);
+    unlink(path);
+}
+
+Test(format, header_page_size_is_honoured_or_refused)
+{
+    crec_fmt_header h = sample_header();
+    h.page_size = 65536;
+    expect_header_refused(h, "page size", "65536", "4096");
+}
+
+Test(format, header_cache_granule_is_honoured_or_refused)
+{
+    crec_fmt_header h = sample_header();
+    h.cache_granule = 64;
+    expect_header_refused(h, "cache granule", "64", "8");
+}
+
+Test(format, header_cache_entries_are_honoured_or_refused)
+{
+    crec_fmt_header h = sample_header();
+    h.cache_entries = 1000;
+    expect_header_refused(h, "cache entries", "1000", "power of two");
+    h.cache_entries = 1ull << 30;
+    expect_header_refused(h, "cache entries", "1073741824", "16777216");
+}
+
+Test(format, header_architecture_is_honoured_or_refused)
+{
+    crec_fmt_header h = sample_header();
+    h.arch = 2;
+    expect_header_refused(h, "guest architecture", "2", "x86-64");
+}
+
+Test(format, header_byte_order_is_honoured_or_refused)
+{
+    crec_fmt_header h = sample_header();
+    h.host_order = 7;
+    expect_header_refused(h, "host byte order", "7", "0 (little-endian) or 1");
+}
+
+Test(format, header_keyframe_interval_is_honoured_or_refused)
+{
+    crec_fmt_header h = sample_header();
+    h.keyframe_interval = 0;
+    expect_header_refused(h, "key frame interval", "0", "1 or more");
+}
+
+Test(format, header_snapshot_interval_is_honoured_or_refused)
+{
+    crec_fmt_header h = sample_header();
+    h.snapshot_interval = 0;
+    expect_header_refused(h, "snapshot interval", "0", "1 or more");
+}
+
 Test(format, empty_file_and_empty_strings)
 {
     char path[] = "/tmp/crec-test-XXXXXX";
     int fd = mkstemp(path);
     char *argv[] = {"", NULL};
-    crec_fmt_header h = {.arch = 1, .page_size = 4096, .cache_granule = 1, .argc = 1,
+    crec_fmt_header h = {.arch = 1, .page_size = 4096, .cache_entries = 16, .cache_granule = 8,
+                         .keyframe_interval = 1, .snapshot_interval = 1, .argc = 1,
                          .argv = argv};
     crec_fmt_writer *w;
     crec_error e = {0};

@@ -2,13 +2,12 @@
  * cmd_run.c - `crec run [OPTIONS] -- PROG ARGS...`: run a program under the
  * emulator with no recording, and exit with its status.
  */
+#include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "emu/emu.h"
 
 extern char **environ;
 
@@ -41,41 +40,32 @@ static FILE *open_log(void)
     return f;
 }
 
-static int run(char **argv, const struct crec_emu_options *opt, int stats)
+static int run(char **argv, const crec_run_options *opt, int stats)
 {
-    char path[4096];
+    char path[PATH_MAX];
     crec_error err = {0};
-    crec_emu *e = NULL;
-    struct crec_emu_exit ex;
-    double t0;
+    crec_exit ex;
+    uint64_t n;
+    double t0, dt;
     int rc;
 
-    rc = crec_emu_find_program(argv[0], path, sizeof path, &err);
-    if (rc == CREC_FIND_MISSING)
+    rc = crec_find_program(argv[0], path, sizeof path, &err);
+    if (rc == CREC_ERR_NOTFOUND)
         return cli_fail(EXIT_NOT_FOUND, "%s", err.msg);
-    if (rc != CREC_FIND_OK)
+    if (rc != CREC_OK)
         return cli_fail(EXIT_NOT_EXEC, "%s", err.msg);
-    if (crec_emu_create(&e, opt, &err) != CREC_OK)
-        return cli_fail(EXIT_CREC_FAILED, "%s", err.msg);
-    if ((rc = crec_emu_load(e, path, argv, environ, &err)) != CREC_OK) {
-        crec_emu_free(e);
-        return cli_fail(rc == CREC_ERR_GUEST ? EXIT_NOT_EXEC : EXIT_CREC_FAILED, "%s", err.msg);
-    }
     t0 = cli_now();
-    rc = crec_emu_run(e, &ex, &err);
-    if (stats) {
-        double dt = cli_now() - t0;
-        uint64_t n = crec_emu_cpu_icount(crec_emu_cpu_of(e));
+    rc = crec_run(opt, path, argv, environ, &ex, &n, &err);
+    dt = cli_now() - t0;
+    if (stats)
         fprintf(opt->log, "crec: %llu instructions in %.3f s, %.1f MIPS\n",
                 (unsigned long long)n, dt, dt > 0 ? (double)n / dt / 1e6 : 0.0);
-    }
-    crec_emu_free(e);
     if (rc != CREC_OK)
-        return cli_fail(EXIT_CREC_FAILED, "%s", err.msg);
+        return cli_fail(rc == CREC_ERR_GUEST ? EXIT_NOT_EXEC : EXIT_CREC_FAILED, "%s", err.msg);
     return cli_guest_status(&ex, opt->log);
 }
 
-int cli_guest_status(const struct crec_emu_exit *ex, FILE *log)
+int cli_guest_status(const crec_exit *ex, FILE *log)
 {
     if (ex->deadlock) {
         fprintf(log, "crec: %s\n", ex->msg);
@@ -89,34 +79,30 @@ int cli_guest_status(const struct crec_emu_exit *ex, FILE *log)
 }
 
 int cli_thread_option(const char *cmd, const char *name, const char *value,
-                      struct crec_emu_options *opt)
+                      crec_thread_options *opt)
 {
-    char *end;
-    unsigned long long v;
+    uint64_t v;
 
-    if (!value || !value[0] || value[0] == '-')
-        return cli_usage_error(cmd, "option '%s' needs a number", name), -1;
-    v = strtoull(value, &end, 0);
-    if (*end)
-        return cli_usage_error(cmd, "bad %s '%s'", name, value), -1;
-    if (strcmp(name, "--cpus") == 0) {
-        if (v < 1 || v > 1024)
-            return cli_usage_error(cmd, "bad --cpus '%s' (1 to 1024)", value), -1;
+    if (!value)
+        return cli_usage_error(cmd, "option '--%s' needs a number", name), -1;
+    if (strcmp(name, "cpus") == 0) {
+        if (cli_option_u64(cmd, name, value, 1, 1024, &v) != EXIT_OK)
+            return -1;
         opt->cpus = (unsigned)v;
-    } else if (strcmp(name, "--slice") == 0) {
-        if (v < 1000 || v > 1000000000)
-            return cli_usage_error(cmd, "bad --slice '%s' (1000 to 1000000000)", value), -1;
-        opt->slice = v;
+    } else if (strcmp(name, "slice") == 0) {
+        if (cli_option_u64(cmd, name, value, 1000, 1000000000, &opt->slice) != EXIT_OK)
+            return -1;
     } else {
+        if (cli_option_u64(cmd, name, value, 0, UINT64_MAX, &opt->chaos_seed) != EXIT_OK)
+            return -1;
         opt->chaos = 1;
-        opt->chaos_seed = v;
     }
     return 0;
 }
 
 int cmd_run(int argc, char **argv)
 {
-    struct crec_emu_options opt = {0};
+    crec_run_options opt = {0};
     int stats = 0, i;
 
     for (i = 1; i < argc; i++) {
@@ -139,7 +125,8 @@ int cmd_run(int argc, char **argv)
             stats = 1;
         else if (strcmp(a, "--cpus") == 0 || strcmp(a, "--slice") == 0 ||
                  strcmp(a, "--chaos") == 0) {
-            if (cli_thread_option("run", a, i + 1 < argc ? argv[i + 1] : NULL, &opt) != 0)
+            if (cli_thread_option("run", a + 2, i + 1 < argc ? argv[i + 1] : NULL,
+                                  &opt.threads) != 0)
                 return EXIT_USAGE;
             i++;
         } else

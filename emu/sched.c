@@ -107,7 +107,7 @@ struct emu_thread *emu_thread_new(crec_emu *e, crec_error *err)
     struct emu_sched *s = &e->sched;
     struct emu_thread *t = crec_calloc(1, sizeof *t);
     struct emu_thread **p;
-    uc_engine *uc = crec_emu_cpu_uc(e->cpu);
+    uc_engine *uc = e->cpu->uc;
 
     if (!t || !(p = crec_grow(s->th, &s->cap, s->n + 1, sizeof *p, 8))) {
         crec_free(t);
@@ -138,7 +138,7 @@ int emu_sched_init(crec_emu *e, crec_error *err)
     s->cpus = e->opt.cpus ? e->opt.cpus : 1;
     s->chaos = e->opt.chaos;
     s->rng = e->opt.chaos_seed;
-    if (uc_context_alloc(crec_emu_cpu_uc(e->cpu), &s->scratch) != UC_ERR_OK)
+    if (uc_context_alloc(e->cpu->uc, &s->scratch) != UC_ERR_OK)
         return crec_error_set(err, CREC_ERR_EMU, "can't allocate a CPU context");
     t = emu_thread_new(e, err);
     if (!t)
@@ -209,7 +209,7 @@ size_t crec_emu_threads(const crec_emu *e, struct crec_emu_thread_info *out, siz
 int crec_emu_thread_regs(crec_emu *e, uint32_t id, crec_regs *r, crec_error *err)
 {
     struct emu_sched *s = &e->sched;
-    uc_engine *uc = crec_emu_cpu_uc(e->cpu);
+    uc_engine *uc = e->cpu->uc;
     int rc;
 
     for (size_t i = 0; i < s->n; i++) {
@@ -217,17 +217,14 @@ int crec_emu_thread_regs(crec_emu *e, uint32_t id, crec_regs *r, crec_error *err
         if (t->id != id)
             continue;
         if (t == s->cur)
-            return crec_emu_regs_get(e->cpu, r) == CREC_OK
-                       ? CREC_OK
-                       : crec_error_set(err, CREC_ERR_EMU, "can't read the registers");
+            return crec_emu_regs_get(e->cpu, r, err);
         /* the engine reads registers: lend it the thread's for a moment */
         if (uc_context_save(uc, s->scratch) != UC_ERR_OK ||
             uc_context_restore(uc, t->ctx) != UC_ERR_OK)
             return crec_error_set(err, CREC_ERR_EMU, "can't read the registers of thread %u", id);
-        rc = crec_emu_regs_get(e->cpu, r);
+        rc = crec_emu_regs_get(e->cpu, r, err);
         uc_context_restore(uc, s->scratch);
-        return rc == CREC_OK ? CREC_OK
-                             : crec_error_set(err, CREC_ERR_EMU, "can't read the registers");
+        return rc;
     }
     return crec_error_set(err, CREC_ERR_NOTFOUND, "no thread %u", id);
 }
@@ -437,11 +434,11 @@ static void switch_to(crec_emu *e, struct emu_thread *next, int exact)
 {
     struct emu_sched *s = &e->sched;
     struct emu_thread *cur = s->cur;
-    uc_engine *uc = crec_emu_cpu_uc(e->cpu);
+    uc_engine *uc = e->cpu->uc;
     uint64_t now = crec_emu_cpu_icount(e->cpu);
 
     if (s->have_resume_rip) /* RIP is stale after a stop in a block hook */
-        crec_emu_reg_set(e->cpu, UC_X86_REG_RIP, s->resume_rip);
+        emu_reg_set(e->cpu, UC_X86_REG_RIP, s->resume_rip);
     s->have_resume_rip = 0;
     cur->icount += now - s->cur_since;
     cur->sigmask = e->sigmask;
@@ -558,7 +555,7 @@ void emu_sched_stopped(crec_emu *e)
             switch_to(e, next, exact);
         } else {
             if (s->have_resume_rip)
-                crec_emu_reg_set(e->cpu, UC_X86_REG_RIP, s->resume_rip);
+                emu_reg_set(e->cpu, UC_X86_REG_RIP, s->resume_rip);
             s->have_resume_rip = 0;
             s->slice_end = crec_emu_cpu_icount(e->cpu) + slice_len(s);
         }

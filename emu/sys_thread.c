@@ -344,8 +344,8 @@ static int64_t clone_thread(crec_emu *e, uint64_t flags, uint64_t stack, uint64_
 {
     struct emu_thread *parent = e->sched.cur, *t;
     struct crec_emu_thread_event ev = {CREC_EMU_THREAD_CREATE, 0, parent->id, 0, 0, 0};
-    uint64_t rip = crec_emu_reg_get(e->cpu, UC_X86_REG_RIP) + 2, zero = 0;
-    uint64_t rflags = crec_emu_reg_get(e->cpu, UC_X86_REG_RFLAGS);
+    uint64_t rip = emu_reg_get(e->cpu, UC_X86_REG_RIP) + 2, zero = 0;
+    uint64_t rflags = emu_reg_get(e->cpu, UC_X86_REG_RFLAGS);
     crec_error err;
     uint32_t tid;
 

@@ -1021,7 +1021,10 @@ int crec_fmt_cursor_read(crec_fmt_cursor *c, void *buf, size_t n, crec_error *er
 
 int crec_fmt_cursor_varint(crec_fmt_cursor *c, uint64_t *v, crec_error *err)
 {
+    uint8_t bytes[CREC_VARINT_MAX];
     size_t avail;
+    int n;
+
     *v = 0;
     if (cursor_left(c) == 0)
         return crec_error_set(err, CREC_ERR_NOTFOUND, "end of stream");
@@ -1029,36 +1032,22 @@ int crec_fmt_cursor_varint(crec_fmt_cursor *c, uint64_t *v, crec_error *err)
     if (rc)
         return rc;
     /* Fast path: the whole varint is in the current chunk. */
-    const uint8_t *p = cursor_ptr(c);
-    if (avail >= FMT_MAX_VARINT || !(p[avail - 1] & 0x80)) {
-        crec_fmt_cur cur = {p, avail, 0};
-        crec_error e;
-        rc = fmt_cur_varint(&cur, v, "varint", &e);
-        if (rc == CREC_OK) {
-            c->off += cur.pos;
-            return CREC_OK;
-        }
-        if (cur.pos < avail || avail >= FMT_MAX_VARINT)
-            return crec_error_corrupt(err, "varint too long in stream %s thread %u",
-                                      crec_fmt_stream_name(c->s->type), c->s->tid);
+    n = crec_varint_get(cursor_ptr(c), avail, v);
+    if (n > 0) {
+        c->off += (uint64_t)n;
+        return CREC_OK;
     }
-    /* Slow path: byte by byte across a chunk boundary. */
-    uint64_t r = 0;
-    for (int i = 0; i < FMT_MAX_VARINT; i++) {
-        uint8_t byte;
-        rc = crec_fmt_cursor_read(c, &byte, 1, err);
+    /* Slow path: byte by byte across a chunk boundary, the same decoder. */
+    for (size_t i = 0; n == 0 && i < CREC_VARINT_MAX; i++) {
+        rc = crec_fmt_cursor_read(c, &bytes[i], 1, err);
         if (rc == CREC_ERR_NOTFOUND && i > 0)
             rc = cursor_cut(c, err);
         if (rc)
             return rc;
-        if (i == 9 && byte > 1)
-            break;
-        r |= (uint64_t)(byte & 0x7f) << (7 * i);
-        if (!(byte & 0x80)) {
-            *v = r;
-            return CREC_OK;
-        }
+        n = crec_varint_get(bytes, i + 1, v);
     }
+    if (n > 0)
+        return CREC_OK;
     return crec_error_corrupt(err, "varint too long in stream %s thread %u",
                               crec_fmt_stream_name(c->s->type), c->s->tid);
 }

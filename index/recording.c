@@ -278,36 +278,28 @@ static int load_keyframes(crec_recording *rec, crec_error *err)
 
 int qx_need_kf(crec_recording *rec, size_t k, crec_error *err)
 {
-    uint8_t head[1 + 10];
+    crec_fmt_cursor *c = NULL;
     crec_fmt_keyframe kf;
-    uint64_t len = 0, off;
-    size_t at = 1;
-    uint8_t *body;
-    int rc;
+    const uint8_t *body;
+    size_t len;
+    int kind, rc;
 
     if (rec->kf_regs[k])
         return CREC_OK;
-    off = rec->ix->kf_off[k];
-    rc = crec_fmt_read_at(rec->r, CREC_FMT_S_KEYFRAMES, 0, off, head, 1, err);
-    for (int shift = 0; rc == CREC_OK && shift < 64; shift += 7) { /* kind, varint length */
-        if ((rc = crec_fmt_read_at(rec->r, CREC_FMT_S_KEYFRAMES, 0, off + at, head + at, 1,
-                                   err)) != CREC_OK)
-            break;
-        len |= (uint64_t)(head[at] & 0x7f) << shift;
-        if (!(head[at++] & 0x80))
-            break;
-    }
-    if (rc == CREC_OK && (head[0] != CREC_FMT_K_KEYFRAME || len > CREC_FMT_MAX_RECORD))
-        rc = crec_error_corrupt(err, "the index points at no key frame in KEYFRAMES");
-    if (rc != CREC_OK)
-        return rc == CREC_ERR_NOTFOUND ? crec_error_corrupt(err, "a key frame is past the end "
-                                                            "of KEYFRAMES") : rc;
-    if (!(body = crec_malloc(len ? len : 1)))
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
-    rc = crec_fmt_read_at(rec->r, CREC_FMT_S_KEYFRAMES, 0, off + at, body, len, err);
+    /* the record the index points at, read by the format's own decoder */
+    rc = crec_fmt_cursor_open(rec->r, CREC_FMT_S_KEYFRAMES, 0, rec->ix->kf_off[k], &c, err);
+    if (rc == CREC_OK)
+        rc = crec_fmt_cursor_next(c, &kind, &body, &len, err);
+    if (rc == CREC_ERR_NOTFOUND || rc == CREC_ERR_TRUNCATED)
+        rc = crec_error_corrupt(err, "the index puts key frame %zu at offset %" PRIu64
+                                ", past the end of KEYFRAMES", k, rec->ix->kf_off[k]);
+    else if (rc == CREC_OK && kind != CREC_FMT_K_KEYFRAME)
+        rc = crec_error_corrupt(err, "the index puts key frame %zu at offset %" PRIu64
+                                " of KEYFRAMES, where a record of kind 0x%02x lies", k,
+                                rec->ix->kf_off[k], kind);
     if (rc == CREC_OK)
         rc = crec_fmt_kf_decode(body, len, &kf, err);
-    crec_free(body);
+    crec_fmt_cursor_free(c);
     if (rc == CREC_OK && (kf.global_icount != rec->kfs[k].global_icount ||
                           kf.events_off != rec->kfs[k].events_off ||
                           kf.reads_off != rec->kfs[k].reads_off ||
@@ -532,7 +524,7 @@ int qx_ever_mapped(crec_recording *rec, uint64_t addr, size_t len, int *yes, cre
     for (size_t i = 0; i < rec->nmapped && !*yes; i++)
         *yes = rec->mapped[2 * i] < addr + len && addr < rec->mapped[2 * i + 1];
     for (size_t i = 0; i < rec->nsnap && !*yes; i++)
-        *yes = rec->snap[i].addr < addr + len && addr < rec->snap[i].addr + QX_PAGE;
+        *yes = rec->snap[i].addr < addr + len && addr < rec->snap[i].addr + CREC_PAGE_SIZE;
     return CREC_OK;
 }
 

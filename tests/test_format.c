@@ -295,36 +295,59 @@ Test(format, event_decode_refuses_bad_fields)
 
 Test(format, reads_and_seq_roundtrip)
 {
-    crec_fmt_buf b = {0};
+    char path[] = "/tmp/crec-test-XXXXXX";
+    int fd = mkstemp(path);
+    crec_fmt_header h = sample_header();
+    crec_fmt_buf b = {0}, q = {0};
+    crec_fmt_writer *w;
+    crec_fmt_reader *r;
+    crec_fmt_cursor *rc;
     crec_error e = {0};
     crec_fmt_seq_ctx wctx = {0, 0, 1}, rctx = {0, 0, 1};
     uint8_t v[16];
-    for (unsigned w = 1; w <= 16; w++) {
-        memset(v, (int)w, sizeof v);
-        cr_assert_eq(crec_fmt_read_encode(&b, w == 16 ? UINT64_MAX : w * 1000, v, w), CREC_OK);
-        crec_fmt_seq q = {w == 1 ? 0 : UINT64_MAX - w, w, 1 + w % 7};
-        cr_assert_eq(crec_fmt_seq_encode(&b, &wctx, &q), CREC_OK);
+    uint64_t hits;
+    for (unsigned w8 = 1; w8 <= 16; w8++) {
+        memset(v, (int)w8, sizeof v);
+        cr_assert_eq(crec_fmt_read_encode(&b, w8 == 16 ? UINT64_MAX : w8 * 1000, v, w8), CREC_OK);
+        crec_fmt_seq sq = {w8 == 1 ? 0 : UINT64_MAX - w8, w8, 1 + w8 % 7};
+        cr_assert_eq(crec_fmt_seq_encode(&q, &wctx, &sq), CREC_OK);
     }
     cr_assert_eq(crec_fmt_read_encode(&b, 0, v, 0), CREC_ERR_ARG);
     cr_assert_eq(crec_fmt_read_encode(&b, 0, v, 17), CREC_ERR_ARG);
-    crec_fmt_cur c = {b.data, b.len, 0};
-    for (unsigned w = 1; w <= 16; w++) {
-        uint64_t hits;
-        crec_fmt_seq q;
+    crec_fmt_buf_varint(&b, 5); /* an entry cut after its hit count */
+    /* READS entries are read from a stream, as the replayer reads them */
+    cr_assert(fd >= 0);
+    cr_assert_eq(crec_fmt_writer_open_fd(fd, path, &h, NULL, &w, &e), CREC_OK, "%s", e.msg);
+    cr_assert_eq(crec_fmt_write_buf(w, CREC_FMT_S_READS, 1, &b, &e), CREC_OK);
+    cr_assert_eq(crec_fmt_writer_close(w, &e), CREC_OK, "%s", e.msg);
+    cr_assert_eq(crec_fmt_reader_open(path, &r, &e), CREC_OK, "%s", e.msg);
+    cr_assert_eq(crec_fmt_cursor_open(r, CREC_FMT_S_READS, 1, 0, &rc, &e), CREC_OK);
+    crec_fmt_cur c = {q.data, q.len, 0};
+    for (unsigned w8 = 1; w8 <= 16; w8++) {
+        crec_fmt_seq sq;
         uint8_t out[16] = {0};
-        cr_assert_eq(crec_fmt_read_decode(&c, w, &hits, out, &e), CREC_OK, "%s", e.msg);
-        cr_assert_eq(hits, w == 16 ? UINT64_MAX : w * 1000);
-        memset(v, (int)w, sizeof v);
-        cr_assert(memcmp(out, v, w) == 0);
-        cr_assert_eq(crec_fmt_seq_decode(CREC_FMT_VERSION, &c, &rctx, &q, &e), CREC_OK);
-        cr_assert_eq(q.seq, w == 1 ? 0 : UINT64_MAX - w);
-        cr_assert_eq(q.icount, w);
-        cr_assert_eq(q.kind, 1 + w % 7);
+        cr_assert_eq(crec_fmt_read_decode_hits(rc, &hits, &e), CREC_OK, "%s", e.msg);
+        cr_assert_eq(hits, w8 == 16 ? UINT64_MAX : w8 * 1000);
+        cr_assert_eq(crec_fmt_read_decode_value(rc, w8, out, &e), CREC_OK, "%s", e.msg);
+        memset(v, (int)w8, sizeof v);
+        cr_assert(memcmp(out, v, w8) == 0);
+        cr_assert_eq(crec_fmt_seq_decode(CREC_FMT_VERSION, &c, &rctx, &sq, &e), CREC_OK);
+        cr_assert_eq(sq.seq, w8 == 1 ? 0 : UINT64_MAX - w8);
+        cr_assert_eq(sq.icount, w8);
+        cr_assert_eq(sq.kind, 1 + w8 % 7);
     }
     cr_assert_eq(c.pos, c.len);
-    uint64_t hits;
-    cr_assert_eq(crec_fmt_read_decode(&c, 1, &hits, v, &e), CREC_ERR_CORRUPT);
+    cr_assert_eq(crec_fmt_read_decode_hits(rc, &hits, &e), CREC_OK);
+    cr_assert_eq(hits, 5);
+    cr_assert_eq(crec_fmt_read_decode_value(rc, 8, v, &e), CREC_ERR_CORRUPT);
+    cr_expect(strstr(e.msg, "ends inside an entry") != NULL, "%s", e.msg);
+    cr_assert_eq(crec_fmt_read_decode_hits(rc, &hits, &e), CREC_ERR_NOTFOUND);
+    cr_assert_eq(crec_fmt_read_decode_value(rc, 0, v, &e), CREC_ERR_ARG);
+    crec_fmt_cursor_free(rc);
+    crec_fmt_reader_free(r);
+    unlink(path);
     crec_fmt_buf_free(&b);
+    crec_fmt_buf_free(&q);
 }
 
 /* Skip the frame of a record in b, returning the body. */
@@ -601,12 +624,89 @@ Test(format, stream_bytes_across_many_chunks)
     unlink(path);
 }
 
+/*
+ * A header value this reader can't honour, in an otherwise valid file: the
+ * file is refused, the message names the field and both values.
+ */
+static void expect_header_refused(crec_fmt_header h, const char *field, const char *got,
+                                  const char *want)
+{
+    char path[] = "/tmp/crec-test-XXXXXX";
+    int fd = mkstemp(path);
+    crec_fmt_writer *w;
+    crec_fmt_reader *r = NULL;
+    crec_error e = {0};
+
+    cr_assert(fd >= 0);
+    cr_assert_eq(crec_fmt_writer_open_fd(fd, path, &h, NULL, &w, &e), CREC_OK, "%s", e.msg);
+    cr_assert_eq(crec_fmt_write(w, CREC_FMT_S_READS, 1, "x", 1, &e), CREC_OK);
+    cr_assert_eq(crec_fmt_writer_close(w, &e), CREC_OK, "%s", e.msg);
+    cr_expect_eq(crec_fmt_reader_open(path, &r, &e), CREC_ERR_UNSUPPORTED, "%s: %s", field,
+                 e.msg);
+    cr_expect(strstr(e.msg, field) && strstr(e.msg, got) && strstr(e.msg, want),
+              "'%s' should name %s, %s and %s", e.msg, field, got, want);
+    crec_fmt_reader_free(r);
+    unlink(path);
+}
+
+Test(format, header_page_size_is_honoured_or_refused)
+{
+    crec_fmt_header h = sample_header();
+    h.page_size = 65536;
+    expect_header_refused(h, "page size", "65536", "4096");
+}
+
+Test(format, header_cache_granule_is_honoured_or_refused)
+{
+    crec_fmt_header h = sample_header();
+    h.cache_granule = 64;
+    expect_header_refused(h, "cache granule", "64", "8");
+}
+
+Test(format, header_cache_entries_are_honoured_or_refused)
+{
+    crec_fmt_header h = sample_header();
+    h.cache_entries = 1000;
+    expect_header_refused(h, "cache entries", "1000", "power of two");
+    h.cache_entries = 1ull << 30;
+    expect_header_refused(h, "cache entries", "1073741824", "16777216");
+}
+
+Test(format, header_architecture_is_honoured_or_refused)
+{
+    crec_fmt_header h = sample_header();
+    h.arch = 2;
+    expect_header_refused(h, "guest architecture", "2", "x86-64");
+}
+
+Test(format, header_byte_order_is_honoured_or_refused)
+{
+    crec_fmt_header h = sample_header();
+    h.host_order = 7;
+    expect_header_refused(h, "host byte order", "7", "0 (little-endian) or 1");
+}
+
+Test(format, header_keyframe_interval_is_honoured_or_refused)
+{
+    crec_fmt_header h = sample_header();
+    h.keyframe_interval = 0;
+    expect_header_refused(h, "key frame interval", "0", "1 or more");
+}
+
+Test(format, header_snapshot_interval_is_honoured_or_refused)
+{
+    crec_fmt_header h = sample_header();
+    h.snapshot_interval = 0;
+    expect_header_refused(h, "snapshot interval", "0", "1 or more");
+}
+
 Test(format, empty_file_and_empty_strings)
 {
     char path[] = "/tmp/crec-test-XXXXXX";
     int fd = mkstemp(path);
     char *argv[] = {"", NULL};
-    crec_fmt_header h = {.arch = 1, .page_size = 4096, .cache_granule = 1, .argc = 1,
+    crec_fmt_header h = {.arch = 1, .page_size = 4096, .cache_entries = 16, .cache_granule = 8,
+                         .keyframe_interval = 1, .snapshot_interval = 1, .argc = 1,
                          .argv = argv};
     crec_fmt_writer *w;
     crec_error e = {0};

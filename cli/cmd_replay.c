@@ -22,6 +22,12 @@ static const char replay_usage[] =
     "A recording cut short (the recorder was killed) is verified up to its\n"
     "last key frame, and the result says so.  On a terminal, a long replay\n"
     "shows how far it has got on standard error.\n"
+    "\n"
+    "A program of several threads is replayed whole, its threads switched where\n"
+    "the recording switched them.  With --jobs N (N > 1), --thread, --from, or\n"
+    "a file cut short, each thread is verified alone instead, from its own\n"
+    "streams (its loads' values, its events, and where it was switched in and\n"
+    "out), in pieces spread over N host threads.\n"
     "Exit status 0: verified; 1: a bad file; 3: the replay diverged.\n"
     "\n"
     "With --query (or as 'crec replay query'), answer each WHAT@WHEN instead,\n"
@@ -31,6 +37,8 @@ static const char replay_usage[] =
     "  --from T        start at the last key frame at or before instruction T\n"
     "                  (decimal, or hex with 0x)\n"
     "  -j, --jobs N    verify segments on N threads at once (default 1)\n"
+    "  --thread T      verify thread T alone (threads are numbered from 1, as\n"
+    "                  'crec info' lists them)\n"
     "  -q, --quiet     print nothing when the replay is verified\n"
     "  --query Q       answer the query Q (WHAT@WHEN); more queries may follow FILE\n"
     "  --size N, --format F, --json, --no-index\n"
@@ -70,12 +78,18 @@ static void erase_progress(const struct progress *p)
 
 static void print_result(const char *file, const crec_replay_result *res, double secs)
 {
-    printf("%s: replay verified%s: %" PRIu64 " instructions replayed (from %" PRIu64 " to %" PRIu64
-           "), %" PRIu64 " key frames checked, %" PRIu64 " syscalls, %" PRIu64
+    char threads[96] = "";
+
+    if (res->threads > 1)
+        snprintf(threads, sizeof threads, res->alone ? " (%" PRIu64 " threads, each alone)"
+                                                     : " (%" PRIu64 " threads, in the recorded "
+                                                       "order)", res->threads);
+    printf("%s: replay verified%s%s: %" PRIu64 " instructions replayed (from %" PRIu64 " to %"
+           PRIu64 "), %" PRIu64 " key frames checked, %" PRIu64 " syscalls, %" PRIu64
            " writes checked, %.2f s",
            file, res->truncated ? " up to where the recording was cut short (its last key frame)"
                                 : "",
-           res->replayed, res->start_icount, res->instructions, res->keyframes_checked,
+           threads, res->replayed, res->start_icount, res->instructions, res->keyframes_checked,
            res->syscalls, res->writes_checked, secs);
     if (secs > 0)
         printf(", %.1f MIPS", (double)res->replayed / secs / 1e6);
@@ -121,6 +135,7 @@ int cmd_replay(int argc, char **argv)
     static const struct option longopts[] = {
         {"from", required_argument, NULL, 'f'},
         {"jobs", required_argument, NULL, 'j'},
+        {"thread", required_argument, NULL, 'T'},
         {"quiet", no_argument, NULL, 'q'},
         {"query", required_argument, NULL, 'Q'},
         {"size", required_argument, NULL, 's'},
@@ -155,6 +170,12 @@ int cmd_replay(int argc, char **argv)
             if (cli_option_u64("replay", "jobs", optarg, 1, 64, &v) != EXIT_OK)
                 return EXIT_USAGE;
             o.jobs = (unsigned)v;
+            verify_options = 1;
+            break;
+        case 'T':
+            if (cli_option_u64("replay", "thread", optarg, 1, UINT32_MAX, &v) != EXIT_OK)
+                return EXIT_USAGE;
+            o.thread = (uint32_t)v;
             verify_options = 1;
             break;
         case 'q':

@@ -186,7 +186,10 @@ int crec_record(const crec_record_options *o, const char *path, char *const argv
 
 typedef struct crec_replay_options {
     uint64_t from;   /* start at the last key frame at or before this time */
-    unsigned jobs;   /* verify segments on this many threads (0, 1: one) */
+    unsigned jobs;   /* verify segments on this many threads (0, 1: one); a recording
+                        of several threads is then verified a thread at a time, each
+                        alone, its pieces spread over the jobs */
+    uint32_t thread; /* 0: every thread; else verify only this thread, alone */
     /* called about ten times a second on the calling thread while the
      * replay runs (may be NULL) */
     crec_progress_fn progress;
@@ -211,6 +214,9 @@ typedef struct crec_replay_result {
     uint64_t exit_value;      /* status, or the signal */
     int truncated;            /* the file was cut short: the replay verified it
                                * up to its last key frame (`instructions`) */
+    uint64_t threads;         /* the recording's threads, when more than one */
+    int alone;                /* ... each was verified alone from its own streams
+                                 (else the whole program, in the recorded order) */
     int diverged;
     crec_divergence div;
 } crec_replay_result;

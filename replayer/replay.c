@@ -348,6 +348,8 @@ static int rep_next_non_mmap(struct rep_seg *s, crec_fmt_event *ev)
             return CREC_OK;
         if (ev->u.mmap.flags & CREC_FMT_EV_LISTING)
             continue; /* the listing of a key frame not at a block start (the last one) */
+        if (s->whole && (ev->u.mmap.flags & CREC_FMT_EV_FOREIGN))
+            continue; /* made by the thread that made it, on this same memory */
         if (rep_apply_mmap(s, ev) != CREC_OK)
             return rep_outcome(s);
     }
@@ -423,6 +425,15 @@ static void rep_on_syscall(void *ctx, crec_emu_cpu *cpu)
         crec_emu_cpu_stop(cpu);
         return;
     }
+    if (ev.kind == CREC_FMT_K_THREAD && ev.u.thread.op == CREC_FMT_TH_EXIT) {
+        /* the thread ends in this syscall (its exit, or the process ended
+         * while it waited in it): no result, registers as they are */
+        s->thread_ended = 1;
+        if (s->on_access && ev.u.thread.cleared)
+            s->on_access(s->access_ctx, s->owner, 'k', ev.u.thread.cleared, 4);
+        crec_emu_cpu_stop(cpu);
+        return;
+    }
     if (ev.kind != CREC_FMT_K_SYSCALL) {
         rep_diverge(s, "the program made syscall %" PRIu64 " where the recording has %s", nr,
                     event_name(ev.kind));
@@ -495,17 +506,23 @@ static void rep_verify_kf(struct rep_seg *s, const crec_fmt_keyframe *kf, uint64
     }
     now.rip = rip;
     if (crec_regs_diff(&kf->regs, &now, what, sizeof what)) {
-        rep_diverge(s, "at the key frame at instruction %" PRIu64 ": %s", kf->global_icount,
-                    what);
+        if (s->version >= 2 && (s->whole || s->seq))
+            rep_diverge(s, "at the key frame of thread %u at its instruction %" PRIu64 " (%" PRIu64
+                           " in all): %s", kf->tid, kf->thread_icount, kf->global_icount, what);
+        else
+            rep_diverge(s, "at the key frame at instruction %" PRIu64 ": %s", kf->global_icount,
+                        what);
         return;
     }
     s->keyframes_checked++;
 }
 
 /*
- * At the recording's last instruction count, at a block start: did crec
- * stop recording here (SIGINT/SIGTERM)?  Otherwise the program ends inside
- * this block (a fault) and must run into it.
+ * At the thread's last instruction count, at a block start: did it end
+ * here without running on: crec stopped recording (SIGINT/SIGTERM, a
+ * deadlock), or the process ended while the thread was switched out?
+ * Otherwise it ends inside this block (a fault, a syscall) and must run
+ * into it.
  */
 static int rep_stopped_here(struct rep_seg *s)
 {
@@ -516,7 +533,111 @@ static int rep_stopped_here(struct rep_seg *s)
     if (rep_next_event(s, &ev) != CREC_OK)
         return 0;
     rep_unget_event(s, &ev);
-    return ev.kind == CREC_FMT_K_EXIT && ev.u.exit.how == CREC_FMT_EXIT_STOPPED;
+    return (ev.kind == CREC_FMT_K_EXIT && ev.u.exit.how == CREC_FMT_EXIT_STOPPED) ||
+           (ev.kind == CREC_FMT_K_THREAD && ev.u.thread.op == CREC_FMT_TH_EXIT &&
+            ev.u.thread.how == CREC_FMT_TH_ENDED);
+}
+
+/* ---- the SEQ stream: where a thread alone was cut and switched in -------- */
+
+/* The thread's next switch entry (IN, OUT or OUT_EXACT), or none. */
+static void rep_seq_next(struct rep_seg *s)
+{
+    crec_error err = {0};
+    int rc;
+
+    s->have_seq_next = 0;
+    while (s->seq && (rc = crec_fmt_cursor_seq(s->seq, &s->seq_ctx, &s->seq_next, &err)) ==
+                         CREC_OK) {
+        if (s->seq_next.kind == CREC_FMT_SEQ_IN || s->seq_next.kind == CREC_FMT_SEQ_OUT ||
+            s->seq_next.kind == CREC_FMT_SEQ_OUT_EXACT) {
+            s->have_seq_next = 1;
+            return;
+        }
+    }
+    if (s->seq && rc != CREC_ERR_NOTFOUND && rc != CREC_ERR_TRUNCATED)
+        rep_fail(s, &err);
+}
+
+/* At a switch-in: the map changes other threads made while this one was
+ * switched out, which lead its events from here. */
+static int rep_apply_foreign(struct rep_seg *s)
+{
+    crec_fmt_event ev;
+    int rc;
+
+    while ((rc = rep_next_event(s, &ev)) == CREC_OK) {
+        if (ev.kind != CREC_FMT_K_MMAP || !(ev.u.mmap.flags & CREC_FMT_EV_FOREIGN)) {
+            rep_unget_event(s, &ev);
+            return CREC_OK;
+        }
+        if (rep_apply_mmap(s, &ev) != CREC_OK)
+            return rep_outcome(s);
+    }
+    return rc == CREC_ERR_NOTFOUND ? CREC_OK : rc;
+}
+
+/*
+ * A block of a thread replayed alone starts at its count `tb`: pass the
+ * switch entries up to there (at a switch-in, the others' map changes are
+ * applied), and when the recording switched this thread out inside the
+ * block, cut it at the same instruction, as the recording did (the block
+ * is entered again with the stop set: its blocks and key frames then fall
+ * where the recording's did).  @return 1 if the block is entered again.
+ */
+static int rep_seq_block(struct rep_seg *s, uint64_t tb, uint32_t ninsns)
+{
+    while (s->have_seq_next && !s->failed && !s->diverged) {
+        const crec_fmt_seq *e = &s->seq_next;
+        if (e->icount > tb) {
+            if (e->kind == CREC_FMT_SEQ_OUT_EXACT && e->icount < tb + ninsns && !s->cut_at &&
+                !s->query) { /* query runs cut blocks their own way anyway */
+                uint64_t t = e->icount - s->tbase + s->gbase;
+                if (crec_emu_cpu_stop_inside(s->cpu, t) != 0) {
+                    rep_diverge(s, "can't cut the block where thread %u was switched out, at "
+                                   "its instruction %" PRIu64, s->tid, e->icount);
+                    return 1;
+                }
+                s->cut_at = t;
+                return 1;
+            }
+            return 0;
+        }
+        if (e->kind == CREC_FMT_SEQ_IN && rep_apply_foreign(s) != CREC_OK)
+            return 1;
+        rep_seq_next(s);
+    }
+    return 0;
+}
+
+/*
+ * A whole-program replay: the running slice ends at CPU count stop_at, at
+ * a block start or, when the recording cut the block (OUT_EXACT), inside
+ * it.  @return 1 if the block must not run now.
+ */
+static int rep_slice_end(struct rep_seg *s, uint64_t addr, uint64_t before, uint64_t icount)
+{
+    const crec_fmt_slice *sl = &s->slices[s->slice];
+
+    if (before >= s->stop_at) {
+        crec_emu_cpu_stop(s->cpu);
+        s->stopped_at_block = addr; /* RIP may still point into the previous block */
+        return 1;
+    }
+    if (s->stop_at < icount && !s->cut_at) {
+        if (!sl->exact_out) {
+            rep_diverge(s, "thread %u was switched out at its instruction %" PRIu64 ", which "
+                           "falls inside a block", sl->tid, sl->thread_start + sl->len);
+            return 1;
+        }
+        if (crec_emu_cpu_stop_inside(s->cpu, s->stop_at) != 0) {
+            rep_diverge(s, "can't cut the block where thread %u was switched out", sl->tid);
+            return 1;
+        }
+        s->cut_at = s->stop_at;
+        return 1;
+    }
+    return 0;
 }
 
 /*
@@ -531,7 +652,7 @@ static void rep_offer_point(struct rep_seg *s, uint64_t addr, uint64_t before)
     crec_error err = {0};
 
     p.tid = s->tid;
-    p.global_icount = p.thread_icount = before;
+    p.global_icount = p.thread_icount = before; /* a thread's own count */
     if (crec_emu_regs_get(s->cpu, &p.regs, &err) != CREC_OK) {
         rep_fail(s, &err);
         return;
@@ -566,15 +687,20 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
 {
     struct rep_seg *s = ctx;
     uint64_t before = icount - ninsns;
+    uint64_t tb = before - s->gbase + s->tbase; /* the thread's own count */
 
     if (s->nlazy > 0 && rep_block_lazy(s, addr))
         return;
     __atomic_store_n(&s->at, before, __ATOMIC_RELAXED); /* for the progress line */
+    if (s->whole && rep_slice_end(s, addr, before, icount))
+        return;
+    if (s->seq && !s->whole && rep_seq_block(s, tb, ninsns))
+        return;
 
-    while (s->next_kf < s->nkf_blocks && s->kfs[s->next_kf].global_icount <= before) {
+    while (s->next_kf < s->nkf_blocks && s->kfs[s->next_kf].thread_icount <= tb) {
         size_t k = s->next_kf++;
         const crec_fmt_keyframe *kf = &s->kfs[k];
-        s->next_point = kf->global_icount + s->point_every;
+        s->next_point = kf->thread_icount + s->point_every;
         if (s->query) { /* no checks; just pass its map listing */
             if (rep_listing(s, k, 0) != CREC_OK)
                 return;
@@ -582,9 +708,9 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
                 s->on_keyframe(s->access_ctx, k);
             continue;
         }
-        if (kf->global_icount < before) {
+        if (kf->thread_icount < tb) {
             rep_diverge(s, "the key frame at instruction %" PRIu64 " falls inside a block",
-                        kf->global_icount);
+                        kf->thread_icount);
             return;
         }
         rep_verify_kf(s, kf, addr);
@@ -593,10 +719,11 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
         if (rep_listing(s, k, 0) != CREC_OK)
             return;
     }
-    if (s->on_point && before >= s->next_point && s->next_kf < s->nkf &&
-        before < s->kfs[s->next_kf].global_icount)
-        rep_offer_point(s, addr, before);
-    if (before >= s->stop_at && (!s->is_last || s->truncated || rep_stopped_here(s))) {
+    if (s->on_point && tb >= s->next_point && s->next_kf < s->nkf &&
+        tb < s->kfs[s->next_kf].thread_icount)
+        rep_offer_point(s, addr, tb);
+    if (!s->whole && tb >= s->stop_at &&
+        (!s->is_last || s->truncated || rep_stopped_here(s))) {
         crec_emu_cpu_stop(s->cpu);
         s->stopped_at_block = addr; /* RIP may still point into the previous block */
     }
@@ -632,11 +759,24 @@ static int rep_seg_open(struct rep_seg *s, crec_error *err)
     if (rc != CREC_OK)
         return rc;
     s->tid = kf->tid;
+    s->version = crec_fmt_reader_header(s->r)->version;
+    if (s->alone && !s->whole) { /* where the thread was cut and switched in */
+        rc = crec_fmt_cursor_open(s->r, CREC_FMT_S_SEQ, kf->tid, s->kfs[s->first].seq_off,
+                                  &s->seq, err);
+        if (rc != CREC_OK)
+            return rc;
+        s->seq_ctx = (crec_fmt_seq_ctx){0, 0, 1};
+        rep_seq_next(s);
+        if (s->failed) {
+            *err = s->err;
+            return err->code;
+        }
+    }
     if (crec_emu_regs_set(s->cpu, &kf->regs, err) != CREC_OK)
         return err ? (int)err->code : CREC_ERR_EMU;
-    crec_emu_cpu_set_icount(s->cpu, kf->global_icount);
+    crec_emu_cpu_set_icount(s->cpu, s->whole ? kf->global_icount : kf->thread_icount);
     s->next_kf = s->first + 1;
-    s->next_point = kf->global_icount + s->point_every;
+    s->next_point = kf->thread_icount + s->point_every;
     return CREC_OK;
 }
 
@@ -687,36 +827,64 @@ static int rep_seg_first_hits(struct rep_seg *s, crec_error *err)
     return CREC_OK;
 }
 
-/* After the CPU stopped for good: the recording must end the same way. */
-static void rep_seg_check_end(struct rep_seg *s, const struct crec_emu_stop *stop)
+/* The registers now against the thread's last key frame, as its end. */
+static void rep_check_last_regs(struct rep_seg *s, const crec_regs *now)
 {
     const crec_fmt_keyframe *last = &s->kfs[s->nkf - 1];
+    char what[300];
+
+    if (s->alone && rep_ticount(s) != last->thread_icount) {
+        rep_diverge(s, "thread %u ended after %" PRIu64 " of its instructions, the recording "
+                       "after %" PRIu64, s->tid, rep_ticount(s), last->thread_icount);
+        return;
+    }
+    if (crec_regs_diff(&last->regs, now, what, sizeof what)) {
+        if (s->alone)
+            rep_diverge(s, "at the end of thread %u: %s", s->tid, what);
+        else
+            rep_diverge(s, "at the end: %s", what);
+        return;
+    }
+    s->keyframes_checked++;
+}
+
+/*
+ * After the CPU stopped for good: the recording must end the same way, by
+ * the EXIT event (the process ended in this thread) or, for one of several
+ * threads, its THREAD exit record (it exited, or the process ended while
+ * it lived).
+ */
+static void rep_seg_check_end(struct rep_seg *s, const struct crec_emu_stop *stop)
+{
     crec_error err = {0};
     crec_fmt_event ev;
     crec_regs now;
-    char what[300];
 
-    if (!s->have_exit) {
+    if (!s->have_exit && !s->thread_ended) {
         if (rep_next_non_mmap(s, &ev) != CREC_OK)
             return;
-        if (ev.kind != CREC_FMT_K_EXIT) {
+        if (ev.kind == CREC_FMT_K_THREAD && ev.u.thread.op == CREC_FMT_TH_EXIT && s->alone) {
+            s->thread_ended = 1;
+        } else if (ev.kind != CREC_FMT_K_EXIT) {
             if (stop->why != CREC_STOP_REQUESTED)
                 rep_diverge(s, "the program stopped (%s) where the recording has %s",
                             stop->what[0] ? stop->what : "fault", event_name(ev.kind));
             else
                 rep_diverge(s, "replay stopped where the recording has %s", event_name(ev.kind));
             return;
+        } else {
+            s->exit = ev;
+            s->have_exit = 1;
         }
-        s->exit = ev;
-        s->have_exit = 1;
     }
-    if (s->exit.u.exit.how != CREC_FMT_EXIT_STATUS && stop->why != CREC_STOP_REQUESTED &&
-        (uint64_t)stop->signo != s->exit.u.exit.value) {
+    if (s->have_exit && s->exit.u.exit.how != CREC_FMT_EXIT_STATUS &&
+        stop->why != CREC_STOP_REQUESTED && (uint64_t)stop->signo != s->exit.u.exit.value) {
         rep_diverge(s, "the program got signal %d, the recording ends with signal %" PRIu64,
                     stop->signo, s->exit.u.exit.value);
         return;
     }
-    if (crec_emu_cpu_icount(s->cpu) != s->exit.u.exit.global_icount) {
+    if (s->have_exit && (!s->alone || s->whole) &&
+        crec_emu_cpu_icount(s->cpu) != s->exit.u.exit.global_icount) {
         rep_diverge(s, "the program ended after %" PRIu64 " instructions, the recording after %"
                        PRIu64, crec_emu_cpu_icount(s->cpu), s->exit.u.exit.global_icount);
         return;
@@ -725,11 +893,7 @@ static void rep_seg_check_end(struct rep_seg *s, const struct crec_emu_stop *sto
         rep_fail(s, &err);
         return;
     }
-    if (crec_regs_diff(&last->regs, &now, what, sizeof what)) {
-        rep_diverge(s, "at the end: %s", what);
-        return;
-    }
-    s->keyframes_checked++;
+    rep_check_last_regs(s, &now);
 }
 
 /* A query run: on to exactly s->until instructions, or the recording's end. */
@@ -782,7 +946,7 @@ static int rep_seg_start(struct rep_seg *s)
     rc = rep_listing(s, s->first, 1);
     if (rc != CREC_OK && !s->failed)
         rep_failf(s, CREC_ERR_CORRUPT, "the memory-map listing of the key frame at "
-                  "instruction %" PRIu64 " can't be read", s->kfs[s->first].global_icount);
+                  "instruction %" PRIu64 " can't be read", s->kfs[s->first].thread_icount);
     if (s->failed || s->diverged)
         return rep_outcome(s);
     if (s->start != &s->kfs[s->first] && rep_seg_to_point(s) != CREC_OK)
@@ -794,27 +958,200 @@ static int rep_seg_start(struct rep_seg *s)
     return rep_outcome(s);
 }
 
+/* Run the CPU until it stops for good: a cut inside a block where the
+ * recording switched this thread out is not the end, the run goes on. */
+static void rep_run_cpu(struct rep_seg *s, struct crec_emu_stop *stop)
+{
+    crec_error err = {0};
+
+    for (;;) {
+        if (crec_emu_cpu_run(s->cpu, stop, &err) != CREC_OK) {
+            rep_fail(s, &err);
+            return;
+        }
+        if (!s->cut_at || s->failed || s->diverged || stop->why != CREC_STOP_REQUESTED)
+            return;
+        if (crec_emu_cpu_icount(s->cpu) != s->cut_at)
+            return;
+        s->cut_at = 0;
+        if (s->whole && crec_emu_cpu_icount(s->cpu) >= s->stop_at)
+            return; /* the slice ends at the cut */
+    }
+}
+
 int rep_seg_run(struct rep_seg *s)
 {
     struct crec_emu_stop stop;
-    crec_error err = {0};
 
     if (rep_seg_start(s) != CREC_OK || s->failed || s->diverged)
         return rep_outcome(s);
     if (s->query)
         return rep_seg_run_until(s);
-    if (crec_emu_cpu_run(s->cpu, &stop, &err) != CREC_OK)
-        rep_fail(s, &err);
+    rep_run_cpu(s, &stop);
     if (s->failed || s->diverged)
         return rep_outcome(s);
     if (!s->is_last || s->truncated) {
         /* It must have reached and checked its last key frame. */
         if (s->next_kf <= s->end_kf)
             rep_diverge(s, "replay stopped before the key frame at instruction %" PRIu64,
-                        s->kfs[s->end_kf].global_icount);
+                        s->kfs[s->end_kf].thread_icount);
         return CREC_OK;
     }
     rep_seg_check_end(s, &stop);
+    return rep_outcome(s);
+}
+
+/* ---- the whole program: every thread in the recorded order ---------------- */
+
+/* Keep the running thread's state while another one runs. */
+static int rep_thread_save(struct rep_seg *s, struct rep_thread *t)
+{
+    crec_error err = {0};
+
+    if (s->stopped_at_block) /* stopped in a block hook: RIP is stale */
+        crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->stopped_at_block);
+    s->stopped_at_block = 0;
+    if (crec_emu_regs_get(s->cpu, &t->regs, &err) != CREC_OK) {
+        rep_fail(s, &err);
+        return err.code;
+    }
+    t->reads = s->reads, t->events = s->events;
+    t->hits_left = s->hits_left, t->entry_off = s->entry_off, t->entry_hits = s->entry_hits;
+    t->peek = s->peek, t->have_peek = s->have_peek;
+    t->peek_off = s->peek_off, t->ev_off = s->ev_off;
+    t->next_kf = s->next_kf;
+    s->reads = s->events = NULL;
+    return CREC_OK;
+}
+
+/* Give the CPU to thread t: where it stopped, or its first key frame. */
+static int rep_thread_load(struct rep_seg *s, struct rep_thread *t)
+{
+    crec_error err = {0};
+    int rc;
+
+    s->tid = t->tid;
+    s->kfs = t->kfs, s->nkf = t->nkf;
+    s->first = 0, s->end_kf = t->nkf - 1;
+    s->nkf_blocks = t->nkf - 1; /* its last key frame is checked at its end */
+    if (t->started) {
+        s->reads = t->reads, s->events = t->events;
+        s->hits_left = t->hits_left, s->entry_off = t->entry_off, s->entry_hits = t->entry_hits;
+        s->peek = t->peek, s->have_peek = t->have_peek;
+        s->peek_off = t->peek_off, s->ev_off = t->ev_off;
+        s->next_kf = t->next_kf;
+        t->reads = t->events = NULL;
+        if (crec_emu_regs_set(s->cpu, &t->regs, &err) != CREC_OK)
+            rep_fail(s, &err);
+        return rep_outcome(s);
+    }
+    /* it runs for the first time: from its first key frame, in the memory
+     * that is there (its listing is the same map) */
+    t->started = 1;
+    s->start = &t->kfs[0];
+    s->have_peek = 0;
+    s->next_kf = 1;
+    rc = crec_fmt_cursor_open(s->r, CREC_FMT_S_READS, t->tid, t->kfs[0].reads_off, &s->reads,
+                              &err);
+    if (rc == CREC_OK)
+        rc = crec_fmt_cursor_open(s->r, CREC_FMT_S_EVENTS, t->tid, t->kfs[0].events_off,
+                                  &s->events, &err);
+    if (rc == CREC_OK && crec_emu_regs_set(s->cpu, &t->kfs[0].regs, &err) != CREC_OK)
+        rc = err.code;
+    if (rc != CREC_OK) {
+        rep_fail(s, &err);
+        return rc;
+    }
+    if (rep_listing(s, 0, 0) != CREC_OK)
+        return rep_outcome(s);
+    if ((rc = rep_seg_first_hits(s, &err)) != CREC_OK)
+        rep_fail(s, &err);
+    return rep_outcome(s);
+}
+
+/* A thread that did not end in the run: as the recording left it. */
+static void rep_thread_check_left(struct rep_seg *s, struct rep_thread *t)
+{
+    const crec_fmt_keyframe *last = &t->kfs[t->nkf - 1];
+    char what[300];
+
+    if (!t->started || t->ended)
+        return;
+    if (crec_regs_diff(&last->regs, &t->regs, what, sizeof what)) {
+        rep_diverge(s, "at the end, thread %u: %s", t->tid, what);
+        return;
+    }
+    s->keyframes_checked++;
+}
+
+int rep_whole_run(struct rep_seg *s)
+{
+    struct crec_emu_stop stop = {0};
+    struct rep_thread *cur;
+
+    if (rep_seg_start(s) != CREC_OK || s->failed || s->diverged)
+        return rep_outcome(s);
+    cur = &s->threads[s->tid - 1];
+    cur->started = 1;
+    for (s->slice = 0; s->slice < s->nslices && !s->failed && !s->diverged; s->slice++) {
+        const crec_fmt_slice *sl = &s->slices[s->slice];
+        struct rep_thread *t = sl->tid >= 1 && sl->tid <= s->nthreads ? &s->threads[sl->tid - 1]
+                                                                       : NULL;
+        if (!t || !t->kfs || t->ended) {
+            rep_failf(s, CREC_ERR_CORRUPT, "the schedule runs thread %u, which has no key "
+                      "frame left to run from", sl->tid);
+            break;
+        }
+        if (t != cur) {
+            if (rep_thread_save(s, cur) != CREC_OK || rep_thread_load(s, t) != CREC_OK)
+                break;
+            cur = t;
+        }
+        s->gbase = sl->start, s->tbase = sl->thread_start;
+        s->stop_at = sl->start + sl->len;
+        if (crec_emu_cpu_icount(s->cpu) != sl->start) {
+            rep_failf(s, CREC_ERR_CORRUPT, "the schedule starts thread %u at instruction %"
+                      PRIu64 ", but %" PRIu64 " ran before it", sl->tid, sl->start,
+                      crec_emu_cpu_icount(s->cpu));
+            break;
+        }
+        if (sl->len == 0)
+            continue;
+        rep_run_cpu(s, &stop);
+        if (s->failed || s->diverged || s->have_exit)
+            break;
+        if (s->thread_ended) { /* it exited in a syscall: its last key frame is here */
+            crec_error err = {0};
+            crec_regs now;
+            s->thread_ended = 0;
+            if (crec_emu_regs_get(s->cpu, &now, &err) != CREC_OK) {
+                rep_fail(s, &err);
+                break;
+            }
+            rep_check_last_regs(s, &now);
+            cur->ended = 1;
+            crec_emu_cpu_set_icount(s->cpu, crec_emu_cpu_icount(s->cpu)); /* forget its block */
+        }
+        if (crec_emu_cpu_icount(s->cpu) != s->stop_at && !cur->ended) {
+            if (stop.why != CREC_STOP_REQUESTED && s->slice + 1 == s->nslices)
+                break; /* the program ends with a fault: checked below */
+            rep_diverge(s, "thread %u stopped at instruction %" PRIu64 " of the program, not "
+                           "where the recording switched it out (%" PRIu64 ")", sl->tid,
+                        crec_emu_cpu_icount(s->cpu), s->stop_at);
+        }
+    }
+    if (s->failed || s->diverged)
+        return rep_outcome(s);
+    /* the thread that ran last ends the program; the others are as they were left */
+    if (!cur->ended) {
+        if (s->stopped_at_block)
+            crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->stopped_at_block);
+        rep_seg_check_end(s, &stop);
+        cur->ended = 1;
+    }
+    for (size_t i = 0; i < s->nthreads && !s->diverged && !s->failed; i++)
+        if (&s->threads[i] != cur)
+            rep_thread_check_left(s, &s->threads[i]);
     return rep_outcome(s);
 }
 
@@ -823,5 +1160,10 @@ void rep_seg_close(struct rep_seg *s)
     rep_lazy_free(s);
     crec_fmt_cursor_free(s->reads);
     crec_fmt_cursor_free(s->events);
+    crec_fmt_cursor_free(s->seq);
+    for (size_t i = 0; i < s->nthreads; i++) {
+        crec_fmt_cursor_free(s->threads[i].reads);
+        crec_fmt_cursor_free(s->threads[i].events);
+    }
     crec_emu_cpu_free(s->cpu);
 }

@@ -14,9 +14,37 @@
 #define REP_LAZY_SEEN 64
 
 /*
+ * What a thread keeps while another one has the CPU, in a whole-program
+ * replay: the fields of rep_seg that belong to the running thread.
+ */
+struct rep_thread {
+    uint32_t tid;
+    int started;                 /* its first key frame was loaded */
+    int ended;                   /* it exited, or the recording ended it */
+    crec_regs regs;
+    const crec_fmt_keyframe *kfs; /* its key frames (thread_icount is its time) */
+    size_t nkf, next_kf, kf_checked_last;
+    crec_fmt_cursor *reads, *events, *seq;
+    uint64_t hits_left, entry_off, entry_hits;
+    crec_fmt_event peek;
+    int have_peek;
+    uint64_t peek_off, ev_off;
+    crec_fmt_seq_ctx seq_ctx;
+    crec_fmt_seq seq_next;
+    int have_seq_next;
+};
+
+/*
  * One replay on its own CPU, from key frame `first` until instruction
  * `stop_at` (the start of the next job's segments, or the end).  Parallel
  * replay runs several, each with its own reader.
+ *
+ * Counts: `kfs` are the key frames of the thread being replayed, and what
+ * is compared with them is that thread's own count, thread_icount (a
+ * recording of one thread has the same number in both).  Replaying one
+ * thread alone, the CPU counts that thread's instructions.  A whole-program
+ * replay (`whole`) counts every thread's on the CPU; the running thread's
+ * count is tbase + (CPU count - gbase).
  */
 struct rep_seg {
     crec_fmt_reader *r;
@@ -84,14 +112,46 @@ struct rep_seg {
     const uint8_t *from_values;
     size_t from_nlines;
     uint64_t entry_off, entry_hits; /* the READS entry being used: where, its hits */
+
+    /* threads (format 2) */
+    uint32_t version;            /* the file's format version */
+    crec_fmt_cursor *seq;        /* the thread's SEQ stream (NULL: none) */
+    crec_fmt_seq_ctx seq_ctx;
+    crec_fmt_seq seq_next;       /* its next switch entry (IN, OUT, OUT_EXACT) */
+    int have_seq_next;
+    uint64_t cut_at;             /* a stop inside a block is set here (CPU count), 0: none */
+    int thread_ended;            /* the thread's end was reached (THREAD exit, EXIT) */
+    uint64_t gbase, tbase;       /* whole: where the running slice began */
+    int whole;                   /* a whole-program replay: one memory, every thread */
+    int alone;                   /* one of several threads (format 2): thread counts */
+    struct rep_thread *threads;  /* whole: every thread, by number - 1 */
+    size_t nthreads;
+    const crec_fmt_slice *slices; /* whole: the schedule */
+    size_t nslices, slice;
+    const crec_fmt_keyframe *all_kfs; /* whole: every key frame (for per-thread views) */
+    size_t all_nkf;
+    uint64_t thread_keyframes;   /* key frames of threads checked at the end */
 };
+
+/* The running thread's own count now. */
+static inline uint64_t rep_ticount(const struct rep_seg *s)
+{
+    return crec_emu_cpu_icount(s->cpu) - s->gbase + s->tbase;
+}
 
 /* session.c: every KEYFRAME record, in order (*out is crec_malloc'd). */
 int rep_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
                        crec_error *err);
 
+/* session.c: the key frames of thread tid, in order (*out crec_malloc'd). */
+int rep_thread_keyframes(const crec_fmt_keyframe *kfs, size_t nkf, uint32_t tid,
+                         crec_fmt_keyframe **out, size_t *n, crec_error *err);
+
 /* replay.c: run one replay to its end; its result is left in *s. */
 int rep_seg_run(struct rep_seg *s);
+
+/* replay.c: a whole-program replay (s->whole, threads, slices set). */
+int rep_whole_run(struct rep_seg *s);
 
 /* replay.c: run a query run that stopped on to `until` (s->query). */
 int rep_seg_resume(struct rep_seg *s, uint64_t until);

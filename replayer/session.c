@@ -70,163 +70,365 @@ int rep_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
     return CREC_OK;
 }
 
-static void *job_main(void *arg)
+int rep_thread_keyframes(const crec_fmt_keyframe *kfs, size_t nkf, uint32_t tid,
+                         crec_fmt_keyframe **out, size_t *n, crec_error *err)
 {
-    struct rep_seg *s = arg;
+    crec_fmt_keyframe *v;
+    size_t k = 0;
 
-    rep_seg_run(s);
-    __atomic_store_n(&s->finished, 1, __ATOMIC_RELEASE);
+    *out = NULL, *n = 0;
+    for (size_t i = 0; i < nkf; i++)
+        k += kfs[i].tid == tid;
+    if (k == 0)
+        return CREC_OK;
+    if (!(v = crec_malloc(k * sizeof *v)))
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for the key frames of thread %u",
+                              tid);
+    k = 0;
+    for (size_t i = 0; i < nkf; i++)
+        if (kfs[i].tid == tid) {
+            if (k > 0 && kfs[i].thread_icount < v[k - 1].thread_icount) {
+                crec_free(v);
+                return crec_error_corrupt(err, "the key frames of thread %u go back in time", tid);
+            }
+            v[k++] = kfs[i];
+        }
+    *out = v, *n = k;
+    return CREC_OK;
+}
+
+/* ---- pieces on a pool of host threads ----------------------------------------- */
+
+/* Pieces of replay (rep_seg) spread over host threads, in order. */
+struct pool {
+    const char *path;
+    crec_fmt_reader *r0;      /* the caller's reader, for the first worker */
+    struct rep_seg *segs;
+    unsigned nsegs;
+    unsigned next;            /* the next piece to take */
+    pthread_mutex_t mu;
+};
+
+struct worker {
+    struct pool *p;
+    unsigned id;
+    int rc;
+    crec_error err;
+};
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct pool *p = w->p;
+    crec_fmt_reader *r = NULL;
+
+    if (w->id == 0)
+        r = p->r0;
+    else if ((w->rc = crec_fmt_reader_open(p->path, &r, &w->err)) != CREC_OK)
+        r = NULL;
+    for (;;) {
+        struct rep_seg *s;
+        pthread_mutex_lock(&p->mu);
+        s = p->next < p->nsegs ? &p->segs[p->next++] : NULL;
+        pthread_mutex_unlock(&p->mu);
+        if (!s)
+            break;
+        if (!r) { /* no reader for this worker: the piece fails with its error */
+            s->failed = 1;
+            s->err = w->err;
+        } else {
+            s->r = r;
+            rep_seg_run(s);
+        }
+        __atomic_store_n(&s->finished, 1, __ATOMIC_RELEASE);
+    }
+    if (w->id != 0)
+        crec_fmt_reader_free(r);
     return NULL;
 }
 
-/* Instructions the runs have replayed so far (read while they run). */
-static uint64_t jobs_done(struct rep_seg *segs, unsigned jobs)
+/* Instructions the pieces have replayed so far (read while they run). */
+static uint64_t pieces_done(struct rep_seg *segs, unsigned n)
 {
     uint64_t done = 0;
 
-    for (unsigned j = 0; j < jobs; j++) {
+    for (unsigned j = 0; j < n; j++) {
         uint64_t at = __atomic_load_n(&segs[j].at, __ATOMIC_RELAXED);
-        uint64_t start = segs[j].kfs[segs[j].first].global_icount;
+        uint64_t start = segs[j].kfs[segs[j].first].thread_icount;
+        if (__atomic_load_n(&segs[j].finished, __ATOMIC_ACQUIRE))
+            at = segs[j].stop_at;
         done += at > start ? at - start : 0;
     }
     return done;
 }
 
-static int jobs_finished(struct rep_seg *segs, unsigned jobs)
+static int pieces_finished(struct rep_seg *segs, unsigned n)
 {
-    for (unsigned j = 0; j < jobs; j++)
+    for (unsigned j = 0; j < n; j++)
         if (!__atomic_load_n(&segs[j].finished, __ATOMIC_ACQUIRE))
             return 0;
     return 1;
 }
 
-/* While the runs go on, tell o->progress how far they have got. */
-static void watch_jobs(struct rep_seg *segs, unsigned jobs, const crec_replay_options *o,
-                       uint64_t total)
+/*
+ * Run the pieces on `jobs` host threads and wait for them all: the calling
+ * thread is left free to report progress (o->progress).  Every worker has
+ * its own reader; a worker whose thread can't be created runs on the
+ * calling thread instead.
+ */
+static void run_pool(const char *path, crec_fmt_reader *r0, struct rep_seg *segs, unsigned n,
+                     unsigned jobs, const crec_replay_options *o, uint64_t total)
 {
     const struct timespec tenth = {0, 100 * 1000 * 1000};
-
-    while (!jobs_finished(segs, jobs)) {
-        nanosleep(&tenth, NULL);
-        o->progress(o->progress_ctx, jobs_done(segs, jobs), total);
-    }
-}
-
-/*
- * Run every job on a thread of its own and wait for them all: the calling
- * thread is left free to report progress.  A job whose thread can't be
- * created runs on the calling thread instead.
- */
-static void run_threads(struct rep_seg *segs, unsigned jobs, const crec_replay_options *o,
-                        uint64_t total)
-{
-    pthread_t threads[REP_MAX_JOBS];
+    struct pool p = {path, r0, segs, n, 0, PTHREAD_MUTEX_INITIALIZER};
+    struct worker w[REP_MAX_JOBS];
+    pthread_t th[REP_MAX_JOBS];
     int started[REP_MAX_JOBS];
 
+    if (jobs > n)
+        jobs = n;
     for (unsigned j = 0; j < jobs; j++) {
-        started[j] = pthread_create(&threads[j], NULL, job_main, &segs[j]) == 0;
+        w[j] = (struct worker){&p, j, CREC_OK, {0}};
+        started[j] = pthread_create(&th[j], NULL, worker_main, &w[j]) == 0;
         if (!started[j])
-            job_main(&segs[j]);
+            worker_main(&w[j]);
     }
     if (o->progress)
-        watch_jobs(segs, jobs, o, total);
+        while (!pieces_finished(segs, n)) {
+            nanosleep(&tenth, NULL);
+            o->progress(o->progress_ctx, pieces_done(segs, n), total);
+        }
     for (unsigned j = 0; j < jobs; j++)
         if (started[j])
-            pthread_join(threads[j], NULL);
+            pthread_join(th[j], NULL);
 }
 
-/* The first key frame to start from: the last one at or before `from`. */
-static size_t start_index(const crec_fmt_keyframe *kfs, size_t nkf, size_t nblocks,
-                          uint64_t from)
+/* The first key frame to start from: the last one at or before `from`
+ * (global time) among the first nblocks. */
+static size_t start_index(const crec_fmt_keyframe *kfs, size_t nblocks, uint64_t from)
 {
     size_t i = 0;
 
     while (i + 1 < nblocks && kfs[i + 1].global_icount <= from)
         i++;
-    (void)nkf;
     return i;
 }
 
-/* Cut key frames [first, last] into `jobs` runs of about equal length. */
-static void plan_jobs(struct rep_seg *segs, unsigned jobs, size_t first, size_t last)
+/* What the pieces found, into res; the first failure into err. */
+static int merge(struct rep_seg *segs, unsigned n, crec_replay_result *res, crec_error *err)
 {
-    size_t span = last - first;
+    int rc = CREC_OK;
 
-    for (unsigned j = 0; j < jobs; j++) {
-        segs[j].first = first + span * j / jobs;
-        segs[j].end_kf = first + span * (j + 1) / jobs;
-        segs[j].is_last = j + 1 == jobs;
-    }
-}
-
-static void merge(struct rep_seg *segs, unsigned jobs, crec_replay_result *res)
-{
-    for (unsigned j = 0; j < jobs; j++) {
+    for (unsigned j = 0; j < n; j++) {
         struct rep_seg *s = &segs[j];
         res->keyframes_checked += s->keyframes_checked;
         res->syscalls += s->syscalls;
         res->writes_checked += s->writes_checked;
-        res->replayed += crec_emu_cpu_icount(s->cpu) - s->kfs[s->first].global_icount;
+        if (s->cpu) /* a whole-program replay starts at 0 */
+            res->replayed += crec_emu_cpu_icount(s->cpu) -
+                             (s->whole ? 0 : s->kfs[s->first].thread_icount);
         if (s->diverged && (!res->diverged || s->div.icount < res->div.icount)) {
             res->diverged = 1;
             res->div = s->div;
         }
+        if (s->failed && rc == CREC_OK) {
+            *err = s->err;
+            rc = err->code ? (int)err->code : CREC_ERR_CORRUPT;
+        }
+        if (s->have_exit) {
+            res->exited_by_signal = s->exit.u.exit.how == CREC_FMT_EXIT_SIGNAL;
+            res->exit_value = s->exit.u.exit.value;
+        }
+    }
+    return rc;
+}
+
+/* Cut key frames [first, last] of one thread into `k` pieces of about
+ * equal instruction counts, appended to segs. */
+static void plan_pieces(struct rep_seg *segs, unsigned *n, const crec_fmt_keyframe *kfs,
+                        size_t nkf, size_t first, unsigned k, int truncated, int alone)
+{
+    size_t last = nkf - 1, at = first;
+    uint64_t t0 = kfs[first].thread_icount, span = kfs[last].thread_icount - t0;
+
+    if (k > last - first)
+        k = last - first ? (unsigned)(last - first) : 1;
+    for (unsigned j = 1; j <= k; j++) {
+        struct rep_seg *s = &segs[(*n)++];
+        size_t end = j == k ? last : at + 1;
+        while (end < last && kfs[end].thread_icount - t0 < span / k * j)
+            end++;
+        if (end >= last && j < k)
+            end = last;
+        s->kfs = kfs, s->nkf = nkf;
+        s->first = at, s->end_kf = end;
+        s->is_last = end == last;
+        s->start = &kfs[at];
+        s->truncated = truncated;
+        s->stop_at = kfs[end].thread_icount;
+        s->nkf_blocks = s->is_last && !truncated ? nkf - 1 : end + 1;
+        s->at = kfs[at].thread_icount;
+        s->alone = alone;
+        at = end;
+        if (end == last)
+            break;
     }
 }
 
-static int run_jobs(const char *path, crec_fmt_reader *r0, const crec_fmt_keyframe *kfs,
-                    size_t nkf, int truncated, const crec_replay_options *o,
-                    crec_replay_result *res, crec_error *err)
+/* One thread of a recording: its key frames. */
+struct rep_view {
+    uint32_t tid;
+    crec_fmt_keyframe *kfs;
+    size_t nkf;
+};
+
+/* The threads of the recording (by number) and each one's key frames. */
+static int thread_views(const crec_fmt_keyframe *kfs, size_t nkf, struct rep_view **out,
+                        size_t *n, crec_error *err)
 {
-    struct rep_seg *segs;
-    size_t nblocks = truncated ? nkf : nkf - 1;
-    size_t first = start_index(kfs, nkf, nblocks ? nblocks : 1, o->from);
-    size_t last = nkf - 1;
-    unsigned jobs = o->jobs ? o->jobs : 1;
+    uint32_t max = 0;
+    struct rep_view *v;
     int rc = CREC_OK;
+
+    for (size_t i = 0; i < nkf; i++)
+        if (kfs[i].tid > max)
+            max = kfs[i].tid;
+    if (max == 0 || max > CREC_FMT_MAX_THREADS)
+        return crec_error_corrupt(err, "key frames of thread %u", max);
+    if (!(v = crec_calloc(max, sizeof *v)))
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for %u threads", max);
+    for (uint32_t t = 1; t <= max && rc == CREC_OK; t++) {
+        v[t - 1].tid = t;
+        rc = rep_thread_keyframes(kfs, nkf, t, &v[t - 1].kfs, &v[t - 1].nkf, err);
+    }
+    if (rc != CREC_OK) {
+        for (uint32_t t = 0; t < max; t++)
+            crec_free(v[t].kfs);
+        crec_free(v);
+        return rc;
+    }
+    *out = v, *n = max;
+    return CREC_OK;
+}
+
+static void views_free(struct rep_view *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        crec_free(v[i].kfs);
+    crec_free(v);
+}
+
+/* Replay pieces: every segment of the recording (one thread), or of each
+ * thread alone (several), on o->jobs host threads. */
+static int run_pieces(const char *path, crec_fmt_reader *r0, const crec_fmt_keyframe *kfs,
+                      size_t nkf, struct rep_view *views, size_t nviews, int truncated,
+                      const crec_replay_options *o, crec_replay_result *res, crec_error *err)
+{
+    unsigned jobs = o->jobs ? o->jobs : 1, n = 0, cap = 0;
+    uint64_t total = 0;
+    struct rep_seg *segs;
+    int rc;
 
     if (jobs > REP_MAX_JOBS)
         jobs = REP_MAX_JOBS;
-    if (jobs > last - first)
-        jobs = last - first ? (unsigned)(last - first) : 1;
-    segs = crec_calloc(jobs, sizeof *segs);
-    if (!segs)
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for %u replay jobs", jobs);
-    plan_jobs(segs, jobs, first, last);
-    for (unsigned j = 0; j < jobs && rc == CREC_OK; j++) {
-        struct rep_seg *s = &segs[j];
-        s->kfs = kfs;
-        s->nkf = nkf;
-        s->start = &kfs[s->first];
-        s->truncated = truncated;
-        s->stop_at = kfs[s->end_kf].global_icount;
-        s->nkf_blocks = s->is_last && !truncated ? nkf - 1 : s->end_kf + 1;
-        s->r = r0;
-        s->at = kfs[s->first].global_icount;
-        if (j > 0)
-            rc = crec_fmt_reader_open(path, &s->r, err);
-    }
-    res->start_icount = kfs[first].global_icount;
-    res->instructions = kfs[nkf - 1].global_icount;
-    if (rc == CREC_OK) {
-        run_threads(segs, jobs, o, res->instructions - res->start_icount);
-        merge(segs, jobs, res);
-        for (unsigned j = 0; j < jobs && rc == CREC_OK; j++)
-            if (segs[j].failed) {
-                *err = segs[j].err;
-                rc = err->code;
+    if (!views) { /* one thread: `jobs` runs of segments, as before threads */
+        size_t nblocks = truncated ? nkf : nkf - 1;
+        size_t first = start_index(kfs, nblocks ? nblocks : 1, o->from);
+        if (!(segs = crec_calloc(jobs, sizeof *segs)))
+            return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for %u replay jobs", jobs);
+        plan_pieces(segs, &n, kfs, nkf, first, jobs, truncated, 0);
+        res->start_icount = kfs[first].global_icount;
+        total = kfs[nkf - 1].thread_icount - kfs[first].thread_icount;
+    } else { /* threads alone: pieces of about a jobs-th of the average thread */
+        uint64_t sum = 0, piece;
+        for (size_t t = 0; t < nviews; t++)
+            if (views[t].nkf && (!o->thread || o->thread == views[t].tid))
+                sum += views[t].kfs[views[t].nkf - 1].thread_icount, cap += 1 + jobs;
+        if (cap == 0)
+            return crec_error_set(err, CREC_ERR_ARG, "no thread %u in the recording", o->thread);
+        piece = sum / (2 * jobs) + 1;
+        if (!(segs = crec_calloc(cap, sizeof *segs)))
+            return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for the replay pieces");
+        res->start_icount = UINT64_MAX;
+        for (size_t t = 0; t < nviews; t++) {
+            const struct rep_view *v = &views[t];
+            size_t first;
+            uint64_t len;
+            if (!v->nkf || (o->thread && o->thread != v->tid))
+                continue;
+            first = start_index(v->kfs, truncated ? v->nkf : v->nkf - 1, o->from);
+            if (first >= v->nkf - 1 && v->nkf > 1 && !truncated)
+                first = v->nkf - 2; /* a thread that ended before `from`: its last segment */
+            len = v->kfs[v->nkf - 1].thread_icount - v->kfs[first].thread_icount;
+            total += len;
+            if (v->kfs[first].global_icount < res->start_icount)
+                res->start_icount = v->kfs[first].global_icount;
+            if (v->nkf == 1) { /* a thread with one key frame: nothing to replay */
+                res->keyframes_checked++;
+                continue;
             }
-        if (segs[jobs - 1].have_exit) {
-            res->exited_by_signal = segs[jobs - 1].exit.u.exit.how == CREC_FMT_EXIT_SIGNAL;
-            res->exit_value = segs[jobs - 1].exit.u.exit.value;
+            plan_pieces(segs, &n, v->kfs, v->nkf, first, (unsigned)(len / piece + 1) > jobs
+                        ? jobs : (unsigned)(len / piece + 1), truncated, 1);
         }
+        if (res->start_icount == UINT64_MAX)
+            res->start_icount = 0;
     }
-    for (unsigned j = 0; j < jobs; j++) {
+    res->instructions = kfs[nkf - 1].global_icount;
+    if (n > 0)
+        run_pool(path, r0, segs, n, jobs, o, total);
+    rc = merge(segs, n, res, err);
+    for (unsigned j = 0; j < n; j++)
         rep_seg_close(&segs[j]);
-        if (j > 0)
-            crec_fmt_reader_free(segs[j].r);
-    }
     crec_free(segs);
+    return rc;
+}
+
+/* The whole program on one CPU, its threads switched as recorded. */
+static int run_whole(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t nkf,
+                     struct rep_view *views, size_t nviews, const crec_replay_options *o,
+                     crec_replay_result *res, crec_error *err)
+{
+    struct rep_seg s;
+    crec_fmt_slice *slices = NULL;
+    size_t nslices = 0;
+    int rc = crec_fmt_schedule(r, kfs[nkf - 1].global_icount, &slices, &nslices, err);
+
+    if (rc != CREC_OK)
+        return rc;
+    if (nslices == 0 || slices[0].tid < 1 || slices[0].tid > nviews ||
+        views[slices[0].tid - 1].nkf == 0) {
+        crec_free(slices);
+        return crec_error_corrupt(err, "the schedule does not start with a thread that has a "
+                                       "key frame");
+    }
+    memset(&s, 0, sizeof s);
+    s.r = r;
+    s.whole = s.alone = 1;
+    s.slices = slices, s.nslices = nslices;
+    s.nthreads = nviews;
+    s.threads = crec_calloc(nviews, sizeof *s.threads);
+    if (!s.threads) {
+        crec_free(slices);
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for %zu threads", nviews);
+    }
+    for (size_t t = 0; t < nviews; t++) {
+        s.threads[t].tid = views[t].tid;
+        s.threads[t].kfs = views[t].kfs;
+        s.threads[t].nkf = views[t].nkf;
+    }
+    s.kfs = views[slices[0].tid - 1].kfs, s.nkf = views[slices[0].tid - 1].nkf;
+    s.first = 0, s.end_kf = s.nkf - 1, s.is_last = 1;
+    s.nkf_blocks = s.nkf - 1;
+    s.start = &s.kfs[0];
+    if (o->progress) /* one thread: the caller's own reports nothing meanwhile */
+        o->progress(o->progress_ctx, 0, kfs[nkf - 1].global_icount);
+    rep_whole_run(&s);
+    res->start_icount = 0;
+    res->instructions = kfs[nkf - 1].global_icount;
+    rc = merge(&s, 1, res, err);
+    rep_seg_close(&s);
+    crec_free(s.threads);
+    crec_free(slices);
     return rc;
 }
 
@@ -294,13 +496,27 @@ int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_
                                          "frame's data");
     }
     if (rc == CREC_OK) {
+        struct rep_view *views = NULL;
+        size_t nviews = 0;
         res->truncated = truncated;
         if (o->from > kfs[nkf - 1].global_icount)
             rc = crec_error_set(err, CREC_ERR_ARG,
                                 "--from %" PRIu64 " is past the end of the recording (%" PRIu64
                                 " instructions)", o->from, kfs[nkf - 1].global_icount);
         else
-            rc = run_jobs(path, r, kfs, nkf, truncated, o, res, err);
+            rc = thread_views(kfs, nkf, &views, &nviews, err);
+        if (rc == CREC_OK && nviews > 1)
+            res->threads = nviews;
+        /* Several threads: the whole program in the recorded order, or (with
+         * --jobs, --thread, --from, or a file cut short) each thread alone. */
+        if (rc == CREC_OK && nviews > 1 && (o->jobs <= 1 && !o->thread && !o->from && !truncated))
+            rc = run_whole(r, kfs, nkf, views, nviews, o, res, err);
+        else if (rc == CREC_OK) {
+            res->alone = nviews > 1;
+            rc = run_pieces(path, r, kfs, nkf, nviews > 1 ? views : NULL, nviews, truncated, o,
+                            res, err);
+        }
+        views_free(views, nviews);
     }
     crec_free(kfs);
     crec_fmt_reader_free(r);

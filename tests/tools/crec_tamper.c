@@ -3,10 +3,10 @@
  * every checksum made right again, so that only the reader's or the
  * replay's own checks can notice.
  *
- *   crec_tamper IN OUT HEX16
+ *   crec_tamper IN OUT HEX16 [TID]
  *       HEX16 is 8 bytes as 16 hex digits (in memory order); the first
- *       place they appear in the READS stream of thread 1 gets its first
- *       byte xor 1.
+ *       place they appear in a READS stream (thread TID's, else any
+ *       thread's, by number) gets its first byte xor 1.
  *   crec_tamper IN OUT --header FIELD=VALUE
  *       one header value (page_size, cache_granule, cache_entries, arch,
  *       host_order, keyframe_interval, snapshot_interval) set to VALUE.
@@ -25,6 +25,7 @@
 struct change {
     int reads;                /* flip the first match of `pattern` in READS */
     uint8_t pattern[8];
+    uint32_t tid;             /* ... of this thread (0: any) */
     int listing;              /* lengthen the first listed mapping by `delta` */
     uint64_t delta;
     int done;
@@ -75,7 +76,8 @@ static int copy_stream(crec_fmt_reader *r, crec_fmt_writer *w, const crec_fmt_st
     if (!buf)
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
     rc = crec_fmt_read_at(r, si->type, si->tid, 0, buf, si->raw_bytes, err);
-    if (rc == CREC_OK && ch->reads && si->type == CREC_FMT_S_READS && !ch->done) {
+    if (rc == CREC_OK && ch->reads && si->type == CREC_FMT_S_READS && !ch->done &&
+        (!ch->tid || ch->tid == si->tid)) {
         for (uint64_t i = 0; i + 8 <= si->raw_bytes; i++)
             if (memcmp(buf + i, ch->pattern, 8) == 0) {
                 buf[i] ^= 1;
@@ -121,7 +123,7 @@ static int set_header(crec_fmt_header *h, const char *arg)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: crec_tamper IN OUT HEX16\n"
+    fprintf(stderr, "usage: crec_tamper IN OUT HEX16 [TID]\n"
                     "       crec_tamper IN OUT --header FIELD=VALUE\n"
                     "       crec_tamper IN OUT --listing-len DELTA\n");
     return 2;
@@ -143,8 +145,9 @@ int main(int argc, char **argv)
     } else if (argc == 5 && strcmp(argv[3], "--listing-len") == 0) {
         ch.listing = 1;
         ch.delta = strtoull(argv[4], NULL, 0);
-    } else if (argc == 4 && strlen(argv[3]) == 16) {
+    } else if ((argc == 4 || argc == 5) && strlen(argv[3]) == 16) {
         ch.reads = 1;
+        ch.tid = argc == 5 ? (uint32_t)strtoul(argv[4], NULL, 0) : 0;
         for (int i = 0; i < 8; i++) {
             char byte[3] = {argv[3][2 * i], argv[3][2 * i + 1], 0};
             ch.pattern[i] = (uint8_t)strtoul(byte, NULL, 16);

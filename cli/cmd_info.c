@@ -90,6 +90,30 @@ static void print_header(FILE *out, const char *name, const crec_info *h)
             (unsigned long long)h->cache_entries, (unsigned long long)h->cache_granule);
 }
 
+/* Every thread: its number, its creator, its tid in the guest, where it
+ * ran (global times), its instructions, key frames and stream bytes. */
+static void print_threads(FILE *out, const crec_info *s)
+{
+    fprintf(out, "               %6s %6s %8s %12s %12s %12s %5s %10s  %s\n", "thread", "parent",
+            "tid", "from", "to", "instr", "kf", "bytes", "end");
+    for (size_t i = 0; i < s->nthread_list; i++) {
+        const crec_thread_info *t = &s->thread_list[i];
+        char parent[16] = "-";
+        if (t->parent)
+            snprintf(parent, sizeof parent, "%u", t->parent);
+        fprintf(out, "               %6u %6s %8u %12llu %12llu %12llu %5llu %10llu  ", t->tid,
+                parent, t->guest_tid, (unsigned long long)t->start, (unsigned long long)t->end,
+                (unsigned long long)t->instructions, (unsigned long long)t->keyframes,
+                (unsigned long long)t->stream_bytes);
+        if (t->exited)
+            fprintf(out, "exit %llu\n", (unsigned long long)t->status);
+        else if (t->ended_program)
+            fprintf(out, "ended the program\n");
+        else
+            fprintf(out, "ran to the end\n");
+    }
+}
+
 static void print_text(FILE *out, const char *name, const crec_info *s)
 {
     print_header(out, name, s);
@@ -97,7 +121,17 @@ static void print_text(FILE *out, const char *name, const crec_info *s)
             (unsigned long long)s->keyframes, (unsigned long long)s->keyframe_interval);
     fprintf(out, "snapshots:     %llu (every %llu key frames)\n",
             (unsigned long long)s->snapshots, (unsigned long long)s->snapshot_interval);
+    if (s->format_version >= 2) {
+        fprintf(out, "schedule:      time slices of %llu instructions, %llu CPU%s shown",
+                (unsigned long long)s->time_slice, (unsigned long long)s->cpus,
+                s->cpus == 1 ? "" : "s");
+        if (s->chaos)
+            fprintf(out, ", chaos seed %llu", (unsigned long long)s->chaos_seed);
+        fputc('\n', out);
+    }
     fprintf(out, "threads:       %llu\n", (unsigned long long)s->threads);
+    if (s->nthread_list > 1)
+        print_threads(out, s);
     fprintf(out, "instructions:  %llu\n", (unsigned long long)s->instructions);
     if (s->exited)
         fprintf(out, "exit:          %s %llu\n", exit_text(s->exit_how),
@@ -186,7 +220,30 @@ static void print_json(FILE *out, const char *name, const crec_info *s)
 {
     json_header(out, name, s);
     json_u64(out, "file_bytes", s->file_bytes);
+    if (s->format_version >= 2) {
+        json_u64(out, "time_slice", s->time_slice);
+        json_u64(out, "cpus", s->cpus);
+        if (s->chaos)
+            json_u64(out, "chaos_seed", s->chaos_seed);
+    }
     json_u64(out, "threads", s->threads);
+    if (s->nthread_list > 1) {
+        fputs("  \"thread_list\": [", out);
+        for (size_t i = 0; i < s->nthread_list; i++) {
+            const crec_thread_info *t = &s->thread_list[i];
+            fprintf(out, "%s\n    {\"thread\": %u, \"parent\": %u, \"tid\": %u, \"from\": %llu, "
+                         "\"to\": %llu, \"instructions\": %llu, \"keyframes\": %llu, "
+                         "\"stream_bytes\": %llu, \"ended_program\": %s, \"exited\": %s",
+                    i ? "," : "", t->tid, t->parent, t->guest_tid, (unsigned long long)t->start,
+                    (unsigned long long)t->end, (unsigned long long)t->instructions,
+                    (unsigned long long)t->keyframes, (unsigned long long)t->stream_bytes,
+                    t->ended_program ? "true" : "false", t->exited ? "true" : "false");
+            if (t->exited)
+                fprintf(out, ", \"status\": %llu", (unsigned long long)t->status);
+            fputc('}', out);
+        }
+        fputs("\n  ],\n", out);
+    }
     json_u64(out, "instructions", s->instructions);
     json_u64(out, "keyframes", s->keyframes);
     json_u64(out, "snapshots", s->snapshots);

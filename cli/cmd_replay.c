@@ -242,6 +242,18 @@ int cmd_replay(int argc, char **argv)
     erase_progress(&prog);
     if (rc != CREC_OK)
         return cli_fail_file(argv[optind], &err);
+    if (res.diverged && res.div.alone)
+        return cli_fail(EXIT_DIVERGED,
+                        "%s: replay diverged in thread %u (verified alone) at its instruction %"
+                        PRIu64 ", rip 0x%" PRIx64 " (%s): %s",
+                        argv[optind], res.div.tid, res.div.thread_icount, res.div.rip,
+                        res.div.insn, res.div.what);
+    if (res.diverged && res.div.tid)
+        return cli_fail(EXIT_DIVERGED,
+                        "%s: replay diverged at instruction %" PRIu64 " (thread %u, its "
+                        "instruction %" PRIu64 "), rip 0x%" PRIx64 " (%s): %s",
+                        argv[optind], res.div.icount, res.div.tid, res.div.thread_icount,
+                        res.div.rip, res.div.insn, res.div.what);
     if (res.diverged)
         return cli_fail(EXIT_DIVERGED,
                         "%s: replay diverged at instruction %" PRIu64 ", rip 0x%" PRIx64

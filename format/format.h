@@ -631,6 +631,7 @@ typedef struct crec_fmt_thread_sum {
     int exited;            /* a THREAD exit record: */
     uint32_t how;          /*   enum crec_fmt_thread_how */
     uint64_t status;
+    int ended_program;     /* the EXIT event is in its EVENTS */
 } crec_fmt_thread_sum;
 
 typedef struct crec_fmt_summary {

@@ -50,7 +50,8 @@ static void copy_threads(crec_thread_info *out, const crec_fmt_summary *s,
         crec_thread_info *o = &out[k];
         *o = (crec_thread_info){t->tid, t->parent, t->guest_tid, t->start, t->end,
                                 t->instructions, t->keyframes,
-                                t->exited && t->how == CREC_FMT_TH_EXITED, t->status, 0};
+                                t->exited && t->how == CREC_FMT_TH_EXITED, t->status,
+                                t->ended_program, 0};
         for (size_t i = 0; i < crec_fmt_reader_nstreams(r); i++) {
             crec_fmt_stream_info si;
             if (crec_fmt_reader_stream(r, i, &si, NULL) == CREC_OK && si.tid == t->tid &&

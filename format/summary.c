@@ -105,6 +105,8 @@ static int on_event(crec_fmt_summary *s, int kind, const uint8_t *body, size_t l
             t->status = ev.u.thread.status;
         }
     }
+    if (!rc && kind == CREC_FMT_K_EXIT && (t = thread_sum(s, s->cur_tid)) != NULL)
+        t->ended_program = 1;
     if (!rc && kind == CREC_FMT_K_EXIT) {
         s->exited = 1;
         s->exit_how = ev.u.exit.how;

@@ -198,7 +198,11 @@ typedef struct crec_replay_options {
 
 /* Where and how a replay left the recorded path. */
 typedef struct crec_divergence {
-    uint64_t icount;  /* instruction count when it was noticed */
+    uint64_t icount;  /* instruction count when it was noticed (a thread verified
+                         alone: that thread's own count) */
+    uint32_t tid;     /* the thread it was noticed in (0: the recording has one) */
+    uint64_t thread_icount; /* ... and that thread's own count then */
+    int alone;        /* the thread was verified alone: icount is its own count */
     uint64_t rip;
     char insn[160];   /* the instruction at rip: bytes and disassembly */
     char what[400];   /* what differed */
@@ -265,6 +269,8 @@ typedef struct crec_thread_info {
     int exited;              /* it ended by itself (exit) with `status`; else it ran
                                 until the program ended */
     uint64_t status;
+    int ended_program;       /* the program ended in this thread (exit_group, a fatal
+                                signal, the end of the recording) */
     uint64_t stream_bytes;   /* compressed bytes of its READS, EVENTS and SEQ */
 } crec_thread_info;
 

@@ -590,10 +590,18 @@ static void rec_on_thread(void *ctx, const struct crec_emu_thread_event *tev)
     if (tev->op == CREC_EMU_THREAD_CREATE) {
         if (!rs->multi) {
             /* sequencing starts: the first thread has run since 0, and is
-             * in the syscall that makes the second */
+             * in the syscall that makes the second; its THREAD record,
+             * which a program of one thread does without, says its tid */
+            struct crec_emu_thread_info first;
             rs->multi = 1;
             rec_seq(rs, rs->cur, 0, CREC_FMT_SEQ_IN);
             rec_seq(rs, rs->cur, ticount, CREC_FMT_SEQ_SYSCALL);
+            if (crec_emu_threads(rs->emu, &first, 1) >= 1) {
+                ev.u.thread.op = CREC_FMT_TH_CREATE;
+                ev.u.thread.tid = rs->cur->tid;
+                ev.u.thread.guest_tid = first.tid;
+                rec_event(rs, &ev);
+            }
         }
         if (!(t = rec_thread_new(rs, tev->id)))
             return;

@@ -37,6 +37,11 @@ static void rep_diverge(struct rep_seg *s, const char *fmt, ...)
         return;
     s->diverged = 1;
     s->div.icount = crec_emu_cpu_icount(s->cpu);
+    if (s->alone) {
+        s->div.tid = s->tid;
+        s->div.thread_icount = rep_ticount(s);
+        s->div.alone = !s->whole;
+    }
     s->div.rip = crec_emu_reg_get(s->cpu, CREC_EMU_RIP);
     crec_emu_cpu_describe(s->cpu, s->div.rip, s->div.insn, sizeof s->div.insn);
     va_start(ap, fmt);
@@ -344,6 +349,8 @@ static int rep_next_non_mmap(struct rep_seg *s, crec_fmt_event *ev)
     int rc;
 
     while ((rc = rep_next_event(s, ev)) == CREC_OK) {
+        if (ev->kind == CREC_FMT_K_THREAD && ev->u.thread.op == CREC_FMT_TH_CREATE)
+            continue; /* who the thread is: nothing the program does */
         if (ev->kind != CREC_FMT_K_MMAP)
             return CREC_OK;
         if (ev->u.mmap.flags & CREC_FMT_EV_LISTING)
@@ -1135,9 +1142,14 @@ int rep_whole_run(struct rep_seg *s)
         if (crec_emu_cpu_icount(s->cpu) != s->stop_at && !cur->ended) {
             if (stop.why != CREC_STOP_REQUESTED && s->slice + 1 == s->nslices)
                 break; /* the program ends with a fault: checked below */
-            rep_diverge(s, "thread %u stopped at instruction %" PRIu64 " of the program, not "
-                           "where the recording switched it out (%" PRIu64 ")", sl->tid,
-                        crec_emu_cpu_icount(s->cpu), s->stop_at);
+            if (stop.why != CREC_STOP_REQUESTED)
+                rep_diverge(s, "the program stopped (%s) where the recording goes on to "
+                               "instruction %" PRIu64, stop.what[0] ? stop.what : "fault",
+                            s->stop_at);
+            else
+                rep_diverge(s, "thread %u stopped at instruction %" PRIu64 " of the program, "
+                               "not where the recording switched it out (%" PRIu64 ")",
+                            sl->tid, crec_emu_cpu_icount(s->cpu), s->stop_at);
         }
     }
     if (s->failed || s->diverged)

@@ -76,18 +76,22 @@ int cli_option_u64(const char *cmd, const char *name, const char *s, uint64_t mi
 /* A parsed WHAT of `crec query` / `crec when` (cmd_query.c). */
 struct cli_what {
     int is_reg, reg_kind, reg_n;
+    uint32_t tid;      /* a register of this thread (TID:REG); 0: the one running */
     uint64_t addr;
     size_t len;
 };
 
-/* Parse WHAT (address, ADDR:LEN, symbol[+off], register; `size` for a bare
- * address) and WHEN (T, end, N%, tid:step, syscall:N, each optionally
+/* Parse WHAT (address, ADDR:LEN, symbol[+off], register, TID:register;
+ * `size` for a bare address) and WHEN (T, end, N%, tid:step, syscall:N, each optionally
  * followed by +N or -N instructions).  An address or offset that runs past
  * 2^64 is an error, never a wrapped address.  @return 0, or -1 with the
  * one-line reason in err. */
 int cli_parse_what(crec_recording *rec, const char *what, size_t size, struct cli_what *w,
                    crec_error *err);
 int cli_parse_when(crec_recording *rec, const char *when, uint64_t *t, crec_error *err);
+/* The same, and *tid the thread a TID:STEP names (0 for another WHEN). */
+int cli_parse_when_thread(crec_recording *rec, const char *when, uint64_t *t, uint32_t *tid,
+                          crec_error *err);
 
 /* On a terminal only, show on stderr how far the long work of a query
  * (building the index of `path`) has got; elsewhere, nothing. */

@@ -26,11 +26,16 @@ static const char query_usage[] =
     "       ADDR:LEN        a range of LEN bytes\n"
     "       SYMBOL[+OFF]    an ELF symbol of the program (e.g. counter, main+0x10)\n"
     "       REGISTER        rax .. r15, rip, rflags, fs_base, gs_base, xmm0 .. xmm15,\n"
-    "                       st0 .. st7, mxcsr, fpcw, fpsw, fptag\n"
-    "WHEN:  T               an instruction count\n"
+    "                       st0 .. st7, mxcsr, fpcw, fpsw, fptag: of the thread\n"
+    "                       that runs instruction T+1 (or of TID, at TID:STEP)\n"
+    "       TID:REGISTER    thread TID's register: its state after its last\n"
+    "                       instruction before T\n"
+    "WHEN:  T               an instruction count (all threads' instructions, in the\n"
+    "                       order they ran)\n"
     "       end             the end of the recording\n"
     "       N%              N percent of the way through\n"
-    "       TID:STEP        thread TID after STEP instructions (one thread: tid 1)\n"
+    "       TID:STEP        thread TID after STEP of its own instructions (threads are\n"
+    "                       numbered from 1, as 'crec info' lists them)\n"
     "       syscall:N       just before the Nth syscall (from 1)\n"
     "       WHEN+N, WHEN-N  N instructions after or before WHEN (syscall:3+1: just\n"
     "                       after the 3rd syscall)\n"
@@ -154,6 +159,20 @@ int cli_parse_what(crec_recording *rec, const char *what, size_t size, struct cl
         return 0;
     }
     colon = strchr(buf, ':');
+    if (colon && isdigit((unsigned char)buf[0]) && reg_lookup(colon + 1, &w->reg_kind, &w->reg_n)) {
+        uint64_t tid; /* TID:REG, a register of that thread */
+        *colon = 0;
+        if (parse_num(buf, &tid, "thread", what, err) != 0)
+            return -1;
+        if (tid < 1 || tid > crec_threads(rec))
+            return qerr(err, "no thread %" PRIu64 " (the recording has %zu thread%s, 1 to %zu)",
+                        tid, crec_threads(rec), crec_threads(rec) == 1 ? "" : "s",
+                        crec_threads(rec));
+        w->is_reg = 1;
+        w->tid = (uint32_t)tid;
+        return 0;
+    }
+    colon = strchr(buf, ':');
     if (colon) {
         *colon = 0;
         if (parse_num(colon + 1, &len, "range length", what, err) != 0)
@@ -193,7 +212,8 @@ int cli_parse_what(crec_recording *rec, const char *what, size_t size, struct cl
 }
 
 /* WHEN without a +N/-N offset. */
-static int parse_when_base(crec_recording *rec, const char *when, uint64_t *t, crec_error *err)
+static int parse_when_base(crec_recording *rec, const char *when, uint64_t *t, uint32_t *thread,
+                           crec_error *err)
 {
     uint64_t end = crec_length(rec), n;
     const char *colon = strchr(when, ':');
@@ -232,10 +252,14 @@ static int parse_when_base(crec_recording *rec, const char *when, uint64_t *t, c
         if (parse_num(tid, &id, "thread", when, err) != 0 ||
             parse_num(colon + 1, &n, "step", when, err) != 0)
             return -1;
-        if (id != 1)
-            return qerr(err, "no thread %" PRIu64 " (the recording "
-                                  "has one thread, tid 1)", id);
-        when = colon + 1;
+        if (id < 1 || id > crec_threads(rec))
+            return qerr(err, "no thread %" PRIu64 " (the recording has %zu thread%s, 1 to %zu)",
+                        id, crec_threads(rec), crec_threads(rec) == 1 ? "" : "s",
+                        crec_threads(rec));
+        if (crec_thread_time(rec, (uint32_t)id, n, t, err) != CREC_OK)
+            return -1;
+        *thread = (uint32_t)id;
+        return 0;
     }
     if (parse_num(when, t, "time", when, err) != 0)
         return -1;
@@ -247,18 +271,27 @@ static int parse_when_base(crec_recording *rec, const char *when, uint64_t *t, c
 
 int cli_parse_when(crec_recording *rec, const char *when, uint64_t *t, crec_error *err)
 {
+    uint32_t tid;
+
+    return cli_parse_when_thread(rec, when, t, &tid, err);
+}
+
+int cli_parse_when_thread(crec_recording *rec, const char *when, uint64_t *t, uint32_t *tid,
+                          crec_error *err)
+{
     const char *sign = strpbrk(when, "+-");
     char base[128];
     uint64_t n;
 
+    *tid = 0;
     if (!sign)
-        return parse_when_base(rec, when, t, err);
+        return parse_when_base(rec, when, t, tid, err);
     /* WHEN+N / WHEN-N: N instructions after or before WHEN */
     if (sign == when || (size_t)(sign - when) >= sizeof base)
         return qerr(err, "malformed time '%s'", when);
     memcpy(base, when, (size_t)(sign - when));
     base[sign - when] = 0;
-    if (parse_when_base(rec, base, t, err) != 0 ||
+    if (parse_when_base(rec, base, t, tid, err) != 0 ||
         parse_num(sign + 1, &n, "instruction count", when, err) != 0)
         return -1;
     if (n > INT64_MAX)
@@ -376,13 +409,17 @@ static int query_parse(crec_recording *rec, const char *arg, uint64_t size, stru
                        crec_error *err)
 {
     char buf[512], *at;
+    uint32_t tid;
 
     if (strlen(arg) >= sizeof buf || !(at = strrchr(strcpy(buf, arg), '@')))
         return qerr(err, "malformed query (WHAT@WHEN)");
     *at = 0;
+
     if (cli_parse_what(rec, buf, (size_t)size, &q->w, err) != 0 ||
-        cli_parse_when(rec, at + 1, &q->t, err) != 0)
+        cli_parse_when_thread(rec, at + 1, &q->t, &tid, err) != 0)
         return -1;
+    if (q->w.is_reg && !q->w.tid)
+        q->w.tid = tid; /* REG@TID:STEP: that thread's */
     return 0;
 }
 
@@ -394,7 +431,7 @@ static int query_answer(crec_recording *rec, struct query *q, int no_index, crec
         return -1;
     if (q->w.is_reg) {
         crec_regs r;
-        if (crec_read_registers(rec, &r, err) != CREC_OK)
+        if (crec_read_thread_registers(rec, q->w.tid, &r, err) != CREC_OK)
             return -1;
         q->len = reg_bytes(&r, q->w.reg_kind, q->w.reg_n, q->bytes);
         memset(q->known, 1, q->len);

@@ -19,6 +19,8 @@ static const char when_usage[] =
     "initial value (T=0).  A byte the recording never saw prints as ??.\n"
     "\n"
     "Output, one change a line:  T  VALUE  RIP  BYTES (DISASSEMBLY)\n"
+    "In a recording of several threads each line ends with the thread that\n"
+    "wrote: \"thread N\".\n"
     "\n"
     "Options:\n"
     "  --size N        bytes to watch (default 8, at most 64)\n"
@@ -39,11 +41,15 @@ static int print_change(void *ctx, const crec_change *c)
     if (w->first) {
         printf("0 %s initial\n", v);
         w->first = 0;
-    } else if (c->rip) {
-        printf("%" PRIu64 " %s 0x%" PRIx64 " %s\n", c->t, v, c->rip, c->insn);
-    } else {
-        printf("%" PRIu64 " %s - %s\n", c->t, v, c->insn);
+        return 0;
     }
+    if (c->rip)
+        printf("%" PRIu64 " %s 0x%" PRIx64 " %s", c->t, v, c->rip, c->insn);
+    else
+        printf("%" PRIu64 " %s - %s", c->t, v, c->insn);
+    if (c->tid)
+        printf(" thread %u", c->tid);
+    putchar('\n');
     return 0;
 }
 

@@ -386,6 +386,30 @@ int crec_read_memory(crec_recording *rec, uint64_t addr, size_t len, uint8_t *bu
  *  @return CREC_OK or an error. */
 int crec_read_registers(crec_recording *rec, crec_regs *regs, crec_error *err);
 
+/*! crec_threads() : @return how many threads the recording has (1 for a
+ *  program of one thread).  Threads are numbered 1, 2, ... in the order
+ *  they were created. */
+size_t crec_threads(const crec_recording *rec);
+
+/*! crec_thread_at() : @return the thread that runs instruction t+1 (at the
+ *  end: the one that ran last). */
+uint32_t crec_thread_at(crec_recording *rec, uint64_t t);
+
+/*! crec_thread_time() : the time at which thread tid had run `step` of its
+ *  own instructions (the first such time; step 0: when it first runs).
+ *  @return CREC_OK and *t, or CREC_ERR_ARG (no such thread, or it never
+ *  ran that far). */
+int crec_thread_time(crec_recording *rec, uint32_t tid, uint64_t step, uint64_t *t,
+                     crec_error *err);
+
+/*! crec_read_thread_registers() : thread tid's registers at the current
+ *  time: its state after the last of its instructions that ran before it
+ *  (tid 0: the thread crec_thread_at names).
+ *  @return CREC_OK, CREC_ERR_ARG (no such thread, or it had not started
+ *  yet), or an error. */
+int crec_read_thread_registers(crec_recording *rec, uint32_t tid, crec_regs *regs,
+                               crec_error *err);
+
 /*! crec_lookup_symbol() : the run-time address of an ELF symbol of a code
  *  mapping (SYMBOL records).  @return CREC_OK, or CREC_ERR_NOTFOUND. */
 int crec_lookup_symbol(crec_recording *rec, const char *name, uint64_t *addr, crec_error *err);
@@ -402,6 +426,8 @@ typedef struct crec_change {
     const uint8_t *value;   /* the new bytes */
     const uint8_t *known;   /* known[i]: value[i] is known */
     size_t len;
+    uint32_t tid;           /* the thread that changed it (0: a recording of one
+                               thread, or the initial value) */
 } crec_change;
 
 /*! crec_watch() :

@@ -182,13 +182,51 @@ static int spans_fit(const crec_idx *ix, const crec_fmt_keyframe *kfs, size_t nk
     return seen == nseg;
 }
 
-int crec_idx_load(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, crec_idx **out,
-                  crec_error *err)
+/*
+ * The index file of a recording of several threads holds one index per
+ * thread (each in its thread's own time, and complete with its own
+ * header and checksums), built as queries need them:
+ *
+ *   0   8  magic "CRECIDXT"
+ *   8   4  n, the number of indexes (u32 LE)
+ *   12  4  reserved, zero
+ *   16  .. n x (u32 LE thread, u32 reserved zero, u64 LE length, the index)
+ */
+#define IDX_THREADS_MAGIC "CRECIDXT"
+
+/* The index of thread tid in a file of several (or, tid 0, the file's own
+ * index): where its bytes lie in data.  @return 0, or -1 if none. */
+static int find_image(const uint8_t *data, size_t len, uint32_t tid, size_t *at, size_t *n)
+{
+    size_t pos = 16, count;
+
+    if (tid == 0) {
+        *at = 0, *n = len;
+        return len >= 8 && memcmp(data, IDX_THREADS_MAGIC, 8) != 0 ? 0 : -1;
+    }
+    if (len < 16 || memcmp(data, IDX_THREADS_MAGIC, 8) != 0 || crec_le_get(data + 12, 4) != 0)
+        return -1;
+    count = (size_t)crec_le_get(data + 8, 4);
+    for (size_t i = 0; i < count && pos + 16 <= len; i++) {
+        uint64_t l = crec_le_get(data + pos + 8, 8);
+        if (l > len - pos - 16)
+            return -1;
+        if (crec_le_get(data + pos, 4) == tid) {
+            *at = pos + 16, *n = (size_t)l;
+            return 0;
+        }
+        pos += 16 + (size_t)l;
+    }
+    return -1;
+}
+
+int crec_idx_load(const char *path, uint32_t tid, const crec_fmt_keyframe *kfs, size_t nkf,
+                  crec_idx **out, crec_error *err)
 {
     char ipath[4096];
     crec_error quiet = {0};
     uint8_t *data;
-    size_t len;
+    size_t len, at, n;
     uint64_t size, hash;
     crec_idx *ix = NULL;
     int rc;
@@ -200,7 +238,8 @@ int crec_idx_load(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, cr
     snprintf(ipath, sizeof ipath, "%s.idx", path);
     if (read_file(ipath, &data, &len) != 0)
         return crec_error_set(err, CREC_ERR_NOTFOUND, "no index %s", ipath);
-    rc = crec_idx_decode(data, len, &ix, &quiet);
+    rc = find_image(data, len, tid, &at, &n) == 0 ? crec_idx_decode(data + at, n, &ix, &quiet)
+                                                   : CREC_ERR_NOTFOUND;
     crec_free(data);
     if (rc == CREC_OK &&
         (ix->rec_size != size || ix->rec_hash != hash ||
@@ -214,34 +253,78 @@ int crec_idx_load(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, cr
     return CREC_OK;
 }
 
+/* The file with thread tid's index in it (the others that are there and
+ * name this recording are kept). */
+static int add_image(const char *ipath, uint32_t tid, const crec_fmt_buf *img, crec_fmt_buf *out)
+{
+    uint8_t *old = NULL, head[16];
+    size_t len = 0, pos = 16, count = 0, kept = 0;
+
+    if (read_file(ipath, &old, &len) == 0 && len >= 16 &&
+        memcmp(old, IDX_THREADS_MAGIC, 8) == 0 && crec_le_get(old + 12, 4) == 0)
+        count = (size_t)crec_le_get(old + 8, 4);
+    crec_fmt_buf_bytes(out, IDX_THREADS_MAGIC, 8);
+    crec_fmt_buf_bytes(out, "\0\0\0\0\0\0\0\0", 8); /* the count, set below */
+    for (size_t i = 0; i < count && pos + 16 <= len; i++) {
+        uint64_t l = crec_le_get(old + pos + 8, 8);
+        if (l > len - pos - 16)
+            break;
+        if (crec_le_get(old + pos, 4) != tid) {
+            crec_fmt_buf_bytes(out, old + pos, 16 + (size_t)l);
+            kept++;
+        }
+        pos += 16 + (size_t)l;
+    }
+    crec_free(old);
+    crec_le_put(head, tid, 4);
+    crec_le_put(head + 4, 0, 4);
+    crec_le_put(head + 8, img->len, 8);
+    crec_fmt_buf_bytes(out, head, 16);
+    crec_fmt_buf_bytes(out, img->data, img->len);
+    if (out->nomem)
+        return -1;
+    crec_le_put(out->data + 8, kept + 1, 4);
+    return 0;
+}
+
 /* Write PATH.idx (best effort: a recording on a read-only medium still
- * answers queries, it just builds its index again next time). */
-static void save(const char *path, const crec_idx *ix)
+ * answers queries, it just builds its index again next time).  tid 0: the
+ * file is the index; else it holds thread tid's among the others'. */
+static void save(const char *path, uint32_t tid, const crec_idx *ix)
 {
     char ipath[4096], tmp[4200];
-    crec_fmt_buf b = {0};
+    crec_fmt_buf b = {0}, all = {0};
+    const crec_fmt_buf *out = &b;
     FILE *f;
 
     snprintf(ipath, sizeof ipath, "%s.idx", path);
     snprintf(tmp, sizeof tmp, "%s.tmp%d", ipath, (int)getpid());
-    if (crec_idx_encode(ix, &b) == CREC_OK && (f = fopen(tmp, "wb"))) {
-        int ok = fwrite(b.data, 1, b.len, f) == b.len;
+    if (crec_idx_encode(ix, &b) != CREC_OK || (tid && add_image(ipath, tid, &b, &all) != 0)) {
+        crec_fmt_buf_free(&b);
+        crec_fmt_buf_free(&all);
+        return;
+    }
+    if (tid)
+        out = &all;
+    if ((f = fopen(tmp, "wb"))) {
+        int ok = fwrite(out->data, 1, out->len, f) == out->len;
         ok = fclose(f) == 0 && ok;
         if (!ok || rename(tmp, ipath) != 0)
             unlink(tmp);
     }
     crec_fmt_buf_free(&b);
+    crec_fmt_buf_free(&all);
 }
 
-int crec_idx_load_or_build(const char *path, const crec_fmt_keyframe *kfs, size_t nkf,
-                           crec_progress_fn progress, void *pctx, crec_idx **out, int *built,
-                           crec_error *err)
+int crec_idx_load_or_build(const char *path, uint32_t tid, const crec_fmt_keyframe *kfs,
+                           size_t nkf, crec_progress_fn progress, void *pctx, crec_idx **out,
+                           int *built, crec_error *err)
 {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int rc;
 
     *built = 0;
-    rc = crec_idx_load(path, kfs, nkf, out, err);
+    rc = crec_idx_load(path, tid, kfs, nkf, out, err);
     if (rc != CREC_ERR_NOTFOUND)
         return rc;
     rc = crec_idx_build(path, kfs, nkf, ncpu > 2 ? 2 : (unsigned)(ncpu > 0 ? ncpu : 1),
@@ -249,6 +332,6 @@ int crec_idx_load_or_build(const char *path, const crec_fmt_keyframe *kfs, size_
     if (rc != CREC_OK)
         return rc;
     *built = 1;
-    save(path, *out);
+    save(path, tid, *out);
     return CREC_OK;
 }

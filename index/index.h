@@ -137,17 +137,20 @@ int crec_idx_scan_keyframes(crec_fmt_reader *r, size_t nkf, uint64_t **offs, cre
 
 /*! crec_idx_load() : read PATH.idx if it holds an index of this recording
  *  (whose key frames are kfs; NULL: the index's own table is taken): one
- *  span starts at each key frame but the last.
+ *  span starts at each key frame but the last.  tid 0: the file is the
+ *  index of a recording of one thread; else it holds one index per thread
+ *  of a recording of several, each in its thread's own time, and thread
+ *  tid's is wanted.
  *  @return CREC_OK and *out, or CREC_ERR_NOTFOUND when there is none, it is
  *  stale or it is corrupt. */
-int crec_idx_load(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, crec_idx **out,
-                  crec_error *err);
+int crec_idx_load(const char *path, uint32_t tid, const crec_fmt_keyframe *kfs, size_t nkf,
+                  crec_idx **out, crec_error *err);
 
 /*! crec_idx_load_or_build() : read PATH.idx if it names this recording,
  *  else build it (reporting to progress, may be NULL) and (best effort)
  *  write it.  *built says which.  @return CREC_OK and *out, or an error. */
-int crec_idx_load_or_build(const char *path, const crec_fmt_keyframe *kfs, size_t nkf,
-                           crec_progress_fn progress, void *pctx, crec_idx **out, int *built,
-                           crec_error *err);
+int crec_idx_load_or_build(const char *path, uint32_t tid, const crec_fmt_keyframe *kfs,
+                           size_t nkf, crec_progress_fn progress, void *pctx, crec_idx **out,
+                           int *built, crec_error *err);
 
 #endif /* CREC_INDEX_H */

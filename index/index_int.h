@@ -9,6 +9,7 @@
 
 #include "format/format.h"
 #include "index/index.h"
+#include "replayer/replayer.h"
 
 
 /* A page of a snapshot. */
@@ -65,9 +66,67 @@ struct crec_recording {
     size_t listing_kf;       /* 1 + the key frame whose map `listing` holds, 0: none */
     struct qx_mapping *listing;
     size_t nlisting;
+
+    /*
+     * Several threads (format 2): a handle per thread, whose key frames,
+     * index and times are the thread's own (its key frames' global_icount
+     * holds the thread's count, so that a thread's handle is a recording of
+     * one thread to the code that answers for one); this handle answers
+     * across them, through the schedule.
+     */
+    size_t nthr;
+    crec_recording **thr;    /* by number - 1 (NULL: a thread with no key frame) */
+    uint32_t tid;            /* a thread's handle: its number; else 0 */
+    int borrowed_reader;     /* a thread's handle reads through its parent's reader */
+    crec_fmt_slice *slices;  /* the schedule, on first need */
+    size_t nslices;
+    size_t **tslices;        /* per thread: the indexes of its slices, in order */
+    size_t *ntslices;
+    uint32_t reg_tid;        /* crec_read_registers: whose (0: the one running at t) */
 };
 
+/* Per-byte state of the bytes a query run watches. */
+struct qx_track {
+    uint64_t addr;
+    size_t len;
+    uint8_t *st;   /* 0 no access, 'r' loaded, 'w' stored, 'k' kernel wrote */
+    uint64_t *kt;  /* 'k': the count after the syscall that wrote */
+    uint64_t *at;  /* NULL, or: the number of the instruction of the last access */
+};
+
+/* query.c: a crec_replay_access_fn that keeps the last access to each
+ * byte of a struct qx_track. */
+void qx_track_access(void *ctx, crec_replay_qrun *q, int kind, uint64_t a, uint64_t l);
+
+/* query.c: a query run from key frame kf (or a point), or from the start of
+ * index span sp, that must stop at exactly `until`. */
+int qx_run_checked(crec_recording *rec, size_t kf, const crec_replay_from *from, uint64_t until,
+                   crec_replay_access_fn fn, void *ctx, crec_replay_qrun **q, crec_error *err);
+int qx_run_span(crec_recording *rec, size_t sp, uint64_t until, crec_replay_access_fn fn,
+                void *ctx, crec_replay_qrun **q, crec_error *err);
+/* query.c: where index span sp ends: the next one's start, or the end. */
+uint64_t qx_span_end(const crec_recording *rec, size_t sp);
+
+/* threads.c: the answers of query.c for a recording of several threads. */
+int qx_read_threads(crec_recording *rec, uint64_t t, uint64_t addr, size_t len, uint8_t *buf,
+                    uint8_t *known, int *source, crec_error *err);
+int qx_watch_threads(crec_recording *rec, uint64_t addr, size_t len,
+                     int (*fn)(void *ctx, const crec_change *c), void *ctx, crec_error *err);
+
 /* recording.c */
+
+/*! qx_schedule() : load the schedule of a recording of several threads,
+ *  once.  @return CREC_OK or an error. */
+int qx_schedule(crec_recording *rec, crec_error *err);
+
+/*! qx_thread_time() : how many of thread tid's instructions ran before
+ *  global time t.  @return 1 and *tt, or 0 when the thread had not
+ *  started by then. */
+int qx_thread_time(const crec_recording *rec, uint32_t tid, uint64_t t, uint64_t *tt);
+
+/*! qx_global_time() : the global time of thread tid's instruction number
+ *  i (counted from 0: it runs after i of its instructions). */
+uint64_t qx_global_time(const crec_recording *rec, uint32_t tid, uint64_t i);
 
 /*! qx_ensure_index() : load or build the index, once.  @return CREC_OK or an error. */
 int qx_ensure_index(crec_recording *rec, crec_error *err);

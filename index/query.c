@@ -60,32 +60,29 @@ static int answer_from_snapshot(crec_recording *rec, struct answer *a, size_t i,
     return CREC_OK;
 }
 
-/* Per-byte state of the bytes a query run watches. */
-struct track {
-    uint64_t addr;
-    size_t len;
-    uint8_t *st;   /* 0 no access, 'r' loaded, 'w' stored, 'k' kernel wrote */
-    uint64_t *kt;  /* 'k': when */
-};
-
-static void track_access(void *ctx, crec_replay_qrun *q, int kind, uint64_t a, uint64_t l)
+void qx_track_access(void *ctx, crec_replay_qrun *q, int kind, uint64_t a, uint64_t l)
 {
-    struct track *t = ctx;
-    uint64_t lo, hi;
+    struct qx_track *t = ctx;
+    uint64_t lo, hi, at;
 
     if (a >= t->addr + t->len || (l != UINT64_MAX && a + l <= t->addr))
         return;
     lo = a > t->addr ? a - t->addr : 0;
     hi = l == UINT64_MAX || a + l > t->addr + t->len ? t->len : a + l - t->addr;
+    /* a syscall's count includes it: the instruction before that count */
+    at = kind == 'k' ? crec_replay_qrun_icount(q) - 1
+                     : crec_replay_qrun_icount_at(q, crec_replay_qrun_rip(q));
     for (uint64_t i = lo; i < hi; i++) {
         t->st[i] = (uint8_t)kind;
         if (kind == 'k')
             t->kt[i] = crec_replay_qrun_icount(q);
+        if (t->at)
+            t->at[i] = at;
     }
 }
 
 /* A run that must have stopped at exactly `until`. */
-static int run_checked(crec_recording *rec, size_t kf, const crec_replay_from *from,
+int qx_run_checked(crec_recording *rec, size_t kf, const crec_replay_from *from,
                        uint64_t until, crec_replay_access_fn fn, void *ctx,
                        crec_replay_qrun **q, crec_error *err)
 {
@@ -140,30 +137,30 @@ static int restore_lines(crec_recording *rec, size_t sp, crec_replay_from *from,
 
 /* A run from the start of span sp of the index (its key frame, or its
  * restart point) to exactly `until`. */
-static int run_span(crec_recording *rec, size_t sp, uint64_t until, crec_replay_access_fn fn,
+int qx_run_span(crec_recording *rec, size_t sp, uint64_t until, crec_replay_access_fn fn,
                     void *ctx, crec_replay_qrun **q, crec_error *err)
 {
     crec_replay_from from = {0};
     int rc;
 
     if (!rec->ix->spans[sp].at_point)
-        return run_checked(rec, rec->ix->spans[sp].kf, NULL, until, fn, ctx, q, err);
+        return qx_run_checked(rec, rec->ix->spans[sp].kf, NULL, until, fn, ctx, q, err);
     rc = restore_lines(rec, sp, &from, err);
     if (rc == CREC_OK)
-        rc = run_checked(rec, rec->ix->spans[sp].kf, &from, until, fn, ctx, q, err);
+        rc = qx_run_checked(rec, rec->ix->spans[sp].kf, &from, until, fn, ctx, q, err);
     crec_free((void *)from.lines);
     crec_free((void *)from.values);
     return rc;
 }
 
 /* Where span sp ends: the next one's start, or the end of the recording. */
-static uint64_t span_end(const crec_recording *rec, size_t sp)
+uint64_t qx_span_end(const crec_recording *rec, size_t sp)
 {
     return sp + 1 < rec->ix->nspan ? rec->ix->spans[sp + 1].start : rec->end;
 }
 
 /* Settle the bytes a run saw: the last access to each says where its value is. */
-static int settle(crec_recording *rec, const struct track *tr, crec_replay_qrun *q,
+static int settle(crec_recording *rec, const struct qx_track *tr, crec_replay_qrun *q,
                   struct answer *a, crec_error *err)
 {
     for (size_t i = 0; i < a->len; i++) {
@@ -195,7 +192,7 @@ static int settle(crec_recording *rec, const struct track *tr, crec_replay_qrun 
 
 /* Replay from the start of span sp (SIZE_MAX: from instruction 0) up to
  * `until`, watching the open bytes, and settle them. */
-static int replay_and_settle(crec_recording *rec, size_t sp, uint64_t until, struct track *tr,
+static int replay_and_settle(crec_recording *rec, size_t sp, uint64_t until, struct qx_track *tr,
                              struct answer *a, crec_error *err)
 {
     crec_replay_qrun *q = NULL;
@@ -203,9 +200,9 @@ static int replay_and_settle(crec_recording *rec, size_t sp, uint64_t until, str
 
     memset(tr->st, 0, a->len);
     if (sp == SIZE_MAX)
-        rc = run_checked(rec, 0, NULL, until, track_access, tr, &q, err);
+        rc = qx_run_checked(rec, 0, NULL, until, qx_track_access, tr, &q, err);
     else
-        rc = run_span(rec, sp, until, track_access, tr, &q, err);
+        rc = qx_run_span(rec, sp, until, qx_track_access, tr, &q, err);
     if (rc == CREC_OK)
         rc = settle(rec, tr, q, a, err);
     crec_replay_qrun_free(q);
@@ -293,7 +290,7 @@ static int touches_open(const crec_recording *rec, size_t c, const struct answer
 }
 
 /* Steps 2 and 3 of the method (top of this file). */
-static int search_index(crec_recording *rec, struct answer *a, struct track *tr,
+static int search_index(crec_recording *rec, struct answer *a, struct qx_track *tr,
                         crec_error *err)
 {
     size_t ks = 0, sp = crec_idx_span_at(rec->ix, a->t) + 1;
@@ -301,7 +298,7 @@ static int search_index(crec_recording *rec, struct answer *a, struct track *tr,
     uint64_t snap_t = rec->kfs[ks].global_icount;
 
     while (sp-- > 0 && a->open > 0) {
-        uint64_t start = rec->ix->spans[sp].start, end = span_end(rec, sp);
+        uint64_t start = rec->ix->spans[sp].start, end = qx_span_end(rec, sp);
         if (have_snap && start < snap_t) {
             have_snap = 0; /* spans from the snapshot on are done: X is as it was then */
             if ((rc = settle_at_snapshot(rec, a, ks, err)) != CREC_OK || a->open == 0)
@@ -324,7 +321,7 @@ static int search_index(crec_recording *rec, struct answer *a, struct track *tr,
     return CREC_OK;
 }
 
-static int answer_init(struct answer *a, struct track *tr, uint64_t addr, size_t len,
+static int answer_init(struct answer *a, struct qx_track *tr, uint64_t addr, size_t len,
                        uint64_t t, uint8_t *buf, uint8_t *known)
 {
     memset(a, 0, sizeof *a);
@@ -332,12 +329,13 @@ static int answer_init(struct answer *a, struct track *tr, uint64_t addr, size_t
     a->buf = buf, a->known = known;
     a->done = crec_calloc(len, 1);
     tr->addr = addr, tr->len = len;
+    tr->at = NULL;
     tr->st = crec_calloc(len, 1);
     tr->kt = crec_calloc(len, sizeof *tr->kt);
     return a->done && tr->st && tr->kt ? 0 : -1;
 }
 
-static void answer_free(struct answer *a, struct track *tr)
+static void answer_free(struct answer *a, struct qx_track *tr)
 {
     crec_free(a->done);
     crec_free(tr->st);
@@ -379,7 +377,7 @@ static int read_at(crec_recording *rec, uint64_t t, uint64_t addr, size_t len, u
                    uint8_t *known, int *source, crec_error *err)
 {
     struct answer a;
-    struct track tr;
+    struct qx_track tr;
     int is_code = 0, rc;
 
     memset(buf, 0, len);
@@ -392,6 +390,8 @@ static int read_at(crec_recording *rec, uint64_t t, uint64_t addr, size_t len, u
         }
         return rc;
     }
+    if (rec->nthr) /* several threads: the latest access of any of them */
+        return qx_read_threads(rec, t, addr, len, buf, known, source, err);
     if (answer_init(&a, &tr, addr, len, t, buf, known) != 0) {
         answer_free(&a, &tr);
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
@@ -426,10 +426,43 @@ int crec_read_memory(crec_recording *rec, uint64_t addr, size_t len, uint8_t *bu
     return rc;
 }
 
+int crec_read_thread_registers(crec_recording *rec, uint32_t tid, crec_regs *regs,
+                               crec_error *err)
+{
+    crec_recording *th;
+    uint64_t tt;
+    int rc;
+
+    if (!rec->nthr) {
+        if (tid > 1)
+            return crec_error_set(err, CREC_ERR_ARG, "no thread %u (the recording has one "
+                                  "thread, 1)", tid);
+        return crec_read_registers(rec, regs, err);
+    }
+    if ((rc = qx_schedule(rec, err)) != CREC_OK)
+        return rc;
+    if (tid == 0)
+        tid = crec_thread_at(rec, rec->t);
+    if (tid < 1 || tid > rec->nthr || !(th = rec->thr[tid - 1]))
+        return crec_error_set(err, CREC_ERR_ARG, "no thread %u (the recording has %zu threads, "
+                              "1 to %zu)", tid, rec->nthr, rec->nthr);
+    if (!qx_thread_time(rec, tid, rec->t, &tt)) {
+        uint64_t start;
+        crec_thread_time(rec, tid, 0, &start, NULL);
+        return crec_error_set(err, CREC_ERR_ARG, "thread %u does not run before instruction %"
+                              PRIu64 " (it starts at %" PRIu64 ")", tid, rec->t, start);
+    }
+    th->t = tt; /* its registers after its last instruction before t */
+    return crec_read_registers(th, regs, err);
+}
+
 int crec_read_registers(crec_recording *rec, crec_regs *regs, crec_error *err)
 {
     crec_replay_qrun *q = NULL;
     int rc;
+
+    if (rec->nthr)
+        return crec_read_thread_registers(rec, rec->reg_tid, regs, err);
 
     if (rec->regs_valid && rec->regs_t == rec->t) {
         *regs = rec->regs_at_t;
@@ -443,9 +476,9 @@ int crec_read_registers(crec_recording *rec, crec_regs *regs, crec_error *err)
             return rc;
         }
     if (rec->ix && rec->ix->nspan > 0) /* from the restart point before t, if any */
-        rc = run_span(rec, crec_idx_span_at(rec->ix, rec->t), rec->t, NULL, NULL, &q, err);
+        rc = qx_run_span(rec, crec_idx_span_at(rec->ix, rec->t), rec->t, NULL, NULL, &q, err);
     else
-        rc = run_checked(rec, qx_seg_of(rec, rec->t), NULL, rec->t, NULL, NULL, &q, err);
+        rc = qx_run_checked(rec, qx_seg_of(rec, rec->t), NULL, rec->t, NULL, NULL, &q, err);
     if (rc == CREC_OK)
         rc = crec_replay_qrun_regs(q, regs, err);
     crec_replay_qrun_free(q);
@@ -550,11 +583,11 @@ static void watch_access(void *ctx, crec_replay_qrun *q, int kind, uint64_t a, u
 static int run_on(crec_recording *rec, size_t sp, struct watch *w, crec_replay_qrun **q,
                   crec_error *err)
 {
-    uint64_t end = span_end(rec, sp);
+    uint64_t end = qx_span_end(rec, sp);
     int rc;
 
     if (!*q)
-        return run_span(rec, sp, end, watch_access, w, q, err);
+        return qx_run_span(rec, sp, end, watch_access, w, q, err);
     rc = crec_replay_qrun_continue(*q, end, err);
     if (rc == CREC_OK && crec_replay_qrun_icount(*q) != end)
         rc = crec_error_set(err, CREC_ERR_DIVERGENCE, "replay stopped at instruction %" PRIu64
@@ -598,6 +631,20 @@ int crec_watch(crec_recording *rec, uint64_t addr, size_t len,
 
     if (len < 1 || len > 64)
         return crec_error_set(err, CREC_ERR_ARG, "watch 1 to 64 bytes, not %zu", len);
+    if (rec->nthr) { /* code is not watched */
+        int is_code = 0;
+        uint8_t buf[64];
+        if ((rc = check_query(rec, 0, addr, len, buf, &is_code, err)) != CREC_OK)
+            return rc;
+        if (is_code) {
+            uint8_t k[64];
+            crec_change c = {0, 0, "(initial)", buf, k, len, 0};
+            memset(k, 1, sizeof k);
+            fn(ctx, &c);
+            return CREC_OK;
+        }
+        return qx_watch_threads(rec, addr, len, fn, ctx, err);
+    }
     memset(&w, 0, sizeof w);
     w.rec = rec, w.addr = addr, w.len = len, w.fn = fn, w.ctx = ctx;
     rc = read_at(rec, 0, addr, len, w.cur, w.curk, &src, err);

@@ -172,7 +172,7 @@ static int load_events(crec_recording *rec, crec_error *err)
  */
 static int load_listing(crec_recording *rec, size_t k, crec_error *err)
 {
-    uint64_t end = k + 1 < rec->nkf ? rec->kfs[k + 1].events_off : UINT64_MAX;
+    uint64_t end = UINT64_MAX;
     crec_fmt_cursor *c;
     const uint8_t *body;
     size_t blen, cap = 0;
@@ -180,6 +180,11 @@ static int load_listing(crec_recording *rec, size_t k, crec_error *err)
 
     if (rec->listing_kf == k + 1)
         return CREC_OK;
+    for (size_t i = k + 1; i < rec->nkf; i++) /* the next key frame of its thread */
+        if (rec->kfs[i].tid == rec->kfs[k].tid) {
+            end = rec->kfs[i].events_off;
+            break;
+        }
     rec->listing_kf = 0;
     rec->nlisting = 0;
     rc = crec_fmt_cursor_open(rec->r, CREC_FMT_S_EVENTS, rec->kfs[k].tid, rec->kfs[k].events_off,
@@ -255,7 +260,7 @@ static int load_keyframes(crec_recording *rec, crec_error *err)
     int rc, cut;
 
     if (!(rec->flags & CREC_OPEN_NO_INDEX) &&
-        crec_idx_load(rec->path, NULL, 0, &ix, &quiet) == CREC_OK) {
+        crec_idx_load(rec->path, 0, NULL, 0, &ix, &quiet) == CREC_OK) {
         rec->kfs = crec_malloc(ix->nkf * sizeof *rec->kfs);
         rec->kf_regs = crec_calloc(ix->nkf, 1);
         if (!rec->kfs || !rec->kf_regs) {
@@ -312,6 +317,201 @@ int qx_need_kf(crec_recording *rec, size_t k, crec_error *err)
     return CREC_OK;
 }
 
+/* ---- threads ------------------------------------------------------------------ */
+
+/* A handle for thread tid alone: its key frames, in its own time. */
+static int open_thread(crec_recording *rec, uint32_t tid, crec_recording **out, crec_error *err)
+{
+    crec_recording *t;
+    size_t n = 0;
+
+    *out = NULL;
+    for (size_t i = 0; i < rec->nkf; i++)
+        n += rec->kfs[i].tid == tid;
+    if (n == 0)
+        return CREC_OK;
+    t = crec_calloc(1, sizeof *t);
+    if (!t || !(t->path = crec_malloc(strlen(rec->path) + 1)) ||
+        !(t->kfs = crec_malloc(n * sizeof *t->kfs)) || !(t->kf_regs = crec_malloc(n))) {
+        crec_close(t);
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+    }
+    strcpy(t->path, rec->path);
+    t->r = rec->r;
+    t->borrowed_reader = 1;
+    t->flags = rec->flags;
+    t->tid = tid;
+    for (size_t i = 0; i < rec->nkf; i++)
+        if (rec->kfs[i].tid == tid) {
+            t->kfs[t->nkf] = rec->kfs[i];
+            t->kfs[t->nkf].global_icount = rec->kfs[i].thread_icount; /* its own time */
+            t->kf_regs[t->nkf++] = rec->kf_regs[i];
+        }
+    t->end = t->kfs[t->nkf - 1].global_icount;
+    *out = t;
+    return CREC_OK;
+}
+
+/* A recording of several threads: a handle per thread. */
+static int open_threads(crec_recording *rec, crec_error *err)
+{
+    uint32_t max = 0;
+    int rc = CREC_OK;
+
+    for (size_t i = 0; i < rec->nkf; i++)
+        if (rec->kfs[i].tid > max)
+            max = rec->kfs[i].tid;
+    if (max <= 1)
+        return CREC_OK;
+    if (max > CREC_FMT_MAX_THREADS)
+        return crec_error_corrupt(err, "key frames of thread %u", max);
+    if (!(rec->thr = crec_calloc(max, sizeof *rec->thr)))
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for %u threads", max);
+    rec->nthr = max;
+    for (uint32_t t = 1; t <= max && rc == CREC_OK; t++)
+        rc = open_thread(rec, t, &rec->thr[t - 1], err);
+    return rc;
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int qx_schedule(crec_recording *rec, crec_error *err)
+{
+    int rc;
+
+    if (rec->slices || rec->nthr == 0)
+        return CREC_OK;
+    rc = crec_fmt_schedule(rec->r, rec->end, &rec->slices, &rec->nslices, err);
+    if (rc != CREC_OK)
+        return rc;
+    rec->tslices = crec_calloc(rec->nthr, sizeof *rec->tslices);
+    rec->ntslices = crec_calloc(rec->nthr, sizeof *rec->ntslices);
+    if (!rec->tslices || !rec->ntslices)
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for the schedule");
+    for (size_t i = 0; i < rec->nslices; i++) {
+        uint32_t tid = rec->slices[i].tid;
+        size_t **v, cap;
+        if (tid < 1 || tid > rec->nthr)
+            return crec_error_corrupt(err, "the schedule runs thread %u, which has no key frame",
+                                      tid);
+        v = &rec->tslices[tid - 1];
+        cap = rec->ntslices[tid - 1];
+        if (!(*v = crec_grow(*v, &cap, rec->ntslices[tid - 1] + 1, sizeof **v, 16)))
+            return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for the schedule");
+        (*v)[rec->ntslices[tid - 1]++] = i;
+    }
+    for (size_t t = 0; t < rec->nthr; t++) /* already in order; kept so */
+        if (rec->ntslices[t] > 1)
+            qsort(rec->tslices[t], rec->ntslices[t], sizeof *rec->tslices[t], cmp_size);
+    return CREC_OK;
+}
+
+int qx_thread_time(const crec_recording *rec, uint32_t tid, uint64_t t, uint64_t *tt)
+{
+    const size_t *v;
+    size_t a = 0, b;
+    const crec_fmt_slice *sl;
+
+    if (tid < 1 || tid > rec->nthr || !rec->tslices || rec->ntslices[tid - 1] == 0)
+        return 0;
+    v = rec->tslices[tid - 1];
+    b = rec->ntslices[tid - 1];
+    if (rec->slices[v[0]].start > t)
+        return 0;
+    while (b - a > 1) { /* the last of its slices starting at or before t */
+        size_t m = a + (b - a) / 2;
+        if (rec->slices[v[m]].start <= t)
+            a = m;
+        else
+            b = m;
+    }
+    sl = &rec->slices[v[a]];
+    *tt = sl->thread_start + (t - sl->start < sl->len ? t - sl->start : sl->len);
+    return 1;
+}
+
+uint64_t qx_global_time(const crec_recording *rec, uint32_t tid, uint64_t i)
+{
+    const size_t *v;
+    size_t a = 0, b;
+    const crec_fmt_slice *sl;
+
+    if (tid < 1 || tid > rec->nthr || !rec->tslices || rec->ntslices[tid - 1] == 0)
+        return i;
+    v = rec->tslices[tid - 1];
+    b = rec->ntslices[tid - 1];
+    while (b - a > 1) { /* the last of its slices starting at or before its count i */
+        size_t m = a + (b - a) / 2;
+        if (rec->slices[v[m]].thread_start <= i)
+            a = m;
+        else
+            b = m;
+    }
+    sl = &rec->slices[v[a]];
+    return sl->start + (i - sl->thread_start < sl->len ? i - sl->thread_start : sl->len);
+}
+
+size_t crec_threads(const crec_recording *rec)
+{
+    return rec->nthr ? rec->nthr : 1;
+}
+
+uint32_t crec_thread_at(crec_recording *rec, uint64_t t)
+{
+    size_t i;
+
+    if (rec->nthr == 0 || qx_schedule(rec, NULL) != CREC_OK || rec->nslices == 0)
+        return 1;
+    i = crec_fmt_slice_at(rec->slices, rec->nslices, t);
+    /* at a switch the next thread runs; at the end, the last one ran */
+    while (i + 1 < rec->nslices && rec->slices[i].start + rec->slices[i].len <= t &&
+           rec->slices[i + 1].start <= t)
+        i++;
+    return rec->slices[i].tid;
+}
+
+int crec_thread_time(crec_recording *rec, uint32_t tid, uint64_t step, uint64_t *t,
+                     crec_error *err)
+{
+    const size_t *v;
+    size_t n;
+    int rc;
+
+    if (rec->nthr == 0) {
+        if (tid != 1)
+            return crec_error_set(err, CREC_ERR_ARG, "no thread %u (the recording has one "
+                                  "thread, 1)", tid);
+        if (step > rec->end)
+            return crec_error_set(err, CREC_ERR_ARG, "thread 1 ran %" PRIu64 " instructions, "
+                                  "not %" PRIu64, rec->end, step);
+        *t = step;
+        return CREC_OK;
+    }
+    if ((rc = qx_schedule(rec, err)) != CREC_OK)
+        return rc;
+    if (tid < 1 || tid > rec->nthr || rec->ntslices[tid - 1] == 0)
+        return crec_error_set(err, CREC_ERR_ARG, "no thread %u (the recording has %zu threads, "
+                              "1 to %zu)", tid, rec->nthr, rec->nthr);
+    v = rec->tslices[tid - 1];
+    n = rec->ntslices[tid - 1];
+    for (size_t i = 0; i < n; i++) { /* the first slice that gets that far */
+        const crec_fmt_slice *sl = &rec->slices[v[i]];
+        if (sl->thread_start + sl->len >= step && sl->thread_start <= step) {
+            *t = sl->start + (step - sl->thread_start);
+            return CREC_OK;
+        }
+    }
+    return crec_error_set(err, CREC_ERR_ARG, "thread %u ran %" PRIu64 " instructions, not %"
+                          PRIu64, tid, rec->slices[v[n - 1]].thread_start +
+                          rec->slices[v[n - 1]].len, step);
+}
+
+/* ---- opening ---------------------------------------------------------------- */
+
 int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error *err)
 {
     crec_recording *rec;
@@ -339,6 +539,8 @@ int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error
     }
     if (rc == CREC_OK)
         rc = load_code(rec, err);
+    if (rc == CREC_OK)
+        rc = open_threads(rec, err);
     if (rc != CREC_OK) {
         crec_close(rec);
         return rc;
@@ -351,6 +553,14 @@ void crec_close(crec_recording *rec)
 {
     if (!rec)
         return;
+    for (size_t i = 0; i < rec->nthr; i++)
+        crec_close(rec->thr[i]);
+    crec_free(rec->thr);
+    for (size_t i = 0; rec->tslices && i < rec->nthr; i++)
+        crec_free(rec->tslices[i]);
+    crec_free(rec->tslices);
+    crec_free(rec->ntslices);
+    crec_free(rec->slices);
     crec_idx_free(rec->ix);
     for (size_t i = 0; i < rec->ncode; i++)
         crec_free(rec->code[i].bytes);
@@ -362,7 +572,8 @@ void crec_close(crec_recording *rec)
     crec_free(rec->listing);
     crec_free(rec->kfs);
     crec_free(rec->kf_regs);
-    crec_fmt_reader_free(rec->r);
+    if (!rec->borrowed_reader)
+        crec_fmt_reader_free(rec->r);
     crec_free(rec->path);
     crec_free(rec);
 }
@@ -371,6 +582,9 @@ void crec_set_progress(crec_recording *rec, crec_progress_fn fn, void *ctx)
 {
     rec->progress = fn;
     rec->progress_ctx = ctx;
+    for (size_t i = 0; i < rec->nthr; i++)
+        if (rec->thr[i])
+            crec_set_progress(rec->thr[i], fn, ctx);
 }
 
 /* ---- time ---------------------------------------------------------------- */
@@ -402,9 +616,47 @@ int crec_step(crec_recording *rec, int64_t n, crec_error *err)
     return crec_seek(rec, rec->t + (uint64_t)n, err);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Several threads: the syscalls of them all, in global time (once). */
+static int thread_syscalls(crec_recording *rec, crec_error *err)
+{
+    size_t n = 0, cap = 0;
+    uint64_t *v = NULL;
+    int rc = qx_schedule(rec, err);
+
+    for (uint32_t tid = 1; tid <= rec->nthr && rc == CREC_OK; tid++) {
+        crec_recording *th = rec->thr[tid - 1];
+        if (!th || (rc = load_events(th, err)) != CREC_OK)
+            continue;
+        for (size_t i = 0; i < th->nsyscalls; i++) {
+            uint64_t *p = crec_grow(v, &cap, n + 1, sizeof *v, 256);
+            if (!p) {
+                rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+                break;
+            }
+            v = p; /* a count that includes the syscall: it is instruction count-1 */
+            v[n++] = qx_global_time(rec, tid, th->syscalls[i] ? th->syscalls[i] - 1 : 0) + 1;
+        }
+    }
+    if (rc != CREC_OK) {
+        crec_free(v);
+        return rc;
+    }
+    qsort(v, n, sizeof *v, cmp_u64);
+    rec->own_syscalls = v;
+    rec->syscalls = v, rec->nsyscalls = n;
+    rec->events_loaded = 1;
+    return CREC_OK;
+}
+
 int crec_syscall_time(crec_recording *rec, uint64_t n, uint64_t *t, crec_error *err)
 {
-    int rc = load_events(rec, err);
+    int rc = rec->nthr && !rec->events_loaded ? thread_syscalls(rec, err) : load_events(rec, err);
 
     if (rc != CREC_OK)
         return rc;
@@ -441,9 +693,19 @@ int qx_ensure_index(crec_recording *rec, crec_error *err)
     crec_idx *ix = NULL;
     int rc;
 
+    if (rec->nthr) { /* several threads: every thread's */
+        for (size_t t = 0; t < rec->nthr; t++) {
+            if (!rec->thr[t])
+                continue;
+            if ((rc = qx_ensure_index(rec->thr[t], err)) != CREC_OK)
+                return rc;
+            rec->index_built |= rec->thr[t]->index_built;
+        }
+        return CREC_OK;
+    }
     if (rec->ix)
         return CREC_OK;
-    rc = crec_idx_load_or_build(rec->path, rec->kfs, rec->nkf, rec->progress,
+    rc = crec_idx_load_or_build(rec->path, rec->tid, rec->kfs, rec->nkf, rec->progress,
                                 rec->progress_ctx, &ix, &rec->index_built, err);
     return rc == CREC_OK ? adopt_index(rec, ix, err) : rc;
 }
@@ -516,9 +778,18 @@ int qx_last_snapshot(const crec_recording *rec, uint64_t t, size_t *kf)
 
 int qx_ever_mapped(crec_recording *rec, uint64_t addr, size_t len, int *yes, crec_error *err)
 {
-    int rc = load_events(rec, err);
+    int rc;
 
     *yes = 0;
+    for (size_t t = 0; t < rec->nthr && !*yes; t++) /* every thread's map changes */
+        if (rec->thr[t] && (rc = qx_ever_mapped(rec->thr[t], addr, len, yes, err)) != CREC_OK)
+            return rc;
+    if (rec->nthr) {
+        for (size_t i = 0; i < rec->nsnap && !*yes; i++)
+            *yes = rec->snap[i].addr < addr + len && addr < rec->snap[i].addr + CREC_PAGE_SIZE;
+        return CREC_OK;
+    }
+    rc = load_events(rec, err);
     if (rc != CREC_OK)
         return rc;
     for (size_t i = 0; i < rec->nmapped && !*yes; i++)

@@ -44,11 +44,11 @@ int crec_replay_query(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t n
     struct rep_seg *s;
 
     *out = NULL;
-    if (first >= nkf || until < start->global_icount || start->global_icount <
-        kfs[first].global_icount || (first + 1 < nkf && start->global_icount >
-        kfs[first + 1].global_icount) || start->events_off < kfs[first].events_off)
+    if (first >= nkf || until < start->thread_icount || start->thread_icount <
+        kfs[first].thread_icount || (first + 1 < nkf && start->thread_icount >
+        kfs[first + 1].thread_icount) || start->events_off < kfs[first].events_off)
         return crec_error_set(err, CREC_ERR_ARG, "bad query run: key frame %zu, from %" PRIu64
-                              ", until %" PRIu64, first, start->global_icount, until);
+                              ", until %" PRIu64, first, start->thread_icount, until);
     q = crec_calloc(1, sizeof *q);
     if (!q)
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
@@ -63,6 +63,7 @@ int crec_replay_query(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t n
     s->stop_at = until;
     s->until = until;
     s->query = 1;
+    s->alone = rep_threads(r) > 1; /* one thread of several: its own time */
     s->start = start;
     if (from && from->point) {
         s->from_lines = from->lines;
@@ -84,6 +85,64 @@ int crec_replay_query(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t n
     }
     *out = q;
     return CREC_OK;
+}
+
+int crec_replay_whole_query(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t nkf,
+                            uint64_t until, const crec_replay_watch *w, crec_replay_qrun **out,
+                            crec_error *err)
+{
+    crec_replay_qrun *q;
+    struct rep_seg *s;
+    int rc;
+
+    *out = NULL;
+    if (nkf == 0 || until > kfs[nkf - 1].global_icount)
+        return crec_error_set(err, CREC_ERR_ARG, "bad whole-program query run: until %" PRIu64,
+                              until);
+    q = crec_calloc(1, sizeof *q);
+    if (!q)
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+    s = &q->s;
+    s->owner = q;
+    rc = rep_whole_open(s, r, kfs, nkf, err);
+    if (rc != CREC_OK) {
+        crec_replay_qrun_free(q);
+        return rc;
+    }
+    s->query = 1;
+    s->whole_until = until ? until : UINT64_MAX;
+    if (w) {
+        s->on_access = w->access;
+        s->access_ctx = w->ctx;
+    }
+    if (until == 0) { /* nothing runs: the state at the start */
+        crec_error e2 = {0};
+        s->whole_until = 0;
+        if (rep_seg_run_start(s, &e2) != CREC_OK) {
+            *err = e2;
+            crec_replay_qrun_free(q);
+            return e2.code;
+        }
+    } else {
+        rep_whole_run(s);
+    }
+    rc = qrun_error(q, err);
+    if (rc != CREC_OK) {
+        crec_replay_qrun_free(q);
+        return rc;
+    }
+    *out = q;
+    return CREC_OK;
+}
+
+uint32_t crec_replay_qrun_tid(const crec_replay_qrun *q)
+{
+    return q->s.tid;
+}
+
+uint64_t crec_replay_qrun_own(const crec_replay_qrun *q, uint64_t icount)
+{
+    return icount - q->s.gbase + q->s.tbase;
 }
 
 int crec_replay_qrun_continue(crec_replay_qrun *q, uint64_t until, crec_error *err)

@@ -303,8 +303,8 @@ static int rep_apply_mmap(struct rep_seg *s, const crec_fmt_event *ev)
                          ev->u.mmap.flags & CREC_FMT_EV_LISTING ? " (key frame listing)" : "",
                          addr, len, s->ev_off, s->tid, err.msg);
     /* a map or an unmap changes the bytes (or takes them away) */
-    if (s->on_access && !(ev->u.mmap.flags & CREC_FMT_EV_LISTING) &&
-        ev->u.mmap.op != CREC_FMT_MM_PROTECT)
+    if (s->on_access && !(ev->u.mmap.flags & (CREC_FMT_EV_LISTING | CREC_FMT_EV_FOREIGN)) &&
+        ev->u.mmap.op != CREC_FMT_MM_PROTECT) /* the thread that made it reports it */
         s->on_access(s->access_ctx, s->owner, 'k', addr, len);
     if (!(ev->u.mmap.flags & CREC_FMT_EV_HAS_HASH))
         return CREC_OK;
@@ -632,7 +632,7 @@ static int rep_slice_end(struct rep_seg *s, uint64_t addr, uint64_t before, uint
         return 1;
     }
     if (s->stop_at < icount && !s->cut_at) {
-        if (!sl->exact_out) {
+        if (!sl->exact_out && s->stop_at == sl->start + sl->len) {
             rep_diverge(s, "thread %u was switched out at its instruction %" PRIu64 ", which "
                            "falls inside a block", sl->tid, sl->thread_start + sl->len);
             return 1;
@@ -941,6 +941,17 @@ int rep_seg_resume(struct rep_seg *s, uint64_t until)
 
 /* Everything before the CPU runs: the CPU, the key frame's registers and
  * memory map, the restart point's memory, the first READS entry. */
+static int rep_seg_start(struct rep_seg *s);
+
+int rep_seg_run_start(struct rep_seg *s, crec_error *err)
+{
+    int rc = rep_seg_start(s);
+
+    if (rc != CREC_OK && err)
+        *err = s->err;
+    return rc;
+}
+
 static int rep_seg_start(struct rep_seg *s)
 {
     crec_error err = {0};
@@ -972,10 +983,16 @@ static void rep_run_cpu(struct rep_seg *s, struct crec_emu_stop *stop)
     crec_error err = {0};
 
     for (;;) {
+        if (s->refill_at) { /* a block whose code was just copied in (lazy.c) */
+            crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->refill_at);
+            s->refill_at = 0;
+        }
         if (crec_emu_cpu_run(s->cpu, stop, &err) != CREC_OK) {
             rep_fail(s, &err);
             return;
         }
+        if (s->refill_at && !s->failed && !s->diverged)
+            continue;
         if (!s->cut_at || s->failed || s->diverged || stop->why != CREC_STOP_REQUESTED)
             return;
         if (crec_emu_cpu_icount(s->cpu) != s->cut_at)
@@ -1116,6 +1133,12 @@ int rep_whole_run(struct rep_seg *s)
         }
         s->gbase = sl->start, s->tbase = sl->thread_start;
         s->stop_at = sl->start + sl->len;
+        if (s->whole_until && s->whole_until < s->stop_at)
+            s->stop_at = s->whole_until; /* a query run stops there, inside a block or not */
+        if (s->whole_until && sl->start >= s->whole_until) {
+            s->reached = sl->start == s->whole_until;
+            break;
+        }
         if (crec_emu_cpu_icount(s->cpu) != sl->start) {
             rep_failf(s, CREC_ERR_CORRUPT, "the schedule starts thread %u at instruction %"
                       PRIu64 ", but %" PRIu64 " ran before it", sl->tid, sl->start,
@@ -1125,6 +1148,13 @@ int rep_whole_run(struct rep_seg *s)
         if (sl->len == 0)
             continue;
         rep_run_cpu(s, &stop);
+        if (s->whole_until && crec_emu_cpu_icount(s->cpu) == s->whole_until) {
+            s->reached = 1; /* a query run got where it was going */
+            if (s->stopped_at_block)
+                crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->stopped_at_block);
+            s->stopped_at_block = 0;
+            return rep_outcome(s);
+        }
         if (s->failed || s->diverged || s->have_exit)
             break;
         if (s->thread_ended) { /* it exited in a syscall: its last key frame is here */
@@ -1152,7 +1182,7 @@ int rep_whole_run(struct rep_seg *s)
                             sl->tid, crec_emu_cpu_icount(s->cpu), s->stop_at);
         }
     }
-    if (s->failed || s->diverged)
+    if (s->failed || s->diverged || s->query)
         return rep_outcome(s);
     /* the thread that ran last ends the program; the others are as they were left */
     if (!cur->ended) {
@@ -1176,6 +1206,14 @@ void rep_seg_close(struct rep_seg *s)
     for (size_t i = 0; i < s->nthreads; i++) {
         crec_fmt_cursor_free(s->threads[i].reads);
         crec_fmt_cursor_free(s->threads[i].events);
+        if (s->owns_whole)
+            crec_free((void *)s->threads[i].kfs);
+    }
+    if (s->owns_whole) {
+        crec_free(s->threads);
+        crec_free((void *)s->slices);
+        s->threads = NULL;
+        s->nthreads = 0;
     }
     crec_emu_cpu_free(s->cpu);
 }

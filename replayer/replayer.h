@@ -67,6 +67,25 @@ int crec_replay_query(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t n
                       size_t first, const crec_replay_from *from, uint64_t until,
                       const crec_replay_watch *w, crec_replay_qrun **out, crec_error *err);
 
+/*! crec_replay_whole_query() :
+ *  A query run of the whole program (a recording of several threads): one
+ *  memory, every thread run in the recorded order from instruction 0 to
+ *  exactly `until` (global time; inside a slice or not), reporting every
+ *  access to `w` (only its `access` is used).  No key frame is checked.
+ *  During a callback, crec_replay_qrun_tid says whose access it is and
+ *  crec_replay_qrun_own converts a count of the run into that thread's own.
+ *  @return CREC_OK and *out, or an error. */
+int crec_replay_whole_query(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t nkf,
+                            uint64_t until, const crec_replay_watch *w, crec_replay_qrun **out,
+                            crec_error *err);
+
+/*! crec_replay_qrun_tid() : @return the thread that runs (or ran last). */
+uint32_t crec_replay_qrun_tid(const crec_replay_qrun *q);
+
+/*! crec_replay_qrun_own() : @return the running thread's own count at
+ *  count `icount` of the run (a run of one thread: icount itself). */
+uint64_t crec_replay_qrun_own(const crec_replay_qrun *q, uint64_t icount);
+
 /*! crec_replay_qrun_continue() :
  *  Run a query run on, from where it stopped to exactly `until`
  *  instructions (or the recording's end), reporting as before.  Block

@@ -131,6 +131,8 @@ struct rep_seg {
     const crec_fmt_keyframe *all_kfs; /* whole: every key frame (for per-thread views) */
     size_t all_nkf;
     uint64_t thread_keyframes;   /* key frames of threads checked at the end */
+    uint64_t whole_until;        /* whole, a query run: stop at this count (0: the end) */
+    int owns_whole;              /* threads' key frames, threads and slices are the run's */
 };
 
 /* The running thread's own count now. */
@@ -143,6 +145,9 @@ static inline uint64_t rep_ticount(const struct rep_seg *s)
 int rep_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
                        crec_error *err);
 
+/* session.c: how many threads the recording has (EVENTS streams). */
+size_t rep_threads(const crec_fmt_reader *r);
+
 /* session.c: the key frames of thread tid, in order (*out crec_malloc'd). */
 int rep_thread_keyframes(const crec_fmt_keyframe *kfs, size_t nkf, uint32_t tid,
                          crec_fmt_keyframe **out, size_t *n, crec_error *err);
@@ -150,8 +155,17 @@ int rep_thread_keyframes(const crec_fmt_keyframe *kfs, size_t nkf, uint32_t tid,
 /* replay.c: run one replay to its end; its result is left in *s. */
 int rep_seg_run(struct rep_seg *s);
 
+/* replay.c: only the start of a run (its CPU, registers and memory map). */
+int rep_seg_run_start(struct rep_seg *s, crec_error *err);
+
 /* replay.c: a whole-program replay (s->whole, threads, slices set). */
 int rep_whole_run(struct rep_seg *s);
+
+/* session.c: set s up for a whole-program replay of the recording read by
+ * r (key frames kfs): the schedule, every thread's key frames.
+ * @return CREC_OK, or an error (s owns what it got: rep_seg_close). */
+int rep_whole_open(struct rep_seg *s, crec_fmt_reader *r, const crec_fmt_keyframe *kfs,
+                   size_t nkf, crec_error *err);
 
 /* replay.c: run a query run that stopped on to `until` (s->query). */
 int rep_seg_resume(struct rep_seg *s, uint64_t until);

@@ -70,6 +70,18 @@ int rep_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
     return CREC_OK;
 }
 
+size_t rep_threads(const crec_fmt_reader *r)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < crec_fmt_reader_nstreams(r); i++) {
+        crec_fmt_stream_info si;
+        if (crec_fmt_reader_stream(r, i, &si, NULL) == CREC_OK && si.type == CREC_FMT_S_EVENTS)
+            n++;
+    }
+    return n;
+}
+
 int rep_thread_keyframes(const crec_fmt_keyframe *kfs, size_t nkf, uint32_t tid,
                          crec_fmt_keyframe **out, size_t *n, crec_error *err)
 {
@@ -383,52 +395,63 @@ static int run_pieces(const char *path, crec_fmt_reader *r0, const crec_fmt_keyf
     return rc;
 }
 
+int rep_whole_open(struct rep_seg *s, crec_fmt_reader *r, const crec_fmt_keyframe *kfs,
+                   size_t nkf, crec_error *err)
+{
+    struct rep_view *views = NULL;
+    crec_fmt_slice *slices = NULL;
+    size_t nviews = 0, nslices = 0;
+    int rc = thread_views(kfs, nkf, &views, &nviews, err);
+
+    s->r = r;
+    s->whole = s->alone = 1;
+    s->owns_whole = 1;
+    if (rc == CREC_OK)
+        rc = crec_fmt_schedule(r, kfs[nkf - 1].global_icount, &slices, &nslices, err);
+    if (rc == CREC_OK && (nslices == 0 || slices[0].tid < 1 || slices[0].tid > nviews ||
+                          views[slices[0].tid - 1].nkf == 0))
+        rc = crec_error_corrupt(err, "the schedule does not start with a thread that has a "
+                                     "key frame");
+    if (rc == CREC_OK && !(s->threads = crec_calloc(nviews, sizeof *s->threads)))
+        rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory for %zu threads", nviews);
+    if (rc != CREC_OK) {
+        views_free(views, nviews);
+        crec_free(slices);
+        return rc;
+    }
+    s->slices = slices, s->nslices = nslices;
+    s->nthreads = nviews;
+    for (size_t t = 0; t < nviews; t++) { /* the threads own their key frames now */
+        s->threads[t].tid = views[t].tid;
+        s->threads[t].kfs = views[t].kfs;
+        s->threads[t].nkf = views[t].nkf;
+    }
+    crec_free(views);
+    s->kfs = s->threads[slices[0].tid - 1].kfs, s->nkf = s->threads[slices[0].tid - 1].nkf;
+    s->first = 0, s->end_kf = s->nkf - 1, s->is_last = 1;
+    s->nkf_blocks = s->nkf - 1;
+    s->start = &s->kfs[0];
+    return CREC_OK;
+}
+
 /* The whole program on one CPU, its threads switched as recorded. */
 static int run_whole(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t nkf,
-                     struct rep_view *views, size_t nviews, const crec_replay_options *o,
-                     crec_replay_result *res, crec_error *err)
+                     const crec_replay_options *o, crec_replay_result *res, crec_error *err)
 {
     struct rep_seg s;
-    crec_fmt_slice *slices = NULL;
-    size_t nslices = 0;
-    int rc = crec_fmt_schedule(r, kfs[nkf - 1].global_icount, &slices, &nslices, err);
+    int rc;
 
-    if (rc != CREC_OK)
-        return rc;
-    if (nslices == 0 || slices[0].tid < 1 || slices[0].tid > nviews ||
-        views[slices[0].tid - 1].nkf == 0) {
-        crec_free(slices);
-        return crec_error_corrupt(err, "the schedule does not start with a thread that has a "
-                                       "key frame");
-    }
     memset(&s, 0, sizeof s);
-    s.r = r;
-    s.whole = s.alone = 1;
-    s.slices = slices, s.nslices = nslices;
-    s.nthreads = nviews;
-    s.threads = crec_calloc(nviews, sizeof *s.threads);
-    if (!s.threads) {
-        crec_free(slices);
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for %zu threads", nviews);
+    rc = rep_whole_open(&s, r, kfs, nkf, err);
+    if (rc == CREC_OK) {
+        if (o->progress) /* one thread: the caller's own reports nothing meanwhile */
+            o->progress(o->progress_ctx, 0, kfs[nkf - 1].global_icount);
+        rep_whole_run(&s);
+        res->start_icount = 0;
+        res->instructions = kfs[nkf - 1].global_icount;
+        rc = merge(&s, 1, res, err);
     }
-    for (size_t t = 0; t < nviews; t++) {
-        s.threads[t].tid = views[t].tid;
-        s.threads[t].kfs = views[t].kfs;
-        s.threads[t].nkf = views[t].nkf;
-    }
-    s.kfs = views[slices[0].tid - 1].kfs, s.nkf = views[slices[0].tid - 1].nkf;
-    s.first = 0, s.end_kf = s.nkf - 1, s.is_last = 1;
-    s.nkf_blocks = s.nkf - 1;
-    s.start = &s.kfs[0];
-    if (o->progress) /* one thread: the caller's own reports nothing meanwhile */
-        o->progress(o->progress_ctx, 0, kfs[nkf - 1].global_icount);
-    rep_whole_run(&s);
-    res->start_icount = 0;
-    res->instructions = kfs[nkf - 1].global_icount;
-    rc = merge(&s, 1, res, err);
     rep_seg_close(&s);
-    crec_free(s.threads);
-    crec_free(slices);
     return rc;
 }
 
@@ -510,7 +533,7 @@ int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_
         /* Several threads: the whole program in the recorded order, or (with
          * --jobs, --thread, --from, or a file cut short) each thread alone. */
         if (rc == CREC_OK && nviews > 1 && (o->jobs <= 1 && !o->thread && !o->from && !truncated))
-            rc = run_whole(r, kfs, nkf, views, nviews, o, res, err);
+            rc = run_whole(r, kfs, nkf, o, res, err);
         else if (rc == CREC_OK) {
             res->alone = nviews > 1;
             rc = run_pieces(path, r, kfs, nkf, nviews > 1 ? views : NULL, nviews, truncated, o,

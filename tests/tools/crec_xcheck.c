@@ -16,6 +16,11 @@
  * is known only from a snapshot taken since, one never touched from the
  * newest snapshot; code bytes are the code.
  *
+ * A recording of several threads: the index of a thread drawn at random
+ * gives each address, and the oracle is a whole-program replay (one
+ * memory, every thread in the recorded order) from instruction 0 to each
+ * query's time.
+ *
  * Prints one line per difference, then
  *   "xcheck: N queries, M equal; stack A heap B globals C kernel D other E; ..."
  * and exits 0 when all are equal, 1 otherwise, 2 on bad usage.
@@ -155,6 +160,14 @@ static int classify(uint64_t a)
 static int pick(crec_recording *rec, unsigned how, struct query *q)
 {
     const crec_idx *ix = rec->ix;
+    size_t th;
+
+    if (rec->nthr) { /* a thread's index, drawn at random */
+        th = (size_t)(rnd() % rec->nthr);
+        if (!rec->thr[th] || !rec->thr[th]->ix || rec->thr[th]->ix->nspan == 0)
+            return 0;
+        ix = rec->thr[th]->ix;
+    }
     size_t s = (size_t)(rnd() % ix->nspan);
     const crec_idx_span *g = &ix->spans[s];
 
@@ -290,6 +303,20 @@ static int run_oracle(crec_recording *rec, crec_fmt_reader *r, const crec_fmt_ke
         byaddr[i] = bytime[i] = &qs[i];
     qsort(byaddr, n, sizeof *byaddr, cmp_addr);
     qsort(bytime, n, sizeof *bytime, cmp_time);
+    if (rec->nthr) { /* several threads: the whole program from 0 to each time */
+        rc = CREC_OK;
+        for (size_t i = 0; i < n; i++) {
+            memset(bytime[i]->st, 0, sizeof bytime[i]->st);
+            o.byaddr = &bytime[i], o.n = 1;
+            rc = crec_replay_whole_query(r, kfs, nkf, bytime[i]->t, &w, &q, &err);
+            if (rc != CREC_OK)
+                break;
+            *bad += compare(rec, q, bytime[i]);
+            crec_replay_qrun_free(q);
+            q = NULL;
+        }
+        goto out;
+    }
     rc = crec_replay_query(r, kfs, nkf, 0, NULL, bytime[0]->t, &w, &q, &err);
     for (size_t i = 0; rc == CREC_OK && i < n; i++) {
         rc = crec_replay_qrun_continue(q, bytime[i]->t, &err);
@@ -300,6 +327,7 @@ static int run_oracle(crec_recording *rec, crec_fmt_reader *r, const crec_fmt_ke
         if (rc == CREC_OK)
             *bad += compare(rec, q, bytime[i]);
     }
+out:
     if (rc != CREC_OK)
         fprintf(stderr, "crec_xcheck: sequential replay: %s\n", err.msg);
     crec_replay_qrun_free(q);
@@ -327,12 +355,20 @@ int main(int argc, char **argv)
     }
     if (argc > 3)
         rng = strtoull(argv[3], NULL, 0) | 1;
-    if (crec_open(argv[1], 0, &rec, &err) || crec_index_info(rec, &ib, &tb, &built, &err) ||
-        crec_idx_need_all(rec->ix, &err)) {
+    if (crec_open(argv[1], 0, &rec, &err) || crec_index_info(rec, &ib, &tb, &built, &err)) {
         fprintf(stderr, "crec_xcheck: %s\n", err.msg);
         return 1;
     }
-    if (rec->ix->nspan == 0) {
+    for (size_t t = 0; t < rec->nthr; t++)
+        if (rec->thr[t] && crec_idx_need_all(rec->thr[t]->ix, &err)) {
+            fprintf(stderr, "crec_xcheck: %s\n", err.msg);
+            return 1;
+        }
+    if (!rec->nthr && crec_idx_need_all(rec->ix, &err)) {
+        fprintf(stderr, "crec_xcheck: %s\n", err.msg);
+        return 1;
+    }
+    if (!rec->nthr && rec->ix->nspan == 0) {
         fprintf(stderr, "crec_xcheck: the recording has no segment\n");
         return 1;
     }

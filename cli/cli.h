@@ -47,13 +47,14 @@ int cmd_replay(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_query(int argc, char **argv);
 int cmd_when(int argc, char **argv);
+int cmd_races(int argc, char **argv);
 
 /* `crec query`'s work once FILE is known (cmd_query.c), shared with `crec
  * replay FILE --query ...`: answer every WHAT@WHEN of queries[0..n) in the
  * recording at `path`.  `size`, `fmt`, `json` and `no_index` are query's
  * options.  @return the exit status (the answers and errors are printed). */
 int cli_query_run(const char *path, char **queries, size_t n, uint64_t size, const char *fmt,
-                  int json, int no_index);
+                  int json, int no_index, int all_values);
 
 /* The most bytes one query or `--size` reads (a value printed on one line). */
 #define CLI_QUERY_MAX 4096

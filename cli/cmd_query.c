@@ -50,6 +50,10 @@ static const char query_usage[] =
     "  --json          one JSON array of answers; a failed query ends it with\n"
     "                  {\"query\": ..., \"error\": ...}\n"
     "  --no-index      answer by a full replay from instruction 0 (slow; a test oracle)\n"
+    "  --all-values    a recording of several threads: every value the memory may\n"
+    "                  hold at that time when threads are ordered only by their\n"
+    "                  sequencing points (syscalls, atomic instructions), as on a\n"
+    "                  multiprocessor; more than one is \"undetermined\" (a race)\n"
     "  -h, --help      show this help\n";
 
 /* ---- parsing --------------------------------------------------------------- */
@@ -395,6 +399,8 @@ static void json_str(const char *s)
 }
 
 /* One WHAT@WHEN of the command line, parsed, and then its answer. */
+#define CLI_ALL_VALUES 16 /* --all-values: the values shown */
+
 struct query {
     const char *arg;
     struct cli_what w;
@@ -402,6 +408,9 @@ struct query {
     uint8_t bytes[CLI_QUERY_MAX], known[CLI_QUERY_MAX];
     size_t len;
     const char *path;
+    int all;                       /* --all-values: */
+    crec_value vals[CLI_ALL_VALUES];
+    size_t nvals;
 };
 
 /* Parse every query before answering any, so a typo fails at once. */
@@ -442,7 +451,62 @@ static int query_answer(crec_recording *rec, struct query *q, int no_index, crec
     if (crec_read_memory(rec, q->w.addr, q->len, q->bytes, q->known, &src, err) != CREC_OK)
         return -1;
     q->path = source_name(src, no_index);
+    if (q->all) {
+        if (q->len > 64)
+            return qerr(err, "--all-values takes at most 64 bytes, not %zu", q->len);
+        if (crec_read_memory_all(rec, q->w.addr, q->len, q->vals, CLI_ALL_VALUES, &q->nvals,
+                                 err) != CREC_OK)
+            return -1;
+    }
     return 0;
+}
+
+static void query_json_open(const struct query *q, int first);
+
+/* --all-values: every value the multiprocessor view allows, and why. */
+static void query_print_all(const struct query *q, const char *fmt, int json, int first)
+{
+    static char out[CLI_QUERY_MAX * 4 + 64];
+    size_t n = q->nvals < CLI_ALL_VALUES ? q->nvals : CLI_ALL_VALUES;
+
+    if (json) {
+        query_json_open(q, first);
+        printf(", \"t\": %" PRIu64 ", \"addr\": %" PRIu64 ", \"size\": %zu, \"undetermined\": %s, "
+               "\"values\": [", q->t, q->w.addr, q->len, q->nvals > 1 ? "true" : "false");
+    } else if (q->nvals == 1) {
+        cli_format_value(q->vals[0].bytes, q->vals[0].known, q->len, fmt, out, sizeof out);
+        printf("%s = %s (%s; determined: no order the sequencing allows gives another)\n",
+               q->arg, out, q->path);
+        return;
+    } else {
+        printf("%s = undetermined, %zu values:\n", q->arg, q->nvals);
+    }
+    for (size_t i = 0; i < n; i++) {
+        const crec_value *v = &q->vals[i];
+        cli_format_value(v->bytes, v->known, q->len, fmt, out, sizeof out);
+        if (json) {
+            printf("%s{\"value\": ", i ? ", " : "");
+            json_str(out);
+            if (v->recorded)
+                printf(", \"recorded\": true, \"path\": \"%s\"}", q->path);
+            else
+                printf(", \"thread\": %u, \"t\": %" PRIu64 ", \"rip\": %" PRIu64
+                       ", \"order\": \"%s\"}", v->tid, v->t, v->rip,
+                       v->unordered ? "unordered" : "before");
+            continue;
+        }
+        if (v->recorded)
+            printf("  %s  as recorded (%s)\n", out, q->path);
+        else
+            printf("  %s  thread %u's store, new at %" PRIu64 ": 0x%" PRIx64 " %s; %s\n", out,
+                   v->tid, v->t, v->rip, v->insn,
+                   v->unordered ? "no sequencing point orders it with this time"
+                                : "the last store ordered before this time");
+    }
+    if (json)
+        printf("]}");
+    else if (q->nvals > n)
+        printf("  ... and %zu more\n", q->nvals - n);
 }
 
 /* The start of q's object in the JSON array, up to its first member. */
@@ -455,6 +519,11 @@ static void query_json_open(const struct query *q, int first)
 static void query_print(const struct query *q, const char *fmt, int json, int first)
 {
     static char out[CLI_QUERY_MAX * 4 + 64];
+
+    if (q->all && !q->w.is_reg) {
+        query_print_all(q, fmt, json, first);
+        return;
+    }
 
     cli_format_value(q->bytes, q->known, q->len, fmt, out, sizeof out);
     if (!json) {
@@ -524,7 +593,7 @@ int cli_check_format(const char *cmd, const char *f)
 }
 
 int cli_query_run(const char *path, char **args, size_t n, uint64_t size, const char *fmt,
-                  int json, int no_index)
+                  int json, int no_index, int all_values)
 {
     crec_recording *rec = NULL;
     crec_error err = {0};
@@ -539,8 +608,10 @@ int cli_query_run(const char *path, char **args, size_t n, uint64_t size, const 
         crec_close(rec);
         return cli_fail(EXIT_FAIL, "out of memory");
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         qs[i].arg = args[i];
+        qs[i].all = all_values;
+    }
     /* answers up to the first failed query are printed; a bad query prints none */
     failed = n;
     for (size_t i = 0; i < n && failed == n; i++)
@@ -575,12 +646,13 @@ int cmd_query(int argc, char **argv)
         {"format", required_argument, NULL, 'f'},
         {"json", no_argument, NULL, 'J'},
         {"no-index", no_argument, NULL, 'N'},
+        {"all-values", no_argument, NULL, 'A'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *fmt = "hex";
     uint64_t size = 8;
-    int json = 0, no_index = 0, c;
+    int json = 0, no_index = 0, all = 0, c;
 
     opterr = 0;
     optind = 1;
@@ -597,6 +669,7 @@ int cmd_query(int argc, char **argv)
             break;
         case 'J': json = 1; break;
         case 'N': no_index = 1; break;
+        case 'A': all = 1; break;
         case 'h': fputs(query_usage, stdout); return EXIT_OK;
         case ':': return cli_usage_error("query", "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error("query", "unknown option '%s'", argv[optind - 1]);
@@ -605,5 +678,5 @@ int cmd_query(int argc, char **argv)
     if (argc - optind < 2)
         return cli_usage_error("query", "needs a FILE and at least one WHAT@WHEN");
     return cli_query_run(argv[optind], argv + optind + 1, (size_t)(argc - optind - 1), size, fmt,
-                         json, no_index);
+                         json, no_index, all);
 }

@@ -228,7 +228,7 @@ int cmd_replay(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (rq.n > 0) {
-        rc = cli_query_run(argv[optind], rq.q, rq.n, rq.size, rq.fmt, rq.json, rq.no_index);
+        rc = cli_query_run(argv[optind], rq.q, rq.n, rq.size, rq.fmt, rq.json, rq.no_index, 0);
         free(rq.q);
         return rc;
     }

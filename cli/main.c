@@ -20,6 +20,7 @@ static const struct cli_command commands[] = {
     {"info", "describe a recording: header, threads, streams, sizes", cmd_info},
     {"query", "the value of memory or a register at any instruction count", cmd_query},
     {"when", "every instruction count at which a memory value changed", cmd_when},
+    {"races", "the data races of a recording of several threads", cmd_races},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

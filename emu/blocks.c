@@ -531,3 +531,101 @@ int crec_emu_cpu_run_until(crec_emu_cpu *cpu, uint64_t t, int *reached,
     emu_until_clear(cpu);
     return rc;
 }
+
+/* ---- which instruction made a memory access ------------------------------------ */
+
+/* The value of a base or index register of an address, as Capstone names it. */
+static int addr_reg(crec_emu_cpu *cpu, unsigned reg, uint64_t next_rip, uint64_t *v)
+{
+    static const struct { unsigned cs; int uc; } map[] = {
+        {X86_REG_RAX, UC_X86_REG_RAX}, {X86_REG_RCX, UC_X86_REG_RCX},
+        {X86_REG_RDX, UC_X86_REG_RDX}, {X86_REG_RBX, UC_X86_REG_RBX},
+        {X86_REG_RSP, UC_X86_REG_RSP}, {X86_REG_RBP, UC_X86_REG_RBP},
+        {X86_REG_RSI, UC_X86_REG_RSI}, {X86_REG_RDI, UC_X86_REG_RDI},
+        {X86_REG_R8, UC_X86_REG_R8},   {X86_REG_R9, UC_X86_REG_R9},
+        {X86_REG_R10, UC_X86_REG_R10}, {X86_REG_R11, UC_X86_REG_R11},
+        {X86_REG_R12, UC_X86_REG_R12}, {X86_REG_R13, UC_X86_REG_R13},
+        {X86_REG_R14, UC_X86_REG_R14}, {X86_REG_R15, UC_X86_REG_R15},
+    };
+
+    if (reg == X86_REG_INVALID) {
+        *v = 0;
+        return 0;
+    }
+    if (reg == X86_REG_RIP) {
+        *v = next_rip;
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (map[i].cs == reg) {
+            *v = emu_reg_get(cpu, map[i].uc);
+            return 0;
+        }
+    return -1; /* a 32-bit address or something rarer: not worked out */
+}
+
+/* Does an explicit memory operand of insn cover addr, with the registers
+ * as they are now?  @return 1 yes, 0 no, -1 it has none (or can't tell). */
+static int insn_touches(crec_emu_cpu *cpu, const cs_insn *insn, uint64_t addr)
+{
+    const cs_x86 *x = &insn->detail->x86;
+    int any = 0;
+
+    for (uint8_t k = 0; k < x->op_count; k++) {
+        const cs_x86_op *op = &x->operands[k];
+        uint64_t base, index, ea;
+        if (op->type != X86_OP_MEM)
+            continue;
+        if (addr_reg(cpu, op->mem.base, insn->address + insn->size, &base) != 0 ||
+            addr_reg(cpu, op->mem.index, 0, &index) != 0)
+            return -1;
+        ea = base + index * (uint64_t)op->mem.scale + (uint64_t)op->mem.disp;
+        if (op->mem.segment == X86_REG_FS)
+            ea += emu_reg_get(cpu, UC_X86_REG_FS_BASE);
+        else if (op->mem.segment == X86_REG_GS)
+            ea += emu_reg_get(cpu, UC_X86_REG_GS_BASE);
+        any = 1;
+        if (addr >= ea && addr - ea < (op->size ? op->size : 8))
+            return 1;
+    }
+    return any ? 0 : -1;
+}
+
+uint64_t crec_emu_cpu_access_rip(crec_emu_cpu *cpu, uint64_t rip, uint64_t addr)
+{
+    uint8_t buf[4096];
+    const uint8_t *code = buf;
+    uint64_t pc = rip, end = cpu->cur_block + cpu->cur_block_size, found = rip;
+    size_t left;
+    cs_insn *insn;
+    int first = 1;
+
+    if (!cpu->cur_atomics)
+        return rip; /* no atomic instruction in the block: RIP is right */
+    if (rip < cpu->cur_block || rip >= end) { /* still the block before's: from the start */
+        rip = pc = cpu->cur_block;
+        first = 0;
+    }
+    if (!cpu->cs_detail) {
+        if (cs_open(CS_ARCH_X86, CS_MODE_64, &cpu->cs_detail) != CS_ERR_OK)
+            return rip;
+        cs_option(cpu->cs_detail, CS_OPT_DETAIL, CS_OPT_ON);
+    }
+    left = end - rip > sizeof buf ? sizeof buf : end - rip;
+    if (crec_emu_mem_read(cpu, buf, rip, left) != 0 || !(insn = cs_malloc(cpu->cs_detail)))
+        return rip;
+    while (cs_disasm_iter(cpu->cs_detail, &code, &left, &pc, insn)) {
+        int t = insn_touches(cpu, insn, addr);
+        if (first && t != 0)
+            break; /* the instruction at RIP is the one (or it can't be told) */
+        first = 0;
+        /* an atomic helper does not bring RIP up to date: a later one of
+         * the block that touches addr made the access */
+        if (t == 1 && insn_atomic(insn)) {
+            found = insn->address;
+            break;
+        }
+    }
+    cs_free(insn, 1);
+    return found;
+}

@@ -477,6 +477,8 @@ void crec_emu_cpu_free(crec_emu_cpu *cpu)
     emu_blocks_free(cpu);
     if (cpu->cs)
         cs_close(&cpu->cs);
+    if (cpu->cs_detail)
+        cs_close(&cpu->cs_detail);
     crec_free(cpu);
 }
 

@@ -135,6 +135,15 @@ int crec_emu_cpu_stop_inside(crec_emu_cpu *cpu, uint64_t t);
  *  @return how many (0 for most blocks). */
 unsigned crec_emu_cpu_block_atomics(const crec_emu_cpu *cpu, const uint16_t **index);
 
+/*! crec_emu_cpu_access_rip() :
+ *  From a memory hook: the address of the instruction that makes the access
+ *  to addr, given RIP as the hook reads it.  Inside an atomic instruction
+ *  (lock prefix, xchg) Unicorn 2.0.1 does not bring RIP up to date, so a
+ *  hook reads the address of an earlier instruction of the block; the
+ *  instruction is then the first atomic one after it whose memory operand
+ *  covers addr.  @return that address (rip itself in every other case). */
+uint64_t crec_emu_cpu_access_rip(crec_emu_cpu *cpu, uint64_t rip, uint64_t addr);
+
 /*! crec_emu_cpu_icount_at() : from a memory or code hook: the number of
  *  instructions executed before the instruction at `rip` of the block now
  *  running (the block is counted whole on entry; this takes back the part

@@ -54,6 +54,7 @@ struct crec_emu_cpu {
     uc_engine *uc;
     uc_context *uc_reset;     /* the engine's registers as new (cpu.c's pool) */
     csh cs;
+    csh cs_detail;            /* with operand details, opened on first need (0: not yet) */
     struct crec_emu_cpu_hooks hooks;
     uc_hook h_block, h_syscall, h_cpuid, h_invalid, h_mem, h_intr;
     struct emu_client_hook client_hooks[EMU_MAX_CLIENT_HOOKS];

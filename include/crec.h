@@ -438,6 +438,64 @@ typedef struct crec_change {
 int crec_watch(crec_recording *rec, uint64_t addr, size_t len,
                int (*fn)(void *ctx, const crec_change *c), void *ctx, crec_error *err);
 
+/*
+ * Races (docs/QUERY.md): the recording ran on one CPU, whose schedule
+ * orders every access.  A multiprocessor orders only what the sequencing
+ * points order (syscalls, atomic instructions, thread starts and wakes):
+ * access a of thread A comes before access b of thread B when A reaches a
+ * sequencing point after a before B reaches one before b.
+ */
+
+/* One side of a race. */
+struct crec_race_side {
+    uint32_t tid;           /* the thread */
+    uint64_t t;             /* the global number of its instruction (it ran after t) */
+    uint64_t thread_icount; /* ... and the thread's own */
+    uint64_t rip;
+    int write;              /* a store (else a load) */
+    char insn[160];         /* the instruction's bytes and disassembly */
+};
+
+/* Two accesses of different threads to the same bytes, at least one a
+ * store, that no sequencing point orders: `first` ran first here. */
+typedef struct crec_race {
+    uint64_t addr;          /* the first byte both touch */
+    unsigned size;          /* the bytes of the second access */
+    char symbol[128];       /* "name" or "name+0xOFF" of the data, or "" */
+    struct crec_race_side first, second;
+} crec_race;
+
+/*! crec_races() :
+ *  Replay the whole program and call fn for each address (8-byte granule)
+ *  where two threads' accesses race, once, with the first pair found (fn
+ *  returning non-zero stops).  A recording of one thread has none.
+ *  @return CREC_OK or an error. */
+int crec_races(crec_recording *rec, int (*fn)(void *ctx, const crec_race *r), void *ctx,
+               crec_error *err);
+
+/* One value the bytes may hold, in the multiprocessor view. */
+typedef struct crec_value {
+    uint8_t bytes[64], known[64];
+    int recorded;           /* the value in the recorded order (crec_read_memory's) */
+    int unordered;          /* else: stored by a store no sequencing point orders with
+                               the time (else the last store ordered before it) */
+    uint32_t tid;           /* the store's thread (0: recorded) */
+    uint64_t t;             /* ... its value is new at t */
+    uint64_t rip;
+    char insn[160];
+} crec_value;
+
+/*! crec_read_memory_all() :
+ *  Every value the `len` (1..64) bytes at addr may hold at the current
+ *  time in the multiprocessor view, the recorded one first: the last store
+ *  ordered before the time, and every store (before or after it) that no
+ *  sequencing point orders with it, seen from the thread that runs at that
+ *  time.  Values are distinct; *n is how many there are (out holds the
+ *  first max).  More than one: the answer is undetermined.
+ *  @return CREC_OK, or an error. */
+int crec_read_memory_all(crec_recording *rec, uint64_t addr, size_t len, crec_value *out,
+                         size_t max, size_t *n, crec_error *err);
+
 /*! crec_index_info() : index statistics: its size in bytes, the size of the
  *  recording, and whether this handle built it.  Builds it if needed.
  *  @return CREC_OK or an error. */

@@ -115,6 +115,10 @@ int qx_watch_threads(crec_recording *rec, uint64_t addr, size_t len,
 
 /* recording.c */
 
+/*! qx_symbol_at() : "name" or "name+0xOFF" of the symbol holding addr into
+ *  buf, or "" when none does. */
+void qx_symbol_at(crec_recording *rec, uint64_t addr, char *buf, size_t size);
+
 /*! qx_schedule() : load the schedule of a recording of several threads,
  *  once.  @return CREC_OK or an error. */
 int qx_schedule(crec_recording *rec, crec_error *err);

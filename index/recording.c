@@ -856,3 +856,37 @@ int crec_lookup_symbol(crec_recording *rec, const char *name, uint64_t *addr, cr
         return rc;
     return crec_error_set(err, CREC_ERR_NOTFOUND, "no symbol '%s' in the recording", name);
 }
+
+void qx_symbol_at(crec_recording *rec, uint64_t addr, char *buf, size_t size)
+{
+    crec_fmt_cursor *c;
+    const uint8_t *body;
+    size_t blen;
+    int kind;
+    uint64_t best_off = UINT64_MAX;
+
+    buf[0] = 0;
+    if (crec_fmt_cursor_open(rec->r, CREC_FMT_S_SYMBOLS, 0, 0, &c, NULL) != CREC_OK)
+        return;
+    while (crec_fmt_cursor_next(c, &kind, &body, &blen, NULL) == CREC_OK) {
+        crec_fmt_symbol y;
+        if (kind != CREC_FMT_K_SYMBOL || crec_fmt_sym_decode(body, blen, &y, NULL) != CREC_OK ||
+            !y.name_len)
+            continue;
+        for (size_t i = 0; i < rec->ncode; i++) {
+            uint64_t at;
+            if (memcmp(&rec->code[i].blob, &y.blob, sizeof y.blob) != 0)
+                continue;
+            at = rec->code[i].addr + y.addr;
+            /* the symbol holding addr; a sizeless one only when it is exact */
+            if (addr < at || addr - at >= (y.size ? y.size : 1) || addr - at >= best_off)
+                continue;
+            best_off = addr - at;
+            if (best_off)
+                snprintf(buf, size, "%.*s+0x%" PRIx64, (int)y.name_len, y.name, best_off);
+            else
+                snprintf(buf, size, "%.*s", (int)y.name_len, y.name);
+        }
+    }
+    crec_fmt_cursor_free(c);
+}

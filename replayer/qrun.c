@@ -163,7 +163,11 @@ uint64_t crec_replay_qrun_icount(const crec_replay_qrun *q)
 
 uint64_t crec_replay_qrun_rip(crec_replay_qrun *q)
 {
-    return crec_emu_reg_get(q->s.cpu, CREC_EMU_RIP);
+    uint64_t rip = crec_emu_reg_get(q->s.cpu, CREC_EMU_RIP);
+
+    if (q->s.in_access) /* RIP is stale inside an atomic instruction */
+        return crec_emu_cpu_access_rip(q->s.cpu, rip, q->s.access_addr);
+    return rip;
 }
 
 uint64_t crec_replay_qrun_icount_at(crec_replay_qrun *q, uint64_t rip)

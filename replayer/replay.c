@@ -135,6 +135,16 @@ static int rep_load_value(struct rep_seg *s, uint64_t addr, unsigned size)
     return rep_next_hits(s) == CREC_OK ? 0 : -1;
 }
 
+/* A guest load or store, to the run's watcher: qrun_rip can then say which
+ * instruction it was (crec_emu_cpu_access_rip). */
+static void rep_access(struct rep_seg *s, int kind, uint64_t addr, uint64_t len)
+{
+    s->in_access = 1;
+    s->access_addr = addr;
+    s->on_access(s->access_ctx, s->owner, kind, addr, len);
+    s->in_access = 0;
+}
+
 /*
  * One load of `size` bytes (by the program, or by the kernel reading a
  * syscall's buffer): predicted, or given its recorded value.  The bytes
@@ -159,7 +169,7 @@ static inline int rep_load(struct rep_seg *s, uint64_t addr, unsigned size, uint
     if (out)
         crec_emu_mem_read(s->cpu, out, addr, size);
     if (s->on_access)
-        s->on_access(s->access_ctx, s->owner, 'r', addr, size);
+        rep_access(s, 'r', addr, size);
     return 0;
 }
 
@@ -176,7 +186,7 @@ static void rep_mem_hook(void *ctx, int kind, uint64_t addr, unsigned size, uint
     (void)value;
     if (kind == CREC_EMU_STORE) { /* memory holds it already */
         if (s->on_access)
-            s->on_access(s->access_ctx, s->owner, 'w', addr, (uint64_t)size);
+            rep_access(s, 'w', addr, (uint64_t)size);
         return;
     }
     if (s->echoes && crec_emu_mem_echo(s->cpu, kind, addr, size))

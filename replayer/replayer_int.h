@@ -104,6 +104,8 @@ struct rep_seg {
     crec_replay_qrun *owner;     /* the query run this is, given to the callbacks */
     uint64_t point_every, next_point; /* offer a restart point every so often */
     void *access_ctx;
+    int in_access;               /* a load or store is being reported, at: */
+    uint64_t access_addr;
 
     /* where the run starts: &kfs[first], or a restart point in that segment
      * (crec_replay_from) with the memory it restores */

@@ -4,6 +4,7 @@
  * observer a recorder relies on.
  */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -497,4 +498,105 @@ Test(emu, allocation_failures_are_clean)
         cr_expect((rc == CREC_OK) == (e != NULL));
         crec_emu_free(e);
     }
+}
+
+/* ---- threads: the scheduler is deterministic --------------------------------- */
+
+struct sched_log {
+    unsigned creates, exits, switches, exact;
+    uint64_t hash;           /* of every switch, in order */
+    uint64_t icount[16];     /* each thread's count at its last switch */
+    int bad;
+};
+
+static void sl_thread(void *c, const struct crec_emu_thread_event *ev)
+{
+    struct sched_log *l = c;
+    if (ev->op == CREC_EMU_THREAD_CREATE) {
+        l->creates++;
+        l->bad |= ev->id != l->creates + 1 || ev->parent != 1;
+    } else {
+        l->exits++;
+    }
+}
+
+static void sl_switch(void *c, const struct crec_emu_switch *sw)
+{
+    struct sched_log *l = c;
+    l->switches++;
+    l->exact += sw->exact != 0;
+    l->bad |= sw->from == sw->to || sw->from >= 16 || sw->to >= 16;
+    if (!l->bad) {
+        l->bad |= sw->from_icount < l->icount[sw->from] || sw->to_icount != l->icount[sw->to];
+        l->icount[sw->from] = sw->from_icount;
+    }
+    l->hash = (l->hash ^ (sw->from | (uint64_t)sw->to << 8 | sw->from_icount << 16)) *
+              0x100000001b3ull;
+}
+
+static void run_threads(const char *prog, const char *arg, uint64_t slice, int chaos,
+                        uint64_t seed, struct sched_log *l, struct crec_emu_exit *ex)
+{
+    struct crec_emu_observer ob = {.ctx = l, .on_thread = sl_thread, .on_switch = sl_switch};
+    struct crec_emu_options opt = {.observer = &ob, .slice = slice, .chaos = chaos,
+                                   .chaos_seed = seed, .log = fopen("/dev/null", "w")};
+    char *argv[] = {(char *)prog, (char *)arg, arg ? "20000" : NULL, NULL};
+    char *envp[] = {"LANG=C", NULL};
+    crec_emu *e;
+    crec_error err = {0};
+    int out = dup(1), null = open("/dev/null", O_WRONLY);
+
+    memset(l, 0, sizeof *l);
+    dup2(null, 1); /* the guest's output */
+    cr_assert_eq(crec_emu_create(&e, &opt, &err), CREC_OK, "%s", err.msg);
+    cr_assert_eq(crec_emu_load(e, prog, argv, envp, &err), CREC_OK, "%s", err.msg);
+    cr_assert_eq(crec_emu_run(e, ex, &err), CREC_OK, "%s", err.msg);
+    crec_emu_free(e);
+    dup2(out, 1);
+    close(out), close(null);
+    fclose(opt.log);
+}
+
+Test(emu, threads_switch_deterministically)
+{
+    struct sched_log a, b;
+    struct crec_emu_exit ex;
+
+    if (access("build/guests/threads_counter", X_OK) != 0)
+        cr_skip_test("build/guests/threads_counter not built");
+    run_threads("build/guests/threads_counter", "3", 5000, 0, 0, &a, &ex);
+    cr_assert_eq(ex.status, 0, "%s", ex.msg);
+    cr_expect_eq(a.creates, 3);
+    cr_expect_eq(a.exits, 3, "every thread but the first exits alone");
+    cr_expect_gt(a.switches, 3);
+    cr_expect_eq(a.exact, 0, "without --chaos, switches are at block starts");
+    cr_expect_eq(a.bad, 0);
+    run_threads("build/guests/threads_counter", "3", 5000, 0, 0, &b, &ex);
+    cr_expect_eq(a.hash, b.hash, "the same schedule twice");
+    cr_expect_eq(a.switches, b.switches);
+
+    /* --chaos: a seed gives one schedule, with switches inside blocks;
+     * another seed another */
+    run_threads("build/guests/threads_counter", "3", 5000, 1, 7, &a, &ex);
+    cr_assert_eq(ex.status, 0, "%s", ex.msg);
+    run_threads("build/guests/threads_counter", "3", 5000, 1, 7, &b, &ex);
+    cr_expect_eq(a.hash, b.hash);
+    cr_expect_gt(a.exact, 0);
+    cr_expect_eq(a.bad, 0);
+    run_threads("build/guests/threads_counter", "3", 5000, 1, 8, &b, &ex);
+    cr_expect_neq(a.hash, b.hash);
+}
+
+Test(emu, deadlock_ends_the_run)
+{
+    struct sched_log l;
+    struct crec_emu_exit ex;
+
+    if (access("build/guests/threads_deadlock", X_OK) != 0)
+        cr_skip_test("build/guests/threads_deadlock not built");
+    run_threads("build/guests/threads_deadlock", NULL, 0, 0, 0, &l, &ex);
+    cr_expect_eq(ex.deadlock, 1);
+    cr_expect_eq(ex.signo, 0);
+    cr_expect(strstr(ex.msg, "deadlock: every thread is blocked") != NULL, "%s", ex.msg);
+    cr_expect(strstr(ex.msg, "waits on the futex") != NULL, "%s", ex.msg);
 }

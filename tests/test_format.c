@@ -1195,3 +1195,194 @@ Test(format, every_allocation_failure_reading_a_pipe)
     cr_assert(done);
     free(p);
 }
+
+/* ---- version 2: threads ------------------------------------------------------ */
+
+/* SEQ entries: whole where a reader starts, differences after; a version-1
+ * entry has no kind. */
+Test(format, seq_v2_whole_then_differences)
+{
+    crec_fmt_buf b = {0};
+    crec_fmt_seq_ctx w = {0, 0, 1}, r = {0, 0, 1};
+    crec_error e = {0};
+    const crec_fmt_seq in[] = {
+        {1000, 500, CREC_FMT_SEQ_IN},       {1001, 520, CREC_FMT_SEQ_SYSCALL},
+        {1005, 520, CREC_FMT_SEQ_WAKE},     {1006, 600100, CREC_FMT_SEQ_OUT_EXACT},
+        {7, 700000, CREC_FMT_SEQ_ATOMIC} /* goes back: written whole */,
+    };
+    for (size_t i = 0; i < 5; i++)
+        cr_assert_eq(crec_fmt_seq_encode(&b, &w, &in[i]), CREC_OK);
+    const uint8_t want[] = {0xe8, 0x07, 0xf4, 0x03, 0x85, /* whole */
+                            1, 20, 1, 4, 0, 4, 1, 0x9c, 0xcc, 0x24, 7,
+                            7, 0xe0, 0xdc, 0x2a, 0x82};
+    cr_assert_eq(b.len, sizeof want);
+    cr_assert(memcmp(b.data, want, sizeof want) == 0);
+    crec_fmt_cur c = {b.data, b.len, 0};
+    for (size_t i = 0; i < 5; i++) {
+        crec_fmt_seq s;
+        cr_assert_eq(crec_fmt_seq_decode(2, &c, &r, &s, &e), CREC_OK, "%s", e.msg);
+        cr_assert_eq(s.seq, in[i].seq);
+        cr_assert_eq(s.icount, in[i].icount);
+        cr_assert_eq(s.kind, in[i].kind);
+    }
+    /* a key frame's SEQ offset is where a reader starts: differences there
+     * are corrupt */
+    crec_fmt_seq s;
+    crec_fmt_seq_ctx fresh = {0, 0, 1};
+    crec_fmt_cur mid = {b.data + 5, b.len - 5, 0};
+    cr_assert_eq(crec_fmt_seq_decode(2, &mid, &fresh, &s, &e), CREC_ERR_CORRUPT);
+    cr_assert(strstr(e.msg, "holds differences"), "%s", e.msg);
+    const uint8_t kinds[][3] = {{1, 1, 0x80}, {1, 1, 0x88}};
+    for (size_t i = 0; i < 2; i++) {
+        crec_fmt_seq_ctx f = {0, 0, 1};
+        crec_fmt_cur k = {kinds[i], 3, 0};
+        cr_assert_eq(crec_fmt_seq_decode(2, &k, &f, &s, &e), CREC_ERR_CORRUPT);
+        cr_assert(strstr(e.msg, "unknown sequence kind"), "%s", e.msg);
+    }
+    const uint8_t over[] = {1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x81,
+                            0, 1, 1};
+    crec_fmt_seq_ctx o = {0, 0, 1};
+    crec_fmt_cur oc = {over, sizeof over, 0};
+    cr_assert_eq(crec_fmt_seq_decode(2, &oc, &o, &s, &e), CREC_OK, "%s", e.msg);
+    cr_assert_eq(crec_fmt_seq_decode(2, &oc, &o, &s, &e), CREC_ERR_CORRUPT);
+    cr_assert(strstr(e.msg, "out of range"), "%s", e.msg);
+    /* version 1: two numbers, whole, no kind */
+    const uint8_t v1[] = {0x05, 0x64, 0x06, 0x65};
+    crec_fmt_cur c1 = {v1, sizeof v1, 0};
+    crec_fmt_seq_ctx x = {0, 0, 1};
+    cr_assert_eq(crec_fmt_seq_decode(1, &c1, &x, &s, &e), CREC_OK);
+    cr_assert(s.seq == 5 && s.icount == 100 && s.kind == 0);
+    cr_assert_eq(crec_fmt_seq_decode(1, &c1, &x, &s, &e), CREC_OK);
+    cr_assert(s.seq == 6 && s.icount == 101 && s.kind == 0);
+    crec_fmt_buf_free(&b);
+}
+
+/* THREAD: version 2 carries the parent, the guest tid, the count, how it
+ * ended, its status and the cleared address; version 1 only op and tid. */
+Test(format, thread_record_v2_fields)
+{
+    crec_fmt_event ev = {.kind = CREC_FMT_K_THREAD};
+    ev.u.thread.op = CREC_FMT_TH_CREATE;
+    ev.u.thread.tid = 3;
+    ev.u.thread.parent = 1;
+    ev.u.thread.guest_tid = 4242;
+    ev_check(&ev);
+    memset(&ev.u, 0, sizeof ev.u);
+    ev.u.thread.op = CREC_FMT_TH_EXIT;
+    ev.u.thread.tid = 3;
+    ev.u.thread.icount = 123456789;
+    ev.u.thread.how = CREC_FMT_TH_EXITED;
+    ev.u.thread.status = 0xffffffffffffff85ull;
+    ev.u.thread.cleared = 0x7ffff7d7e990;
+    ev_check(&ev);
+    ev.u.thread.how = CREC_FMT_TH_ENDED;
+    ev_check(&ev);
+
+    crec_error e = {0};
+    crec_fmt_event out;
+    const uint8_t v1[] = {CREC_FMT_TH_CREATE, 2};
+    cr_assert_eq(crec_fmt_ev_decode(1, CREC_FMT_K_THREAD, v1, sizeof v1, &out, &e), CREC_OK);
+    cr_assert(out.u.thread.op == CREC_FMT_TH_CREATE && out.u.thread.tid == 2);
+    cr_assert_eq(crec_fmt_ev_decode(2, CREC_FMT_K_THREAD, v1, sizeof v1, &out, &e),
+                 CREC_ERR_CORRUPT, "a version-2 create needs its parent");
+    const uint8_t how[] = {CREC_FMT_TH_EXIT, 2, 5, 9, 0, 0};
+    cr_assert_eq(crec_fmt_ev_decode(2, CREC_FMT_K_THREAD, how, sizeof how, &out, &e),
+                 CREC_ERR_CORRUPT);
+    cr_assert(strstr(e.msg, "unknown thread end 9"), "%s", e.msg);
+    const uint8_t op[] = {7, 2};
+    cr_assert_eq(crec_fmt_ev_decode(2, CREC_FMT_K_THREAD, op, sizeof op, &out, &e),
+                 CREC_ERR_CORRUPT);
+    cr_assert(strstr(e.msg, "unknown thread operation 7"), "%s", e.msg);
+}
+
+/* An in-memory recording of the given header and SEQ streams. */
+static crec_fmt_reader *seq_file(const crec_fmt_header *h, const crec_fmt_seq *const *seqs,
+                                 const size_t *n, uint32_t nthreads, uint8_t **mem)
+{
+    char path[] = "/tmp/crec-test-XXXXXX";
+    int fd = mkstemp(path);
+    crec_fmt_writer *w;
+    crec_fmt_reader *r;
+    crec_error e = {0};
+    cr_assert(fd >= 0);
+    cr_assert_eq(crec_fmt_writer_open_fd(fd, path, h, NULL, &w, &e), CREC_OK, "%s", e.msg);
+    for (uint32_t t = 0; t < nthreads; t++) {
+        crec_fmt_buf b = {0};
+        crec_fmt_seq_ctx ctx = {0, 0, 1};
+        for (size_t i = 0; i < n[t]; i++)
+            cr_assert_eq(crec_fmt_seq_encode(&b, &ctx, &seqs[t][i]), CREC_OK);
+        cr_assert_eq(crec_fmt_write_buf(w, CREC_FMT_S_SEQ, t + 1, &b, &e), CREC_OK, "%s", e.msg);
+        crec_fmt_buf_free(&b);
+    }
+    cr_assert_eq(crec_fmt_writer_close(w, &e), CREC_OK, "%s", e.msg);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f);
+    fseek(f, 0, SEEK_END);
+    size_t len = (size_t)ftell(f);
+    rewind(f);
+    *mem = malloc(len);
+    cr_assert_eq(fread(*mem, 1, len, f), len);
+    fclose(f);
+    unlink(path);
+    cr_assert_eq(crec_fmt_reader_open_mem(*mem, len, &r, &e), CREC_OK, "%s", e.msg);
+    return r;
+}
+
+/* The header's schedule values, and the schedule the switch entries make. */
+Test(format, header_v2_and_schedule)
+{
+    crec_fmt_header h = sample_header();
+    h.time_slice = 5000;
+    h.cpus = 4;
+    h.chaos = 1;
+    h.chaos_seed = 0x123456789abcdefull;
+    /* thread 1 runs 0..300 (a syscall at 120, creating 2), 2 runs 0..200
+     * cut inside a block, 1 runs 300..350 and stays to the end */
+    const crec_fmt_seq t1[] = {{0, 0, CREC_FMT_SEQ_IN}, {1, 120, CREC_FMT_SEQ_SYSCALL},
+                               {3, 300, CREC_FMT_SEQ_OUT}, {6, 300, CREC_FMT_SEQ_IN}};
+    const crec_fmt_seq t2[] = {{2, 0, CREC_FMT_SEQ_START}, {4, 0, CREC_FMT_SEQ_IN},
+                               {5, 200, CREC_FMT_SEQ_OUT_EXACT}};
+    const crec_fmt_seq *seqs[] = {t1, t2};
+    const size_t n[] = {4, 3};
+    uint8_t *mem;
+    crec_fmt_reader *r = seq_file(&h, seqs, n, 2, &mem);
+    const crec_fmt_header *rh = crec_fmt_reader_header(r);
+    cr_assert_eq(rh->version, 2);
+    cr_assert_eq(rh->time_slice, 5000);
+    cr_assert_eq(rh->cpus, 4);
+    cr_assert_eq(rh->chaos, 1);
+    cr_assert_eq(rh->chaos_seed, 0x123456789abcdefull);
+
+    crec_fmt_slice *v;
+    size_t ns;
+    crec_error e = {0};
+    cr_assert_eq(crec_fmt_schedule(r, 550, &v, &ns, &e), CREC_OK, "%s", e.msg);
+    cr_assert_eq(ns, 3);
+    cr_assert(v[0].tid == 1 && v[0].start == 0 && v[0].len == 300 && !v[0].exact_out);
+    cr_assert(v[1].tid == 2 && v[1].start == 300 && v[1].len == 200 && v[1].exact_out);
+    cr_assert(v[2].tid == 1 && v[2].start == 500 && v[2].thread_start == 300 && v[2].open);
+    cr_assert_eq(v[2].len, 50);
+    cr_assert_eq(crec_fmt_slice_at(v, ns, 0), 0);
+    cr_assert_eq(crec_fmt_slice_at(v, ns, 299), 0);
+    cr_assert_eq(crec_fmt_slice_at(v, ns, 300), 1);
+    cr_assert_eq(crec_fmt_slice_at(v, ns, 10000), 2);
+    free(v);
+    crec_fmt_reader_free(r);
+    free(mem);
+
+    /* no chaos: no seed; a thread that gets the CPU twice is corrupt */
+    h.chaos = 0;
+    h.time_slice = 0; /* written as the default */
+    const crec_fmt_seq twice[] = {{0, 0, CREC_FMT_SEQ_IN}, {1, 5, CREC_FMT_SEQ_IN}};
+    const crec_fmt_seq *s2[] = {twice};
+    const size_t n2[] = {2};
+    r = seq_file(&h, s2, n2, 1, &mem);
+    rh = crec_fmt_reader_header(r);
+    cr_assert_eq(rh->chaos, 0);
+    cr_assert_eq(rh->chaos_seed, 0);
+    cr_assert_eq(rh->time_slice, CREC_FMT_DEFAULT_SLICE);
+    cr_assert_eq(crec_fmt_schedule(r, 10, &v, &ns, &e), CREC_ERR_CORRUPT);
+    cr_assert(strstr(e.msg, "gets the CPU twice"), "%s", e.msg);
+    crec_fmt_reader_free(r);
+    free(mem);
+}

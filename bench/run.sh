@@ -91,7 +91,7 @@ command_for() {
 # instructions_in FILE: the guest instruction count crec printed.
 instructions_in() {
     sed -n -e 's/^crec: \(recorded \)\{0,1\}\([0-9][0-9]*\) instructions.*/\2/p' \
-        -e 's/.*replay verified: \([0-9][0-9]*\) instructions.*/\1/p' "$1" | head -n 1
+        -e 's/.*replay verified[^:]*: \([0-9][0-9]*\) instructions.*/\1/p' "$1" | head -n 1
 }
 
 # repeats_of MODE: how many times one timing runs the command.  Native and

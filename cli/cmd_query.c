@@ -578,8 +578,11 @@ static size_t query_run_all(crec_recording *rec, struct query *qs, size_t n, int
     qsort(order, n, sizeof *order, query_cmp_time);
     for (size_t i = 0; i < n; i++) {
         size_t k = (size_t)(order[i] - qs);
-        if (k < failed && query_answer(rec, order[i], no_index, err) != 0)
+        crec_error e = {0}; /* the failed one's message stays, whatever runs after it */
+        if (k < failed && query_answer(rec, order[i], no_index, &e) != 0) {
             failed = k; /* queries after it in the command line are not printed */
+            *err = e;
+        }
     }
     free(order);
     return failed;

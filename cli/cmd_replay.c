@@ -76,11 +76,15 @@ static void erase_progress(const struct progress *p)
     }
 }
 
-static void print_result(const char *file, const crec_replay_result *res, double secs)
+static void print_result(const char *file, const crec_replay_result *res, uint32_t thread,
+                         double secs)
 {
     char threads[96] = "";
 
-    if (res->threads > 1)
+    if (thread && res->threads > 1)
+        snprintf(threads, sizeof threads, " (thread %u of %" PRIu64 ", alone)", thread,
+                 res->threads);
+    else if (res->threads > 1)
         snprintf(threads, sizeof threads, res->alone ? " (%" PRIu64 " threads, each alone)"
                                                      : " (%" PRIu64 " threads, in the recorded "
                                                        "order)", res->threads);
@@ -260,6 +264,6 @@ int cmd_replay(int argc, char **argv)
                         " (%s): %s",
                         argv[optind], res.div.icount, res.div.rip, res.div.insn, res.div.what);
     if (!quiet)
-        print_result(argv[optind], &res, secs);
+        print_result(argv[optind], &res, o.thread, secs);
     return EXIT_OK;
 }

@@ -564,8 +564,17 @@ static int addr_reg(crec_emu_cpu *cpu, unsigned reg, uint64_t next_rip, uint64_t
     return -1; /* a 32-bit address or something rarer: not worked out */
 }
 
+/* A register an instruction may use as a pointer without naming it. */
+static int implicit_pointer(uint16_t reg)
+{
+    return reg == X86_REG_RSP || reg == X86_REG_ESP || reg == X86_REG_RSI ||
+           reg == X86_REG_ESI || reg == X86_REG_RDI || reg == X86_REG_EDI ||
+           reg == X86_REG_RBX || reg == X86_REG_EBX;
+}
+
 /* Does an explicit memory operand of insn cover addr, with the registers
- * as they are now?  @return 1 yes, 0 no, -1 it has none (or can't tell). */
+ * as they are now?  @return 1 yes, 0 no (nor can an implicit one), -1
+ * can't tell. */
 static int insn_touches(crec_emu_cpu *cpu, const cs_insn *insn, uint64_t addr)
 {
     const cs_x86 *x = &insn->detail->x86;
@@ -588,7 +597,17 @@ static int insn_touches(crec_emu_cpu *cpu, const cs_insn *insn, uint64_t addr)
         if (addr >= ea && addr - ea < (op->size ? op->size : 8))
             return 1;
     }
-    return any ? 0 : -1;
+    if (any)
+        return 0;
+    /* no memory operand: it touches memory only through an implicit one
+     * (the stack, a string instruction's RSI/RDI, xlat's RBX): can't say */
+    for (uint8_t k = 0; k < insn->detail->regs_read_count; k++)
+        if (implicit_pointer(insn->detail->regs_read[k]))
+            return -1;
+    for (uint8_t k = 0; k < insn->detail->regs_write_count; k++)
+        if (implicit_pointer(insn->detail->regs_write[k]))
+            return -1;
+    return 0;
 }
 
 uint64_t crec_emu_cpu_access_rip(crec_emu_cpu *cpu, uint64_t rip, uint64_t addr)

@@ -439,6 +439,11 @@ struct crec_emu_thread_event {
     int status;          /* EXIT: its exit status */
     uint64_t cleared;    /* EXIT: the guest address of the 4 bytes the kernel
                             zeroed (clear_child_tid), 0 if none */
+    /* EXIT: every range the kernel wrote as the thread ended (the robust
+     * list's mutexes, clear_child_tid); out_overflow: more than these */
+    const struct crec_emu_range *out;
+    unsigned n_out;
+    int out_overflow;
 };
 
 /*

@@ -606,6 +606,7 @@ void emu_thread_exit(crec_emu *e, int status)
         ev.cleared = t->clear_child_tid;
         emu_futex_wake(e, t->clear_child_tid, 1, ~0u);
     }
+    ev.out = e->sc.out, ev.n_out = e->sc.n_out, ev.out_overflow = e->sc.out_overflow;
     if (e->obs.on_thread)
         e->obs.on_thread(e->obs.ctx, &ev);
     t->state = EMU_TH_EXITED;

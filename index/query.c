@@ -449,7 +449,7 @@ int crec_read_thread_registers(crec_recording *rec, uint32_t tid, crec_regs *reg
     if (!qx_thread_time(rec, tid, rec->t, &tt)) {
         uint64_t start;
         crec_thread_time(rec, tid, 0, &start, NULL);
-        return crec_error_set(err, CREC_ERR_ARG, "thread %u does not run before instruction %"
+        return crec_error_set(err, CREC_ERR_ARG, "thread %u has not started at instruction %"
                               PRIu64 " (it starts at %" PRIu64 ")", tid, rec->t, start);
     }
     th->t = tt; /* its registers after its last instruction before t */

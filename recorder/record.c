@@ -172,6 +172,31 @@ int rec_foreign_mmap(struct rec_session *rs, const crec_fmt_event *ev)
     return CREC_OK;
 }
 
+/*
+ * The kernel wrote [addr, addr+len) (a syscall's output, a thread's exit):
+ * with several threads, every cache forgets it.  A replay of the whole
+ * program does not rewrite what the kernel wrote, so its memory there holds
+ * the last value a thread loaded or stored; a thread's cache may still hold
+ * that value from before another thread's store, and the kernel's write may
+ * have brought it back: a hit would then read the other thread's value.
+ * (With one thread the cache holds that last value itself, and a hit is
+ * right.)  len UINT64_MAX: anywhere.
+ */
+static void rec_kernel_wrote(struct rec_session *rs, uint64_t addr, uint64_t len)
+{
+    if (!rs->multi)
+        return;
+    for (size_t i = 0; i < rs->nthreads; i++) {
+        struct rec_thread *t = rs->threads[i];
+        if (!t)
+            continue;
+        if (len == UINT64_MAX)
+            crec_pcache_flush(t->pc);
+        else
+            crec_pcache_forget(t->pc, addr, len);
+    }
+}
+
 /* The host address of [addr, addr+size) when it lies in one mapped guest
  * page, else NULL: the table of recent pages spares most loads a search of
  * the memory map. */
@@ -455,10 +480,14 @@ static void rec_on_syscall_exit(void *ctx, const struct crec_emu_syscall *sc)
     if (rs->cur->blocked && rs->multi) /* it waited: others ran meanwhile */
         rec_seq(rs, rs->cur, crec_emu_thread_icount(rs->emu), CREC_FMT_SEQ_WAKE);
     rs->cur->in_syscall = rs->cur->blocked = 0;
-    for (unsigned i = 0; i < sc->n_out; i++)
+    for (unsigned i = 0; i < sc->n_out; i++) {
         rec_mark_dirty(rs, sc->out[i].addr, sc->out[i].len);
-    if (sc->out_overflow)
+        rec_kernel_wrote(rs, sc->out[i].addr, sc->out[i].len);
+    }
+    if (sc->out_overflow) {
         rs->dirty_all = 1; /* unknown writes: the next snapshot takes every page */
+        rec_kernel_wrote(rs, 0, UINT64_MAX);
+    }
     ev.u.sys.icount = crec_emu_thread_icount(rs->emu);
     ev.u.sys.nr = sc->nr;
     memcpy(ev.u.sys.args, sc->args, sizeof ev.u.sys.args);
@@ -627,8 +656,14 @@ static void rec_on_thread(void *ctx, const struct crec_emu_thread_event *tev)
         if (rec_keyframe(rs, crec_emu_cpu_icount(rs->cpu), ticount, 0, &r) != CREC_OK)
             return;
     }
-    if (tev->cleared)
-        rec_mark_dirty(rs, tev->cleared, 4);
+    for (unsigned i = 0; i < tev->n_out; i++) { /* clear_child_tid, robust mutexes */
+        rec_mark_dirty(rs, tev->out[i].addr, tev->out[i].len);
+        rec_kernel_wrote(rs, tev->out[i].addr, tev->out[i].len);
+    }
+    if (tev->out_overflow) {
+        rs->dirty_all = 1;
+        rec_kernel_wrote(rs, 0, UINT64_MAX);
+    }
     ev.u.thread.op = CREC_FMT_TH_EXIT;
     ev.u.thread.tid = t->tid;
     ev.u.thread.icount = ticount;
@@ -704,22 +739,24 @@ static int rec_finish(struct rec_session *rs, const struct crec_emu_exit *ex)
     crec_fmt_event ev = {.kind = CREC_FMT_K_EXIT};
     uint64_t icount = crec_emu_cpu_icount(rs->cpu);
     uint64_t ticount = crec_emu_thread_icount(rs->emu);
-    struct crec_emu_thread_info info[256];
-    size_t n = crec_emu_threads(rs->emu, info, 256);
+    size_t n = crec_emu_threads(rs->emu, NULL, 0);
+    struct crec_emu_thread_info *info;
 
     if (rs->failed)
         return rs->err.code;
-    if (n > 256) {
+    if (!(info = crec_calloc(n ? n : 1, sizeof *info))) {
         crec_error err;
-        crec_error_set(&err, CREC_ERR_LIMIT, "%zu threads at the end (at most 256)", n);
+        crec_error_set(&err, CREC_ERR_NOMEM, "out of memory ending %zu threads", n);
         rec_fail(rs, &err);
         return rs->err.code;
     }
+    n = crec_emu_threads(rs->emu, info, n);
     for (size_t i = 0; i < n && !rs->failed; i++) {
         struct rec_thread *t = rec_thread_of(rs, info[i].id);
         if (t && t != rs->cur && t->live)
             rec_end_thread(rs, t, &info[i], icount);
     }
+    crec_free(info);
     if (rs->multi)
         rec_seq(rs, rs->cur, ticount, CREC_FMT_SEQ_OUT); /* the schedule ends */
     if (rec_keyframe(rs, icount, ticount, 0, NULL) != CREC_OK)

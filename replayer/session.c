@@ -386,6 +386,8 @@ static int run_pieces(const char *path, crec_fmt_reader *r0, const crec_fmt_keyf
             res->start_icount = 0;
     }
     res->instructions = kfs[nkf - 1].global_icount;
+    if (views && o->thread && views[o->thread - 1].nkf) /* to where that thread ended */
+        res->instructions = views[o->thread - 1].kfs[views[o->thread - 1].nkf - 1].global_icount;
     if (n > 0)
         run_pool(path, r0, segs, n, jobs, o, total);
     rc = merge(segs, n, res, err);
@@ -530,6 +532,12 @@ int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_
             rc = thread_views(kfs, nkf, &views, &nviews, err);
         if (rc == CREC_OK && nviews > 1)
             res->threads = nviews;
+        if (rc == CREC_OK && o->thread && o->thread > (nviews > 1 ? nviews : 1))
+            rc = nviews > 1 ? crec_error_set(err, CREC_ERR_ARG, "no thread %u (the recording "
+                                             "has %zu threads, 1 to %zu)", o->thread, nviews,
+                                             nviews)
+                            : crec_error_set(err, CREC_ERR_ARG, "no thread %u (the recording "
+                                             "has one thread, 1)", o->thread);
         /* Several threads: the whole program in the recorded order, or (with
          * --jobs, --thread, --from, or a file cut short) each thread alone. */
         if (rc == CREC_OK && nviews > 1 && (o->jobs <= 1 && !o->thread && !o->from && !truncated))

@@ -1,14 +1,15 @@
 #!/bin/sh
 # traces-sample/make.sh - rebuild the sample recordings and their answers.
 #
-#   sh traces-sample/make.sh            rebuild every .crec, then the answers
+#   sh traces-sample/make.sh            record every .crec not yet here, then
+#                                       the answers
 #   sh traces-sample/make.sh --answers  only rewrite answers.txt (after adding
 #                                       a "$ crec ..." line to it)
 #
 # Run from the top of the work tree on x86-64, after `make`.  CREC names the
 # crec to use (default build/crec).  The recordings are FROZEN: every later
-# crec must read them (README.md), so rebuild them only when the format
-# version changes, and then keep the old files readable too.
+# crec must read them (README.md), so a file that is here is never made
+# again; a new format version adds its own samples (v2-*.crec) beside them.
 #
 # Each recording is made exactly by the command printed below: the guest
 # is built from src/ into build/traces-sample/, and recorded from that
@@ -30,21 +31,31 @@ if [ "$1" != "--answers" ]; then
     command -v musl-gcc >/dev/null ||
         { echo "make.sh: needs musl-gcc: apt-get install musl-tools" >&2; exit 1; }
     musl-gcc -O1 -static -o "$W/segv" traces-sample/src/segv.c
+    musl-gcc -O1 -static -o "$W/threads" traces-sample/src/threads.c
     cp traces-sample/src/input.txt "$W/input.txt"
 
-    # rec NAME KEYFRAME_INTERVAL PROG ARGS...: record one sample.
+    # rec NAME 'RECORD OPTIONS' PROG ARGS...: record one sample, unless it
+    # is here already (frozen).
     rec() {
-        name=$1 kfi=$2
+        name=$1 opts=$2
         shift 2
+        if [ -e "$OUT/$name.crec" ]; then
+            echo "= $name.crec is here (frozen): kept"
+            return
+        fi
         echo "+ (cd build/traces-sample && env -i PATH=/usr/bin:/bin crec record" \
-            "--keyframe-interval $kfi -o $name.crec -- $*)"
-        (cd "$W" && env -i PATH=/usr/bin:/bin "$CREC" record --keyframe-interval "$kfi" \
-            -o "$name.crec" -- "$@") || true
+            "$opts -o $name.crec -- $*)"
+        # shellcheck disable=SC2086 # the options are words
+        (cd "$W" && env -i PATH=/usr/bin:/bin "$CREC" record $opts -o "$name.crec" -- "$@") ||
+            true
         cp "$W/$name.crec" "$OUT/$name.crec"
     }
-    rec hello 5000 ./hello sample
-    rec readfile 20000 ./readfile input.txt
-    rec segv 200 ./segv
+    # format version 1 (crec 0.1.0)
+    rec hello "--keyframe-interval 5000" ./hello sample
+    rec readfile "--keyframe-interval 20000" ./readfile input.txt
+    rec segv "--keyframe-interval 200" ./segv
+    # format version 2: three threads, switched every 1000 instructions
+    rec v2-threads "--slice 1000 --keyframe-interval 1000" ./threads
 fi
 
 CREC=$CREC ANSWERS_WRITE=1 sh tests/e2e/t_samples.sh

@@ -34,8 +34,9 @@ static void read_streams(crec_fmt_reader *r)
         if (crec_fmt_cursor_open(r, si.type, si.tid, 0, &c, &e) != CREC_OK)
             continue;
         if (si.type == CREC_FMT_S_SEQ) {
-            uint64_t v;
-            while (crec_fmt_cursor_varint(c, &v, &e) == CREC_OK)
+            crec_fmt_seq_ctx ctx = {0, 0, 1};
+            crec_fmt_seq q;
+            while (crec_fmt_cursor_seq(c, &ctx, &q, &e) == CREC_OK)
                 ;
         } else if (si.type == CREC_FMT_S_READS) {
             uint64_t hits;
@@ -105,6 +106,12 @@ static void read_file(const uint8_t *data, size_t size)
         return;
     if (crec_fmt_summarize(r, &s, &e) == CREC_OK)
         crec_fmt_summary_clear(&s);
+    {
+        crec_fmt_slice *v;
+        size_t n;
+        if (crec_fmt_schedule(r, 1000000, &v, &n, &e) == CREC_OK)
+            crec_free(v);
+    }
     read_streams(r);
     crec_fmt_reader_free(r);
 }

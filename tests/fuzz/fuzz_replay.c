@@ -1,7 +1,9 @@
 /*
  * fuzz_replay.c - libFuzzer target over everything that reads a recording
- * after the format layer has accepted it: replay (crec_replay_run) and the
- * query engine (crec_open, the index build, memory and register reads).
+ * after the format layer has accepted it: replay (crec_replay_run: a
+ * program of several threads whole, then each thread alone) and the query
+ * engine (crec_open, the index build, memory and register reads; with
+ * threads, a thread's registers, races and all values).
  * The input is a whole .crec file.  Checksums are not enforced
  * (fmt_fuzz_no_checksums), so a mutation is not caught by the chunk's
  * XXH3 and reaches the replayer as a well-framed, wrong record: what a
@@ -41,8 +43,16 @@ static int write_input(const uint8_t *data, size_t size)
     return fclose(f);
 }
 
+static int race_seen(void *ctx, const crec_race *r)
+{
+    (void)ctx, (void)r;
+    return 0;
+}
+
 /* A few queries of the kinds a user runs: registers at the middle and the
- * end, and the memory at the stack pointer there (which builds the index). */
+ * end, and the memory at the stack pointer there (which builds the index);
+ * with threads, thread 2's registers, the races, and every value at the
+ * stack pointer. */
 static void query(void)
 {
     crec_recording *rec = NULL;
@@ -59,6 +69,13 @@ static void query(void)
     if (crec_seek(rec, crec_length(rec), &err) == CREC_OK &&
         crec_read_registers(rec, &regs, &err) == CREC_OK)
         crec_read_memory(rec, regs.gpr[CREC_RSP], sizeof buf, buf, known, &source, &err);
+    if (crec_threads(rec) > 1) {
+        crec_value vals[4];
+        size_t n;
+        if (crec_read_thread_registers(rec, 2, &regs, &err) == CREC_OK)
+            crec_read_memory_all(rec, regs.gpr[CREC_RSP], 8, vals, 4, &n, &err);
+        crec_races(rec, race_seen, NULL, &err);
+    }
     crec_close(rec);
 }
 
@@ -72,7 +89,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (write_input(data, size) != 0)
         return 0;
     o.jobs = 1;
-    crec_replay_run(path, &o, &res, &err);
+    if (crec_replay_run(path, &o, &res, &err) == CREC_OK && res.threads > 1) {
+        o.jobs = 2; /* each thread alone */
+        crec_replay_run(path, &o, &res, &err);
+    }
     query();
     unlink(idx_path);
     return 0;

@@ -167,7 +167,31 @@ struct emu_sigaction {
 enum emu_th_state { EMU_TH_RUNNABLE = 0, EMU_TH_BLOCKED, EMU_TH_EXITED };
 
 /* What a blocked thread waits for. */
-enum emu_wait { EMU_WAIT_NONE = 0, EMU_WAIT_FUTEX, EMU_WAIT_FD, EMU_WAIT_SLEEP };
+enum emu_wait { EMU_WAIT_NONE = 0, EMU_WAIT_FUTEX, EMU_WAIT_FD, EMU_WAIT_SLEEP,
+                EMU_WAIT_SIGNAL };
+
+/* A queued signal, as rt_sigtimedwait reports it (sys_timer.c). */
+struct emu_siginfo {
+    int signo, code;          /* code: SI_USER, SI_TKILL, SI_TIMER */
+    uint32_t pid, uid;        /* the sender (kill, tgkill) */
+    int timer, overrun;       /* SI_TIMER: the timer's id, its overruns */
+    uint64_t value;           /* SI_TIMER: its sigev_value */
+};
+
+/* A POSIX timer (timer_create). */
+#define EMU_MAX_TIMERS 64
+struct emu_timer {
+    int used;
+    int clock;                /* the clock it was created on */
+    int notify, signo;        /* SIGEV_NONE, SIGEV_SIGNAL or SIGEV_THREAD_ID; the signal */
+    uint32_t tid;             /* SIGEV_THREAD_ID: the thread */
+    uint64_t value;           /* sigev_value */
+    int64_t next;             /* CLOCK_MONOTONIC ns of the next expiry; -1: disarmed */
+    int64_t interval;         /* ns between expiries; 0: once */
+    uint64_t overrun;         /* expiries merged into the signal still pending */
+    int last_overrun;         /* ... in the last one taken (timer_getoverrun) */
+    int warned;               /* its signal reached a handler: said once */
+};
 
 /* A handler's result that says: the calling thread blocks (sched.c). */
 #define EMU_BLOCKED INT64_MIN
@@ -204,6 +228,9 @@ struct emu_thread {
     int woken;                /* the wait is over: complete the syscall */
     int retry;                /* ... by running its handler again (fd waits) */
     int64_t wake_ret;         /* ... else with this result */
+    uint64_t sigwait_set;     /* EMU_WAIT_SIGNAL: the signals it waits for */
+    uint64_t sig_pending;     /* signals sent to this thread, not yet taken */
+    struct emu_siginfo sig_info[65];
     uint64_t starved_until;   /* --chaos: not chosen before this global count */
 };
 
@@ -263,6 +290,15 @@ int64_t emu_syscall_call(crec_emu *e, struct crec_emu_syscall *sc);
 void emu_syscall_finish(crec_emu *e, int64_t ret, uint64_t next_rip);
 /* sys_thread.c: wake up to n waiters of futex addr whose bitset meets bitset. */
 int emu_futex_wake(crec_emu *e, uint64_t addr, int n, uint32_t bitset);
+/* sys_timer.c: queue signal si->signo to thread t (NULL: the process), for
+ * rt_sigtimedwait; a waiting thread is woken.  @return 1 queued (or merged
+ * with the same signal pending), 0 if nobody blocks or waits for it (the
+ * caller applies it: emu_signal_self). */
+int emu_signal_queue(crec_emu *e, struct emu_thread *t, const struct emu_siginfo *si);
+/* sys_timer.c: fire the timers due at `now`; @return threads made runnable. */
+int emu_timers_fire(crec_emu *e, int64_t now);
+/* sys_timer.c: the nearest expiry that sends a signal (-1: none). */
+int64_t emu_timers_next(const crec_emu *e);
 /* sys_proc.c: a signal to the process, as a default action or nothing. */
 int64_t emu_signal_self(crec_emu *e, int sig);
 /* sys_proc.c: what is not there yet: one line (or a stop, --strict), and ret. */
@@ -280,6 +316,9 @@ struct crec_emu {
     char exe[4096];           /* the program's path, for /proc/self/exe */
     struct emu_sigaction sigs[65];
     uint64_t sigmask;         /* the running thread's */
+    uint64_t sig_pending;     /* signals sent to the process, not yet taken */
+    struct emu_siginfo sig_info[65];
+    struct emu_timer timers[EMU_MAX_TIMERS];
     uint32_t umask_v;
     uint64_t fs_base_dummy;
     struct emu_sched sched;
@@ -318,6 +357,7 @@ void emu_sys_proc_register(struct emu_sys *t, size_t n);
 void emu_sys_time_register(struct emu_sys *t, size_t n);
 void emu_sys_net_register(struct emu_sys *t, size_t n);
 void emu_sys_thread_register(struct emu_sys *t, size_t n);
+void emu_sys_timer_register(struct emu_sys *t, size_t n);
 
 /* Guest memory from a handler: return 0 or -EFAULT. Writes are recorded in
  * the syscall's out list for the observer. */

@@ -309,8 +309,8 @@ static int wake_outside(crec_emu *e, int64_t wait_ns)
     struct pollfd fds[64];
     struct emu_thread *who[64];
     nfds_t nfd = 0;
-    int64_t now = emu_now_ns(), nearest = -1;
-    int woken = 0;
+    int64_t now = emu_now_ns(), nearest = emu_timers_next(e);
+    int woken = emu_timers_fire(e, now);
 
     for (size_t i = 0; i < s->n; i++) {
         struct emu_thread *t = s->th[i];
@@ -345,6 +345,7 @@ static int wake_outside(crec_emu *e, int64_t wait_ns)
             }
     }
     now = emu_now_ns();
+    woken += emu_timers_fire(e, now);
     for (size_t i = 0; i < s->n; i++) {
         struct emu_thread *t = s->th[i];
         if (t->state == EMU_TH_BLOCKED && t->deadline >= 0 && t->deadline <= now) {
@@ -355,9 +356,14 @@ static int wake_outside(crec_emu *e, int64_t wait_ns)
     return woken;
 }
 
-/* Does some blocked thread wait for a timeout or an fd? */
-static int someone_waits_outside(const struct emu_sched *s)
+/* Does some blocked thread wait for a timeout or an fd, or a timer send a
+ * signal? */
+static int someone_waits_outside(const crec_emu *e)
 {
+    const struct emu_sched *s = &e->sched;
+
+    if (emu_timers_next(e) >= 0)
+        return 1;
     for (size_t i = 0; i < s->n; i++)
         if (s->th[i]->state == EMU_TH_BLOCKED &&
             (s->th[i]->deadline >= 0 || s->th[i]->wait == EMU_WAIT_FD))
@@ -406,6 +412,8 @@ static int describe_wait(const struct emu_thread *t, char *buf, size_t size)
                         t->tid, (unsigned long long)t->futex_addr);
     case EMU_WAIT_FD:
         return snprintf(buf, size, "thread %u (tid %u) waits on an fd", t->id, t->tid);
+    case EMU_WAIT_SIGNAL:
+        return snprintf(buf, size, "thread %u (tid %u) waits for a signal", t->id, t->tid);
     default:
         return snprintf(buf, size, "thread %u (tid %u) is blocked in syscall %llu", t->id,
                         t->tid, (unsigned long long)t->sc.nr);
@@ -544,11 +552,13 @@ void emu_sched_stopped(crec_emu *e)
         if (!next && s->cur->state == EMU_TH_RUNNABLE)
             next = s->cur;
         while (!next) {
-            if (!someone_waits_outside(s)) {
+            if (!someone_waits_outside(e)) {
                 deadlock(e);
                 return;
             }
             wake_outside(e, -1);
+            if (e->done)
+                return; /* a timer's signal ended the process */
             next = pick(e, 0);
         }
         if (next != s->cur) {

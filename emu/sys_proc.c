@@ -259,8 +259,13 @@ int64_t emu_signal_self(crec_emu *e, int sig)
 static int64_t sys_kill(crec_emu *e, const uint64_t a[6])
 {
     pid_t pid = (pid_t)a[0];
-    if (pid == 0 || pid == getpid() || (pid > 0 && emu_thread_by_tid(e, (uint32_t)pid)))
+    if (pid == 0 || pid == getpid() || (pid > 0 && emu_thread_by_tid(e, (uint32_t)pid))) {
+        struct emu_siginfo si = {(int)a[1], 0 /* SI_USER */, (uint32_t)getpid(),
+                                 (uint32_t)getuid(), 0, 0, 0};
+        if (a[1] >= 1 && a[1] <= 64 && emu_signal_queue(e, NULL, &si))
+            return 0; /* blocked everywhere, or waited for: pending */
         return emu_signal_self(e, (int)a[1]);
+    }
     return kill(pid, (int)a[1]) ? -errno : 0;
 }
 

@@ -464,18 +464,33 @@ static int64_t sys_get_robust_list(crec_emu *e, const uint64_t a[6])
     return 0;
 }
 
+/* A signal to one thread: pending there if it blocks or waits for it,
+ * else as a signal to the process (its default action). */
+static int64_t thread_kill(crec_emu *e, uint32_t tid, uint64_t sig)
+{
+    struct emu_thread *t = emu_thread_by_tid(e, tid);
+    struct emu_siginfo si = {(int)sig, -6 /* SI_TKILL */, (uint32_t)getpid(), (uint32_t)getuid(),
+                             0, 0, 0};
+
+    if (!t)
+        return -ESRCH;
+    if (sig > 64)
+        return -EINVAL;
+    if (sig >= 1 && emu_signal_queue(e, t, &si))
+        return 0;
+    return emu_signal_self(e, (int)sig);
+}
+
 static int64_t sys_tgkill(crec_emu *e, const uint64_t a[6])
 {
-    if ((pid_t)a[0] != getpid() || !emu_thread_by_tid(e, (uint32_t)a[1]))
+    if ((pid_t)a[0] != getpid())
         return -ESRCH;
-    return emu_signal_self(e, (int)a[2]);
+    return thread_kill(e, (uint32_t)a[1], a[2]);
 }
 
 static int64_t sys_tkill(crec_emu *e, const uint64_t a[6])
 {
-    if (!emu_thread_by_tid(e, (uint32_t)a[0]))
-        return -ESRCH;
-    return emu_signal_self(e, (int)a[1]);
+    return thread_kill(e, (uint32_t)a[0], a[1]);
 }
 
 static int64_t sys_sched_yield(crec_emu *e, const uint64_t a[6])

@@ -4,7 +4,8 @@
  * The ABI: number in rax, arguments in rdi rsi rdx r10 r8 r9, result in rax
  * (-4095..-1 is -errno); the `syscall` instruction sets rcx to the return
  * address and r11 to rflags.  Handlers live one file per family
- * (sys_fs.c, sys_mman.c, sys_proc.c, sys_time.c, sys_net.c) and are found by number.
+ * (sys_fs.c, sys_mman.c, sys_proc.c, sys_time.c, sys_net.c, sys_thread.c,
+ * sys_timer.c) and are found by number.
  * A number with no handler returns -ENOSYS with one message per number, or
  * stops the run with --strict.
  */
@@ -27,6 +28,7 @@ static void table_fill(void)
     emu_sys_time_register(table, N_SYSCALLS);
     emu_sys_net_register(table, N_SYSCALLS);
     emu_sys_thread_register(table, N_SYSCALLS);
+    emu_sys_timer_register(table, N_SYSCALLS);
 }
 
 static void table_init(void)

@@ -1213,9 +1213,11 @@ void rep_seg_close(struct rep_seg *s)
     crec_fmt_cursor_free(s->reads);
     crec_fmt_cursor_free(s->events);
     crec_fmt_cursor_free(s->seq);
+    s->reads = s->events = s->seq = NULL;
     for (size_t i = 0; i < s->nthreads; i++) {
         crec_fmt_cursor_free(s->threads[i].reads);
         crec_fmt_cursor_free(s->threads[i].events);
+        s->threads[i].reads = s->threads[i].events = NULL;
         if (s->owns_whole)
             crec_free((void *)s->threads[i].kfs);
     }
@@ -1226,4 +1228,5 @@ void rep_seg_close(struct rep_seg *s)
         s->nthreads = 0;
     }
     crec_emu_cpu_free(s->cpu);
+    s->cpu = NULL;
 }

@@ -75,6 +75,7 @@ struct rep_seg {
 
     uint64_t keyframes_checked, syscalls, writes_checked, reads_taken;
     uint64_t at;                 /* the last block start: how far the run has got */
+    uint64_t replayed;           /* instructions run, once the piece is over */
     int finished;                /* the run has ended (read by the watching thread) */
     int diverged;
     crec_divergence div;

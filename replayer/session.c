@@ -151,6 +151,12 @@ static void *worker_main(void *arg)
         } else {
             s->r = r;
             rep_seg_run(s);
+            /* what merge() needs, then the CPU goes: at most one per host
+             * thread is alive (an engine holds a big code buffer) */
+            if (s->cpu)
+                s->replayed = crec_emu_cpu_icount(s->cpu) -
+                              (s->whole ? 0 : s->kfs[s->first].thread_icount);
+            rep_seg_close(s);
         }
         __atomic_store_n(&s->finished, 1, __ATOMIC_RELEASE);
     }
@@ -236,9 +242,7 @@ static int merge(struct rep_seg *segs, unsigned n, crec_replay_result *res, crec
         res->keyframes_checked += s->keyframes_checked;
         res->syscalls += s->syscalls;
         res->writes_checked += s->writes_checked;
-        if (s->cpu) /* a whole-program replay starts at 0 */
-            res->replayed += crec_emu_cpu_icount(s->cpu) -
-                             (s->whole ? 0 : s->kfs[s->first].thread_icount);
+        res->replayed += s->replayed;
         if (s->diverged && (!res->diverged || s->div.icount < res->div.icount)) {
             res->diverged = 1;
             res->div = s->div;
@@ -449,6 +453,7 @@ static int run_whole(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t nk
         if (o->progress) /* one thread: the caller's own reports nothing meanwhile */
             o->progress(o->progress_ctx, 0, kfs[nkf - 1].global_icount);
         rep_whole_run(&s);
+        s.replayed = s.cpu ? crec_emu_cpu_icount(s.cpu) : 0; /* from instruction 0 */
         res->start_icount = 0;
         res->instructions = kfs[nkf - 1].global_icount;
         rc = merge(&s, 1, res, err);

@@ -68,6 +68,12 @@ print(len(out), sum(i for _, i in out))
 EOF
 rr python "$PY $TMP/pythr.py"
 
+# zstd's worker threads (-T2: 5 threads), when zstd is there
+if command -v zstd >/dev/null; then
+    seq 1 100000 >"$TMP/seq.txt"
+    rr zstd "zstd -T2 -q -c seq.txt"
+fi
+
 # a timed wait takes its time, also with no other thread to run meanwhile
 # (measured by the guest: the host may be busy starting python)
 t=$("$CREC" run -- $PY -c 'import threading, time
@@ -107,6 +113,42 @@ if grep -q 'not supported yet' "$TMP/spawn.err" && [ "$(wc -l <"$TMP/spawn.err")
 else
     fail "threads: posix_spawn's vfork clone" "$(head -c 300 "$TMP/spawn.err")"
 fi
+
+# glibc's helper threads: a SIGEV_THREAD timer (a helper thread in
+# rt_sigtimedwait starts a thread per expiry), sigwaitinfo and sigtimedwait
+cat >"$TMP/timer.c" <<'EOF'
+#include <signal.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+static volatile int fired;
+static void cb(union sigval v) { fired += v.sival_int; }
+int main(void) {
+    timer_t t; struct sigevent se = {0};
+    se.sigev_notify = SIGEV_THREAD; se.sigev_notify_function = cb;
+    se.sigev_value.sival_int = 1;
+    int r = timer_create(CLOCK_MONOTONIC, &se, &t);
+    struct itimerspec its = {{0, 20000000}, {0, 20000000}};
+    timer_settime(t, 0, &its, NULL);
+    while (fired < 5)
+        usleep(1000);
+    timer_delete(t);
+    sigset_t s; sigemptyset(&s); sigaddset(&s, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &s, NULL);
+    kill(getpid(), SIGUSR1);
+    siginfo_t si; int sig = sigwaitinfo(&s, &si);
+    struct timespec z = {0, 50000000};
+    int again = sigtimedwait(&s, &si, &z);
+    printf("timer_create %d, fired %d, sigwaitinfo %d code %d, then %d\n", r, fired >= 5, sig,
+           si.si_code, again);
+    return 0;
+}
+EOF
+cc -o "$TMP/timer" "$TMP/timer.c"
+rr timer "./timer"
+n=$("$CREC" info "$TMP/timer.crec" | sed -n 's/^threads: *//p')
+if [ "${n:-0}" -ge 7 ]; then pass "threads: the timer's helper and callback threads ($n threads)"; else
+    fail "threads: the timer's helper and callback threads" "$n threads"; fi
 
 # a thread's tampered READS: the whole replay and that thread alone diverge,
 # another thread alone still verifies

@@ -210,13 +210,11 @@ int crec_symbolize(crec_recording *rec, uint64_t addr, crec_symbol *sym, crec_er
         else
             b = m;
     }
-    /* the nearest before that covers addr: sized ones end, unsized ones
-     * reach as far as their mapping */
+    /* the nearest before that covers addr: a symbol without a size covers
+     * only its first byte (stretching it would name a PLT after _init) */
     for (size_t i = a; i-- > 0 && a - i <= 8;) {
         const struct qx_sym *s = &rec->syms[i];
-        const crec_module *m = &rec->modules[s->code];
-        if (s->size ? addr - s->addr < s->size
-                    : (m == sym->module && (i + 1 == rec->nsyms || rec->syms[i + 1].addr > addr))) {
+        if (s->size ? addr - s->addr < s->size : addr == s->addr) {
             sym->name = s->name;
             sym->addr = s->addr;
             sym->size = s->size;

@@ -14,8 +14,8 @@ static const char syscalls_usage[] =
     "\n"
     "Every syscall of the recording, one a line, as strace prints them:\n"
     "  T  THREAD  NAME(ARGS) = RESULT\n"
-    "T is the time before the syscall instruction.  Arguments are shown up to the\n"
-    "last non-zero one (small numbers in decimal, others in hex); a failure shows\n"
+    "T is the time before the syscall instruction.  Arguments are shown as many\n"
+    "as the syscall takes (small numbers in decimal, others in hex); a failure shows\n"
     "-1 and the error's name.  Read from the recording: nothing is replayed.\n"
     "\n"
     "Options:\n"
@@ -32,15 +32,44 @@ static void print_arg(uint64_t v)
         printf("0x%" PRIx64, v);
 }
 
+/* How many arguments a syscall takes (strace shows only those); -1 for
+ * one not listed, shown up to its last non-zero argument. */
+static int arity(const char *name)
+{
+    static const struct { const char *name; int n; } t[] = {
+        {"read", 3}, {"write", 3}, {"open", 3}, {"close", 1}, {"stat", 2}, {"fstat", 2},
+        {"lstat", 2}, {"poll", 3}, {"lseek", 3}, {"mmap", 6}, {"mprotect", 3}, {"munmap", 2},
+        {"brk", 1}, {"rt_sigaction", 4}, {"rt_sigprocmask", 4}, {"ioctl", 3}, {"pread64", 4},
+        {"pwrite64", 4}, {"readv", 3}, {"writev", 3}, {"access", 2}, {"pipe", 1}, {"dup", 1},
+        {"dup2", 2}, {"getpid", 0}, {"gettid", 0}, {"exit", 1}, {"exit_group", 1},
+        {"openat", 4}, {"newfstatat", 4}, {"arch_prctl", 2}, {"set_tid_address", 1},
+        {"set_robust_list", 2}, {"rseq", 4}, {"prlimit64", 4}, {"getrandom", 3},
+        {"clock_gettime", 2}, {"futex", 6}, {"uname", 1}, {"fcntl", 3}, {"getdents64", 3},
+        {"readlink", 3}, {"readlinkat", 4}, {"getcwd", 2}, {"execve", 3}, {"clone", 5},
+        {"wait4", 4}, {"kill", 2}, {"mremap", 5}, {"madvise", 3}, {"statx", 5},
+        {"faccessat", 3}, {"faccessat2", 4}, {"getuid", 0}, {"geteuid", 0}, {"getgid", 0},
+        {"getegid", 0}, {"sysinfo", 1}, {"nanosleep", 2}, {"clock_nanosleep", 4},
+        {"sched_getaffinity", 3}, {"pipe2", 2}, {"dup3", 3}, {"socket", 3}, {"connect", 3},
+        {"sendto", 6}, {"recvfrom", 6}, {"fadvise64", 4}, {"unlink", 1}, {"unlinkat", 3},
+        {"mkdir", 2}, {"chdir", 1}, {"rename", 2}, {"umask", 1}, {"getppid", 0},
+    };
+
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (strcmp(t[i].name, name) == 0)
+            return t[i].n;
+    return -1;
+}
+
 static int on_syscall(void *ctx, const crec_syscall_info *s)
 {
     unsigned long *thread = ctx;
-    int n = 6;
+    int n = arity(crec_syscall_name(s->nr));
 
     if (*thread && s->tid != *thread)
         return 0;
-    while (n > 1 && s->args[n - 1] == 0)
-        n--;
+    if (n < 0)
+        for (n = 6; n > 1 && s->args[n - 1] == 0; n--)
+            ;
     printf("%" PRIu64 " %" PRIu32 " %s(", s->t, s->tid, crec_syscall_name(s->nr));
     for (int i = 0; i < n; i++) {
         if (i)

@@ -21,7 +21,7 @@ static const char trace_usage[] =
     "\n"
     "Options:\n"
     "  --from T          start at T (a count, end, N%, syscall:N; default 0)\n"
-    "  --to T            stop before the instruction at T (default: the end)\n"
+    "  --to T            the last instruction shown is the one at T (default: the end)\n"
     "  --thread N        only thread N\n"
     "  --only WHERE      only instructions in function WHERE, or in LO-HI (addresses)\n"
     "  --mem             add each memory read (r) and write (w) with its value, and\n"
@@ -266,6 +266,8 @@ int cmd_trace(int argc, char **argv)
         return cli_usage_error("trace", "needs one FILE");
     if ((rc = cli_analysis_open("trace", argv[optind], &range, &rec, &sym, &from, &to)) != EXIT_OK)
         return rc;
+    if (range.to && to < crec_length(rec))
+        to++; /* --to names the last instruction shown */
     tr.sym = sym;
     tr.thread = (uint32_t)range.thread;
     if (only && parse_only(rec, sym, only, &tr, &err) != 0)

@@ -5,7 +5,6 @@
  * of stack.c at T.  A crash's back-trace ends at the faulting instruction,
  * which never completed: it is where the recording ends.
  */
-#include <capstone/capstone.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,82 +201,4 @@ void crec_backtrace_free(crec_backtrace *b)
     free(b->runs);
     free(b->stack);
     free(b);
-}
-
-/* ---- how a crash happened ------------------------------------------------------ */
-
-/* A register as Capstone names it, in the state r.  @return 0 for none. */
-static uint64_t cs_reg_value(csh cs, unsigned reg, const crec_regs *r)
-{
-    unsigned width, shift;
-    const char *name;
-    int id;
-
-    if (reg == X86_REG_INVALID)
-        return 0;
-    if (reg == X86_REG_RIP)
-        return r->rip;
-    name = cs_reg_name(cs, reg);
-    id = name ? an_reg_id(name, strlen(name), &width, &shift) : -1;
-    if (id < 0)
-        return 0;
-    if (id < CREC_NGPR) {
-        uint64_t v = r->gpr[id] >> shift;
-        return width == 64 ? v : v & ((1ull << width) - 1);
-    }
-    return id == CREC_REG_FS_BASE ? r->fs_base : id == CREC_REG_GS_BASE ? r->gs_base : 0;
-}
-
-int crec_crash_info(crec_recording *rec, crec_symtab *sym, crec_crash *c, crec_error *err)
-{
-    crec_end e;
-    crec_regs r;
-    uint8_t code[16];
-    uint64_t t0 = crec_tell(rec);
-    cs_insn *insn = NULL;
-    csh cs;
-    size_t n;
-    int rc;
-
-    memset(c, 0, sizeof *c);
-    if ((rc = crec_ending(rec, &e, err)) != CREC_OK)
-        return rc;
-    if (e.how != 1)
-        return an_error(err, CREC_ERR_NOTFOUND, "the program was not killed by a signal");
-    c->signo = (int)e.value;
-    c->t = e.t;
-    c->rip = e.rip;
-    if (crec_symtab_disasm(sym, c->rip, c->insn, sizeof c->insn, NULL, NULL) != CREC_OK)
-        snprintf(c->insn, sizeof c->insn, "(not code of a recorded mapping)");
-    if ((rc = crec_seek(rec, e.t, err)) == CREC_OK)
-        rc = crec_read_registers(rec, &r, err);
-    if (rc == CREC_OK)
-        rc = crec_read_memory(rec, c->rip, sizeof code, code, NULL, NULL, NULL);
-    crec_seek(rec, t0, NULL);
-    if (rc != CREC_OK)
-        return CREC_OK; /* what the fault was, without its address */
-    if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
-        return CREC_OK;
-    cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
-    n = cs_disasm(cs, code, sizeof code, c->rip, 1, &insn);
-    for (uint8_t i = 0; n && i < insn[0].detail->x86.op_count; i++) {
-        const cs_x86_op *op = &insn[0].detail->x86.operands[i];
-        if (op->type != X86_OP_MEM)
-            continue;
-        c->addr = cs_reg_value(cs, op->mem.base, &r) +
-                  cs_reg_value(cs, op->mem.index, &r) * (uint64_t)op->mem.scale +
-                  (uint64_t)op->mem.disp;
-        if (op->mem.base == X86_REG_RIP)
-            c->addr += insn[0].size; /* rip-relative: from the next instruction */
-        if (op->mem.segment == X86_REG_FS)
-            c->addr += r.fs_base;
-        else if (op->mem.segment == X86_REG_GS)
-            c->addr += r.gs_base;
-        c->has_addr = 1;
-        break;
-    }
-    if (n)
-        cs_free(insn, n);
-    cs_close(&cs);
-    return CREC_OK;
 }

@@ -9,12 +9,13 @@
  * (crec_module.on_disk): a rebuilt or deleted program has no lines rather
  * than wrong ones.  A separate debug file is looked for under --debug-dir
  * by build id, then by path and by name.
+ *
+ * A build with CREC_NO_DWARF (the s390x cross build, mk/s390x.mk: Debian's
+ * libdw-dev:s390x is not installed there) has no source lines; the rest is
+ * the same.
  */
 #include <capstone/capstone.h>
-#include <elfutils/libdw.h>
-#include <elfutils/libdwelf.h>
 #include <fcntl.h>
-#include <gelf.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,6 +24,15 @@
 #include <unistd.h>
 
 #include "analysis/analysis.h"
+
+#ifndef CREC_NO_DWARF
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <gelf.h>
+#else
+typedef struct Elf Elf;
+typedef struct Dwarf Dwarf;
+#endif
 
 /* A module's code and, once looked for, its line table. */
 struct an_module {
@@ -107,7 +117,9 @@ int crec_symtab_open(crec_recording *rec, const char *debug_dir, crec_symtab **o
         crec_symtab_free(s);
         return an_error(err, CREC_ERR_NOMEM, "can't open Capstone");
     }
+#ifndef CREC_NO_DWARF
     elf_version(EV_CURRENT);
+#endif
     *out = s;
     return CREC_OK;
 }
@@ -119,12 +131,14 @@ void crec_symtab_free(crec_symtab *s)
     for (size_t i = 0; i < s->nmods; i++) {
         struct an_module *am = &s->mods[i];
         free(am->code);
+#ifndef CREC_NO_DWARF
         if (am->dw)
             dwarf_end(am->dw);
         if (am->dbg_elf)
             elf_end(am->dbg_elf);
         if (am->elf)
             elf_end(am->elf);
+#endif
         if (am->dbg_fd >= 0)
             close(am->dbg_fd);
         if (am->fd >= 0)
@@ -171,6 +185,7 @@ static const uint8_t *module_code(crec_symtab *s, struct an_module *am)
     return am->code;
 }
 
+#ifndef CREC_NO_DWARF
 /* ---- DWARF ------------------------------------------------------------------ */
 
 /* The ELF address at file offset `off` of a PT_LOAD segment.  @return 0 or -1. */
@@ -270,6 +285,13 @@ static void source_line(crec_symtab *s, struct an_module *am, uint64_t addr, cre
     p->file = dwarf_linesrc(line, NULL, NULL);
     p->line = (unsigned)lineno;
 }
+
+#else
+static void source_line(crec_symtab *s, struct an_module *am, uint64_t addr, crec_place *p)
+{
+    (void)s, (void)am, (void)addr, (void)p; /* no libdw in this build: no lines */
+}
+#endif
 
 int crec_symtab_place(crec_symtab *s, uint64_t addr, crec_place *p)
 {

@@ -110,7 +110,7 @@ int cmd_backtrace(int argc, char **argv)
         return cli_usage_error("backtrace", "needs one FILE");
     if ((rc = cli_analysis_open("backtrace", argv[optind], &range, &rec, &sym, &from, &at)) != EXIT_OK)
         return rc;
-    crashed = at == crec_length(rec) && crec_crash_info(rec, sym, &crash, NULL) == CREC_OK;
+    crashed = at == crec_length(rec) && crec_crash_info(rec, &crash, NULL) == CREC_OK;
     if (crec_backtrace_run(rec, sym, at, last, &b, &err) != CREC_OK)
         return cli_finish(rec, sym, cli_fail(EXIT_FAIL, "%s", err.msg));
     printf("The last %zu block%s before %" PRIu64 ":\n", b->nruns, b->nruns == 1 ? "" : "s", at);

@@ -97,26 +97,24 @@ static void print_header(FILE *out, const char *name, const crec_fmt_header *h,
 static void print_crash(FILE *out, const char *name)
 {
     crec_recording *rec = NULL;
-    crec_symtab *sym = NULL;
+    crec_symbol s;
     crec_crash c;
-    char where[300];
+    char where[300] = "";
     const char *sig;
 
-    if (crec_open(name, 0, &rec, NULL) != CREC_OK ||
-        crec_symtab_open(rec, NULL, &sym, NULL) != CREC_OK ||
-        crec_crash_info(rec, sym, &c, NULL) != CREC_OK) {
-        crec_symtab_free(sym);
+    if (crec_open(name, 0, &rec, NULL) != CREC_OK || crec_crash_info(rec, &c, NULL) != CREC_OK) {
         crec_close(rec);
         return;
     }
     sig = sigabbrev_np(c.signo);
-    crec_symtab_name(sym, c.rip, where, sizeof where);
-    fprintf(out, "crash:         SIG%s at instruction %llu, 0x%llx %s: %s\n", sig ? sig : "?",
+    if (crec_symbolize(rec, c.rip, &s, NULL) == CREC_OK && s.name)
+        snprintf(where, sizeof where, s.offset ? " %s+0x%llx" : " %s", s.name,
+                 (unsigned long long)s.offset);
+    fprintf(out, "crash:         SIG%s at instruction %llu, 0x%llx%s: %s\n", sig ? sig : "?",
             (unsigned long long)c.t, (unsigned long long)c.rip, where, c.insn);
     if (c.has_addr)
         fprintf(out, "               faulting address 0x%llx\n", (unsigned long long)c.addr);
     fprintf(out, "               'crec backtrace %s' shows how it got there\n", name);
-    crec_symtab_free(sym);
     crec_close(rec);
 }
 

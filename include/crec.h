@@ -628,8 +628,11 @@ typedef struct crec_crash {
     uint64_t addr;         /* ... at this address (worked out from its operand) */
 } crec_crash;
 
-/*! crec_crash_info() : @return CREC_OK and *c when the recording ended by a
- *  signal, CREC_ERR_NOTFOUND when it did not, or an error. */
-int crec_crash_info(crec_recording *rec, crec_symtab *sym, crec_crash *c, crec_error *err);
+/*! crec_crash_info() : read from the recording (its end and the EXIT
+ *  record; the format has no field for the faulting address, so it is
+ *  worked out from the instruction's memory operand and the registers).
+ *  @return CREC_OK and *c when the recording ended by a signal,
+ *  CREC_ERR_NOTFOUND when it did not, or an error. */
+int crec_crash_info(crec_recording *rec, crec_crash *c, crec_error *err);
 
 #endif /* CREC_H */

@@ -27,6 +27,10 @@ enum an_flow {
  *  instruction lies and ends (*last, *next).  @return an enum an_flow. */
 int an_block_flow(crec_symtab *s, uint64_t addr, uint32_t n, uint64_t *last, uint64_t *next);
 
+/*! an_func_of() : @return the start of the function holding addr (0: no
+ *  symbol), from the recording's symbols only (no source lines: cheap). */
+uint64_t an_func_of(crec_symtab *s, uint64_t addr);
+
 /*! an_is_function_start() : @return 1 if a symbol starts exactly at addr. */
 int an_is_function_start(crec_symtab *s, uint64_t addr);
 

@@ -123,10 +123,9 @@ static int new_root(struct an_calls *c, crec_exec *x, struct an_stack *st, uint6
                     uint64_t addr, uint64_t sp)
 {
     crec_frame f = {0};
-    crec_place p;
+    uint64_t fn = an_func_of(c->sym, addr);
 
-    crec_symtab_place(c->sym, addr, &p);
-    f.fn = p.func ? p.func_addr : addr;
+    f.fn = fn ? fn : addr;
     f.t = t;
     f.sp = sp;
     fill_args(x, &f);
@@ -173,10 +172,7 @@ static int on_block(void *ctx, crec_exec *x, uint64_t t, uint32_t tid, uint64_t 
                 announce(c, x, st, st->n - 1);
         } else if (flow == AN_FLOW_JMP && st->n > 0 && an_is_function_start(c->sym, addr) &&
                    addr != st->f[st->n - 1].fn) {
-            crec_place from, to;
-            crec_symtab_place(c->sym, st->prev_last, &from);
-            crec_symtab_place(c->sym, addr, &to);
-            if (from.func != to.func) { /* into another function: a tail call */
+            if (an_func_of(c->sym, st->prev_last) != addr) { /* into another function: a tail call */
                 crec_frame f = {addr, t, sp, 0, st->prev_last, 1, {0}};
                 fill_args(x, &f);
                 if (push(st, &f, 1) != 0)

@@ -51,6 +51,11 @@ struct an_place_slot {
     crec_place p;
 };
 
+struct an_func_slot {
+    uint64_t addr_plus1;
+    uint64_t func_addr;  /* 0: no symbol */
+};
+
 struct an_flow_slot {
     uint64_t addr;       /* 0: empty */
     uint32_t n;
@@ -66,6 +71,7 @@ struct crec_symtab {
     size_t nmods;
     struct an_place_slot *places; /* a cache, overwritten on collision */
     struct an_flow_slot *flows;
+    struct an_func_slot *funcs;   /* the function of an address, without lines */
 };
 
 int an_error(crec_error *err, int code, const char *fmt, ...)
@@ -103,8 +109,9 @@ int crec_symtab_open(crec_recording *rec, const char *debug_dir, crec_symtab **o
     s->mods = calloc(n ? n : 1, sizeof *s->mods);
     s->places = calloc(AN_PLACES, sizeof *s->places);
     s->flows = calloc(AN_FLOWS, sizeof *s->flows);
+    s->funcs = calloc(AN_FLOWS, sizeof *s->funcs);
     s->debug_dir = debug_dir ? strdup(debug_dir) : NULL;
-    if (!s->mods || !s->places || !s->flows || (debug_dir && !s->debug_dir)) {
+    if (!s->mods || !s->places || !s->flows || !s->funcs || (debug_dir && !s->debug_dir)) {
         crec_symtab_free(s);
         return an_error(err, CREC_ERR_NOMEM, "out of memory");
     }
@@ -149,6 +156,7 @@ void crec_symtab_free(crec_symtab *s)
     free(s->mods);
     free(s->places);
     free(s->flows);
+    free(s->funcs);
     free(s->debug_dir);
     free(s);
 }
@@ -332,12 +340,22 @@ void crec_symtab_name(crec_symtab *s, uint64_t addr, char *buf, size_t size)
         snprintf(buf, size, "%s", p.func);
 }
 
+uint64_t an_func_of(crec_symtab *s, uint64_t addr)
+{
+    struct an_func_slot *slot = &s->funcs[(addr * 0x9E3779B97F4A7C15ull >> 40) % AN_FLOWS];
+    crec_symbol sym;
+
+    if (slot->addr_plus1 != addr + 1) {
+        slot->addr_plus1 = addr + 1;
+        slot->func_addr = crec_symbolize(s->rec, addr, &sym, NULL) == CREC_OK && sym.name
+                              ? sym.addr : 0;
+    }
+    return slot->func_addr;
+}
+
 int an_is_function_start(crec_symtab *s, uint64_t addr)
 {
-    crec_place p;
-
-    crec_symtab_place(s, addr, &p);
-    return p.func && p.offset == 0;
+    return an_func_of(s, addr) == addr;
 }
 
 int crec_symtab_resolve(crec_symtab *s, const char *what, uint64_t *addr, crec_error *err)

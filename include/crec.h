@@ -302,6 +302,16 @@ uint64_t crec_exec_time(const crec_exec *x);
  *  hit, and step back one restart point when there is none. */
 uint64_t crec_restart_before(crec_recording *rec, uint64_t t);
 
+/*! crec_last_write() : the last write to a byte of [addr, addr+len) by an
+ *  instruction before `before` (or by the kernel during a syscall before
+ *  it), as *t: the time at which the written value is new (the write was
+ *  instruction *t - 1), as crec_when reports it.  A store of the same value
+ *  counts.  Only the spans the index says store to the range are replayed
+ *  (gdb's reverse watchpoints).  @return CREC_OK, CREC_ERR_NOTFOUND when
+ *  nothing wrote it before `before`, or an error. */
+int crec_last_write(crec_recording *rec, uint64_t addr, uint64_t len, uint64_t before,
+                    uint64_t *t, crec_error *err);
+
 /* ------------------------------------------------------------------------ */
 /* What the recording holds besides its run: modules, symbols, syscalls     */
 /* ------------------------------------------------------------------------ */

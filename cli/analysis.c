@@ -43,6 +43,7 @@ int cli_analysis_open(const char *cmd, const char *path, const struct cli_range 
     *rec = NULL, *sym = NULL;
     if (crec_open(path, 0, rec, &err) != CREC_OK)
         return cli_fail_file(path, &err);
+    cli_show_progress(*rec, path); /* find and printf may build the index */
     *from = 0;
     *to = crec_length(*rec);
     if ((r->from && cli_parse_when(*rec, r->from, from, &err) != 0) ||

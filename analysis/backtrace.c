@@ -113,39 +113,43 @@ static int bt_block(void *ctx, crec_exec *x, const crec_frame *stack, size_t dep
 }
 
 /*
- * When the last block before `at` ended with a call, the callee's frame is
- * pushed only when its first block runs, after `at`: a crash on the first
- * instruction of a function would leave it out.  Push it here.
+ * The shadow stack changes at block starts, and the block at `at` is not
+ * run: what the last block before it did (a call, a ret, a jump to another
+ * function) is settled here, as stack.c would at the next block.  So a
+ * crash on the first instruction of a function has that function on top,
+ * and one just after a ret has the caller.
  */
-static int called_last(crec_recording *rec, crec_symtab *sym, struct bt *s, crec_error *err)
+static int settle_last(crec_recording *rec, crec_symtab *sym, struct bt *s, crec_error *err)
 {
     crec_backtrace *b = s->b;
     const crec_bt_run *r;
-    uint64_t last, next, t0 = crec_tell(rec);
+    uint64_t last, next, t0 = crec_tell(rec), fn;
     crec_regs regs;
-    crec_place p;
-    int rc;
+    int flow, rc;
 
     if (b->nruns == 0 || b->depth == 0)
         return CREC_OK;
     r = &b->runs[b->nruns - 1];
-    if (an_block_flow(sym, r->addr[r->period - 1], r->ninsns[r->period - 1], &last, &next) !=
-        AN_FLOW_CALL)
-        return CREC_OK;
+    flow = an_block_flow(sym, r->addr[r->period - 1], r->ninsns[r->period - 1], &last, &next);
     if ((rc = crec_seek(rec, b->at, err)) == CREC_OK)
         rc = crec_read_registers(rec, &regs, err);
     crec_seek(rec, t0, NULL);
-    if (rc != CREC_OK || regs.rip == next)
+    if (rc != CREC_OK)
         return rc;
+    while (b->depth > 1 && b->stack[b->depth - 1].sp < regs.gpr[CREC_RSP])
+        b->depth--; /* returned from, or unwound */
+    fn = an_func_of(sym, regs.rip);
+    if (!((flow == AN_FLOW_CALL && regs.rip != next) ||
+          (flow == AN_FLOW_JMP && fn == regs.rip && an_func_of(sym, last) != regs.rip)))
+        return CREC_OK;
     crec_frame *g = realloc(b->stack, (b->depth + 1) * sizeof *g);
     if (!g)
         return an_error(err, CREC_ERR_NOMEM, "out of memory");
     b->stack = g;
-    crec_symtab_place(sym, regs.rip, &p);
-    g[b->depth] = (crec_frame){p.func ? p.func_addr : regs.rip, b->at, regs.gpr[CREC_RSP], next,
-                               last, 0, {regs.gpr[CREC_RDI], regs.gpr[CREC_RSI],
-                                         regs.gpr[CREC_RDX], regs.gpr[CREC_RCX],
-                                         regs.gpr[CREC_R8], regs.gpr[CREC_R9]}};
+    g[b->depth] = (crec_frame){fn ? fn : regs.rip, b->at, regs.gpr[CREC_RSP],
+                               flow == AN_FLOW_CALL ? next : 0, last, flow == AN_FLOW_JMP,
+                               {regs.gpr[CREC_RDI], regs.gpr[CREC_RSI], regs.gpr[CREC_RDX],
+                                regs.gpr[CREC_RCX], regs.gpr[CREC_R8], regs.gpr[CREC_R9]}};
     b->depth++;
     return CREC_OK;
 }
@@ -185,7 +189,7 @@ int crec_backtrace_run(crec_recording *rec, crec_symtab *sym, uint64_t at, size_
     }
     s.b->stack = s.stack;
     s.b->depth = s.n;
-    rc = called_last(rec, sym, &s, err);
+    rc = settle_last(rec, sym, &s, err);
     if (rc != CREC_OK) {
         crec_backtrace_free(s.b);
         return rc;

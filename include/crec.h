@@ -263,7 +263,9 @@ typedef struct crec_observer {
  *  recording, or the point where a callback returned non-zero (insn and
  *  block: t, before that instruction; access and syscall: t+1, after the
  *  instruction that made it).  The replay starts at the restart point
- *  before `from` (crec_restart_before) and reports nothing before `from`.
+ *  before `from` (crec_restart_before) and reports nothing before `from`;
+ *  a `from` before the first key frame (a recording whose start was
+ *  dropped) is that key frame.
  *  @return CREC_OK, CREC_ERR_ARG for from > to or from past the end, or an
  *  error (a callback's stop is not one). */
 int crec_exec_run(crec_recording *rec, uint64_t from, uint64_t to, const crec_observer *obs,

@@ -312,14 +312,20 @@ int crec_exec_run(crec_recording *rec, uint64_t from, uint64_t to, const crec_ob
     size_t kf;
     int rc;
 
-    if (to > rec->end)
-        to = rec->end;
     if (from > rec->end)
         return crec_error_set(err, CREC_ERR_ARG, "time %" PRIu64 " is past the end of the "
                               "recording (%" PRIu64 " instructions)", from, rec->end);
     if (from > to)
         return crec_error_set(err, CREC_ERR_ARG, "a run from %" PRIu64 " to %" PRIu64
                               " goes back in time", from, to);
+    if (to > rec->end)
+        to = rec->end;
+    /* nothing before the first key frame can be replayed (a ring recording
+     * dropped it): a run starts there at the earliest */
+    if (from < rec->kfs[0].global_icount)
+        from = rec->kfs[0].global_icount;
+    if (to < from)
+        to = from;
     if (stopped)
         *stopped = to;
     if (from == to)

@@ -12,7 +12,8 @@
  * memory holds the right bytes only where the run loaded or stored them
  * (or restored them at a restart point) and the kernel has not written
  * since, so with CREC_EXEC_READS_MEMORY the run keeps a bitmap of those
- * bytes, page by page; every other byte is asked of the query engine.
+ * bytes, page by page; every other byte is asked of the query engine, and
+ * then put into replay memory and marked, so that it is asked once.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -403,7 +404,7 @@ int crec_exec_read(crec_exec *x, uint64_t addr, size_t len, uint8_t *buf, uint8_
 {
     uint8_t *k = known ? known : crec_malloc(len ? len : 1);
     size_t nheld = 0;
-    int src, rc = CREC_OK;
+    int src = 0, rc = CREC_OK;
 
     if (!k)
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
@@ -419,9 +420,18 @@ int crec_exec_read(crec_exec *x, uint64_t addr, size_t len, uint8_t *buf, uint8_
     }
     /* some bytes the run does not hold: the query engine knows them */
     rc = qx_read_at(x->rec, x->now, addr, len, buf, k, &src, err);
-    for (size_t i = 0; rc == CREC_OK && nheld && i < len; i++)
-        if (held(x, addr + i) && crec_replay_qrun_read(x->q, addr + i, 1, &buf[i]) == 0)
-            k[i] = 1;
+    for (size_t i = 0; rc == CREC_OK && x->track && i < len; i++) {
+        if (held(x, addr + i)) {
+            if (crec_replay_qrun_read(x->q, addr + i, 1, &buf[i]) == 0)
+                k[i] = 1;
+        } else if (k[i] && src != CREC_SRC_CODE &&
+                   crec_replay_qrun_write(x->q, addr + i, 1, &buf[i]) == 0) {
+            /* the run holds it now: the next read of it costs no query,
+             * until the kernel writes it (exec evaluates a condition
+             * before every instruction) */
+            mark(x, addr + i, 1, 1);
+        }
+    }
 out:
     if (!known)
         crec_free(k);

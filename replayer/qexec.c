@@ -167,3 +167,8 @@ int crec_replay_qrun_read(crec_replay_qrun *q, uint64_t addr, uint64_t len, uint
 {
     return crec_emu_mem_read(((struct rep_seg *)q)->cpu, buf, addr, len);
 }
+
+int crec_replay_qrun_write(crec_replay_qrun *q, uint64_t addr, uint64_t len, const uint8_t *buf)
+{
+    return crec_emu_mem_write(((struct rep_seg *)q)->cpu, addr, buf, len);
+}

@@ -567,8 +567,12 @@ int crec_lookup_symbol(crec_recording *rec, const char *name, uint64_t *addr, cr
         return rc;
     while (!found && (rc = crec_fmt_cursor_next(c, &kind, &body, &blen, err)) == CREC_OK) {
         crec_fmt_symbol s;
-        if (kind != CREC_FMT_K_SYMBOL || crec_fmt_sym_decode(body, blen, &s, NULL) != CREC_OK)
-            continue;
+        if (kind != CREC_FMT_K_SYMBOL) {
+            rc = crec_error_corrupt(err, "record kind 0x%02x in the SYMBOLS stream", kind);
+            break;
+        }
+        if ((rc = crec_fmt_sym_decode(body, blen, &s, err)) != CREC_OK)
+            break;
         if (s.name_len != nlen || memcmp(s.name, name, nlen) != 0)
             continue;
         for (size_t i = 0; i < rec->ncode; i++)

@@ -18,6 +18,7 @@
 
 #include "common/common.h"
 #include "format/format.h"
+#include "format/format_int.h"
 #include "tests/tools/sample.h"
 
 /* ---- helpers -------------------------------------------------------------- */
@@ -791,26 +792,42 @@ Test(format, truncated_at_every_offset)
     free(p);
 }
 
+/*
+ * Every byte flipped (two ways) in a valid file: a flip before the 32-byte
+ * trailer is reported corrupt, every one (each byte is under a checksum: a
+ * chunk's, the trailer's, or the preamble's magic and version); a flip
+ * inside the trailer makes the directory unfindable, and the file then
+ * reads as one cut short, which info says (truncated).  No flip is read
+ * as a good, complete file.  Measured: 4552 of 4616 variants of the sample
+ * reported corrupt (98.6%), the other 64 are the trailer's.
+ */
 Test(format, byte_flipped_at_every_offset)
 {
     size_t len;
     uint8_t *p = sample_bytes(1, 64, 1, &len);
     uint8_t *q = malloc(len);
-    size_t failed = 0;
+    size_t corrupt = 0, truncated = 0;
     for (size_t i = 0; i < len; i++) {
         for (int m = 0; m < 2; m++) {
-            memcpy(q, p, len);
-            q[i] ^= m ? 0x01 : 0xff;
             crec_fmt_summary s;
             crec_error e = {0};
-            if (info_mem(q, len, &s, &e) != CREC_OK)
-                failed++;
+            memcpy(q, p, len);
+            q[i] ^= m ? 0x01 : 0xff;
+            if (info_mem(q, len, &s, &e) != CREC_OK) {
+                corrupt++;
+                continue;
+            }
+            cr_assert_geq(i, len - FMT_TRAILER_LEN, "a flip at byte %zu of %zu (0x%02x) went unnoticed", i,
+                          len, m ? 0x01 : 0xff);
+            cr_assert(s.truncated, "a flip in the trailer (byte %zu) must read as a cut file", i);
+            truncated++;
         }
     }
-    /* nearly every flip is caught; the rest land where damage reads as
-     * a truncation (the trailer) */
-    cr_assert_gt(failed, len);
-    cr_log_info("byte flips: %zu variants, %zu reported corrupt", 2 * len, failed);
+    cr_assert_eq(corrupt + truncated, 2 * len);
+    cr_assert_eq(truncated, 2 * FMT_TRAILER_LEN, "only the trailer's flips read as a cut file");
+    cr_log_info("byte flips: %zu variants, %zu reported corrupt (%.1f%%), %zu in the trailer "
+                "read as cut short", 2 * len, corrupt, 100.0 * (double)corrupt / (double)(2 * len),
+                truncated);
     free(q);
     free(p);
 }

@@ -396,9 +396,11 @@ uint64_t crec_tell(const crec_recording *rec)
 
 int crec_step(crec_recording *rec, int64_t n, crec_error *err)
 {
-    if (n < 0 && (uint64_t)(-(n + 1)) + 1 > rec->t)
-        return crec_error_set(err, CREC_ERR_ARG, "can't step back %" PRId64 " instructions "
-                              "from %" PRIu64, -n, rec->t);
+    uint64_t back = n < 0 ? (uint64_t)(-(n + 1)) + 1 : 0; /* |n|, INT64_MIN too */
+
+    if (back > rec->t)
+        return crec_error_set(err, CREC_ERR_ARG, "can't step back %" PRIu64 " instructions "
+                              "from %" PRIu64, back, rec->t);
     return crec_seek(rec, rec->t + (uint64_t)n, err);
 }
 

@@ -57,21 +57,15 @@ static void rep_fail(struct rep_seg *s, const crec_error *err)
         crec_emu_cpu_stop(s->cpu);
 }
 
-/* The same, with the message made here.  @return the error's code. */
-static int rep_failf(struct rep_seg *s, crec_err code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int rep_failf(struct rep_seg *s, crec_err code, const char *fmt, ...)
-{
-    crec_error err = {code, ""};
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(err.msg, sizeof err.msg, fmt, ap);
-    va_end(ap);
-    rep_fail(s, &err);
-    return code;
-}
+/* A corrupt file found here: through crec_error_corrupt, at this line, so
+ * that debug builds name it.  @return CREC_ERR_CORRUPT. */
+#define rep_corrupt(s, ...)                                                                   \
+    ({                                                                                        \
+        crec_error e_ = {0};                                                                  \
+        crec_error_corrupt(&e_, __VA_ARGS__);                                                 \
+        rep_fail((s), &e_);                                                                   \
+        CREC_ERR_CORRUPT;                                                                     \
+    })
 
 /* How the run ended: its error's code, or CREC_OK (also for a divergence,
  * which the caller reads from s->diverged). */
@@ -122,7 +116,7 @@ static int rep_load_value(struct rep_seg *s, uint64_t addr, unsigned size)
     if (host) {
         memcpy(host, span, len);
     } else if (crec_emu_mem_write(s->cpu, start, span, len) != 0) { /* across two pages */
-        rep_failf(s, CREC_ERR_CORRUPT, "the recorded value of a %u-byte load at 0x%" PRIx64
+        rep_corrupt(s, "the recorded value of a %u-byte load at 0x%" PRIx64
                   " covers unmapped memory at 0x%" PRIx64, size, addr, start);
         return -1;
     }
@@ -290,13 +284,21 @@ static int rep_apply_mmap(struct rep_seg *s, const crec_fmt_event *ev)
         rc = crec_emu_mem_protect(s->cpu, addr, len, prot, &err);
     else
         rc = crec_emu_mem_map(s->cpu, addr, len, prot, &err);
-    if (rc != CREC_OK)
-        return rep_failf(s, rc == CREC_ERR_NOMEM ? CREC_ERR_NOMEM : CREC_ERR_CORRUPT,
-                         "the memory map can't be rebuilt: %s%s of 0x%" PRIx64 " (+0x%" PRIx64
-                         ") at EVENTS offset %" PRIu64 " of thread %u: %s",
-                         mmap_op_name(ev->u.mmap.op),
-                         ev->u.mmap.flags & CREC_FMT_EV_LISTING ? " (key frame listing)" : "",
-                         addr, len, s->ev_off, s->tid, err.msg);
+    if (rc != CREC_OK) {
+        char what[300];
+        snprintf(what, sizeof what, "the memory map can't be rebuilt: %s%s of 0x%" PRIx64
+                 " (+0x%" PRIx64 ") at EVENTS offset %" PRIu64 " of thread %u",
+                 mmap_op_name(ev->u.mmap.op),
+                 ev->u.mmap.flags & CREC_FMT_EV_LISTING ? " (key frame listing)" : "", addr, len,
+                 s->ev_off, s->tid);
+        if (rc == CREC_ERR_NOMEM) { /* the host's limit, not the file's fault */
+            crec_error e;
+            crec_error_set(&e, CREC_ERR_NOMEM, "%s: %s", what, err.msg);
+            rep_fail(s, &e);
+            return CREC_ERR_NOMEM;
+        }
+        return rep_corrupt(s, "%s: %s", what, err.msg);
+    }
     /* a map or an unmap changes the bytes (or takes them away) */
     if (s->on_access && !(ev->u.mmap.flags & CREC_FMT_EV_LISTING) &&
         ev->u.mmap.op != CREC_FMT_MM_PROTECT)
@@ -658,7 +660,7 @@ static int rep_seg_to_point(struct rep_seg *s)
             rc = rep_apply_mmap(s, &ev);
     s->on_access = on_access;
     if (rc != CREC_OK && !s->failed)
-        rep_failf(s, CREC_ERR_CORRUPT, "can't reach the restart point at instruction %" PRIu64 ": the "
+        rep_corrupt(s, "can't reach the restart point at instruction %" PRIu64 ": the "
                   "EVENTS stream of thread %u ends before offset %" PRIu64,
                   s->start->global_icount, s->tid, s->start->events_off);
     if (rc != CREC_OK)
@@ -781,7 +783,7 @@ static int rep_seg_start(struct rep_seg *s)
     }
     rc = rep_listing(s, s->first, 1);
     if (rc != CREC_OK && !s->failed)
-        rep_failf(s, CREC_ERR_CORRUPT, "the memory-map listing of the key frame at "
+        rep_corrupt(s, "the memory-map listing of the key frame at "
                   "instruction %" PRIu64 " can't be read", s->kfs[s->first].global_icount);
     if (s->failed || s->diverged)
         return rep_outcome(s);

@@ -120,31 +120,24 @@ static int kf_eq(const crec_fmt_keyframe *a, const crec_fmt_keyframe *b)
            memcmp(x->st, y->st, sizeof x->st) == 0;
 }
 
+/* The body of the one framed record of b, checked to be of `kind`. */
+static const uint8_t *frame_body(const crec_fmt_buf *b, int kind, size_t *len);
+
 static void kf_roundtrip(const crec_fmt_keyframe *kf)
 {
     crec_fmt_buf b = {0};
     crec_error e = {0};
-    cr_assert_eq(crec_fmt_kf_encode(&b, kf), CREC_OK);
-    crec_fmt_cur c = {b.data, b.len, 0};
-    uint8_t kind;
-    uint64_t len = 0;
-    kind = b.data[0];
-    cr_assert_eq(kind, CREC_FMT_K_KEYFRAME);
-    /* the frame: kind, varint length, body */
-    size_t pos = 1;
-    for (int sh = 0; ; sh += 7) {
-        len |= (uint64_t)(b.data[pos] & 0x7f) << sh;
-        if (!(b.data[pos++] & 0x80))
-            break;
-    }
-    cr_assert_eq(pos + len, b.len);
+    size_t len;
+    const uint8_t *body;
     crec_fmt_keyframe out;
-    cr_assert_eq(crec_fmt_kf_decode(b.data + pos, (size_t)len, &out, &e), CREC_OK, "%s", e.msg);
+
+    cr_assert_eq(crec_fmt_kf_encode(&b, kf), CREC_OK);
+    body = frame_body(&b, CREC_FMT_K_KEYFRAME, &len);
+    cr_assert_eq(crec_fmt_kf_decode(body, len, &out, &e), CREC_OK, "%s", e.msg);
     cr_assert(kf_eq(&out, kf));
     /* every shorter body is refused */
     for (size_t n = 0; n < len; n++)
-        cr_assert_eq(crec_fmt_kf_decode(b.data + pos, n, &out, &e), CREC_ERR_CORRUPT);
-    (void)c;
+        cr_assert_eq(crec_fmt_kf_decode(body, n, &out, &e), CREC_ERR_CORRUPT);
     crec_fmt_buf_free(&b);
 }
 
@@ -167,19 +160,11 @@ static void ev_check(const crec_fmt_event *ev)
 {
     crec_fmt_buf b = {0};
     crec_error e = {0};
+    size_t len;
     cr_assert_eq(crec_fmt_ev_encode(&b, ev), CREC_OK);
-    cr_assert_eq(b.data[0], ev->kind);
-    size_t pos = 1;
-    uint64_t len = 0;
-    for (int sh = 0;; sh += 7) {
-        len |= (uint64_t)(b.data[pos] & 0x7f) << sh;
-        if (!(b.data[pos++] & 0x80))
-            break;
-    }
-    cr_assert_eq(pos + len, b.len);
+    const uint8_t *body = frame_body(&b, ev->kind, &len);
     crec_fmt_event out;
-    cr_assert_eq(crec_fmt_ev_decode(ev->kind, b.data + pos, (size_t)len, &out, &e), CREC_OK,
-                 "%s", e.msg);
+    cr_assert_eq(crec_fmt_ev_decode(ev->kind, body, len, &out, &e), CREC_OK, "%s", e.msg);
     cr_assert_eq(out.kind, ev->kind);
     if (ev->kind == CREC_FMT_K_MMAP) {
         cr_assert_eq(out.u.mmap.op, ev->u.mmap.op);
@@ -200,7 +185,7 @@ static void ev_check(const crec_fmt_event *ev)
         cr_assert(memcmp(&out.u, &ev->u, sizeof out.u) == 0, "event kind 0x%x", ev->kind);
     }
     for (size_t n = 0; n < len; n++)
-        cr_assert_eq(crec_fmt_ev_decode(ev->kind, b.data + pos, n, &out, &e), CREC_ERR_CORRUPT);
+        cr_assert_eq(crec_fmt_ev_decode(ev->kind, body, n, &out, &e), CREC_ERR_CORRUPT);
     crec_fmt_buf_free(&b);
 }
 
@@ -347,20 +332,21 @@ Test(format, reads_and_seq_roundtrip)
     crec_fmt_buf_free(&q);
 }
 
-/* Skip the frame of a record in b, returning the body. */
 static const uint8_t *frame_body(const crec_fmt_buf *b, int kind, size_t *len)
 {
-    cr_assert_eq(b->data[0], kind);
-    size_t pos = 1;
-    uint64_t n = 0;
-    for (int sh = 0;; sh += 7) {
-        n |= (uint64_t)(b->data[pos] & 0x7f) << sh;
-        if (!(b->data[pos++] & 0x80))
-            break;
-    }
-    cr_assert_eq(pos + n, b->len);
-    *len = (size_t)n;
-    return b->data + pos;
+    crec_fmt_cur c = {b->data, b->len, 0};
+    const uint8_t *body;
+    int k;
+
+    cr_assert_eq(crec_fmt_frame_next(&c, &k, &body, len, NULL), CREC_OK);
+    cr_assert_eq(k, kind);
+    cr_assert_eq(c.pos, b->len, "one record");
+    c.len--; /* the same record cut one byte short */
+    c.pos = 0;
+    cr_assert_eq(crec_fmt_frame_next(&c, &k, &body, len, NULL), CREC_ERR_CORRUPT);
+    c = (crec_fmt_cur){b->data, b->len, 0};
+    cr_assert_eq(crec_fmt_frame_next(&c, &k, &body, len, NULL), CREC_OK);
+    return body;
 }
 
 Test(format, snapshot_code_symbol_roundtrip)

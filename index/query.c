@@ -125,7 +125,8 @@ static int restore_lines(crec_recording *rec, size_t sp, crec_replay_from *from,
     if (!lines || !values) {
         crec_free(lines);
         crec_free(values);
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        return crec_error_set(err, CREC_ERR_NOMEM,
+                              "out of memory for the lines a restart point restores");
     }
     n = 0;
     for (size_t i = first + 1; i <= sp; i++) {
@@ -394,7 +395,7 @@ static int read_at(crec_recording *rec, uint64_t t, uint64_t addr, size_t len, u
     }
     if (answer_init(&a, &tr, addr, len, t, buf, known) != 0) {
         answer_free(&a, &tr);
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for a query of %zu bytes", len);
     }
     if (rec->flags & CREC_OPEN_NO_INDEX)
         rc = replay_and_settle(rec, SIZE_MAX, t, &tr, &a, err);
@@ -417,7 +418,7 @@ int crec_read_memory(crec_recording *rec, uint64_t addr, size_t len, uint8_t *bu
     int src = 0, rc;
 
     if (!k)
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for a query of %zu bytes", len);
     rc = read_at(rec, rec->t, addr, len, buf, k, &src, err);
     if (source)
         *source = src;

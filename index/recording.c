@@ -93,7 +93,7 @@ static int load_snapshots(crec_recording *rec, crec_error *err)
         bad = bad || add_snap_time(rec, &kcap, s.global_icount);
         crec_fmt_snapshot_clear(&s);
         if (bad) {
-            rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+            rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory reading the snapshots");
             break;
         }
     }
@@ -127,7 +127,7 @@ static int load_code(crec_recording *rec, crec_error *err)
             cap = cap ? 2 * cap : 16;
             struct qx_code *p = crec_realloc(rec->code, cap * sizeof *p);
             if (!p) {
-                rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+                rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory reading the CODE records");
                 break;
             }
             rec->code = p;
@@ -196,7 +196,8 @@ static int load_listing(crec_recording *rec, size_t k, crec_error *err)
             size_t n = cap ? 2 * cap : 64;
             struct qx_mapping *p = crec_realloc(rec->listing, n * sizeof *p);
             if (!p) {
-                rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+                rc = crec_error_set(err, CREC_ERR_NOMEM,
+                                    "out of memory reading a key frame's memory map");
                 break;
             }
             rec->listing = p, cap = n;
@@ -260,7 +261,7 @@ static int load_keyframes(crec_recording *rec, crec_error *err)
         rec->kf_regs = crec_calloc(ix->nkf, 1);
         if (!rec->kfs || !rec->kf_regs) {
             crec_idx_free(ix);
-            return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+            return crec_error_set(err, CREC_ERR_NOMEM, "out of memory opening the index");
         }
         memcpy(rec->kfs, ix->kfs, ix->nkf * sizeof *rec->kfs);
         rec->nkf = ix->nkf;
@@ -270,7 +271,7 @@ static int load_keyframes(crec_recording *rec, crec_error *err)
     if (rc == CREC_OK) /* a file cut short ends where its replay does */
         rec->nkf = crec_replay_reachable_keyframes(rec->r, rec->kfs, rec->nkf, &cut);
     if (rc == CREC_OK && !(rec->kf_regs = crec_malloc(rec->nkf ? rec->nkf : 1)))
-        rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory reading the key frames");
     if (rc == CREC_OK)
         memset(rec->kf_regs, 1, rec->nkf);
     return rc;
@@ -320,12 +321,12 @@ int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error
     *out = NULL;
     rec = crec_calloc(1, sizeof *rec);
     if (!rec)
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory opening a recording");
     rec->flags = flags;
     rec->path = crec_malloc(strlen(path) + 1);
     if (!rec->path) {
         crec_free(rec);
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory opening a recording");
     }
     strcpy(rec->path, path);
     rc = crec_fmt_reader_open(path, &rec->r, err);

@@ -51,7 +51,7 @@ int crec_replay_query(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t n
                               ", until %" PRIu64, first, start->global_icount, until);
     q = crec_calloc(1, sizeof *q);
     if (!q)
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory starting a query run");
     s = &q->s;
     s->owner = q;
     s->r = r;

@@ -414,7 +414,7 @@ int crec_exec_read(crec_exec *x, uint64_t addr, size_t len, uint8_t *buf, uint8_
     }
     for (size_t i = 0; x->track && i < len; i++)
         nheld += held(x, addr + i);
-    if (nheld == len && crec_replay_qrun_read(x->q, addr, len, buf) == 0) {
+    if (nheld == len && crec_replay_qrun_read(x->q, buf, addr, len) == 0) {
         memset(k, 1, len);
         goto out;
     }
@@ -422,7 +422,7 @@ int crec_exec_read(crec_exec *x, uint64_t addr, size_t len, uint8_t *buf, uint8_
     rc = qx_read_at(x->rec, x->now, addr, len, buf, k, &src, err);
     for (size_t i = 0; rc == CREC_OK && x->track && i < len; i++) {
         if (held(x, addr + i)) {
-            if (crec_replay_qrun_read(x->q, addr + i, 1, &buf[i]) == 0)
+            if (crec_replay_qrun_read(x->q, &buf[i], addr + i, 1) == 0)
                 k[i] = 1;
         } else if (k[i] && src != CREC_SRC_CODE &&
                    crec_replay_qrun_write(x->q, addr + i, 1, &buf[i]) == 0) {

@@ -199,9 +199,12 @@ int cli_parse_what(crec_recording *rec, const char *what, size_t size, struct cl
         for (const char *p = buf; *p; p++)
             if (!isalnum((unsigned char)*p) && *p != '_' && *p != '.' && *p != '@')
                 return qerr(err, "malformed expression '%s'", what);
-        if (crec_lookup_symbol(rec, buf, &w->addr, NULL) != CREC_OK)
+        int rc = crec_lookup_symbol(rec, buf, &w->addr, err);
+        if (rc == CREC_ERR_NOTFOUND)
             return qerr(err, "'%s' is neither a register nor a symbol "
                                   "of the recording", buf);
+        if (rc != CREC_OK)
+            return -1; /* the symbols can't be read: err says why */
         if (neg ? off > w->addr : off > UINT64_MAX - w->addr)
             return qerr(err, "'%s' is outside the address space (%s is 0x%" PRIx64 ")", what,
                         buf, w->addr);

@@ -379,3 +379,24 @@ void *fmt_zstd_dctx(void)
     ZSTD_customMem m = {zalloc, zfree, NULL};
     return ZSTD_createDCtx_advanced(m);
 }
+
+int crec_fmt_frame_next(crec_fmt_cur *c, int *kind, const uint8_t **body, size_t *len,
+                        crec_error *err)
+{
+    uint8_t k = 0;
+    uint64_t n = 0;
+    int rc = fmt_cur_u8(c, &k, "record kind", err);
+
+    if (rc == CREC_OK)
+        rc = fmt_cur_varint(c, &n, "record length", err);
+    if (rc != CREC_OK)
+        return rc;
+    if (n > CREC_FMT_MAX_RECORD || n > c->len - c->pos)
+        return crec_error_corrupt(err, "record length %llu out of range (%zu bytes left)",
+                                  (unsigned long long)n, c->len - c->pos);
+    *kind = k;
+    *body = c->p + c->pos;
+    *len = (size_t)n;
+    c->pos += (size_t)n;
+    return CREC_OK;
+}

@@ -187,6 +187,14 @@ int crec_fmt_cur_end(const crec_fmt_cur *c, const char *what, crec_error *err);
 /* A sequential cursor over one stream of a reader (crec_fmt_cursor_open). */
 typedef struct crec_fmt_cursor crec_fmt_cursor;
 
+/*! crec_fmt_frame_next() :
+ *  One framed record (kind, varint body length, body) from bytes in memory,
+ *  as crec_fmt_cursor_next reads one from a stream: *kind and *body (into
+ *  c's bytes) for the *_decode functions below.
+ *  @return CREC_OK, or CREC_ERR_CORRUPT when the bytes end inside it. */
+int crec_fmt_frame_next(crec_fmt_cur *c, int *kind, const uint8_t **body, size_t *len,
+                        crec_error *err);
+
 /* ---- record codecs ------------------------------------------------------- */
 /*
  * Each *_encode appends one record, framed (kind, varint body length, body)

@@ -47,6 +47,11 @@
 #define FMT_CHUNK_HDR 40
 #define FMT_TRAILER_MAGIC "CRECEND\0"
 #define FMT_TRAILER_LEN 32
+#define FMT_TRAILER_DIR_OFF 0  /* the trailer's fields (table above) */
+#define FMT_TRAILER_DIR_LEN 8
+#define FMT_TRAILER_SUM 16     /* XXH3-64 of the 16 bytes before it */
+#define FMT_TRAILER_MAGIC_AT 24
+#define FMT_PREAMBLE_VERSION 8 /* the preamble's version field */
 #define FMT_MAX_VARINT CREC_VARINT_MAX
 #define FMT_DIR_ENTRY_MIN 15 /* smallest encoded directory entry */
 

@@ -98,7 +98,7 @@ int crec_info_read(const char *path, crec_info **out, crec_error *err)
 
     *out = NULL;
     if (!o)
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory describing a recording");
     rc = crec_fmt_reader_open(path, &o->r, err);
     if (rc == CREC_OK)
         rc = crec_fmt_summarize(o->r, &s, err);
@@ -114,7 +114,7 @@ int crec_info_read(const char *path, crec_info **out, crec_error *err)
     if (!o->cpuid || !o->streams || !o->threads) {
         crec_fmt_summary_clear(&s);
         crec_info_free(&o->info);
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory describing a recording");
     }
     copy_header(&o->info, h, o->cpuid);
     copy_summary(&o->info, &s);

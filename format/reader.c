@@ -434,11 +434,11 @@ static int read_trailer(crec_fmt_reader *r, uint64_t start, uint64_t *doff, uint
     int rc = src_read(r, r->size - FMT_TRAILER_LEN, t, sizeof t, err);
     if (rc)
         return rc;
-    if (memcmp(t + 24, FMT_TRAILER_MAGIC, 8) != 0 ||
-        (fmt_get_u64(t + 16) != XXH3_64bits(t, 16) && !fmt_fuzz_no_checksums))
+    if (memcmp(t + FMT_TRAILER_MAGIC_AT, FMT_TRAILER_MAGIC, 8) != 0 ||
+        (fmt_get_u64(t + FMT_TRAILER_SUM) != XXH3_64bits(t, FMT_TRAILER_SUM) && !fmt_fuzz_no_checksums))
         return CREC_ERR_NOTFOUND;
-    *doff = fmt_get_u64(t);
-    *dlen = fmt_get_u64(t + 8);
+    *doff = fmt_get_u64(t + FMT_TRAILER_DIR_OFF);
+    *dlen = fmt_get_u64(t + FMT_TRAILER_DIR_LEN);
     if (*doff < start || *dlen > r->size || *doff != r->size - FMT_TRAILER_LEN - *dlen)
         return crec_error_corrupt(err, "trailer points at a directory out of range (offset %llu, length %llu)",
                                   (unsigned long long)*doff, (unsigned long long)*dlen);
@@ -493,8 +493,8 @@ static int scan_directory(crec_fmt_reader *r, const fmt_chunk *c, uint64_t off, 
         return rc;
     uint8_t t[FMT_TRAILER_LEN];
     uint64_t toff = off + FMT_CHUNK_HDR + c->clen;
-    if (src_read(r, toff, t, sizeof t, NULL) != CREC_OK || memcmp(t + 24, FMT_TRAILER_MAGIC, 8) ||
-        fmt_get_u64(t + 16) != XXH3_64bits(t, 16) || fmt_get_u64(t) != off) {
+    if (src_read(r, toff, t, sizeof t, NULL) != CREC_OK || memcmp(t + FMT_TRAILER_MAGIC_AT, FMT_TRAILER_MAGIC, 8) ||
+        fmt_get_u64(t + FMT_TRAILER_SUM) != XXH3_64bits(t, FMT_TRAILER_SUM) || fmt_get_u64(t + FMT_TRAILER_DIR_OFF) != off) {
         set_truncated(r, toff, "the trailer is missing or damaged");
     }
     return CREC_OK;
@@ -550,7 +550,7 @@ static int read_header(crec_fmt_reader *r, uint64_t *start, crec_error *err)
         return rc;
     if (memcmp(pre, FMT_MAGIC, FMT_MAGIC_LEN) != 0)
         return crec_error_corrupt(err, "bad magic: not a crec recording");
-    uint32_t v = fmt_get_u32(pre + 8);
+    uint32_t v = fmt_get_u32(pre + FMT_PREAMBLE_VERSION);
     if (v < CREC_FMT_MIN_VERSION || v > CREC_FMT_VERSION)
         return crec_error_set(err, CREC_ERR_VERSION,
                               "unsupported format version %u (this crec reads %d to %d)", v,

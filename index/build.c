@@ -332,18 +332,21 @@ static void *job_main(void *arg)
     crec_replay_watch w = {job_access, job_keyframe, bj, job_point, bj->point_every};
     crec_fmt_reader *r = NULL;
     crec_replay_qrun *q = NULL;
+    crec_error err = {0};
     int rc;
 
     bj->kf = bj->first;
     bj->cur = (crec_idx_span){.start = bj->kfs[bj->first].global_icount, .kf = bj->first};
-    rc = crec_fmt_reader_open(bj->path, &r, &bj->err);
+    rc = crec_fmt_reader_open(bj->path, &r, &err);
     if (rc == CREC_OK)
         rc = crec_replay_query(r, bj->kfs, bj->nkf, bj->first, NULL,
-                               bj->kfs[bj->last].global_icount, &w, &q, &bj->err);
+                               bj->kfs[bj->last].global_icount, &w, &q, &err);
     crec_replay_qrun_free(q);
     crec_fmt_reader_free(r);
-    if (rc != CREC_OK && bj->rc == CREC_OK)
+    if (rc != CREC_OK && bj->rc == CREC_OK) { /* the first error is the job's */
         bj->rc = rc;
+        bj->err = err;
+    }
     job_keyframe(bj, bj->last); /* the end of the recording is no block start */
     crec_idx_span_clear(&bj->cur);
     set_free(&bj->b.touch);

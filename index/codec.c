@@ -315,18 +315,20 @@ static int get_list(struct body *d, uint64_t **out, uint64_t **mask, size_t *n)
 
 static int get_point(struct body *d, crec_idx_span *s)
 {
-    uint64_t len, n, prev = 0, delta;
-    int rc;
+    uint64_t n, prev = 0, delta;
+    const uint8_t *body;
+    size_t len;
+    int kind, rc;
 
-    if (d->c.pos >= d->c.len || d->c.p[d->c.pos++] != CREC_FMT_K_KEYFRAME)
-        return crec_error_corrupt(d->err, "index: a restart point is not a KEYFRAME record");
-    if ((rc = get_count(d, 1, &len, "bytes of a restart point")))
+    /* the point is a framed KEYFRAME record, read by the format's decoder */
+    if ((rc = crec_fmt_frame_next(&d->c, &kind, &body, &len, d->err)))
         return rc;
+    if (kind != CREC_FMT_K_KEYFRAME)
+        return crec_error_corrupt(d->err, "index: a restart point is not a KEYFRAME record");
     if (!(s->point = crec_malloc(sizeof *s->point)))
         return nomem(d->err);
-    if ((rc = crec_fmt_kf_decode(d->c.p + d->c.pos, len, s->point, d->err)))
+    if ((rc = crec_fmt_kf_decode(body, len, s->point, d->err)))
         return rc;
-    d->c.pos += len;
     if ((rc = get_count(d, 65, &n, "lines to restore")))
         return rc;
     s->lines = alloc_n(n, sizeof *s->lines);

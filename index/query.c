@@ -103,7 +103,7 @@ int qx_run_checked(crec_recording *rec, size_t kf, const crec_replay_from *from,
 
 /* The memory a run starting at point span sp restores: the lines of every
  * point span of its segment up to it, in order (later ones win). */
-static int restore_lines(crec_recording *rec, size_t sp, crec_replay_from *from,
+int qx_restore_lines(crec_recording *rec, size_t sp, crec_replay_from *from,
                          crec_error *err)
 {
     const crec_idx *ix = rec->ix;
@@ -122,7 +122,8 @@ static int restore_lines(crec_recording *rec, size_t sp, crec_replay_from *from,
     if (!lines || !values) {
         crec_free(lines);
         crec_free(values);
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        return crec_error_set(err, CREC_ERR_NOMEM,
+                              "out of memory for the lines a restart point restores");
     }
     n = 0;
     for (size_t i = first + 1; i <= sp; i++) {
@@ -145,7 +146,7 @@ int qx_run_span(crec_recording *rec, size_t sp, uint64_t until, crec_replay_acce
 
     if (!rec->ix->spans[sp].at_point)
         return qx_run_checked(rec, rec->ix->spans[sp].kf, NULL, until, fn, ctx, q, err);
-    rc = restore_lines(rec, sp, &from, err);
+    rc = qx_restore_lines(rec, sp, &from, err);
     if (rc == CREC_OK)
         rc = qx_run_checked(rec, rec->ix->spans[sp].kf, &from, until, fn, ctx, q, err);
     crec_free((void *)from.lines);
@@ -394,7 +395,7 @@ static int read_at(crec_recording *rec, uint64_t t, uint64_t addr, size_t len, u
         return qx_read_threads(rec, t, addr, len, buf, known, source, err);
     if (answer_init(&a, &tr, addr, len, t, buf, known) != 0) {
         answer_free(&a, &tr);
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for a query of %zu bytes", len);
     }
     if (rec->flags & CREC_OPEN_NO_INDEX)
         rc = replay_and_settle(rec, SIZE_MAX, t, &tr, &a, err);
@@ -410,6 +411,12 @@ static int read_at(crec_recording *rec, uint64_t t, uint64_t addr, size_t len, u
     return rc;
 }
 
+int qx_read_at(crec_recording *rec, uint64_t t, uint64_t addr, size_t len, uint8_t *buf,
+               uint8_t *known, int *source, crec_error *err)
+{
+    return read_at(rec, t, addr, len, buf, known, source, err);
+}
+
 int crec_read_memory(crec_recording *rec, uint64_t addr, size_t len, uint8_t *buf,
                      uint8_t *known, int *source, crec_error *err)
 {
@@ -417,7 +424,7 @@ int crec_read_memory(crec_recording *rec, uint64_t addr, size_t len, uint8_t *bu
     int src = 0, rc;
 
     if (!k)
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for a query of %zu bytes", len);
     rc = read_at(rec, rec->t, addr, len, buf, k, &src, err);
     if (source)
         *source = src;

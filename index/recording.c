@@ -93,7 +93,7 @@ static int load_snapshots(crec_recording *rec, crec_error *err)
         bad = bad || add_snap_time(rec, &kcap, s.global_icount);
         crec_fmt_snapshot_clear(&s);
         if (bad) {
-            rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+            rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory reading the snapshots");
             break;
         }
     }
@@ -127,7 +127,7 @@ static int load_code(crec_recording *rec, crec_error *err)
             cap = cap ? 2 * cap : 16;
             struct qx_code *p = crec_realloc(rec->code, cap * sizeof *p);
             if (!p) {
-                rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+                rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory reading the CODE records");
                 break;
             }
             rec->code = p;
@@ -136,6 +136,14 @@ static int load_code(crec_recording *rec, crec_error *err)
         rec->code[rec->ncode].len = cd.len;
         rec->code[rec->ncode].blob = cd.blob;
         rec->code[rec->ncode].bytes = NULL;
+        rec->code[rec->ncode].file_off = cd.file_off;
+        rec->code[rec->ncode].path = crec_malloc(cd.name_len + 1);
+        if (!rec->code[rec->ncode].path) {
+            rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+            break;
+        }
+        memcpy(rec->code[rec->ncode].path, cd.name, cd.name_len);
+        rec->code[rec->ncode].path[cd.name_len] = 0;
         rec->ncode++;
     }
     crec_fmt_cursor_free(c);
@@ -201,7 +209,8 @@ static int load_listing(crec_recording *rec, size_t k, crec_error *err)
             size_t n = cap ? 2 * cap : 64;
             struct qx_mapping *p = crec_realloc(rec->listing, n * sizeof *p);
             if (!p) {
-                rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+                rc = crec_error_set(err, CREC_ERR_NOMEM,
+                                    "out of memory reading a key frame's memory map");
                 break;
             }
             rec->listing = p, cap = n;
@@ -265,7 +274,7 @@ static int load_keyframes(crec_recording *rec, crec_error *err)
         rec->kf_regs = crec_calloc(ix->nkf, 1);
         if (!rec->kfs || !rec->kf_regs) {
             crec_idx_free(ix);
-            return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+            return crec_error_set(err, CREC_ERR_NOMEM, "out of memory opening the index");
         }
         memcpy(rec->kfs, ix->kfs, ix->nkf * sizeof *rec->kfs);
         rec->nkf = ix->nkf;
@@ -275,7 +284,7 @@ static int load_keyframes(crec_recording *rec, crec_error *err)
     if (rc == CREC_OK) /* a file cut short ends where its replay does */
         rec->nkf = crec_replay_reachable_keyframes(rec->r, rec->kfs, rec->nkf, &cut);
     if (rc == CREC_OK && !(rec->kf_regs = crec_malloc(rec->nkf ? rec->nkf : 1)))
-        rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory reading the key frames");
     if (rc == CREC_OK)
         memset(rec->kf_regs, 1, rec->nkf);
     return rc;
@@ -520,12 +529,12 @@ int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error
     *out = NULL;
     rec = crec_calloc(1, sizeof *rec);
     if (!rec)
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory opening a recording");
     rec->flags = flags;
     rec->path = crec_malloc(strlen(path) + 1);
     if (!rec->path) {
         crec_free(rec);
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory opening a recording");
     }
     strcpy(rec->path, path);
     rc = crec_fmt_reader_open(path, &rec->r, err);
@@ -562,8 +571,11 @@ void crec_close(crec_recording *rec)
     crec_free(rec->ntslices);
     crec_free(rec->slices);
     crec_idx_free(rec->ix);
-    for (size_t i = 0; i < rec->ncode; i++)
+    qx_program_free(rec);
+    for (size_t i = 0; i < rec->ncode; i++) {
         crec_free(rec->code[i].bytes);
+        crec_free(rec->code[i].path);
+    }
     crec_free(rec->code);
     crec_free(rec->snap);
     crec_free(rec->snap_kf);
@@ -610,9 +622,11 @@ uint64_t crec_tell(const crec_recording *rec)
 
 int crec_step(crec_recording *rec, int64_t n, crec_error *err)
 {
-    if (n < 0 && (uint64_t)(-(n + 1)) + 1 > rec->t)
-        return crec_error_set(err, CREC_ERR_ARG, "can't step back %" PRId64 " instructions "
-                              "from %" PRIu64, -n, rec->t);
+    uint64_t back = n < 0 ? (uint64_t)(-(n + 1)) + 1 : 0; /* |n|, INT64_MIN too */
+
+    if (back > rec->t)
+        return crec_error_set(err, CREC_ERR_ARG, "can't step back %" PRIu64 " instructions "
+                              "from %" PRIu64, back, rec->t);
     return crec_seek(rec, rec->t + (uint64_t)n, err);
 }
 
@@ -838,8 +852,12 @@ int crec_lookup_symbol(crec_recording *rec, const char *name, uint64_t *addr, cr
         return rc;
     while (!found && (rc = crec_fmt_cursor_next(c, &kind, &body, &blen, err)) == CREC_OK) {
         crec_fmt_symbol s;
-        if (kind != CREC_FMT_K_SYMBOL || crec_fmt_sym_decode(body, blen, &s, NULL) != CREC_OK)
-            continue;
+        if (kind != CREC_FMT_K_SYMBOL) {
+            rc = crec_error_corrupt(err, "record kind 0x%02x in the SYMBOLS stream", kind);
+            break;
+        }
+        if ((rc = crec_fmt_sym_decode(body, blen, &s, err)) != CREC_OK)
+            break;
         if (s.name_len != nlen || memcmp(s.name, name, nlen) != 0)
             continue;
         for (size_t i = 0; i < rec->ncode; i++)

@@ -51,7 +51,7 @@ int crec_replay_query(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t n
                               ", until %" PRIu64, first, start->thread_icount, until);
     q = crec_calloc(1, sizeof *q);
     if (!q)
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory starting a query run");
     s = &q->s;
     s->owner = q;
     s->r = r;
@@ -76,6 +76,7 @@ int crec_replay_query(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t n
         s->access_ctx = w->ctx;
         s->on_point = w->point_every ? w->point : NULL;
         s->point_every = w->point_every;
+        s->exec = w->exec;
     }
     rep_seg_run(s);
     int rc = qrun_error(q, err);
@@ -135,11 +136,6 @@ int crec_replay_whole_query(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, si
     return CREC_OK;
 }
 
-uint32_t crec_replay_qrun_tid(const crec_replay_qrun *q)
-{
-    return q->s.tid;
-}
-
 uint64_t crec_replay_qrun_own(const crec_replay_qrun *q, uint64_t icount)
 {
     return icount - q->s.gbase + q->s.tbase;
@@ -187,7 +183,11 @@ int crec_replay_qrun_read(crec_replay_qrun *q, void *dst, uint64_t addr, uint64_
 
 int crec_replay_qrun_regs(crec_replay_qrun *q, crec_regs *r, crec_error *err)
 {
-    return crec_emu_regs_get(q->s.cpu, r, err);
+    int rc = crec_emu_regs_get(q->s.cpu, r, err);
+
+    if (rc == CREC_OK && q->s.rip_fix) /* Unicorn's RIP is stale in this callback */
+        r->rip = q->s.rip_fix;
+    return rc;
 }
 
 void crec_replay_qrun_free(crec_replay_qrun *q)

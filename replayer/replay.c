@@ -62,21 +62,15 @@ static void rep_fail(struct rep_seg *s, const crec_error *err)
         crec_emu_cpu_stop(s->cpu);
 }
 
-/* The same, with the message made here.  @return the error's code. */
-static int rep_failf(struct rep_seg *s, crec_err code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int rep_failf(struct rep_seg *s, crec_err code, const char *fmt, ...)
-{
-    crec_error err = {code, ""};
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(err.msg, sizeof err.msg, fmt, ap);
-    va_end(ap);
-    rep_fail(s, &err);
-    return code;
-}
+/* A corrupt file found here: through crec_error_corrupt, at this line, so
+ * that debug builds name it.  @return CREC_ERR_CORRUPT. */
+#define rep_corrupt(s, ...)                                                                   \
+    ({                                                                                        \
+        crec_error e_ = {0};                                                                  \
+        crec_error_corrupt(&e_, __VA_ARGS__);                                                 \
+        rep_fail((s), &e_);                                                                   \
+        CREC_ERR_CORRUPT;                                                                     \
+    })
 
 /* How the run ended: its error's code, or CREC_OK (also for a divergence,
  * which the caller reads from s->diverged). */
@@ -127,7 +121,7 @@ static int rep_load_value(struct rep_seg *s, uint64_t addr, unsigned size)
     if (host) {
         memcpy(host, span, len);
     } else if (crec_emu_mem_write(s->cpu, start, span, len) != 0) { /* across two pages */
-        rep_failf(s, CREC_ERR_CORRUPT, "the recorded value of a %u-byte load at 0x%" PRIx64
+        rep_corrupt(s, "the recorded value of a %u-byte load at 0x%" PRIx64
                   " covers unmapped memory at 0x%" PRIx64, size, addr, start);
         return -1;
     }
@@ -170,6 +164,11 @@ static inline int rep_load(struct rep_seg *s, uint64_t addr, unsigned size, uint
         crec_emu_mem_read(s->cpu, out, addr, size);
     if (s->on_access)
         rep_access(s, 'r', addr, size);
+    if (s->exec) {
+        if (!out && crec_emu_mem_read(s->cpu, scratch, addr, size) == 0)
+            out = scratch;
+        rep_exec_access(s, 'r', addr, size, out);
+    }
     return 0;
 }
 
@@ -183,10 +182,15 @@ static void rep_mem_hook(void *ctx, int kind, uint64_t addr, unsigned size, uint
 {
     struct rep_seg *s = ctx;
 
-    (void)value;
     if (kind == CREC_EMU_STORE) { /* memory holds it already */
         if (s->on_access)
             rep_access(s, 'w', addr, (uint64_t)size);
+        if (s->exec && size <= 8) {
+            uint8_t v[8];
+            for (int i = 0; i < 8; i++) /* little-endian, as the guest stores it */
+                v[i] = (uint8_t)(value >> (8 * i));
+            rep_exec_access(s, 'w', addr, (uint64_t)size, v);
+        }
         return;
     }
     if (s->echoes && crec_emu_mem_echo(s->cpu, kind, addr, size))
@@ -305,17 +309,28 @@ static int rep_apply_mmap(struct rep_seg *s, const crec_fmt_event *ev)
         rc = crec_emu_mem_protect(s->cpu, addr, len, prot, &err);
     else
         rc = crec_emu_mem_map(s->cpu, addr, len, prot, &err);
-    if (rc != CREC_OK)
-        return rep_failf(s, rc == CREC_ERR_NOMEM ? CREC_ERR_NOMEM : CREC_ERR_CORRUPT,
-                         "the memory map can't be rebuilt: %s%s of 0x%" PRIx64 " (+0x%" PRIx64
-                         ") at EVENTS offset %" PRIu64 " of thread %u: %s",
-                         mmap_op_name(ev->u.mmap.op),
-                         ev->u.mmap.flags & CREC_FMT_EV_LISTING ? " (key frame listing)" : "",
-                         addr, len, s->ev_off, s->tid, err.msg);
+    if (rc != CREC_OK) {
+        char what[300];
+        snprintf(what, sizeof what, "the memory map can't be rebuilt: %s%s of 0x%" PRIx64
+                 " (+0x%" PRIx64 ") at EVENTS offset %" PRIu64 " of thread %u",
+                 mmap_op_name(ev->u.mmap.op),
+                 ev->u.mmap.flags & CREC_FMT_EV_LISTING ? " (key frame listing)" : "", addr, len,
+                 s->ev_off, s->tid);
+        if (rc == CREC_ERR_NOMEM) { /* the host's limit, not the file's fault */
+            crec_error e;
+            crec_error_set(&e, CREC_ERR_NOMEM, "%s: %s", what, err.msg);
+            rep_fail(s, &e);
+            return CREC_ERR_NOMEM;
+        }
+        return rep_corrupt(s, "%s: %s", what, err.msg);
+    }
     /* a map or an unmap changes the bytes (or takes them away) */
     if (s->on_access && !(ev->u.mmap.flags & (CREC_FMT_EV_LISTING | CREC_FMT_EV_FOREIGN)) &&
         ev->u.mmap.op != CREC_FMT_MM_PROTECT) /* the thread that made it reports it */
         s->on_access(s->access_ctx, s->owner, 'k', addr, len);
+    if (s->exec && !(ev->u.mmap.flags & CREC_FMT_EV_LISTING) &&
+        ev->u.mmap.op != CREC_FMT_MM_PROTECT)
+        rep_exec_access(s, 'k', addr, len, NULL);
     if (!(ev->u.mmap.flags & CREC_FMT_EV_HAS_HASH))
         return CREC_OK;
     rc = rep_map_code(s, ev, &err);
@@ -471,6 +486,8 @@ static void rep_on_syscall(void *ctx, crec_emu_cpu *cpu)
         if (ev.u.sys.flags & CREC_FMT_EV_OUT_MORE)
             s->on_access(s->access_ctx, s->owner, 'k', 0, UINT64_MAX); /* anywhere */
     }
+    if (s->exec)
+        rep_exec_syscall(s, &ev);
 }
 
 static void rep_on_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf, uint32_t out[4])
@@ -743,6 +760,8 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
         (!s->is_last || s->truncated || rep_stopped_here(s))) {
         crec_emu_cpu_stop(s->cpu);
         s->stopped_at_block = addr; /* RIP may still point into the previous block */
+    } else if (s->exec) {
+        rep_exec_block(s, addr, ninsns, before);
     }
 }
 
@@ -769,6 +788,8 @@ static int rep_seg_open(struct rep_seg *s, crec_error *err)
     if (rc != CREC_OK)
         return rc;
     s->echoes = crec_emu_mem_echoes(s->cpu);
+    if (s->exec && (rc = rep_exec_open(s, err)) != CREC_OK)
+        return rc;
     rc = crec_fmt_cursor_open(s->r, CREC_FMT_S_READS, kf->tid, kf->reads_off, &s->reads, err);
     if (rc == CREC_OK) /* at the key frame's listing, even when starting at a point */
         rc = crec_fmt_cursor_open(s->r, CREC_FMT_S_EVENTS, kf->tid,
@@ -805,17 +826,20 @@ static int rep_seg_open(struct rep_seg *s, crec_error *err)
 static int rep_seg_to_point(struct rep_seg *s)
 {
     crec_replay_access_fn on_access = s->on_access;
+    const struct crec_replay_exec *exec = s->exec;
     crec_fmt_event ev;
     int rc = CREC_OK;
 
     s->on_access = NULL; /* what happened before the point is not the run's */
+    s->exec = NULL;
     while (rc == CREC_OK && rep_event_offset(s) < s->start->events_off &&
            (rc = rep_next_event(s, &ev)) == CREC_OK)
         if (ev.kind == CREC_FMT_K_MMAP && !(ev.u.mmap.flags & CREC_FMT_EV_LISTING))
             rc = rep_apply_mmap(s, &ev);
     s->on_access = on_access;
+    s->exec = exec;
     if (rc != CREC_OK && !s->failed)
-        rep_failf(s, CREC_ERR_CORRUPT, "can't reach the restart point at instruction %" PRIu64 ": the "
+        rep_corrupt(s, "can't reach the restart point at instruction %" PRIu64 ": the "
                   "EVENTS stream of thread %u ends before offset %" PRIu64,
                   s->start->global_icount, s->tid, s->start->events_off);
     if (rc != CREC_OK)
@@ -973,8 +997,8 @@ static int rep_seg_start(struct rep_seg *s)
     }
     rc = rep_listing(s, s->first, 1);
     if (rc != CREC_OK && !s->failed)
-        rep_failf(s, CREC_ERR_CORRUPT, "the memory-map listing of the key frame at "
-                  "instruction %" PRIu64 " can't be read", s->kfs[s->first].thread_icount);
+        rep_corrupt(s, "the memory-map listing of the key frame at "
+                    "instruction %" PRIu64 " can't be read", s->kfs[s->first].thread_icount);
     if (s->failed || s->diverged)
         return rep_outcome(s);
     if (s->start != &s->kfs[s->first] && rep_seg_to_point(s) != CREC_OK)
@@ -1037,6 +1061,29 @@ int rep_seg_run(struct rep_seg *s)
 
 /* ---- the whole program: every thread in the recorded order ---------------- */
 
+/* Exchange where the run stands in its streams with thread t's: a thread
+ * switched out keeps its cursors and hit count, and gets them back. */
+static void rep_swap_streams(struct rep_seg *s, struct rep_thread *t)
+{
+#define REP_SWAP(a, b)                                                                         \
+    do {                                                                                       \
+        __typeof__(a) tmp_ = (a);                                                              \
+        (a) = (b);                                                                             \
+        (b) = tmp_;                                                                            \
+    } while (0)
+    REP_SWAP(s->reads, t->reads);
+    REP_SWAP(s->events, t->events);
+    REP_SWAP(s->hits_left, t->hits_left);
+    REP_SWAP(s->entry_off, t->entry_off);
+    REP_SWAP(s->entry_hits, t->entry_hits);
+    REP_SWAP(s->peek, t->peek);
+    REP_SWAP(s->have_peek, t->have_peek);
+    REP_SWAP(s->peek_off, t->peek_off);
+    REP_SWAP(s->ev_off, t->ev_off);
+    REP_SWAP(s->next_kf, t->next_kf);
+#undef REP_SWAP
+}
+
 /* Keep the running thread's state while another one runs. */
 static int rep_thread_save(struct rep_seg *s, struct rep_thread *t)
 {
@@ -1049,12 +1096,7 @@ static int rep_thread_save(struct rep_seg *s, struct rep_thread *t)
         rep_fail(s, &err);
         return err.code;
     }
-    t->reads = s->reads, t->events = s->events;
-    t->hits_left = s->hits_left, t->entry_off = s->entry_off, t->entry_hits = s->entry_hits;
-    t->peek = s->peek, t->have_peek = s->have_peek;
-    t->peek_off = s->peek_off, t->ev_off = s->ev_off;
-    t->next_kf = s->next_kf;
-    s->reads = s->events = NULL;
+    rep_swap_streams(s, t); /* the run's are NULL after */
     return CREC_OK;
 }
 
@@ -1069,12 +1111,7 @@ static int rep_thread_load(struct rep_seg *s, struct rep_thread *t)
     s->first = 0, s->end_kf = t->nkf - 1;
     s->nkf_blocks = t->nkf - 1; /* its last key frame is checked at its end */
     if (t->started) {
-        s->reads = t->reads, s->events = t->events;
-        s->hits_left = t->hits_left, s->entry_off = t->entry_off, s->entry_hits = t->entry_hits;
-        s->peek = t->peek, s->have_peek = t->have_peek;
-        s->peek_off = t->peek_off, s->ev_off = t->ev_off;
-        s->next_kf = t->next_kf;
-        t->reads = t->events = NULL;
+        rep_swap_streams(s, t); /* the thread's are NULL after */
         if (crec_emu_regs_set(s->cpu, &t->regs, &err) != CREC_OK)
             rep_fail(s, &err);
         return rep_outcome(s);
@@ -1132,7 +1169,7 @@ int rep_whole_run(struct rep_seg *s)
         struct rep_thread *t = sl->tid >= 1 && sl->tid <= s->nthreads ? &s->threads[sl->tid - 1]
                                                                        : NULL;
         if (!t || !t->kfs || t->ended) {
-            rep_failf(s, CREC_ERR_CORRUPT, "the schedule runs thread %u, which has no key "
+            rep_corrupt(s, "the schedule runs thread %u, which has no key "
                       "frame left to run from", sl->tid);
             break;
         }
@@ -1150,7 +1187,7 @@ int rep_whole_run(struct rep_seg *s)
             break;
         }
         if (crec_emu_cpu_icount(s->cpu) != sl->start) {
-            rep_failf(s, CREC_ERR_CORRUPT, "the schedule starts thread %u at instruction %"
+            rep_corrupt(s, "the schedule starts thread %u at instruction %"
                       PRIu64 ", but %" PRIu64 " ran before it", sl->tid, sl->start,
                       crec_emu_cpu_icount(s->cpu));
             break;

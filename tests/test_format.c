@@ -18,6 +18,7 @@
 
 #include "common/common.h"
 #include "format/format.h"
+#include "format/format_int.h"
 #include "tests/tools/sample.h"
 
 /* ---- helpers -------------------------------------------------------------- */
@@ -120,31 +121,24 @@ static int kf_eq(const crec_fmt_keyframe *a, const crec_fmt_keyframe *b)
            memcmp(x->st, y->st, sizeof x->st) == 0;
 }
 
+/* The body of the one framed record of b, checked to be of `kind`. */
+static const uint8_t *frame_body(const crec_fmt_buf *b, int kind, size_t *len);
+
 static void kf_roundtrip(const crec_fmt_keyframe *kf)
 {
     crec_fmt_buf b = {0};
     crec_error e = {0};
-    cr_assert_eq(crec_fmt_kf_encode(&b, kf), CREC_OK);
-    crec_fmt_cur c = {b.data, b.len, 0};
-    uint8_t kind;
-    uint64_t len = 0;
-    kind = b.data[0];
-    cr_assert_eq(kind, CREC_FMT_K_KEYFRAME);
-    /* the frame: kind, varint length, body */
-    size_t pos = 1;
-    for (int sh = 0; ; sh += 7) {
-        len |= (uint64_t)(b.data[pos] & 0x7f) << sh;
-        if (!(b.data[pos++] & 0x80))
-            break;
-    }
-    cr_assert_eq(pos + len, b.len);
+    size_t len;
+    const uint8_t *body;
     crec_fmt_keyframe out;
-    cr_assert_eq(crec_fmt_kf_decode(b.data + pos, (size_t)len, &out, &e), CREC_OK, "%s", e.msg);
+
+    cr_assert_eq(crec_fmt_kf_encode(&b, kf), CREC_OK);
+    body = frame_body(&b, CREC_FMT_K_KEYFRAME, &len);
+    cr_assert_eq(crec_fmt_kf_decode(body, len, &out, &e), CREC_OK, "%s", e.msg);
     cr_assert(kf_eq(&out, kf));
     /* every shorter body is refused */
     for (size_t n = 0; n < len; n++)
-        cr_assert_eq(crec_fmt_kf_decode(b.data + pos, n, &out, &e), CREC_ERR_CORRUPT);
-    (void)c;
+        cr_assert_eq(crec_fmt_kf_decode(body, n, &out, &e), CREC_ERR_CORRUPT);
     crec_fmt_buf_free(&b);
 }
 
@@ -167,18 +161,11 @@ static void ev_check(const crec_fmt_event *ev)
 {
     crec_fmt_buf b = {0};
     crec_error e = {0};
+    size_t len;
     cr_assert_eq(crec_fmt_ev_encode(&b, ev), CREC_OK);
-    cr_assert_eq(b.data[0], ev->kind);
-    size_t pos = 1;
-    uint64_t len = 0;
-    for (int sh = 0;; sh += 7) {
-        len |= (uint64_t)(b.data[pos] & 0x7f) << sh;
-        if (!(b.data[pos++] & 0x80))
-            break;
-    }
-    cr_assert_eq(pos + len, b.len);
+    const uint8_t *body = frame_body(&b, ev->kind, &len);
     crec_fmt_event out;
-    cr_assert_eq(crec_fmt_ev_decode(CREC_FMT_VERSION, ev->kind, b.data + pos, (size_t)len, &out, &e), CREC_OK,
+    cr_assert_eq(crec_fmt_ev_decode(CREC_FMT_VERSION, ev->kind, body, len, &out, &e), CREC_OK,
                  "%s", e.msg);
     cr_assert_eq(out.kind, ev->kind);
     if (ev->kind == CREC_FMT_K_MMAP) {
@@ -200,7 +187,8 @@ static void ev_check(const crec_fmt_event *ev)
         cr_assert(memcmp(&out.u, &ev->u, sizeof out.u) == 0, "event kind 0x%x", ev->kind);
     }
     for (size_t n = 0; n < len; n++)
-        cr_assert_eq(crec_fmt_ev_decode(CREC_FMT_VERSION, ev->kind, b.data + pos, n, &out, &e), CREC_ERR_CORRUPT);
+        cr_assert_eq(crec_fmt_ev_decode(CREC_FMT_VERSION, ev->kind, body, n, &out, &e),
+                     CREC_ERR_CORRUPT);
     crec_fmt_buf_free(&b);
 }
 
@@ -350,20 +338,21 @@ Test(format, reads_and_seq_roundtrip)
     crec_fmt_buf_free(&q);
 }
 
-/* Skip the frame of a record in b, returning the body. */
 static const uint8_t *frame_body(const crec_fmt_buf *b, int kind, size_t *len)
 {
-    cr_assert_eq(b->data[0], kind);
-    size_t pos = 1;
-    uint64_t n = 0;
-    for (int sh = 0;; sh += 7) {
-        n |= (uint64_t)(b->data[pos] & 0x7f) << sh;
-        if (!(b->data[pos++] & 0x80))
-            break;
-    }
-    cr_assert_eq(pos + n, b->len);
-    *len = (size_t)n;
-    return b->data + pos;
+    crec_fmt_cur c = {b->data, b->len, 0};
+    const uint8_t *body;
+    int k;
+
+    cr_assert_eq(crec_fmt_frame_next(&c, &k, &body, len, NULL), CREC_OK);
+    cr_assert_eq(k, kind);
+    cr_assert_eq(c.pos, b->len, "one record");
+    c.len--; /* the same record cut one byte short */
+    c.pos = 0;
+    cr_assert_eq(crec_fmt_frame_next(&c, &k, &body, len, NULL), CREC_ERR_CORRUPT);
+    c = (crec_fmt_cur){b->data, b->len, 0};
+    cr_assert_eq(crec_fmt_frame_next(&c, &k, &body, len, NULL), CREC_OK);
+    return body;
 }
 
 Test(format, snapshot_code_symbol_roundtrip)
@@ -797,26 +786,42 @@ Test(format, truncated_at_every_offset)
     free(p);
 }
 
+/*
+ * Every byte flipped (two ways) in a valid file: a flip before the 32-byte
+ * trailer is reported corrupt, every one (each byte is under a checksum: a
+ * chunk's, the trailer's, or the preamble's magic and version); a flip
+ * inside the trailer makes the directory unfindable, and the file then
+ * reads as one cut short, which info says (truncated).  No flip is read
+ * as a good, complete file.  Measured: 4552 of 4616 variants of the sample
+ * reported corrupt (98.6%), the other 64 are the trailer's.
+ */
 Test(format, byte_flipped_at_every_offset)
 {
     size_t len;
     uint8_t *p = sample_bytes(1, 64, 1, &len);
     uint8_t *q = malloc(len);
-    size_t failed = 0;
+    size_t corrupt = 0, truncated = 0;
     for (size_t i = 0; i < len; i++) {
         for (int m = 0; m < 2; m++) {
-            memcpy(q, p, len);
-            q[i] ^= m ? 0x01 : 0xff;
             crec_fmt_summary s;
             crec_error e = {0};
-            if (info_mem(q, len, &s, &e) != CREC_OK)
-                failed++;
+            memcpy(q, p, len);
+            q[i] ^= m ? 0x01 : 0xff;
+            if (info_mem(q, len, &s, &e) != CREC_OK) {
+                corrupt++;
+                continue;
+            }
+            cr_assert_geq(i, len - FMT_TRAILER_LEN, "a flip at byte %zu of %zu (0x%02x) went unnoticed", i,
+                          len, m ? 0x01 : 0xff);
+            cr_assert(s.truncated, "a flip in the trailer (byte %zu) must read as a cut file", i);
+            truncated++;
         }
     }
-    /* nearly every flip is caught; the rest land where damage reads as
-     * a truncation (the trailer) */
-    cr_assert_gt(failed, len);
-    cr_log_info("byte flips: %zu variants, %zu reported corrupt", 2 * len, failed);
+    cr_assert_eq(corrupt + truncated, 2 * len);
+    cr_assert_eq(truncated, 2 * FMT_TRAILER_LEN, "only the trailer's flips read as a cut file");
+    cr_log_info("byte flips: %zu variants, %zu reported corrupt (%.1f%%), %zu in the trailer "
+                "read as cut short", 2 * len, corrupt, 100.0 * (double)corrupt / (double)(2 * len),
+                truncated);
     free(q);
     free(p);
 }

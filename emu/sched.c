@@ -35,6 +35,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "emu/emu_int.h"
@@ -275,6 +276,7 @@ static int fd_would_wait(int h, short events)
 
 int64_t emu_fd_wait(crec_emu *e, uint64_t nr, const uint64_t a[6])
 {
+    short events;
     int h;
 
     if (e->sched.nlive < 2)
@@ -286,16 +288,28 @@ int64_t emu_fd_wait(crec_emu *e, uint64_t nr, const uint64_t a[6])
     case 47:  /* recvmsg */
     case 43:  /* accept */
     case 288: /* accept4 */
+        events = POLLIN;
+        break;
+    case 1:   /* write, writev, sendto, sendmsg: to a full pipe or socket that */
+    case 20:  /* another thread of the program reads */
+    case 44:
+    case 46:
+        events = POLLOUT;
         break;
     default:
         return 0;
     }
     h = emu_fd_host(e, a[0]);
-    if (!fd_would_wait(h, POLLIN))
+    if (events == POLLOUT) { /* a file or a terminal is always writable */
+        struct stat st;
+        if (fstat(h, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+            return 0;
+    }
+    if (!fd_would_wait(h, events))
         return 0;
     emu_block(e, EMU_WAIT_FD, -1, 0);
     e->sched.cur->wait_fd = h;
-    e->sched.cur->wait_events = POLLIN;
+    e->sched.cur->wait_events = events;
     e->sched.cur->retry = 0;
     return EMU_BLOCKED;
 }

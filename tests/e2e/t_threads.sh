@@ -7,14 +7,14 @@
 PY=/usr/bin/python3
 
 # rr NAME 'CMD ARGS' [RECORD OPTIONS]: the recording prints what the native
-# run prints, exits the same way, and replays verified whole and each
-# thread alone (-j 2).
+# run prints, exits the same way (within 300 s: a hang fails), and replays
+# verified whole and each thread alone (-j 2).
 rr() {
     name=$1 cmd=$2
     shift 2
     (cd "$TMP" && sh -c "$cmd") >"$TMP/$name.native" 2>/dev/null
     nrc=$?
-    (cd "$TMP" && sh -c "\"$CREC\" record $* -o \"$TMP/$name.crec\" -- $cmd") \
+    (cd "$TMP" && sh -c "timeout 300 \"$CREC\" record $* -o \"$TMP/$name.crec\" -- $cmd") \
         >"$TMP/$name.out" 2>"$TMP/$name.err"
     rrc=$?
     if [ "$nrc" != "$rrc" ] || ! cmp -s "$TMP/$name.native" "$TMP/$name.out"; then
@@ -67,6 +67,44 @@ for t in ts: t.join()
 print(len(out), sum(i for _, i in out))
 EOF
 rr python "$PY $TMP/pythr.py"
+
+# a pipe between two threads: the writer fills it while the reader is
+# switched out, and waits for it as a blocked thread (not on the host)
+cat >"$TMP/pipe.c" <<'EOF'
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+static int fds[2];
+static void *reader(void *arg)
+{
+    char buf[1000];
+    long total = 0, n;
+    (void)arg;
+    while ((n = read(fds[0], buf, sizeof buf)) > 0)
+        total += n;
+    return (void *)total;
+}
+int main(void)
+{
+    pthread_t t;
+    char chunk[4096];
+    void *got;
+    memset(chunk, 'x', sizeof chunk);
+    if (pipe(fds) != 0)
+        return 1;
+    pthread_create(&t, NULL, reader, NULL);
+    for (int i = 0; i < 200; i++)
+        if (write(fds[1], chunk, sizeof chunk) != (long)sizeof chunk)
+            return 1;
+    close(fds[1]);
+    pthread_join(t, &got);
+    printf("read %ld bytes\n", (long)got);
+    return 0;
+}
+EOF
+cc -o "$TMP/pipe" "$TMP/pipe.c"
+rr pipe "./pipe"
 
 # zstd's worker threads (-T2: 5 threads), when zstd is there
 if command -v zstd >/dev/null; then

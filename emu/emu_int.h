@@ -7,6 +7,7 @@
 
 #include <capstone/capstone.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdint.h>
 #include <time.h>
 #include <unicorn/unicorn.h>
@@ -234,8 +235,10 @@ struct emu_thread {
     uint64_t futex_seq;       /* when it began to wait: wakes go first come first */
     int64_t deadline;         /* CLOCK_MONOTONIC ns when the wait times out; -1: never */
     int64_t timeout_ret;      /* what the syscall returns then */
-    int wait_fd;              /* EMU_WAIT_FD: the host fd and poll events */
-    short wait_events;
+    struct pollfd *wait_fds;  /* EMU_WAIT_FD: the host fds and poll events */
+    unsigned nwait_fds, capwait_fds;
+    int wait_poll;            /* ... of a poll, select or epoll_wait: a timeout
+                                 clears what it reports */
     int woken;                /* the wait is over: complete the syscall */
     int retry;                /* ... by running its handler again (fd waits) */
     int64_t wake_ret;         /* ... else with this result */

@@ -100,6 +100,7 @@ static void thread_free(struct emu_thread *t)
 {
     if (t->ctx)
         uc_context_free(t->ctx);
+    crec_free(t->wait_fds);
     crec_free(t);
 }
 
@@ -274,10 +275,117 @@ static int fd_would_wait(int h, short events)
     return poll(&p, 1, 0) == 0;
 }
 
+/* The host fds a poll-like syscall waits on, into t->wait_fds; its timeout
+ * as a deadline (-1: none; 0 in *zero: it does not wait).  @return 0, or
+ * -1 if the arguments are not readable (the handler then says so). */
+static int poll_set(crec_emu *e, struct emu_thread *t, uint64_t nr, const uint64_t a[6],
+                    int64_t *deadline, int *zero)
+{
+    uint64_t tsa = 0, bits[3][1024 / 64];
+    int64_t ms = -1;
+    unsigned n = 0;
+
+    *deadline = -1, *zero = 0;
+    switch (nr) {
+    case 7:   /* poll(fds, n, ms) */
+    case 271: /* ppoll(fds, n, ts, mask, size) */
+        n = a[1] > 1024 ? 1024 : (unsigned)a[1];
+        if (nr == 7)
+            ms = (int)a[2];
+        else
+            tsa = a[2];
+        break;
+    case 23:  /* select(n, r, w, x, tv) */
+    case 270: /* pselect6(n, r, w, x, ts, mask) */
+        tsa = a[4];
+        if ((int)a[0] < 0 || a[0] > 1024)
+            return -1;
+        break;
+    case 232: /* epoll_wait(ep, events, max, ms) */
+    case 281: /* epoll_pwait(ep, events, max, ms, mask, size) */
+        ms = (int)a[3];
+        n = 1;
+        break;
+    }
+    if (tsa) { /* a timespec (a timeval for select) */
+        uint64_t ts[2];
+        if (emu_copy_in(e, ts, tsa, sizeof ts) != 0)
+            return -1;
+        if ((int64_t)ts[0] < 0 || (int64_t)ts[1] < 0)
+            return -1;
+        if (nr == 23)
+            ts[1] *= 1000;
+        *zero = ts[0] == 0 && ts[1] == 0;
+        *deadline = emu_now_ns() + (ts[0] > 1000000000ull ? 1000000000ll * 1000000000 :
+                                    (int64_t)ts[0] * 1000000000 + (int64_t)ts[1]);
+    } else if (ms >= 0) {
+        *zero = ms == 0;
+        *deadline = emu_now_ns() + ms * 1000000ll;
+    }
+    if (nr == 23 || nr == 270) { /* the fd sets, as pollfds */
+        unsigned nfds = (unsigned)a[0], words = (nfds + 63) / 64;
+        memset(bits, 0, sizeof bits);
+        for (int k = 0; k < 3; k++)
+            if (a[1 + k] && words && emu_copy_in(e, bits[k], a[1 + k], words * 8) != 0)
+                return -1;
+        for (unsigned fd = 0; fd < nfds; fd++) {
+            short ev = 0;
+            for (int k = 0; k < 3; k++)
+                if (bits[k][fd / 64] >> (fd % 64) & 1)
+                    ev |= k == 0 ? POLLIN : k == 1 ? POLLOUT : POLLPRI;
+            if (ev)
+                n++;
+        }
+    }
+    if (n > t->capwait_fds) {
+        struct pollfd *p = crec_realloc(t->wait_fds, n * sizeof *p);
+        if (!p)
+            return -1;
+        t->wait_fds = p, t->capwait_fds = n;
+    }
+    t->nwait_fds = 0;
+    if (nr == 7 || nr == 271) {
+        for (unsigned i = 0; i < n; i++) {
+            uint8_t g[8];
+            int gfd;
+            if (emu_copy_in(e, g, a[0] + 8 * (uint64_t)i, 8) != 0)
+                return -1;
+            gfd = (int)(int32_t)crec_le_get(g, 4);
+            if (gfd < 0)
+                continue;
+            t->wait_fds[t->nwait_fds++] = (struct pollfd){emu_fd_host(e, (uint64_t)gfd),
+                                                          (short)crec_le_get(g + 4, 2), 0};
+        }
+    } else if (nr == 23 || nr == 270) {
+        for (unsigned fd = 0; fd < (unsigned)a[0]; fd++) {
+            short ev = 0;
+            for (int k = 0; k < 3; k++)
+                if (bits[k][fd / 64] >> (fd % 64) & 1)
+                    ev |= k == 0 ? POLLIN : k == 1 ? POLLOUT : POLLPRI;
+            if (ev)
+                t->wait_fds[t->nwait_fds++] = (struct pollfd){emu_fd_host(e, fd), ev, 0};
+        }
+    } else {
+        t->wait_fds[t->nwait_fds++] = (struct pollfd){emu_fd_host(e, a[0]), POLLIN, 0};
+    }
+    return 0;
+}
+
+/* Would these fds make the call wait (none ready, none bad)? */
+static int fds_would_wait(struct pollfd *fds, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (fds[i].fd < 0)
+            return 0; /* a bad fd: the handler reports it */
+    return poll(fds, n, 0) == 0;
+}
+
 int64_t emu_fd_wait(crec_emu *e, uint64_t nr, const uint64_t a[6])
 {
-    short events;
-    int h;
+    struct emu_thread *t = e->sched.cur;
+    int64_t deadline = -1;
+    short events = 0;
+    int h, zero;
 
     if (e->sched.nlive < 2)
         return 0; /* nothing else could run meanwhile: the host call may wait */
@@ -296,6 +404,18 @@ int64_t emu_fd_wait(crec_emu *e, uint64_t nr, const uint64_t a[6])
     case 46:
         events = POLLOUT;
         break;
+    case 7:   /* poll, ppoll, select, pselect6, epoll_wait, epoll_pwait: */
+    case 271: /* the fds another thread may make ready */
+    case 23:
+    case 270:
+    case 232:
+    case 281:
+        if (poll_set(e, t, nr, a, &deadline, &zero) != 0 || zero ||
+            !fds_would_wait(t->wait_fds, t->nwait_fds))
+            return 0;
+        emu_block(e, EMU_WAIT_FD, deadline, 0);
+        t->wait_poll = 1;
+        return EMU_BLOCKED;
     default:
         return 0;
     }
@@ -307,11 +427,35 @@ int64_t emu_fd_wait(crec_emu *e, uint64_t nr, const uint64_t a[6])
     }
     if (!fd_would_wait(h, events))
         return 0;
+    if (!t->capwait_fds) {
+        if (!(t->wait_fds = crec_malloc(sizeof *t->wait_fds)))
+            return 0;
+        t->capwait_fds = 1;
+    }
+    t->wait_fds[0] = (struct pollfd){h, events, 0};
+    t->nwait_fds = 1;
+    t->wait_poll = 0;
     emu_block(e, EMU_WAIT_FD, -1, 0);
-    e->sched.cur->wait_fd = h;
-    e->sched.cur->wait_events = events;
-    e->sched.cur->retry = 0;
     return EMU_BLOCKED;
+}
+
+/* A poll, select or epoll_wait that timed out reports nothing ready: its
+ * revents, or its fd sets, are cleared as the kernel clears them. */
+static void poll_timed_out(crec_emu *e, const struct crec_emu_syscall *sc)
+{
+    const uint64_t *a = sc->args;
+
+    if (sc->nr == 7 || sc->nr == 271) {
+        uint8_t zero[2] = {0, 0};
+        for (uint64_t i = 0; i < a[1] && i < 1024; i++)
+            if (emu_copy_out(e, a[0] + 8 * i + 6, zero, 2) != 0)
+                return;
+    } else if (sc->nr == 23 || sc->nr == 270) {
+        uint64_t zero[1024 / 64] = {0}, words = (a[0] + 63) / 64;
+        for (int k = 0; k < 3; k++)
+            if (a[1 + k] && words && words <= 1024 / 64)
+                emu_copy_out(e, a[1 + k], zero, words * 8);
+    }
 }
 
 /* Wake the threads whose timeout passed or whose fd is ready; wait on the
@@ -320,8 +464,8 @@ int64_t emu_fd_wait(crec_emu *e, uint64_t nr, const uint64_t a[6])
 static int wake_outside(crec_emu *e, int64_t wait_ns)
 {
     struct emu_sched *s = &e->sched;
-    struct pollfd fds[64];
-    struct emu_thread *who[64];
+    struct pollfd fds[256];
+    struct emu_thread *who[256];
     nfds_t nfd = 0;
     int64_t now = emu_now_ns(), nearest = emu_timers_next(e);
     int woken = emu_timers_fire(e, now);
@@ -337,8 +481,9 @@ static int wake_outside(crec_emu *e, int64_t wait_ns)
         }
         if (t->deadline >= 0 && (nearest < 0 || t->deadline < nearest))
             nearest = t->deadline;
-        if (t->wait == EMU_WAIT_FD && nfd < 64) {
-            fds[nfd] = (struct pollfd){t->wait_fd, t->wait_events, 0};
+        for (unsigned k = 0; t->wait == EMU_WAIT_FD && k < t->nwait_fds && nfd < 256; k++) {
+            fds[nfd] = t->wait_fds[k];
+            fds[nfd].revents = 0;
             who[nfd++] = t;
         }
     }
@@ -352,7 +497,7 @@ static int wake_outside(crec_emu *e, int64_t wait_ns)
         struct timespec ts = {wait_ns / 1000000000, wait_ns % 1000000000};
         int r = ppoll(fds, nfd, wait_ns < 0 ? NULL : &ts, NULL);
         for (nfds_t i = 0; r > 0 && i < nfd; i++)
-            if (fds[i].revents) {
+            if (fds[i].revents && who[i]->state == EMU_TH_BLOCKED) {
                 emu_wake(e, who[i], 0);
                 who[i]->retry = 1; /* the handler runs again: now it won't wait */
                 woken++;
@@ -496,6 +641,9 @@ static int complete(crec_emu *e, struct emu_thread *t)
 
     t->woken = 0;
     e->sc = t->sc;
+    if (!t->retry && t->wait_poll) /* it timed out */
+        poll_timed_out(e, &e->sc);
+    t->wait_poll = 0;
     if (t->retry) {
         t->retry = 0;
         ret = emu_syscall_call(e, &e->sc);

@@ -106,6 +106,54 @@ EOF
 cc -o "$TMP/pipe" "$TMP/pipe.c"
 rr pipe "./pipe"
 
+# poll, epoll_wait and select wait as blocked threads: another thread makes
+# the fds ready (or, for select, the timeout passes and clears the set)
+cat >"$TMP/poll.c" <<'EOF'
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <unistd.h>
+static int p1[2], p2[2], p3[2];
+static void *waiter(void *arg)
+{
+    struct pollfd pf = {p1[0], POLLIN, 0};
+    char c;
+    int r = poll(&pf, 1, -1);                 /* woken by main's write */
+    read(p1[0], &c, 1);
+    int ep = epoll_create1(0);
+    struct epoll_event ev = {EPOLLIN, {0}}, out;
+    epoll_ctl(ep, EPOLL_CTL_ADD, p2[0], &ev);
+    int r2 = epoll_wait(ep, &out, 1, -1);     /* woken by main's second write */
+    fd_set rs;
+    FD_ZERO(&rs);
+    FD_SET(p3[0], &rs);
+    struct timeval tv = {0, 50000};
+    int r3 = select(p3[0] + 1, &rs, NULL, NULL, &tv); /* times out: nothing written */
+    printf("poll %d revents %d, epoll %d, select %d isset %d\n", r, pf.revents, r2, r3,
+           FD_ISSET(p3[0], &rs));
+    return arg;
+}
+int main(void)
+{
+    pthread_t t;
+    volatile long spin = 0;
+    pipe(p1), pipe(p2), pipe(p3);
+    pthread_create(&t, NULL, waiter, NULL);
+    for (long i = 0; i < 3000000; i++)
+        spin += i;
+    write(p1[1], "x", 1);
+    for (long i = 0; i < 3000000; i++)
+        spin += i;
+    write(p2[1], "y", 1);
+    pthread_join(t, NULL);
+    return 0;
+}
+EOF
+cc -o "$TMP/poll" "$TMP/poll.c" -lpthread
+rr poll "./poll"
+
 # zstd's worker threads (-T2: 5 threads), when zstd is there
 if command -v zstd >/dev/null; then
     seq 1 100000 >"$TMP/seq.txt"

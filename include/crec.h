@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define CREC_VERSION_STRING "0.1.0"
 
@@ -179,5 +180,47 @@ int crec_watch(crec_recording *rec, uint64_t addr, size_t len,
  *  @return CREC_OK or an error. */
 int crec_index_info(crec_recording *rec, uint64_t *index_bytes, uint64_t *trace_bytes,
                     int *built, crec_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* The gdb server: time-travel debugging from gdb (gdb/, docs/GDB.md)        */
+/* ------------------------------------------------------------------------ */
+
+/*! crec_recorded_cpuid() : the CPUID answer the recorded program was given
+ *  for (leaf, subleaf): out[0..3] = eax, ebx, ecx, edx.
+ *  @return CREC_OK, or CREC_ERR_NOTFOUND when the header has no such leaf. */
+int crec_recorded_cpuid(crec_recording *rec, uint32_t leaf, uint32_t subleaf, uint32_t out[4]);
+
+/* A socket on 127.0.0.1 that a gdb connects to.  Opaque. */
+typedef struct crec_gdb crec_gdb;
+
+typedef struct crec_gdb_options {
+    const char *path;  /* the recording's file name (`monitor info recording`) */
+    /* `monitor seek T`: turn T into a time (NULL: a plain instruction count);
+     * the crec command passes the parser of `crec query`'s WHEN. */
+    int (*parse_time)(crec_recording *rec, const char *s, uint64_t *t, crec_error *err);
+    /* Called every 100 ms while no gdb has connected yet: returning 0 gives
+     * up (NULL: wait for ever). */
+    int (*still_waiting)(void *ctx);
+    void *ctx;
+    FILE *log;         /* every packet, both ways (NULL: none) */
+} crec_gdb_options;
+
+/*! crec_gdb_listen() : listen on 127.0.0.1:port (0: a free port the
+ *  system picks; crec_gdb_port() tells which).
+ *  @return CREC_OK and *out, CREC_ERR_ARG (bad port) or CREC_ERR_IO. */
+int crec_gdb_listen(int port, crec_gdb **out, crec_error *err);
+
+/*! crec_gdb_port() : @return the port g listens on. */
+int crec_gdb_port(const crec_gdb *g);
+
+/*! crec_gdb_serve() : wait for one gdb to connect and serve it the
+ *  recording over the GDB remote serial protocol until it detaches, kills
+ *  or goes away (any of which is a normal end).  `o` may be NULL.
+ *  @return CREC_OK, or an error (gdb never connected, out of memory). */
+int crec_gdb_serve(crec_gdb *g, crec_recording *rec, const crec_gdb_options *o,
+                   crec_error *err);
+
+/*! crec_gdb_close() : stop listening.  NULL is fine. */
+void crec_gdb_close(crec_gdb *g);
 
 #endif /* CREC_H */

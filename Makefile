@@ -11,7 +11,7 @@
 # Every module is one folder; all its .c files go into libcrec.a.  The cli
 # folder builds the `crec` command on top of it.
 
-MODULES   := common format emu recorder replayer index
+MODULES   := common format emu recorder replayer index gdb
 SANITIZE  ?= 0
 CC        ?= cc
 

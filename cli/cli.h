@@ -46,6 +46,7 @@ int cmd_replay(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_query(int argc, char **argv);
 int cmd_when(int argc, char **argv);
+int cmd_gdb(int argc, char **argv);
 
 /* A parsed WHAT of `crec query` / `crec when` (cmd_query.c). */
 struct cli_what {

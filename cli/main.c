@@ -19,6 +19,7 @@ static const struct cli_command commands[] = {
     {"info", "describe a recording: header, threads, streams, sizes", cmd_info},
     {"query", "the value of memory or a register at any instruction count", cmd_query},
     {"when", "every instruction count at which a memory value changed", cmd_when},
+    {"gdb", "debug a recording with gdb, forwards and backwards in time", cmd_gdb},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

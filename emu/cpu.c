@@ -241,6 +241,9 @@ static int engine_clean(crec_emu_cpu *cpu)
     for (size_t i = 0; i < cpu->n_rdtsc; i++)
         if (uc_hook_del(cpu->uc, cpu->rdtsc_hooks[i]) != UC_ERR_OK)
             bad = 1;
+    for (size_t i = 0; i < cpu->n_code_hooks; i++)
+        if (uc_hook_del(cpu->uc, cpu->code_hooks[i]) != UC_ERR_OK)
+            bad = 1;
     if (cpu->h_until && uc_hook_del(cpu->uc, cpu->h_until) != UC_ERR_OK)
         bad = 1;
     if (uc_mem_regions(cpu->uc, &regions, &n) != UC_ERR_OK)
@@ -345,6 +348,23 @@ int crec_emu_cpu_hook_mem(crec_emu_cpu *cpu, int types, void *cb, void *ctx, cre
     return CREC_OK;
 }
 
+int crec_emu_cpu_hook_code(crec_emu_cpu *cpu, uint64_t begin, uint64_t end, void *cb, void *ctx,
+                           crec_error *err)
+{
+    uc_hook *grown = crec_grow(cpu->code_hooks, &cpu->cap_code_hooks, cpu->n_code_hooks + 1,
+                               sizeof *grown, 8);
+    uc_err ue;
+
+    if (!grown)
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for a code hook");
+    cpu->code_hooks = grown;
+    ue = uc_hook_add(cpu->uc, &grown[cpu->n_code_hooks], UC_HOOK_CODE, cb, ctx, begin, end);
+    if (ue != UC_ERR_OK)
+        return crec_error_set(err, CREC_ERR_EMU, "uc_hook_add: %s", uc_strerror(ue));
+    cpu->n_code_hooks++;
+    return CREC_OK;
+}
+
 void crec_emu_cpu_free(crec_emu_cpu *cpu)
 {
     if (!cpu)
@@ -353,6 +373,7 @@ void crec_emu_cpu_free(crec_emu_cpu *cpu)
         engine_give(cpu); /* before the host memory it maps goes away */
     emu_mem_free_all(cpu);
     emu_blocks_free(cpu);
+    crec_free(cpu->code_hooks);
     if (cpu->cs)
         cs_close(&cpu->cs);
     crec_free(cpu);

@@ -46,6 +46,8 @@ struct crec_emu_cpu {
     uc_hook h_block, h_syscall, h_cpuid, h_invalid, h_mem, h_intr;
     uc_hook client_hooks[EMU_MAX_CLIENT_HOOKS];
     size_t n_client_hooks;
+    uc_hook *code_hooks;      /* crec_emu_cpu_hook_code's, any number */
+    size_t n_code_hooks, cap_code_hooks;
 
     struct emu_map *maps; /* sorted by start, no overlap */
     size_t n_maps, cap_maps;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gdb/gdb_int.h"
@@ -303,9 +304,12 @@ int gdb_conn_alive(const gdb_conn *c)
 
 static void conn_log(gdb_conn *c, const char *dir, const uint8_t *b, size_t n)
 {
+    struct timespec ts;
+
     if (!c->log)
         return;
-    fprintf(c->log, "gdb %s ", dir);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    fprintf(c->log, "%ld.%03ld %s ", (long)ts.tv_sec, ts.tv_nsec / 1000000, dir);
     for (size_t i = 0; i < n && i < 200; i++)
         fputc(b[i] >= 0x20 && b[i] < 0x7f ? b[i] : '.', c->log);
     fprintf(c->log, n > 200 ? "...\n" : "\n");

@@ -82,7 +82,7 @@ void gdb_conn_free(gdb_conn *c);
 void gdb_conn_no_ack(gdb_conn *c);
 
 /*! gdb_conn_recv() : the next packet from gdb, acknowledged.
- *  @return 1 and *body/*len (valid until the next call; NUL-terminated),
+ *  @return 1 and *body, *len (valid until the next call; NUL-terminated),
  *  2 for an interrupt (^C), 0 when gdb closed the connection, -1 on a
  *  socket error.  Packets with a bad checksum are refused with '-' and
  *  never returned; an over-long or malformed one is answered with an error
@@ -175,6 +175,11 @@ typedef struct gdb_point {
     uint64_t addr, len;  /* len: the watched bytes (watchpoints), kind (breakpoints) */
 } gdb_point;
 
+/* The breakpoint hits of the last backward window (motion.c). */
+typedef struct gdb_hits gdb_hits;
+gdb_hits *gdb_hits_new(void);
+void gdb_hits_free(gdb_hits *h);
+
 /* What a search in time looks for, and where it may stop. */
 typedef struct gdb_search {
     crec_recording *rec;
@@ -182,6 +187,7 @@ typedef struct gdb_search {
     size_t npoints;
     gdb_conn *conn;      /* polled for ^C between pieces of a long run (NULL: never) */
     uint32_t tid;        /* the thread the motion is for */
+    gdb_hits *hits;      /* kept between searches (NULL: none) */
 } gdb_search;
 
 /*! gdb_forward() : continue from time t: the first breakpoint or

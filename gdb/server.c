@@ -70,6 +70,7 @@ typedef struct server {
     uint8_t *auxv;          /* the initial auxv, read on first need */
     size_t auxv_len;
     char exec_file[4096];   /* the program's path, "" until found */
+    gdb_hits *hits;         /* motion.c's memory of the last backward search */
 } server;
 
 /* ---- helpers --------------------------------------------------------------- */
@@ -236,97 +237,71 @@ static size_t read_mem(server *s, uint64_t addr, size_t len, uint8_t *out)
     return n;
 }
 
-/* len bytes at addr at time t, all known.  @return 0, or -1. */
-static int read_mem_at(server *s, uint64_t t, uint64_t addr, size_t len, uint8_t *out)
-{
-    uint64_t saved = s->t;
-    size_t n;
-
-    set_time(s, t);
-    n = read_mem(s, addr, len, out);
-    set_time(s, saved);
-    return n == len ? 0 : -1;
-}
-
 /* ---- the program: auxv and its path ------------------------------------------ */
 
-#define AT_NULL 0
-#define AT_EXECFN 31
-
-/*
- * The auxiliary vector, from the initial stack at time 0: argc, argv[],
- * NULL, envp[], NULL, then (type, value) pairs up to AT_NULL.  Also finds
- * the program's path (AT_EXECFN, made absolute with the PWD of the
- * recorded environment when it is relative).
- */
-static int load_auxv(server *s)
+/* The value of NAME in the recorded program's initial environment (from
+ * its stack at time 0: argc, argv[], NULL, envp[], NULL), or "". */
+static void initial_env(server *s, const char *name, char *out, size_t size)
 {
-    crec_regs r;
     crec_error err = {0};
-    uint64_t saved = s->t, sp, v, pwd = 0, execfn = 0;
-    uint8_t b[16];
-    int nulls = 0, rc = -1;
+    uint64_t saved = s->t, sp, v;
+    size_t nlen = strlen(name);
+    crec_regs r;
+    uint8_t b[8];
+    int nulls = 0;
 
-    if (s->auxv)
-        return 0;
+    out[0] = 0;
     set_time(s, 0);
     if (regs_at_t(s, &r, &err) != 0)
         goto out;
     sp = r.gpr[CREC_RSP] + 8; /* past argc */
-    for (int i = 0; i < 1 << 20 && nulls < 2; i++, sp += 8) {
-        if (read_mem_at(s, 0, sp, 8, b) != 0)
-            goto out;
+    for (int i = 0; i < 1 << 16 && nulls < 2; i++, sp += 8) {
+        char e[256];
+        size_t n;
+        if (read_mem(s, sp, 8, b) != 8)
+            break;
         memcpy(&v, b, 8);
         v = le64toh(v);
         if (v == 0) {
             nulls++;
             continue;
         }
-        if (nulls == 1 && !pwd) { /* an environment string: PWD=? */
-            uint8_t e[4];
-            if (read_mem_at(s, 0, v, 4, e) == 0 && memcmp(e, "PWD=", 4) == 0)
-                pwd = v + 4;
-        }
-    }
-    uint64_t start = sp;
-    for (int i = 0; i < 4096; i++, sp += 16) {
-        uint64_t type;
-        if (read_mem_at(s, 0, sp, 16, b) != 0)
-            goto out;
-        memcpy(&type, b, 8);
-        memcpy(&v, b + 8, 8);
-        type = le64toh(type);
-        v = le64toh(v);
-        if (type == AT_EXECFN)
-            execfn = v;
-        if (type == AT_NULL) {
-            s->auxv_len = (size_t)(sp + 16 - start);
-            s->auxv = malloc(s->auxv_len);
-            if (!s->auxv || read_mem_at(s, 0, start, s->auxv_len, s->auxv) != 0) {
-                free(s->auxv);
-                s->auxv = NULL;
-                goto out;
-            }
+        if (nulls == 0)
+            continue; /* an argument */
+        n = read_mem(s, v, sizeof e - 1, (uint8_t *)e);
+        e[n] = 0;
+        if (strncmp(e, name, nlen) == 0 && e[nlen] == '=') {
+            snprintf(out, size, "%s", e + nlen + 1);
             break;
         }
     }
-    if (execfn) {
-        char path[2048] = "", dir[2048] = "";
-        for (size_t i = 0; i + 1 < sizeof path; i++)
-            if (read_mem_at(s, 0, execfn + i, 1, (uint8_t *)&path[i]) != 0 || !path[i])
-                break;
-        for (size_t i = 0; pwd && i + 1 < sizeof dir; i++)
-            if (read_mem_at(s, 0, pwd + i, 1, (uint8_t *)&dir[i]) != 0 || !dir[i])
-                break;
-        if (path[0] == '/' || !dir[0])
-            snprintf(s->exec_file, sizeof s->exec_file, "%s", path);
-        else
-            snprintf(s->exec_file, sizeof s->exec_file, "%s/%s", dir, path);
-    }
-    rc = s->auxv ? 0 : -1;
 out:
     set_time(s, saved);
-    return rc;
+}
+
+/* The auxv (crec_initial_auxv) and the program's path as gdb should open
+ * it: absolute, made so from crec's directory when the file is there, else
+ * from the recorded program's own PWD. */
+static int load_program(server *s)
+{
+    crec_error err = {0};
+    const char *p;
+
+    if (s->auxv)
+        return 0;
+    if (crec_initial_auxv(s->rec, &s->auxv, &s->auxv_len, &err) != CREC_OK) {
+        s->auxv = NULL;
+        return -1;
+    }
+    p = crec_program_path(s->rec);
+    if (p[0] == '/' || !p[0]) {
+        snprintf(s->exec_file, sizeof s->exec_file, "%s", p);
+    } else if (!realpath(p, s->exec_file)) {
+        char pwd[2048];
+        initial_env(s, "PWD", pwd, sizeof pwd);
+        snprintf(s->exec_file, sizeof s->exec_file, "%s%s%s", pwd, pwd[0] ? "/" : "", p);
+    }
+    return 0;
 }
 
 /* ---- stop replies ----------------------------------------------------------- */
@@ -380,6 +355,7 @@ static void search_init(server *s, gdb_search *q)
     q->npoints = s->npoints;
     q->conn = s->c;
     q->tid = s->tid ? s->tid : s->pid;
+    q->hits = s->hits;
 }
 
 /* A motion failed: say why on gdb's console, then stop where we are. */
@@ -629,12 +605,12 @@ static int do_xfer(server *s, const char *p)
     if (strcmp(object, "auxv") == 0) {
         if (annex[0])
             return reply(s, "E00");
-        if (load_auxv(s) != 0)
+        if (load_program(s) != 0)
             return reply(s, "E01");
         return xfer_reply(s, s->auxv, s->auxv_len, off, len);
     }
     if (strcmp(object, "exec-file") == 0) {
-        load_auxv(s);
+        load_program(s);
         if (!s->exec_file[0])
             return reply(s, "E01");
         return xfer_reply(s, (const uint8_t *)s->exec_file, strlen(s->exec_file), off, len);
@@ -686,7 +662,7 @@ static const char monitor_help[] =
 
 static int do_rcmd(server *s, const char *p)
 {
-    char cmd[512], text[2048];
+    char cmd[512], text[2 * 4096 + 512];
     size_t n = strlen(p) / 2;
     crec_error err = {0};
     crec_regs r;
@@ -736,7 +712,7 @@ static int do_rcmd(server *s, const char *p)
     if (strcmp(arg, "info recording") == 0) {
         uint64_t ib = 0, tb = 0;
         int built = 0;
-        load_auxv(s);
+        load_program(s);
         crec_index_info(s->rec, &ib, &tb, &built, &err);
         snprintf(text, sizeof text,
                  "Recording:    %s (%" PRIu64 " bytes, index %" PRIu64 " bytes)\n"
@@ -1034,6 +1010,7 @@ int crec_gdb_serve(crec_gdb *g, crec_recording *rec, const crec_gdb_options *o,
     s->avx = recorded_avx(rec);
     s->lines_t = UINT64_MAX;
     s->xml = gdb_tdesc_xml(s->avx);
+    s->hits = gdb_hits_new();
     s->c = gdb_conn_new(fd, o ? o->log : NULL);
     stop_here(s, GDB_STOP_STEP, &s->last);
     if (!s->xml || !s->c) {
@@ -1055,6 +1032,7 @@ int crec_gdb_serve(crec_gdb *g, crec_recording *rec, const crec_gdb_options *o,
     free(s->xml);
     free(s->auxv);
     free(s->points);
+    gdb_hits_free(s->hits);
     free(s);
     return rc;
 }

@@ -182,6 +182,194 @@ int crec_index_info(crec_recording *rec, uint64_t *index_bytes, uint64_t *trace_
                     int *built, crec_error *err);
 
 /* ------------------------------------------------------------------------ */
+/* Execution: replay part of a recording and watch it (docs/API.md)        */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * crec_exec_run() replays [from, to) and calls an observer at every block,
+ * instruction, memory access or syscall it asks for.  Times are as above:
+ * the instruction "at t" is instruction number t+1, which runs from state t
+ * to state t+1.  Thread ids are 1 until recordings hold several threads.
+ */
+
+/* A replay in progress; passed to observer callbacks, valid only inside them. */
+typedef struct crec_exec crec_exec;
+
+enum crec_access_kind {
+    CREC_ACCESS_READ = 'r',
+    CREC_ACCESS_WRITE = 'w',
+    CREC_ACCESS_KERNEL = 'k', /* a syscall or a change of the memory map wrote it */
+};
+
+typedef struct crec_access {
+    uint64_t t;            /* the instruction that made it (runs from t to t+1) */
+    uint32_t tid;          /* its thread */
+    int kind;              /* enum crec_access_kind */
+    uint64_t addr;
+    uint64_t len;          /* 1..16 for READ/WRITE; any for KERNEL (addr 0 and
+                              len UINT64_MAX: anywhere) */
+    const uint8_t *value;  /* READ: bytes loaded; WRITE: bytes stored;
+                              KERNEL: NULL (crec_exec_read after it) */
+} crec_access;
+
+typedef struct crec_syscall_info {
+    uint64_t t;            /* the `syscall` instruction (runs from t to t+1) */
+    uint32_t tid;
+    uint64_t nr, args[6];
+    int64_t ret;           /* value or -errno */
+} crec_syscall_info;
+
+/* A range of guest addresses [addr, addr+len). */
+typedef struct crec_range {
+    uint64_t addr, len;
+} crec_range;
+
+/* crec_observer flags. */
+#define CREC_EXEC_READS_MEMORY 1 /* the client calls crec_exec_read: the run keeps
+                                    track of which bytes replay memory holds, so
+                                    that reads are answered from it (without the
+                                    flag each read is a query of its own: right,
+                                    but far slower) */
+
+/* What a run reports.  Every callback may be NULL; a non-zero return stops
+ * the run there (*stopped of crec_exec_run says where). */
+typedef struct crec_observer {
+    void *ctx;
+    unsigned flags;        /* CREC_EXEC_* */
+    /* Before the instruction at time t runs (the state is the state at t).
+     * Every instruction (a code hook: about 10x slower), or, when n_addrs
+     * > 0, only those at one of the addresses `addrs` (any order; free
+     * elsewhere: gdb breakpoints, function entries). */
+    int (*insn)(void *ctx, crec_exec *x, uint64_t t, uint32_t tid, uint64_t rip);
+    const uint64_t *addrs;
+    size_t n_addrs;
+    /* Before a basic block of `ninsns` instructions starting at t runs (a
+     * block cut short by `to` reports only the instructions before it). */
+    int (*block)(void *ctx, crec_exec *x, uint64_t t, uint32_t tid, uint64_t addr,
+                 uint32_t ninsns);
+    /* A memory access.  WRITE: before it happens (crec_exec_read shows the
+     * old bytes); READ and KERNEL: after.  When n_ranges > 0, only accesses
+     * that meet one of `ranges` are reported (gdb watchpoints). */
+    int (*access)(void *ctx, crec_exec *x, const crec_access *a);
+    const crec_range *ranges;
+    size_t n_ranges;
+    /* After a syscall, with its result (registers are after it). */
+    int (*syscall)(void *ctx, crec_exec *x, const crec_syscall_info *s);
+} crec_observer;
+
+/*! crec_exec_run() :
+ *  Replay [from, to) (to past the end: to the end) reporting to obs.
+ *  *stopped (may be NULL): where it stopped - `to`, the end of the
+ *  recording, or the point where a callback returned non-zero (insn and
+ *  block: t, before that instruction; access and syscall: t+1, after the
+ *  instruction that made it).  The replay starts at the restart point
+ *  before `from` (crec_restart_before) and reports nothing before `from`.
+ *  @return CREC_OK, CREC_ERR_ARG for from > to or from past the end, or an
+ *  error (a callback's stop is not one). */
+int crec_exec_run(crec_recording *rec, uint64_t from, uint64_t to, const crec_observer *obs,
+                  uint64_t *stopped, crec_error *err);
+
+/*! crec_exec_regs() : the registers at the callback's point (RIP: the
+ *  instruction about to run; in a syscall callback, the one after it).
+ *  @return CREC_OK or an error. */
+int crec_exec_regs(crec_exec *x, crec_regs *r, crec_error *err);
+
+/*! crec_exec_reg() : one register at the callback's point, cheaply: 0..15
+ *  enum crec_gpr, or CREC_REG_RIP, _RFLAGS, _FS_BASE, _GS_BASE.
+ *  @return its value (0 for another id). */
+#define CREC_REG_RIP 16
+#define CREC_REG_RFLAGS 17
+#define CREC_REG_FS_BASE 18
+#define CREC_REG_GS_BASE 19
+uint64_t crec_exec_reg(crec_exec *x, int reg);
+
+/*! crec_exec_read() :
+ *  Memory at the callback's point.  Bytes the replay has not seen (never
+ *  loaded or stored since the run started, or written by the kernel since)
+ *  come from the query engine, so the answer always equals
+ *  crec_read_memory at that time; known[] (may be NULL) as there.
+ *  @return CREC_OK, CREC_ERR_ARG when no byte was ever mapped, or an error. */
+int crec_exec_read(crec_exec *x, uint64_t addr, size_t len, uint8_t *buf, uint8_t *known,
+                   crec_error *err);
+
+/*! crec_exec_time() : @return the time of the callback's point (the t the
+ *  callback was given; after a syscall, t+1). */
+uint64_t crec_exec_time(const crec_exec *x);
+
+/*! crec_restart_before() : the latest time <= t at which a replay starts
+ *  without replaying anything earlier (a key frame or an index restart
+ *  point).  Backward searches run [restart_before(t), t), keep the last
+ *  hit, and step back one restart point when there is none. */
+uint64_t crec_restart_before(crec_recording *rec, uint64_t t);
+
+/* ------------------------------------------------------------------------ */
+/* What the recording holds besides its run: modules, symbols, syscalls     */
+/* ------------------------------------------------------------------------ */
+
+/* An executable mapping of the recorded program (a CODE record). */
+typedef struct crec_module {
+    const char *path;      /* the file it was mapped from ("" if none) */
+    uint64_t addr, len;    /* where it was mapped */
+    uint64_t file_off;     /* the offset in the file of its first byte */
+    int on_disk;           /* the file is still there, with the same bytes there */
+} crec_module;
+
+/*! crec_modules() : the executable mappings, in the order they were made
+ *  (the program's first when it is not static-pie; then ld.so, libraries).
+ *  *out stays valid until crec_close.  @return CREC_OK or an error. */
+int crec_modules(crec_recording *rec, const crec_module **out, size_t *n, crec_error *err);
+
+/* A symbol at an address, as crec_symbolize finds it. */
+typedef struct crec_symbol {
+    const char *name;      /* NULL: no symbol covers the address */
+    uint64_t addr;         /* its run-time address */
+    uint64_t size;         /* 0 if the ELF did not say */
+    uint64_t offset;       /* the address asked for, minus addr */
+    const crec_module *module; /* the mapping holding the address, or NULL */
+} crec_symbol;
+
+/*! crec_symbolize() : the function symbol covering addr (or the nearest
+ *  one before it in the same mapping, when the ELF gave no size), from the
+ *  symbol tables stored in the recording.  Strings stay valid until
+ *  crec_close.  @return CREC_OK (sym->name NULL when none) or an error. */
+int crec_symbolize(crec_recording *rec, uint64_t addr, crec_symbol *sym, crec_error *err);
+
+/*! crec_symbols() : call fn for every function symbol at its run-time
+ *  address (fn returning non-zero stops).  @return CREC_OK or an error. */
+int crec_symbols(crec_recording *rec, int (*fn)(void *ctx, const crec_symbol *s), void *ctx,
+                 crec_error *err);
+
+/*! crec_program_path() : the path of the recorded program (argv[0] as crec
+ *  record resolved it: the first module that is not the dynamic loader).
+ *  @return a string valid until crec_close ("" if unknown). */
+const char *crec_program_path(crec_recording *rec);
+
+/*! crec_initial_auxv() : the auxiliary vector the program started with, as
+ *  the kernel lays it out (pairs of little-endian u64, AT_NULL last), read
+ *  from the initial stack at time 0.  *len: bytes.  *out is malloc'd: free().
+ *  @return CREC_OK, CREC_ERR_NOTFOUND, or an error. */
+int crec_initial_auxv(crec_recording *rec, uint8_t **out, size_t *len, crec_error *err);
+
+/*! crec_syscalls() : call fn for every syscall of the recording, in order,
+ *  without replaying (fn returning non-zero stops); s->t as in the
+ *  observer.  @return CREC_OK or an error. */
+int crec_syscalls(crec_recording *rec, int (*fn)(void *ctx, const crec_syscall_info *s),
+                  void *ctx, crec_error *err);
+
+/* How a recording ended (EXIT record), and where. */
+typedef struct crec_ending {
+    int how;               /* 0 exit status, 1 killed by a signal, 2 recording
+                              stopped (SIGINT/SIGTERM to crec), -1 unknown (cut) */
+    uint64_t value;        /* the status or the signal */
+    uint64_t t;            /* the time at the end */
+    uint32_t tid;
+    uint64_t rip;          /* 1 (signal): the instruction that faulted */
+} crec_end;
+
+/*! crec_ending() : how the recording ended.  @return CREC_OK or an error. */
+int crec_ending(crec_recording *rec, crec_end *e, crec_error *err);
+
+/* ------------------------------------------------------------------------ */
 /* The gdb server: time-travel debugging from gdb (gdb/, docs/GDB.md)        */
 /* ------------------------------------------------------------------------ */
 
@@ -189,6 +377,18 @@ int crec_index_info(crec_recording *rec, uint64_t *index_bytes, uint64_t *trace_
  *  for (leaf, subleaf): out[0..3] = eax, ebx, ecx, edx.
  *  @return CREC_OK, or CREC_ERR_NOTFOUND when the header has no such leaf. */
 int crec_recorded_cpuid(crec_recording *rec, uint32_t leaf, uint32_t subleaf, uint32_t out[4]);
+
+/*! crec_find_access() :
+ *  The access to one of `ranges` nearest to time t: backward, the last one
+ *  made by an instruction before t; forward, the first made at or after
+ *  t.  Only stores and kernel writes when writes_only; only those that
+ *  `match` (may be NULL) accepts.  The index leads the search to the spans
+ *  that touch the ranges, newest first backward, and only those are
+ *  replayed.  *hit is as an observer sees it, without `value`.
+ *  @return CREC_OK with *found 1 and *hit, or *found 0; or an error. */
+int crec_find_access(crec_recording *rec, const crec_range *ranges, size_t n, int writes_only,
+                     int (*match)(void *ctx, const crec_access *a), void *ctx, uint64_t t,
+                     int backward, crec_access *hit, int *found, crec_error *err);
 
 /* A socket on 127.0.0.1 that a gdb connects to.  Opaque. */
 typedef struct crec_gdb crec_gdb;

@@ -74,6 +74,7 @@ int crec_replay_query(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t n
         s->access_ctx = w->ctx;
         s->on_point = w->point_every ? w->point : NULL;
         s->point_every = w->point_every;
+        s->exec = w->exec;
     }
     rep_seg_run(s);
     int rc = qrun_error(q, err);

@@ -70,6 +70,7 @@ typedef struct server {
     uint8_t *auxv;          /* the initial auxv, read on first need */
     size_t auxv_len;
     char exec_file[4096];   /* the program's path, "" until found */
+    int end_signal;         /* gdb's number of the signal that ended the run, or 0 */
     gdb_hits *hits;         /* motion.c's memory of the last backward search */
 } server;
 
@@ -301,10 +302,24 @@ static int load_program(server *s)
         initial_env(s, "PWD", pwd, sizeof pwd);
         snprintf(s->exec_file, sizeof s->exec_file, "%s%s%s", pwd, pwd[0] ? "/" : "", p);
     }
+    if (access(s->exec_file, F_OK) != 0)
+        s->exec_file[0] = 0; /* gone: gdb is better told nothing than a wrong file */
     return 0;
 }
 
 /* ---- stop replies ----------------------------------------------------------- */
+
+/* gdb's number for a Linux signal (gdb's include/gdb/signals.def). */
+static int gdb_signal(uint64_t sig)
+{
+    static const unsigned char map[32] = {
+        0, 1, 2, 3, 4, 5, 6, 10, 8, 9, 30, 11, 31, 13, 14, 15,
+        38, 20, 19, 17, 18, 21, 22, 16, 24, 25, 26, 27, 28, 23, 32, 12,
+    };
+    if (sig < 32)
+        return map[sig];
+    return sig <= 63 ? (int)sig + 12 : 143; /* realtime ones; 143: unknown */
+}
 
 static int send_stop(server *s, const gdb_stop *st)
 {
@@ -312,6 +327,8 @@ static int send_stop(server *s, const gdb_stop *st)
     int sig = st->kind == GDB_STOP_INTERRUPT ? 2 : 5; /* gdb's SIGINT, SIGTRAP */
     int n;
 
+    if (st->kind == GDB_STOP_END && s->end_signal)
+        sig = s->end_signal; /* the run ends in a crash: show it, as it happened */
     s->last = *st;
     thread_id(s, st->tid, id, sizeof id);
     n = snprintf(buf, sizeof buf, "T%02xthread:%s;", sig, id);
@@ -332,7 +349,8 @@ static int send_stop(server *s, const gdb_stop *st)
         snprintf(buf + n, sizeof buf - (size_t)n, "replaylog:begin;");
         break;
     case GDB_STOP_END:
-        snprintf(buf + n, sizeof buf - (size_t)n, "replaylog:end;");
+        if (!s->end_signal)
+            snprintf(buf + n, sizeof buf - (size_t)n, "replaylog:end;");
         break;
     }
     return reply(s, buf);
@@ -381,7 +399,9 @@ static int do_step(server *s, int backward)
         return send_stop(s, &st);
     }
     set_time(s, backward ? s->t - 1 : s->t + 1);
-    stop_here(s, GDB_STOP_STEP, &st);
+    /* a step onto the faulting instruction that ended the run shows the fault */
+    stop_here(s, !backward && s->t == s->end && s->end_signal ? GDB_STOP_END : GDB_STOP_STEP,
+              &st);
     return send_stop(s, &st);
 }
 
@@ -1008,6 +1028,9 @@ int crec_gdb_serve(crec_gdb *g, crec_recording *rec, const crec_gdb_options *o,
     s->pid = 1; /* the recording's threads are numbered from 1 */
     s->tid = s->pid;
     s->avx = recorded_avx(rec);
+    crec_end ending;
+    if (crec_ending(rec, &ending, err) == CREC_OK && ending.how == 1)
+        s->end_signal = gdb_signal(ending.value);
     s->lines_t = UINT64_MAX;
     s->xml = gdb_tdesc_xml(s->avx);
     s->hits = gdb_hits_new();

@@ -20,12 +20,13 @@ static const char gdb_usage[] =
     "\n"
     "Debug a recording with gdb, forwards and backwards in time: crec serves\n"
     "the recording over gdb's remote protocol on 127.0.0.1 and starts\n"
-    "  gdb -l 10000 -ex 'target extended-remote 127.0.0.1:PORT' PROG\n"
+    "  gdb -l 10000 -ex 'set sysroot /' -ex HOOK -ex 'target extended-remote 127.0.0.1:PORT' PROG\n"
     "with the recorded program's symbols when its file is still there.\n"
     "GDB-ARGS are passed to gdb (for instance -batch -x SCRIPT).  In gdb:\n"
     "break, watch, continue, step, next, and reverse-continue, reverse-step,\n"
     "reverse-next, reverse-stepi; `monitor help` lists crec's own commands\n"
-    "(monitor when, monitor seek T, monitor info recording).\n"
+    "(monitor when, monitor seek T, monitor info recording); HOOK makes gdb\n"
+    "forget what it cached after a monitor command, which may move in time.\n"
     "\n"
     "Options:\n"
     "  --server        only serve: print the gdb command to connect and wait\n"
@@ -38,14 +39,13 @@ static const char gdb_usage[] =
     "Exit status: gdb's own (with --server: 0 when the session ended);\n"
     "1 a bad file or gdb never connected; 2 a bad command line.\n";
 
-/* The gdb script `crec gdb` gives gdb: after a monitor command (which may
- * have moved in time), gdb forgets the registers and memory it cached and
- * looks at the shared libraries again. */
-static const char gdb_script[] =
-    "define hookpost-monitor\n"
-    "  maintenance flush register-cache\n"
-    "  maintenance flush dcache\n"
-    "end\n";
+/* What gdb is told before it connects: the files are the local ones (no
+ * "file transfer" through the protocol), and after a monitor command (which
+ * may have moved in time) it forgets the registers and memory it cached. */
+static const char gdb_sysroot[] = "set sysroot /";
+static const char gdb_hook[] =
+    "python gdb.execute(\"define hookpost-monitor\\nmaintenance flush register-cache\\n"
+    "maintenance flush dcache\\nend\")";
 
 /* Print a shell word, quoted when it needs to be. */
 static void print_word(FILE *out, const char *a)
@@ -96,9 +96,8 @@ static int gdb_running(void *ctx)
     return !gdb_reaped;
 }
 
-/* Start gdb on port with the script and the program; extra arguments last. */
-static pid_t start_gdb(const char *gdb, int port, const char *script, const char *prog,
-                       int nextra, char **extra)
+/* Start gdb on port with the program; extra arguments last. */
+static pid_t start_gdb(const char *gdb, int port, const char *prog, int nextra, char **extra)
 {
     char target[64];
     char **av = calloc((size_t)nextra + 12, sizeof *av);
@@ -111,8 +110,10 @@ static pid_t start_gdb(const char *gdb, int port, const char *script, const char
     av[n++] = (char *)gdb;
     av[n++] = "-l";
     av[n++] = "10000";
-    av[n++] = "-x";
-    av[n++] = (char *)script;
+    av[n++] = "-ex";
+    av[n++] = (char *)gdb_sysroot;
+    av[n++] = "-ex";
+    av[n++] = (char *)gdb_hook;
     av[n++] = "-ex";
     av[n++] = target;
     for (int i = 0; i < nextra; i++)
@@ -146,8 +147,8 @@ int cmd_gdb(int argc, char **argv)
     crec_recording *rec = NULL;
     crec_error err = {0};
     crec_gdb *g = NULL;
-    char prog[4096], script[] = "/tmp/crec-gdb.XXXXXX";
-    int c, server = 0, rc = EXIT_OK, fd;
+    char prog[4096];
+    int c, server = 0, rc = EXIT_OK;
     long port = 0;
     uint64_t ib, tb;
     int built;
@@ -216,7 +217,8 @@ int cmd_gdb(int argc, char **argv)
 
     if (server) {
         printf("crec gdb: serving %s on 127.0.0.1:%d; connect with:\n", file, crec_gdb_port(g));
-        printf("gdb -l 10000 -ex 'target extended-remote 127.0.0.1:%d'", crec_gdb_port(g));
+        printf("gdb -l 10000 -ex '%s' -ex '%s' -ex 'target extended-remote 127.0.0.1:%d'",
+               gdb_sysroot, gdb_hook, crec_gdb_port(g));
         if (prog[0]) {
             fputc(' ', stdout);
             print_word(stdout, prog);
@@ -230,18 +232,10 @@ int cmd_gdb(int argc, char **argv)
         goto out;
     }
 
-    fd = mkstemp(script);
-    if (fd < 0 || write(fd, gdb_script, sizeof gdb_script - 1) != (ssize_t)(sizeof gdb_script - 1)) {
-        rc = cli_fail(EXIT_FAIL, "can't write a gdb script in /tmp: %s", strerror(errno));
-        if (fd >= 0)
-            close(fd), unlink(script);
-        goto out;
-    }
-    close(fd);
     /* ^C at the terminal is gdb's (it interrupts a long continue through
      * the protocol); crec goes on serving */
     signal(SIGINT, SIG_IGN);
-    gdb_child = start_gdb(gdb, crec_gdb_port(g), script, prog, argc - optind, argv + optind);
+    gdb_child = start_gdb(gdb, crec_gdb_port(g), prog, argc - optind, argv + optind);
     if (gdb_child < 0) {
         rc = cli_fail(EXIT_FAIL, "can't start %s: %s", gdb, strerror(errno));
     } else {
@@ -255,7 +249,6 @@ int cmd_gdb(int argc, char **argv)
         rc = !gdb_reaped ? EXIT_FAIL
              : WIFEXITED(gdb_status) ? WEXITSTATUS(gdb_status) : 128 + WTERMSIG(gdb_status);
     }
-    unlink(script);
 out:
     crec_gdb_close(g);
     if (o.log)

@@ -175,10 +175,12 @@ typedef struct gdb_point {
     uint64_t addr, len;  /* len: the watched bytes (watchpoints), kind (breakpoints) */
 } gdb_point;
 
-/* The breakpoint hits of the last backward window (motion.c). */
-typedef struct gdb_hits gdb_hits;
-gdb_hits *gdb_hits_new(void);
-void gdb_hits_free(gdb_hits *h);
+/* What searches learnt, kept for the later ones of a session (motion.c):
+ * which breakpoints each stretch of the timeline runs, the hits of the last
+ * backward window.  NULL where one is taken: nothing is remembered. */
+typedef struct gdb_memo gdb_memo;
+gdb_memo *gdb_memo_new(uint64_t end, unsigned shift); /* shift 0: the default */
+void gdb_memo_free(gdb_memo *m);
 
 /* What a search in time looks for, and where it may stop. */
 typedef struct gdb_search {
@@ -187,8 +189,23 @@ typedef struct gdb_search {
     size_t npoints;
     gdb_conn *conn;      /* polled for ^C between pieces of a long run (NULL: never) */
     uint32_t tid;        /* the thread the motion is for */
-    gdb_hits *hits;      /* kept between searches (NULL: none) */
+    gdb_memo *memo;      /* kept between searches (NULL: none) */
 } gdb_search;
+
+/* One gdb's session with a recording (server.c). */
+typedef struct gdb_session gdb_session;
+
+/*! gdb_session_new() : a session at time 0 that answers on c (not owned).
+ *  @return NULL when out of memory. */
+gdb_session *gdb_session_new(crec_recording *rec, gdb_conn *c, const crec_gdb_options *o);
+
+/*! gdb_session_packet() : answer one packet's body (len bytes, NUL after).
+ *  @return 0 while the session goes on, 1 once it has ended (gdb detached,
+ *  killed, or the connection is gone). */
+int gdb_session_packet(gdb_session *s, const char *body, size_t len);
+
+/*! gdb_session_free() : NULL is fine. */
+void gdb_session_free(gdb_session *s);
 
 /*! gdb_forward() : continue from time t: the first breakpoint or
  *  watchpoint hit after t, or the end of the recording.

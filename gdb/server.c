@@ -45,7 +45,7 @@ struct crec_gdb {
     int port;
 };
 
-typedef struct server {
+struct gdb_session {
     crec_recording *rec;
     const crec_gdb_options *o;
     gdb_conn *c;
@@ -71,21 +71,21 @@ typedef struct server {
     size_t auxv_len;
     char exec_file[4096];   /* the program's path, "" until found */
     int end_signal;         /* gdb's number of the signal that ended the run, or 0 */
-    gdb_hits *hits;         /* motion.c's memory of the last backward search */
-} server;
+    gdb_memo *memo;         /* what motion.c learnt in earlier searches */
+};
 
 /* ---- helpers --------------------------------------------------------------- */
 
-static int reply(server *s, const char *text)
+static int reply(gdb_session *s, const char *text)
 {
     if (gdb_conn_send(s->c, text) != 0)
         s->done = 1;
     return 0;
 }
 
-static int replyf(server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int replyf(gdb_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-static int replyf(server *s, const char *fmt, ...)
+static int replyf(gdb_session *s, const char *fmt, ...)
 {
     char buf[1024];
     va_list ap;
@@ -102,7 +102,7 @@ static int starts(const char *s, const char *prefix)
 }
 
 /* The threads at the current time: one until the recording has more. */
-static size_t server_threads(const server *s, uint32_t *tids, size_t max)
+static size_t server_threads(const gdb_session *s, uint32_t *tids, size_t max)
 {
     if (max == 0)
         return 0;
@@ -111,7 +111,7 @@ static size_t server_threads(const server *s, uint32_t *tids, size_t max)
 }
 
 /* "p1.1" or "1": a thread id as gdb writes them. */
-static void thread_id(const server *s, uint32_t tid, char *out, size_t size)
+static void thread_id(const gdb_session *s, uint32_t tid, char *out, size_t size)
 {
     if (s->multiprocess)
         snprintf(out, size, "p%" PRIx32 ".%" PRIx32, s->pid, tid);
@@ -151,7 +151,7 @@ static int parse_thread(const char **p, uint32_t *tid)
     return 0;
 }
 
-static int thread_exists(const server *s, uint32_t tid)
+static int thread_exists(const gdb_session *s, uint32_t tid)
 {
     uint32_t tids[MAX_THREADS];
     size_t n = server_threads(s, tids, MAX_THREADS);
@@ -165,13 +165,13 @@ static int thread_exists(const server *s, uint32_t tid)
 }
 
 /* Move to time t: what gdb sees changes, so the caches go. */
-static void set_time(server *s, uint64_t t)
+static void set_time(gdb_session *s, uint64_t t)
 {
     s->t = t;
     s->regs_ok = 0;
 }
 
-static int regs_at_t(server *s, crec_regs *r, crec_error *err)
+static int regs_at_t(gdb_session *s, crec_regs *r, crec_error *err)
 {
     if (!s->regs_ok || s->regs_t != s->t) {
         if (crec_seek(s->rec, s->t, err) != CREC_OK ||
@@ -185,7 +185,7 @@ static int regs_at_t(server *s, crec_regs *r, crec_error *err)
 }
 
 /* The cached line holding addr at the current time, read if needed. */
-static struct line *line_at(server *s, uint64_t addr)
+static struct line *line_at(gdb_session *s, uint64_t addr)
 {
     uint64_t base = addr & ~(uint64_t)(LINE - 1);
     struct line *l = &s->lines[(base / LINE) % NLINES];
@@ -219,7 +219,7 @@ static struct line *line_at(server *s, uint64_t addr)
 
 /* Up to len bytes at addr at the current time, stopping at the first byte
  * the recording does not know.  @return how many were read. */
-static size_t read_mem(server *s, uint64_t addr, size_t len, uint8_t *out)
+static size_t read_mem(gdb_session *s, uint64_t addr, size_t len, uint8_t *out)
 {
     size_t n = 0;
 
@@ -242,7 +242,7 @@ static size_t read_mem(server *s, uint64_t addr, size_t len, uint8_t *out)
 
 /* The value of NAME in the recorded program's initial environment (from
  * its stack at time 0: argc, argv[], NULL, envp[], NULL), or "". */
-static void initial_env(server *s, const char *name, char *out, size_t size)
+static void initial_env(gdb_session *s, const char *name, char *out, size_t size)
 {
     crec_error err = {0};
     uint64_t saved = s->t, sp, v;
@@ -283,7 +283,7 @@ out:
 /* The auxv (crec_initial_auxv) and the program's path as gdb should open
  * it: absolute, made so from crec's directory when the file is there, else
  * from the recorded program's own PWD. */
-static int load_program(server *s)
+static int load_program(gdb_session *s)
 {
     crec_error err = {0};
     const char *p;
@@ -321,7 +321,7 @@ static int gdb_signal(uint64_t sig)
     return sig <= 63 ? (int)sig + 12 : 143; /* realtime ones; 143: unknown */
 }
 
-static int send_stop(server *s, const gdb_stop *st)
+static int send_stop(gdb_session *s, const gdb_stop *st)
 {
     char buf[256], id[64];
     int sig = st->kind == GDB_STOP_INTERRUPT ? 2 : 5; /* gdb's SIGINT, SIGTRAP */
@@ -356,7 +356,7 @@ static int send_stop(server *s, const gdb_stop *st)
     return reply(s, buf);
 }
 
-static void stop_here(server *s, int kind, gdb_stop *st)
+static void stop_here(gdb_session *s, int kind, gdb_stop *st)
 {
     memset(st, 0, sizeof *st);
     st->kind = kind;
@@ -366,18 +366,18 @@ static void stop_here(server *s, int kind, gdb_stop *st)
 
 /* ---- motion ----------------------------------------------------------------- */
 
-static void search_init(server *s, gdb_search *q)
+static void search_init(gdb_session *s, gdb_search *q)
 {
     q->rec = s->rec;
     q->points = s->points;
     q->npoints = s->npoints;
     q->conn = s->c;
     q->tid = s->tid ? s->tid : s->pid;
-    q->hits = s->hits;
+    q->memo = s->memo;
 }
 
 /* A motion failed: say why on gdb's console, then stop where we are. */
-static int motion_failed(server *s, const crec_error *err)
+static int motion_failed(gdb_session *s, const crec_error *err)
 {
     char msg[CREC_ERROR_MSG_MAX + 32], hex[2 * sizeof msg + 2];
     gdb_stop st;
@@ -390,7 +390,7 @@ static int motion_failed(server *s, const crec_error *err)
     return send_stop(s, &st);
 }
 
-static int do_step(server *s, int backward)
+static int do_step(gdb_session *s, int backward)
 {
     gdb_stop st;
 
@@ -405,7 +405,7 @@ static int do_step(server *s, int backward)
     return send_stop(s, &st);
 }
 
-static int do_continue(server *s, int backward)
+static int do_continue(gdb_session *s, int backward)
 {
     crec_error err = {0};
     gdb_search q;
@@ -431,7 +431,7 @@ static int do_continue(server *s, int backward)
 }
 
 /* vCont;ACTION[:THREAD];...: the action for our thread (or the default). */
-static int do_vcont(server *s, const char *p)
+static int do_vcont(gdb_session *s, const char *p)
 {
     int action = 0;
 
@@ -464,7 +464,7 @@ static int do_vcont(server *s, const char *p)
 
 /* ---- breakpoints and watchpoints --------------------------------------------- */
 
-static int do_point(server *s, int insert, const char *p)
+static int do_point(gdb_session *s, int insert, const char *p)
 {
     uint64_t type, addr, len;
 
@@ -501,7 +501,7 @@ static int do_point(server *s, int insert, const char *p)
 
 /* ---- registers and memory ------------------------------------------------------ */
 
-static int do_read_regs(server *s)
+static int do_read_regs(gdb_session *s)
 {
     char buf[2 * GDB_NREGS_AVX * GDB_REG_MAX + 1];
     int nregs = s->avx ? GDB_NREGS_AVX : GDB_NREGS;
@@ -524,7 +524,7 @@ static int do_read_regs(server *s)
     return reply(s, buf);
 }
 
-static int do_read_reg(server *s, const char *p)
+static int do_read_reg(gdb_session *s, const char *p)
 {
     char buf[2 * GDB_REG_MAX + 1];
     uint8_t v[GDB_REG_MAX];
@@ -548,7 +548,7 @@ static int do_read_reg(server *s, const char *p)
 }
 
 /* m ADDR,LEN (hex reply) and x ADDR,LEN (binary reply). */
-static int do_read_mem(server *s, const char *p, int binary)
+static int do_read_mem(gdb_session *s, const char *p, int binary)
 {
     static uint8_t b[GDB_PACKET_SIZE];
     static char hex[GDB_PACKET_SIZE + 1];
@@ -577,7 +577,7 @@ static int do_read_mem(server *s, const char *p, int binary)
 /* ---- qXfer ------------------------------------------------------------------------ */
 
 /* Send [off, off+len) of an object: 'm' and a piece, or 'l' and the last. */
-static int xfer_reply(server *s, const uint8_t *data, size_t size, uint64_t off, uint64_t len)
+static int xfer_reply(gdb_session *s, const uint8_t *data, size_t size, uint64_t off, uint64_t len)
 {
     size_t n;
 
@@ -592,7 +592,7 @@ static int xfer_reply(server *s, const uint8_t *data, size_t size, uint64_t off,
 }
 
 /* qXfer:OBJECT:read:ANNEX:OFF,LEN */
-static int do_xfer(server *s, const char *p)
+static int do_xfer(gdb_session *s, const char *p)
 {
     char object[32], annex[256];
     const char *colon;
@@ -641,7 +641,7 @@ static int do_xfer(server *s, const char *p)
 /* ---- monitor commands (qRcmd) -------------------------------------------------- */
 
 /* Text for gdb's console as a qRcmd answer: hex of the text. */
-static int rcmd_text(server *s, const char *text)
+static int rcmd_text(gdb_session *s, const char *text)
 {
     size_t n = strlen(text);
     char *hex = malloc(2 * n + 2);
@@ -655,9 +655,9 @@ static int rcmd_text(server *s, const char *text)
 }
 
 /* An error of a monitor command: its message on the console, then an error. */
-static int rcmd_error(server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int rcmd_error(gdb_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-static int rcmd_error(server *s, const char *fmt, ...)
+static int rcmd_error(gdb_session *s, const char *fmt, ...)
 {
     char msg[CREC_ERROR_MSG_MAX + 64], hex[2 * sizeof msg + 2];
     va_list ap;
@@ -680,7 +680,7 @@ static const char monitor_help[] =
     "  monitor info recording    the recording, its length and where we are\n"
     "  monitor help              this list\n";
 
-static int do_rcmd(server *s, const char *p)
+static int do_rcmd(gdb_session *s, const char *p)
 {
     char cmd[512], text[2 * 4096 + 512];
     size_t n = strlen(p) / 2;
@@ -749,7 +749,7 @@ static int do_rcmd(server *s, const char *p)
 
 /* ---- qSupported and the rest ---------------------------------------------------- */
 
-static int do_supported(server *s, const char *p)
+static int do_supported(gdb_session *s, const char *p)
 {
     /* what gdb offers decides what we may send */
     s->multiprocess = strstr(p, "multiprocess+") != NULL;
@@ -761,7 +761,7 @@ static int do_supported(server *s, const char *p)
                   s->swbreak ? "swbreak+;" : "", s->hwbreak ? "hwbreak+;" : "");
 }
 
-static int do_query(server *s, const char *p)
+static int do_query(gdb_session *s, const char *p)
 {
     char id[64];
 
@@ -801,7 +801,7 @@ static int do_query(server *s, const char *p)
     return reply(s, ""); /* qTStatus, qOffsets, ...: not supported */
 }
 
-static int do_set_thread(server *s, const char *p)
+static int do_set_thread(gdb_session *s, const char *p)
 {
     uint32_t tid;
     char which = *p++;
@@ -815,7 +815,7 @@ static int do_set_thread(server *s, const char *p)
     return reply(s, "OK");
 }
 
-static int do_v(server *s, const char *p)
+static int do_v(gdb_session *s, const char *p)
 {
     if (strcmp(p, "vCont?") == 0)
         return reply(s, "vCont;c;C;s;S");
@@ -835,7 +835,7 @@ static int do_v(server *s, const char *p)
 }
 
 /* One packet from gdb. */
-static int dispatch(server *s, const char *p, size_t len)
+static int dispatch(gdb_session *s, const char *p, size_t len)
 {
     if (strlen(p) != len && p[0] != 'X')
         return reply(s, "E01"); /* a NUL inside a text packet */
@@ -1006,56 +1006,82 @@ static int recorded_avx(crec_recording *rec)
     return (r[2] & (3u << 27)) == (3u << 27);
 }
 
-int crec_gdb_serve(crec_gdb *g, crec_recording *rec, const crec_gdb_options *o,
-                   crec_error *err)
+gdb_session *gdb_session_new(crec_recording *rec, gdb_conn *c, const crec_gdb_options *o)
 {
-    server *s;
-    int fd = -1, rc;
+    gdb_session *s = calloc(1, sizeof *s);
+    crec_error err = {0};
+    crec_end ending;
 
-    rc = accept_gdb(g, o, &fd, err);
-    if (rc != CREC_OK)
-        return rc;
-    s = calloc(1, sizeof *s);
-    if (!s) {
-        close(fd);
-        err->code = CREC_ERR_NOMEM;
-        snprintf(err->msg, sizeof err->msg, "out of memory");
-        return CREC_ERR_NOMEM;
-    }
+    if (!s)
+        return NULL;
     s->rec = rec;
+    s->c = c;
     s->o = o;
     s->end = crec_length(rec);
     s->pid = 1; /* the recording's threads are numbered from 1 */
     s->tid = s->pid;
     s->avx = recorded_avx(rec);
-    crec_end ending;
-    if (crec_ending(rec, &ending, err) == CREC_OK && ending.how == 1)
+    if (crec_ending(rec, &ending, &err) == CREC_OK && ending.how == 1)
         s->end_signal = gdb_signal(ending.value);
     s->lines_t = UINT64_MAX;
     s->xml = gdb_tdesc_xml(s->avx);
-    s->hits = gdb_hits_new();
-    s->c = gdb_conn_new(fd, o ? o->log : NULL);
+    s->memo = gdb_memo_new(s->end, 0);
     stop_here(s, GDB_STOP_STEP, &s->last);
-    if (!s->xml || !s->c) {
-        rc = CREC_ERR_NOMEM;
-        err->code = rc;
-        snprintf(err->msg, sizeof err->msg, "out of memory");
+    if (!s->xml || !s->memo) {
+        gdb_session_free(s);
+        return NULL;
     }
-    while (rc == CREC_OK && !s->done) {
+    return s;
+}
+
+void gdb_session_free(gdb_session *s)
+{
+    if (!s)
+        return;
+    free(s->xml);
+    free(s->auxv);
+    free(s->points);
+    gdb_memo_free(s->memo);
+    free(s);
+}
+
+int gdb_session_packet(gdb_session *s, const char *body, size_t len)
+{
+    if (!s->done)
+        dispatch(s, body, len);
+    return s->done || !gdb_conn_alive(s->c);
+}
+
+int crec_gdb_serve(crec_gdb *g, crec_recording *rec, const crec_gdb_options *o,
+                   crec_error *err)
+{
+    gdb_session *s = NULL;
+    gdb_conn *c = NULL;
+    int fd = -1, rc;
+
+    rc = accept_gdb(g, o, &fd, err);
+    if (rc != CREC_OK)
+        return rc;
+    c = gdb_conn_new(fd, o ? o->log : NULL);
+    s = c ? gdb_session_new(rec, c, o) : NULL;
+    if (!s) {
+        gdb_conn_free(c);
+        err->code = CREC_ERR_NOMEM;
+        snprintf(err->msg, sizeof err->msg, "out of memory");
+        return CREC_ERR_NOMEM;
+    }
+    for (;;) {
         const char *body;
         size_t len;
-        int r = gdb_conn_recv(s->c, &body, &len);
+        int r = gdb_conn_recv(c, &body, &len);
         if (r <= 0)
             break; /* gdb went away: that is how a session ends */
         if (r == 2)
             continue; /* a ^C that came after the stop it asked for */
-        dispatch(s, body, len);
+        if (gdb_session_packet(s, body, len))
+            break;
     }
-    gdb_conn_free(s->c);
-    free(s->xml);
-    free(s->auxv);
-    free(s->points);
-    gdb_hits_free(s->hits);
-    free(s);
-    return rc;
+    gdb_session_free(s);
+    gdb_conn_free(c);
+    return CREC_OK;
 }

@@ -207,10 +207,11 @@ static void le(uint64_t v, size_t n, uint8_t *out)
 int gdb_reg_value(const crec_regs *r, int n, int avx, uint8_t *out)
 {
     size_t size = gdb_reg_size(n, avx);
-    const struct reg *g = &regs[n];
+    const struct reg *g;
 
     if (size == 0)
         return -1;
+    g = &regs[n];
     switch (g->src) {
     case S_GPR: le(r->gpr[g->n], 8, out); return 1;
     case S_RIP: le(r->rip, 8, out); return 1;

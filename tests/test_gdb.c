@@ -722,3 +722,131 @@ Test(gdb, listen_refuses_a_bad_port)
     cr_assert_not_null(strstr(err.msg, "70000"));
     crec_gdb_close(NULL);
 }
+
+/* ---- searches against a plain replay ----------------------------------------------- */
+
+/* Every access of the recording, from one plain run. */
+static crec_access accs[8192];
+static size_t naccs;
+
+static int note_access(void *ctx, crec_exec *x, const crec_access *a)
+{
+    (void)ctx, (void)x;
+    if (naccs < 8192) {
+        accs[naccs] = *a;
+        accs[naccs++].value = NULL;
+    }
+    return 0;
+}
+
+static int oracle_watch_hit(const gdb_point *p, const crec_access *a)
+{
+    int write = a->kind != CREC_ACCESS_READ;
+    if ((p->type == 2 && !write) || (p->type == 3 && write))
+        return 0;
+    return a->len == UINT64_MAX || (a->addr < p->addr + p->len && a->addr + a->len > p->addr);
+}
+
+/* Where a continue from t must stop, by brute force over rips[] and accs[]:
+ * the stop time and kind. */
+static void oracle(const gdb_point *pts, size_t n, uint64_t t, uint64_t end, int backward,
+                   uint64_t *st, int *kind)
+{
+    if (!backward) {
+        uint64_t best = end;
+        *kind = GDB_STOP_END;
+        for (size_t i = 0; i < naccs; i++)
+            for (size_t k = 0; k < n; k++)
+                if (pts[k].type >= 2 && accs[i].t >= t && accs[i].t + 1 < best + (*kind != GDB_STOP_WATCH) &&
+                    oracle_watch_hit(&pts[k], &accs[i]))
+                    best = accs[i].t + 1, *kind = GDB_STOP_WATCH;
+        for (uint64_t u = t + 1; u < end && u < best; u++)
+            for (size_t k = 0; k < n; k++)
+                if (pts[k].type <= 1 && rips[u] == pts[k].addr) {
+                    *st = u;
+                    *kind = GDB_STOP_SWBREAK;
+                    return;
+                }
+        *st = best;
+        return;
+    }
+    uint64_t best = 0;
+    int found = 0;
+    *kind = GDB_STOP_BEGIN;
+    for (size_t i = 0; i < naccs; i++)
+        for (size_t k = 0; k < n; k++)
+            if (pts[k].type >= 2 && accs[i].t < t && (!found || accs[i].t >= best) &&
+                oracle_watch_hit(&pts[k], &accs[i]))
+                best = accs[i].t, found = 1, *kind = GDB_STOP_WATCH;
+    for (uint64_t u = t; u-- > (found ? best + 1 : 0);)
+        for (size_t k = 0; k < n; k++)
+            if (pts[k].type <= 1 && rips[u] == pts[k].addr) {
+                *st = u;
+                *kind = GDB_STOP_SWBREAK;
+                return;
+            }
+    *st = found ? best : 0;
+}
+
+Test(gdb, searches_agree_with_a_plain_replay_whatever_they_remember)
+{
+    char cmd[256];
+    crec_observer obs = {0};
+    crec_error err = {0};
+    gdb_memo *memo;
+    uint64_t end;
+
+    snprintf(rec_path, sizeof rec_path, "/tmp/crec-test-gdb-%d.crec", (int)getpid());
+    snprintf(cmd, sizeof cmd, "cp traces-sample/segv.crec %s", rec_path);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_eq(crec_open(rec_path, 0, &rec, &err), CREC_OK, "%s", err.msg);
+    end = crec_length(rec);
+    cr_assert_lt(end, 4096);
+    obs.insn = note_rip;
+    obs.access = note_access;
+    cr_assert_eq(crec_exec_run(rec, 0, end, &obs, NULL, &err), CREC_OK, "%s", err.msg);
+    cr_assert_lt(naccs, 8192);
+    /* buckets of 32 instructions: the memory is used and filled all the time */
+    memo = gdb_memo_new(end, 5);
+    cr_assert_not_null(memo);
+    srand(17);
+    for (int iter = 0; iter < 400; iter++) {
+        gdb_point pts[4];
+        size_t n = 1 + (size_t)rand() % 3;
+        for (size_t k = 0; k < n; k++) {
+            int r = rand() % 10;
+            if (r < 6) { /* a breakpoint where the program goes, or not */
+                pts[k] = (gdb_point){r == 0 ? 1 : 0, rips[(size_t)rand() % end], 1};
+                if (r == 5)
+                    pts[k].addr = 0x1000;
+            } else { /* a watchpoint on bytes the program touches */
+                const crec_access *a = &accs[(size_t)rand() % naccs];
+                pts[k] = (gdb_point){2 + rand() % 3, a->len == UINT64_MAX ? 0x1000 : a->addr, 1 + (uint64_t)rand() % 8};
+            }
+        }
+        uint64_t t = (uint64_t)rand() % (end + 1);
+        for (int backward = 0; backward < 2; backward++) {
+            gdb_search q = {rec, pts, n, NULL, 1, memo};
+            gdb_stop st;
+            uint64_t want;
+            int kind;
+            if ((backward && t == 0) || (!backward && t == end))
+                continue; /* the server answers those itself */
+            oracle(pts, n, t, end, backward, &want, &kind);
+            int rc = backward ? gdb_backward(&q, t, &st, &err) : gdb_forward(&q, t, &st, &err);
+            cr_assert_eq(rc, CREC_OK, "%s", err.msg);
+            int got = st.kind == GDB_STOP_HWBREAK ? GDB_STOP_SWBREAK : st.kind;
+            cr_assert(st.t == want && got == kind,
+                      "iter %d, %s from %llu with %zu points (first type %d at 0x%llx): "
+                      "stopped at %llu kind %d, want %llu kind %d", iter,
+                      backward ? "backward" : "forward", (unsigned long long)t, n, pts[0].type,
+                      (unsigned long long)pts[0].addr, (unsigned long long)st.t, st.kind,
+                      (unsigned long long)want, kind);
+        }
+    }
+    gdb_memo_free(memo);
+    crec_close(rec);
+    snprintf(cmd, sizeof cmd, "%s.idx", rec_path);
+    unlink(cmd);
+    unlink(rec_path);
+}

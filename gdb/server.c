@@ -72,6 +72,8 @@ struct gdb_session {
     char exec_file[4096];   /* the program's path, "" until found */
     int end_signal;         /* gdb's number of the signal that ended the run, or 0 */
     gdb_memo *memo;         /* what motion.c learnt in earlier searches */
+    gdb_window *win;        /* registers and writes around where gdb looks */
+    int dir;                /* the way gdb last went: -1 backward, 1 forward */
 };
 
 /* ---- helpers --------------------------------------------------------------- */
@@ -174,8 +176,9 @@ static void set_time(gdb_session *s, uint64_t t)
 static int regs_at_t(gdb_session *s, crec_regs *r, crec_error *err)
 {
     if (!s->regs_ok || s->regs_t != s->t) {
-        if (crec_seek(s->rec, s->t, err) != CREC_OK ||
-            crec_read_registers(s->rec, &s->regs, err) != CREC_OK)
+        if (gdb_window_regs(s->win, s->rec, s->t, s->dir, &s->regs, err) != 0 &&
+            (crec_seek(s->rec, s->t, err) != CREC_OK ||
+             crec_read_registers(s->rec, &s->regs, err) != CREC_OK))
             return -1;
         s->regs_ok = 1;
         s->regs_t = s->t;
@@ -200,6 +203,10 @@ static struct line *line_at(gdb_session *s, uint64_t addr)
     if (l->state && l->addr == base)
         return l;
     l->addr = base;
+    if (gdb_window_line(s->win, s->rec, s->t, base, l->b, l->k) == 0) {
+        l->state = 1;
+        return l;
+    }
     if (crec_seek(s->rec, s->t, &err) != CREC_OK) {
         l->state = 0;
         return NULL;
@@ -394,6 +401,7 @@ static int do_step(gdb_session *s, int backward)
 {
     gdb_stop st;
 
+    s->dir = backward ? -1 : 1;
     if (backward ? s->t == 0 : s->t >= s->end) {
         stop_here(s, backward ? GDB_STOP_BEGIN : GDB_STOP_END, &st);
         return send_stop(s, &st);
@@ -412,6 +420,7 @@ static int do_continue(gdb_session *s, int backward)
     gdb_stop st;
     int rc;
 
+    s->dir = backward ? -1 : 1;
     if (backward ? s->t == 0 : s->t >= s->end) {
         stop_here(s, backward ? GDB_STOP_BEGIN : GDB_STOP_END, &st);
         return send_stop(s, &st);
@@ -1026,8 +1035,10 @@ gdb_session *gdb_session_new(crec_recording *rec, gdb_conn *c, const crec_gdb_op
     s->lines_t = UINT64_MAX;
     s->xml = gdb_tdesc_xml(s->avx);
     s->memo = gdb_memo_new(s->end, 0);
+    s->win = gdb_window_new();
+    s->dir = 1;
     stop_here(s, GDB_STOP_STEP, &s->last);
-    if (!s->xml || !s->memo) {
+    if (!s->xml || !s->memo || !s->win) {
         gdb_session_free(s);
         return NULL;
     }
@@ -1042,6 +1053,7 @@ void gdb_session_free(gdb_session *s)
     free(s->auxv);
     free(s->points);
     gdb_memo_free(s->memo);
+    gdb_window_free(s->win);
     free(s);
 }
 

@@ -850,3 +850,64 @@ Test(gdb, searches_agree_with_a_plain_replay_whatever_they_remember)
     unlink(cmd);
     unlink(rec_path);
 }
+
+static int same_regs(const crec_regs *a, const crec_regs *b)
+{
+    return memcmp(a->gpr, b->gpr, sizeof a->gpr) == 0 && a->rip == b->rip &&
+           a->rflags == b->rflags && a->fs_base == b->fs_base && a->gs_base == b->gs_base &&
+           memcmp(a->xmm, b->xmm, sizeof a->xmm) == 0 && a->mxcsr == b->mxcsr &&
+           a->fpcw == b->fpcw && a->fpsw == b->fpsw && a->fptag == b->fptag &&
+           memcmp(a->st, b->st, sizeof a->st) == 0;
+}
+
+Test(gdb, the_stepping_window_equals_the_query_api)
+{
+    char cmd[256];
+    crec_error err = {0};
+    gdb_window *w = gdb_window_new();
+    uint64_t end;
+    int answered = 0;
+
+    snprintf(rec_path, sizeof rec_path, "/tmp/crec-test-gdb-%d.crec", (int)getpid());
+    snprintf(cmd, sizeof cmd, "cp traces-sample/segv.crec %s", rec_path);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_eq(crec_open(rec_path, 0, &rec, &err), CREC_OK, "%s", err.msg);
+    cr_assert_not_null(w);
+    end = crec_length(rec);
+    srand(5);
+    uint64_t t = end / 2;
+    for (int iter = 0; iter < 300; iter++) {
+        /* mostly steps, as gdb makes them, sometimes a jump */
+        int dir = rand() % 2 ? 1 : -1;
+        if (rand() % 10 == 0)
+            t = (uint64_t)rand() % end;
+        else if (dir > 0 ? t + 1 < end : t > 0)
+            t = dir > 0 ? t + 1 : t - 1;
+        crec_regs got, want = regs_at(t);
+        cr_assert_eq(gdb_window_regs(w, rec, t, dir, &got, &err), 0, "t %llu: %s",
+                     (unsigned long long)t, err.msg);
+        cr_assert(same_regs(&got, &want), "registers at %llu", (unsigned long long)t);
+        for (uint64_t a = (want.gpr[CREC_RSP] - 128) & ~63ull; a < want.gpr[CREC_RSP] + 192; a += 64) {
+            uint8_t b[64], k[64], qb[64], qk[64];
+            if (gdb_window_line(w, rec, t, a, b, k) != 0)
+                continue; /* the kernel wrote it in the window: the query API answers */
+            answered++;
+            cr_assert_eq(crec_seek(rec, t, &err), CREC_OK);
+            cr_assert_eq(crec_read_memory(rec, a, 64, qb, qk, NULL, &err), CREC_OK, "%s", err.msg);
+            for (int i = 0; i < 64; i++) {
+                cr_assert_eq(k[i], qk[i], "known byte 0x%llx at %llu", (unsigned long long)(a + i),
+                             (unsigned long long)t);
+                if (k[i])
+                    cr_assert_eq(b[i], qb[i], "byte 0x%llx at %llu", (unsigned long long)(a + i),
+                                 (unsigned long long)t);
+            }
+        }
+    }
+    cr_assert_gt(answered, 300, "the window answered memory (%d lines)", answered);
+    cr_assert_eq(gdb_window_regs(w, rec, end, 1, &(crec_regs){0}, &err), -1, "not at the end");
+    gdb_window_free(w);
+    crec_close(rec);
+    snprintf(cmd, sizeof cmd, "%s.idx", rec_path);
+    unlink(cmd);
+    unlink(rec_path);
+}

@@ -20,10 +20,10 @@
 # host: the cross build compiles with -DCREC_NO_RECORDER, which takes
 # `record` and `run` out of cli/main.c's command table.
 
-S390X_MODULES := common format replayer index
+S390X_MODULES := common format replayer index gdb
 S390X_EMU     := emu/cpu.c emu/mem.c emu/blocks.c emu/cpuid.c emu/sysout.c emu/ucfix.c
 S390X_CLI     := cli/main.c cli/cmd_info.c cli/cmd_replay.c cli/cmd_query.c \
-                 cli/cmd_when.c cli/cmd_trace.c cli/cmd_profile.c
+                 cli/cmd_when.c cli/cmd_trace.c cli/cmd_profile.c cli/cmd_gdb.c
 
 S390X_BUILD   := build-s390x
 S390X_CC      := s390x-linux-gnu-gcc

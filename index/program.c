@@ -5,7 +5,9 @@
  * and how the run ended (include/crec.h).  Read from the CODE, SYMBOLS
  * and EVENTS streams on first need; nothing here replays.
  */
+#include <capstone/capstone.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,13 +212,11 @@ int crec_symbolize(crec_recording *rec, uint64_t addr, crec_symbol *sym, crec_er
         else
             b = m;
     }
-    /* the nearest before that covers addr: sized ones end, unsized ones
-     * reach as far as their mapping */
+    /* the nearest before that covers addr: a symbol without a size covers
+     * only its first byte (stretching it would name a PLT after _init) */
     for (size_t i = a; i-- > 0 && a - i <= 8;) {
         const struct qx_sym *s = &rec->syms[i];
-        const crec_module *m = &rec->modules[s->code];
-        if (s->size ? addr - s->addr < s->size
-                    : (m == sym->module && (i + 1 == rec->nsyms || rec->syms[i + 1].addr > addr))) {
+        if (s->size ? addr - s->addr < s->size : addr == s->addr) {
             sym->name = s->name;
             sym->addr = s->addr;
             sym->size = s->size;
@@ -421,4 +421,90 @@ int crec_ending(crec_recording *rec, crec_end *e, crec_error *err)
         return rc;
     e->rip = rec->kfs[last].regs.rip;
     return each_event(rec, last, exit_event, e, err);
+}
+
+/* ---- how a crash happened ------------------------------------------------------ */
+
+/* A register as Capstone names it, in the state r.  @return 0 for none. */
+static uint64_t cs_reg_value(csh cs, unsigned reg, const crec_regs *r)
+{
+    static const char *const r64[CREC_NGPR] = {
+        "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
+        "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15",
+    };
+    static const char *const r32[CREC_NGPR] = {
+        "eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi",
+        "r8d", "r9d", "r10d", "r11d", "r12d", "r13d", "r14d", "r15d",
+    };
+    const char *name;
+
+    if (reg == X86_REG_INVALID)
+        return 0;
+    if (reg == X86_REG_RIP)
+        return r->rip;
+    name = cs_reg_name(cs, reg);
+    for (int i = 0; name && i < CREC_NGPR; i++) {
+        if (strcmp(name, r64[i]) == 0)
+            return r->gpr[i];
+        if (strcmp(name, r32[i]) == 0) /* a 32-bit address (addr32 prefix) */
+            return r->gpr[i] & 0xffffffffu;
+    }
+    return 0;
+}
+
+int crec_crash_info(crec_recording *rec, crec_crash *c, crec_error *err)
+{
+    crec_end e;
+    crec_regs r;
+    uint8_t code[16];
+    uint64_t t0 = crec_tell(rec);
+    cs_insn *insn = NULL;
+    csh cs;
+    size_t n;
+    int rc;
+
+    memset(c, 0, sizeof *c);
+    if ((rc = crec_ending(rec, &e, err)) != CREC_OK)
+        return rc;
+    if (e.how != 1)
+        return crec_error_set(err, CREC_ERR_NOTFOUND, "the program was not killed by a signal");
+    c->signo = (int)e.value;
+    c->t = e.t;
+    c->rip = e.rip;
+    if ((rc = crec_seek(rec, e.t, err)) == CREC_OK)
+        rc = crec_read_registers(rec, &r, err);
+    if (rc == CREC_OK)
+        rc = crec_read_memory(rec, c->rip, sizeof code, code, NULL, NULL, NULL);
+    crec_seek(rec, t0, NULL);
+    if (rc != CREC_OK)
+        return CREC_OK; /* what the fault was, without its address */
+    if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
+        return CREC_OK;
+    cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+    n = cs_disasm(cs, code, sizeof code, c->rip, 1, &insn);
+    if (n)
+        snprintf(c->insn, sizeof c->insn, "%.31s%s%.120s", insn[0].mnemonic,
+                 insn[0].op_str[0] ? " " : "", insn[0].op_str);
+    else
+        snprintf(c->insn, sizeof c->insn, "(not an instruction)");
+    for (uint8_t i = 0; n && i < insn[0].detail->x86.op_count; i++) {
+        const cs_x86_op *op = &insn[0].detail->x86.operands[i];
+        if (op->type != X86_OP_MEM)
+            continue;
+        c->addr = cs_reg_value(cs, op->mem.base, &r) +
+                  cs_reg_value(cs, op->mem.index, &r) * (uint64_t)op->mem.scale +
+                  (uint64_t)op->mem.disp;
+        if (op->mem.base == X86_REG_RIP)
+            c->addr += insn[0].size; /* rip-relative: from the next instruction */
+        if (op->mem.segment == X86_REG_FS)
+            c->addr += r.fs_base;
+        else if (op->mem.segment == X86_REG_GS)
+            c->addr += r.gs_base;
+        c->has_addr = 1;
+        break;
+    }
+    if (n)
+        cs_free(insn, n);
+    cs_close(&cs);
+    return CREC_OK;
 }

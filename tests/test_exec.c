@@ -400,3 +400,47 @@ Test(exec, syscalls_without_replay)
     cr_assert_eq(crec_syscalls(rec, count_sys, &n, &err), CREC_OK, "%s", err.msg);
     cr_assert_gt(n, 10);
 }
+
+/* ---- the last write to a range ------------------------------------------------ */
+
+struct writes {
+    uint64_t addr, t[4096];
+    size_t n;
+};
+
+static int on_store(void *ctx, crec_exec *x, const crec_access *a)
+{
+    struct writes *w = ctx;
+
+    (void)x;
+    if (a->kind != CREC_ACCESS_READ && w->n < 4096)
+        w->t[w->n++] = a->t + 1;
+    return 0;
+}
+
+Test(exec, last_write_equals_a_linear_scan)
+{
+    static struct writes w;
+    crec_error err = {0};
+    crec_regs r;
+    uint64_t t;
+
+    /* a stack slot written now and then: the one RSP points at mid-run */
+    cr_assert_eq(crec_seek(rec, 60000, &err), CREC_OK);
+    cr_assert_eq(crec_read_registers(rec, &r, &err), CREC_OK);
+    w.addr = r.gpr[CREC_RSP] - 8;
+    crec_range range = {w.addr, 8};
+    crec_observer o = {.ctx = &w, .access = on_store, .ranges = &range, .n_ranges = 1};
+    cr_assert_eq(crec_exec_run(rec, 0, crec_length(rec), &o, NULL, &err), CREC_OK, "%s", err.msg);
+    cr_assert_gt(w.n, 2);
+    for (size_t i = 1; i < w.n; i += (w.n / 8) + 1) {
+        cr_assert_eq(crec_last_write(rec, w.addr, 8, w.t[i] - 1, &t, &err), CREC_OK, "%s",
+                     err.msg);
+        /* the last write strictly before instruction w.t[i] - 1 */
+        size_t k = i;
+        while (k > 0 && w.t[k] - 1 >= w.t[i] - 1)
+            k--;
+        cr_assert_eq(t, w.t[k], "before %lu", (unsigned long)(w.t[i] - 1));
+    }
+    cr_assert_eq(crec_last_write(rec, w.addr, 8, w.t[0] - 1, &t, &err), CREC_ERR_NOTFOUND);
+}

@@ -43,6 +43,52 @@ static int write_input(const uint8_t *data, size_t size)
 
 /* A few queries of the kinds a user runs: registers at the middle and the
  * end, and the memory at the stack pointer there (which builds the index). */
+/* The execution API and what the recording says of its program: a short
+ * run with every callback, symbols, syscalls, the ending and a crash. */
+static int on_block(void *ctx, crec_exec *x, uint64_t t, uint32_t tid, uint64_t addr, uint32_t n)
+{
+    uint8_t b[16];
+
+    (void)ctx, (void)t, (void)tid, (void)n;
+    crec_exec_read(x, crec_exec_reg(x, CREC_RSP), sizeof b, b, NULL, NULL);
+    return addr == 0;
+}
+
+static int on_access(void *ctx, crec_exec *x, const crec_access *a)
+{
+    (void)ctx, (void)x;
+    return a->len > 16 && a->kind != CREC_ACCESS_KERNEL;
+}
+
+static int on_sys(void *ctx, const crec_syscall_info *s)
+{
+    (void)ctx;
+    return s->nr > 1000;
+}
+
+static void execute(crec_recording *rec)
+{
+    crec_observer o = {.flags = CREC_EXEC_READS_MEMORY, .block = on_block, .access = on_access};
+    const crec_module *mods;
+    crec_symbol sym;
+    crec_crash crash;
+    crec_end end;
+    uint8_t *auxv;
+    size_t n, len;
+    uint64_t t;
+
+    crec_exec_run(rec, crec_length(rec) / 3, crec_length(rec) / 3 + 2000, &o, NULL, NULL);
+    if (crec_modules(rec, &mods, &n, NULL) == CREC_OK && n > 0)
+        crec_symbolize(rec, mods[0].addr + mods[0].len / 2, &sym, NULL);
+    crec_program_path(rec);
+    if (crec_initial_auxv(rec, &auxv, &len, NULL) == CREC_OK)
+        free(auxv);
+    crec_syscalls(rec, on_sys, NULL, NULL);
+    crec_ending(rec, &end, NULL);
+    crec_crash_info(rec, &crash, NULL);
+    crec_last_write(rec, 0x7fffffffe000, 8, crec_length(rec), &t, NULL);
+}
+
 static void query(void)
 {
     crec_recording *rec = NULL;
@@ -59,6 +105,7 @@ static void query(void)
     if (crec_seek(rec, crec_length(rec), &err) == CREC_OK &&
         crec_read_registers(rec, &regs, &err) == CREC_OK)
         crec_read_memory(rec, regs.gpr[CREC_RSP], sizeof buf, buf, known, &source, &err);
+    execute(rec);
     crec_close(rec);
 }
 

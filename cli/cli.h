@@ -46,9 +46,6 @@ int cmd_replay(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_query(int argc, char **argv);
 int cmd_when(int argc, char **argv);
-<<<<<<< HEAD
-int cmd_gdb(int argc, char **argv);
-=======
 int cmd_trace(int argc, char **argv);
 int cmd_calls(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
@@ -56,6 +53,7 @@ int cmd_backtrace(int argc, char **argv);
 int cmd_syscalls(int argc, char **argv);
 int cmd_find(int argc, char **argv);
 int cmd_printf(int argc, char **argv);
+int cmd_gdb(int argc, char **argv);
 
 /* ---- shared by the analysis commands (cli/analysis.c) ---------------------- */
 
@@ -85,7 +83,6 @@ int cli_output_gone(void);
  *  @return rc, or EXIT_FAIL when stdout failed for another reason than a
  *  reader that went away. */
 int cli_finish(crec_recording *rec, crec_symtab *sym, int rc);
->>>>>>> h-analysis
 
 /* A parsed WHAT of `crec query` / `crec when` (cmd_query.c). */
 struct cli_what {

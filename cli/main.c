@@ -19,9 +19,6 @@ static const struct cli_command commands[] = {
     {"info", "describe a recording: header, threads, streams, sizes", cmd_info},
     {"query", "the value of memory or a register at any instruction count", cmd_query},
     {"when", "every instruction count at which a memory value changed", cmd_when},
-<<<<<<< HEAD
-    {"gdb", "debug a recording with gdb, forwards and backwards in time", cmd_gdb},
-=======
     {"trace", "every instruction of a range: symbol, source line, disassembly", cmd_trace},
     {"calls", "every call of a function with its arguments and result; the call tree",
      cmd_calls},
@@ -31,7 +28,7 @@ static const struct cli_command commands[] = {
     {"syscalls", "every syscall of the recording, strace style", cmd_syscalls},
     {"find", "the next or previous time at which a condition holds", cmd_find},
     {"printf", "a printf added after the run, evaluated where it would have run", cmd_printf},
->>>>>>> h-analysis
+    {"gdb", "debug a recording with gdb, forwards and backwards in time", cmd_gdb},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

@@ -573,10 +573,14 @@ static void plain_stop(int kind, uint64_t t, uint32_t tid, gdb_stop *st)
     st->tid = tid;
 }
 
-/* ---- forwards -------------------------------------------------------------- */
+/* ---- a scan for breakpoints ------------------------------------------------ */
 
-struct fwd {
-    uint64_t skip;     /* the time we start from: its breakpoint is behind us */
+/* One run looking for breakpoints, forwards (stop at the first hit after
+ * `skip`) or backwards (run to the end of the window, keep the last). */
+struct scan {
+    int forward;
+    uint64_t skip;     /* forwards: where we start; its breakpoint is behind us */
+    gdb_memo *keep;    /* backwards: every hit of the window (the last HITS_KEPT) */
     struct runlog *log;
     struct codelog *code;
     int hit;
@@ -584,29 +588,73 @@ struct fwd {
     uint32_t tid;
 };
 
-static int fwd_insn(void *ctx, crec_exec *x, uint64_t t, uint32_t tid, uint64_t rip)
+static int scan_insn(void *ctx, crec_exec *x, uint64_t t, uint32_t tid, uint64_t rip)
 {
-    struct fwd *f = ctx;
+    struct scan *sc = ctx;
+    gdb_memo *h = sc->keep;
 
     (void)x;
-    runlog_hit(f->log, t, rip);
-    if (t == f->skip)
+    runlog_hit(sc->log, t, rip);
+    if (sc->forward && t == sc->skip)
         return 0;
-    f->hit = 1;
-    f->t = t;
-    f->tid = tid;
-    return 1;
+    sc->hit = 1;
+    sc->t = t;
+    sc->tid = tid;
+    if (sc->forward)
+        return 1;
+    if (h && h->t) {
+        if (h->n == HITS_KEPT) { /* keep the newest: the window now starts later */
+            memmove(h->t, h->t + 1, (HITS_KEPT - 1) * sizeof *h->t);
+            memmove(h->tid, h->tid + 1, (HITS_KEPT - 1) * sizeof *h->tid);
+            h->n--;
+            h->lo = h->t[0] + 1 > h->lo ? h->t[0] + 1 : h->lo;
+        }
+        h->t[h->n] = t;
+        h->tid[h->n++] = tid;
+    }
+    return 0; /* the last hit of the window is the one: run on */
 }
 
-static int fwd_block(void *ctx, crec_exec *x, uint64_t t, uint32_t tid, uint64_t addr,
-                     uint32_t n)
+static int scan_block(void *ctx, crec_exec *x, uint64_t t, uint32_t tid, uint64_t addr,
+                      uint32_t n)
 {
-    struct fwd *f = ctx;
+    struct scan *sc = ctx;
 
     (void)tid;
-    code_block(f->code, x, t, addr, n);
+    code_block(sc->code, x, t, addr, n);
     return 0;
 }
+
+/* Run [lo, hi) looking for the breakpoints of g, learning what it sees. */
+static int scan_run(const gdb_search *s, const struct targets *g, struct scan *sc, uint64_t lo,
+                    uint64_t hi, crec_error *err)
+{
+    gdb_memo *m = s->memo;
+    unsigned sh = m ? m->shift : BUCKET_SHIFT;
+    struct runlog log = {sh, NULL, 0, 0, 0};
+    struct codelog code = {m, lo, SIZE_MAX, NULL, 0, 0, 0, {0, 0}, SIZE_MAX, {{0}}};
+    crec_observer obs = {0};
+    int rc;
+
+    sc->log = &log;
+    sc->code = &code;
+    obs.ctx = sc;
+    obs.insn = scan_insn;
+    obs.addrs = g->bp;
+    obs.n_addrs = g->nbp;
+    obs.block = m ? scan_block : NULL;
+    rc = crec_exec_run(s->rec, lo, hi, &obs, NULL, err);
+    /* a forward run that stopped saw everything up to its stop */
+    uint64_t seen = sc->forward && sc->hit ? sc->t : hi;
+    if (rc == CREC_OK)
+        learn(m, g->bp, g->nbp, lo, seen, &log);
+    if (m)
+        code_end(&code, rc == CREC_OK ? seen : 0);
+    free(log.pairs);
+    return rc;
+}
+
+/* ---- forwards -------------------------------------------------------------- */
 
 int gdb_forward(const gdb_search *s, uint64_t t, gdb_stop *stop, crec_error *err)
 {
@@ -642,23 +690,9 @@ int gdb_forward(const gdb_search *s, uint64_t t, gdb_stop *stop, crec_error *err
             to += 1ull << sh;
         if (to > limit)
             to = limit;
-        struct runlog log = {sh, NULL, 0, 0, 0};
-        struct codelog code = {m, pos, SIZE_MAX, NULL, 0, 0, 0, {0, 0}, SIZE_MAX, {{0}}};
-        struct fwd f = {t, &log, &code, 0, 0, 0};
-        crec_observer obs = {0};
+        struct scan f = {1, t, NULL, NULL, NULL, 0, 0, 0};
         double t0 = now_seconds();
-        obs.ctx = &f;
-        obs.insn = fwd_insn;
-        obs.addrs = g.bp;
-        obs.n_addrs = g.nbp;
-        obs.block = m ? fwd_block : NULL;
-        rc = crec_exec_run(s->rec, pos, to, &obs, NULL, err);
-        if (rc == CREC_OK)
-            learn(m, g.bp, g.nbp, pos, f.hit ? f.t : to, &log);
-        if (m)
-            code_end(&code, rc == CREC_OK ? (f.hit ? f.t : to) : 0);
-        free(log.pairs);
-        if (rc != CREC_OK)
+        if ((rc = scan_run(s, &g, &f, pos, to, err)) != CREC_OK)
             goto out;
         if (f.hit) {
             bp_stop(&g, f.t, f.tid, stop);
@@ -682,48 +716,6 @@ out:
 }
 
 /* ---- backwards ------------------------------------------------------------- */
-
-struct bwd {
-    gdb_memo *keep;    /* every hit of the window (the last HITS_KEPT) */
-    struct runlog *log;
-    struct codelog *code;
-    int hit;
-    uint64_t t;
-    uint32_t tid;
-};
-
-static int bwd_insn(void *ctx, crec_exec *x, uint64_t t, uint32_t tid, uint64_t rip)
-{
-    struct bwd *b = ctx;
-    gdb_memo *h = b->keep;
-
-    (void)x;
-    runlog_hit(b->log, t, rip);
-    b->hit = 1;
-    b->t = t;
-    b->tid = tid;
-    if (h && h->t) {
-        if (h->n == HITS_KEPT) { /* keep the newest: the window now starts later */
-            memmove(h->t, h->t + 1, (HITS_KEPT - 1) * sizeof *h->t);
-            memmove(h->tid, h->tid + 1, (HITS_KEPT - 1) * sizeof *h->tid);
-            h->n--;
-            h->lo = h->t[0] + 1 > h->lo ? h->t[0] + 1 : h->lo;
-        }
-        h->t[h->n] = t;
-        h->tid[h->n++] = tid;
-    }
-    return 0; /* the last hit of the window is the one: run on */
-}
-
-static int bwd_block(void *ctx, crec_exec *x, uint64_t t, uint32_t tid, uint64_t addr,
-                     uint32_t n)
-{
-    struct bwd *b = ctx;
-
-    (void)tid;
-    code_block(b->code, x, t, addr, n);
-    return 0;
-}
 
 /* Are the kept hits for these breakpoints? */
 static int hits_for(const gdb_memo *h, const struct targets *g)
@@ -806,26 +798,13 @@ int gdb_backward(const gdb_search *s, uint64_t t, gdb_stop *stop, crec_error *er
             lo -= 1ull << sh;
         if (lo < floor)
             lo = floor;
-        struct runlog log = {sh, NULL, 0, 0, 0};
-        struct codelog code = {m, lo, SIZE_MAX, NULL, 0, 0, 0, {0, 0}, SIZE_MAX, {{0}}};
-        struct bwd b = {m, &log, &code, 0, 0, 0};
-        crec_observer obs = {0};
-        obs.ctx = &b;
-        obs.insn = bwd_insn;
-        obs.addrs = g.bp;
-        obs.n_addrs = g.nbp;
-        obs.block = m ? bwd_block : NULL;
+        struct scan b = {0, 0, m, NULL, NULL, 0, 0, 0};
         hits_reset(m, &g, lo, hi);
-        rc = crec_exec_run(s->rec, lo, hi, &obs, NULL, err);
-        if (rc == CREC_OK)
-            learn(m, g.bp, g.nbp, lo, hi, &log);
-        else if (m)
-            m->naddrs = 0, m->hi = 0; /* what it holds is not a whole window */
-        if (m)
-            code_end(&code, rc == CREC_OK ? hi : 0);
-        free(log.pairs);
-        if (rc != CREC_OK)
+        if ((rc = scan_run(s, &g, &b, lo, hi, err)) != CREC_OK) {
+            if (m)
+                m->naddrs = 0, m->hi = 0; /* what it holds is not a whole window */
             goto out;
+        }
         if (b.hit) {
             bp_stop(&g, b.t, b.tid, stop);
             goto out;

@@ -275,16 +275,34 @@ static void *serve_main(void *arg)
     return NULL;
 }
 
-static void server_start(void)
+/* A copy of traces-sample/segv.crec, opened: its index is written beside it. */
+static void sample_open(void)
 {
     char cmd[256];
     crec_error err = {0};
-    struct sockaddr_in a = {0};
 
     snprintf(rec_path, sizeof rec_path, "/tmp/crec-test-gdb-%d.crec", (int)getpid());
     snprintf(cmd, sizeof cmd, "cp traces-sample/segv.crec %s", rec_path);
     cr_assert_eq(system(cmd), 0);
     cr_assert_eq(crec_open(rec_path, 0, &rec, &err), CREC_OK, "%s", err.msg);
+}
+
+static void sample_close(void)
+{
+    char idx[80];
+
+    crec_close(rec);
+    snprintf(idx, sizeof idx, "%s.idx", rec_path);
+    unlink(rec_path);
+    unlink(idx);
+}
+
+static void server_start(void)
+{
+    crec_error err = {0};
+    struct sockaddr_in a = {0};
+
+    sample_open();
     cr_assert_eq(crec_gdb_listen(0, &srv, &err), CREC_OK, "%s", err.msg);
     cr_assert_gt(crec_gdb_port(srv), 0);
     cr_assert_eq(pthread_create(&srv_thread, NULL, serve_main, NULL), 0);
@@ -298,17 +316,12 @@ static void server_start(void)
 /* Close our end, wait for the server to end its session. */
 static int server_stop(void)
 {
-    char idx[80];
-
     if (sock >= 0)
         close(sock);
     sock = -1;
     pthread_join(srv_thread, NULL);
     crec_gdb_close(srv);
-    crec_close(rec);
-    snprintf(idx, sizeof idx, "%s.idx", rec_path);
-    unlink(rec_path);
-    unlink(idx);
+    sample_close();
     return srv_rc;
 }
 
@@ -790,16 +803,12 @@ static void oracle(const gdb_point *pts, size_t n, uint64_t t, uint64_t end, int
 
 Test(gdb, searches_agree_with_a_plain_replay_whatever_they_remember)
 {
-    char cmd[256];
     crec_observer obs = {0};
     crec_error err = {0};
     gdb_memo *memo;
     uint64_t end;
 
-    snprintf(rec_path, sizeof rec_path, "/tmp/crec-test-gdb-%d.crec", (int)getpid());
-    snprintf(cmd, sizeof cmd, "cp traces-sample/segv.crec %s", rec_path);
-    cr_assert_eq(system(cmd), 0);
-    cr_assert_eq(crec_open(rec_path, 0, &rec, &err), CREC_OK, "%s", err.msg);
+    sample_open();
     end = crec_length(rec);
     cr_assert_lt(end, 4096);
     obs.insn = note_rip;
@@ -845,10 +854,7 @@ Test(gdb, searches_agree_with_a_plain_replay_whatever_they_remember)
         }
     }
     gdb_memo_free(memo);
-    crec_close(rec);
-    snprintf(cmd, sizeof cmd, "%s.idx", rec_path);
-    unlink(cmd);
-    unlink(rec_path);
+    sample_close();
 }
 
 static int same_regs(const crec_regs *a, const crec_regs *b)
@@ -862,16 +868,12 @@ static int same_regs(const crec_regs *a, const crec_regs *b)
 
 Test(gdb, the_stepping_window_equals_the_query_api)
 {
-    char cmd[256];
     crec_error err = {0};
     gdb_window *w = gdb_window_new();
     uint64_t end;
     int answered = 0;
 
-    snprintf(rec_path, sizeof rec_path, "/tmp/crec-test-gdb-%d.crec", (int)getpid());
-    snprintf(cmd, sizeof cmd, "cp traces-sample/segv.crec %s", rec_path);
-    cr_assert_eq(system(cmd), 0);
-    cr_assert_eq(crec_open(rec_path, 0, &rec, &err), CREC_OK, "%s", err.msg);
+    sample_open();
     cr_assert_not_null(w);
     end = crec_length(rec);
     srand(5);
@@ -906,8 +908,5 @@ Test(gdb, the_stepping_window_equals_the_query_api)
     cr_assert_gt(answered, 300, "the window answered memory (%d lines)", answered);
     cr_assert_eq(gdb_window_regs(w, rec, end, 1, &(crec_regs){0}, &err), -1, "not at the end");
     gdb_window_free(w);
-    crec_close(rec);
-    snprintf(cmd, sizeof cmd, "%s.idx", rec_path);
-    unlink(cmd);
-    unlink(rec_path);
+    sample_close();
 }

@@ -41,9 +41,13 @@
 
 #include "gdb/gdb_int.h"
 
-/* The first forward piece, and the most a piece or a window may grow to. */
+/* The first forward piece, and the most a piece may grow to (a forward run
+ * stops at its first hit, so only ^C wants pieces at all). */
 #define PIECE_FIRST 4000000ull
 #define PIECE_MAX 512000000ull
+/* The most a backward window may grow to: a window runs to its end before
+ * its last hit is known, so a long one would replay far past the hit. */
+#define WINDOW_MAX 64000000ull
 /* A piece that took less than this doubles the next. */
 #define PIECE_SECONDS 0.25
 /* The most hits of one window kept for the next reverse-continue. */
@@ -809,7 +813,7 @@ int gdb_backward(const gdb_search *s, uint64_t t, gdb_stop *stop, crec_error *er
             bp_stop(&g, b.t, b.tid, stop);
             goto out;
         }
-        size = 2 * (hi - lo) < PIECE_MAX ? 2 * (hi - lo) : PIECE_MAX;
+        size = 2 * (hi - lo) < WINDOW_MAX ? 2 * (hi - lo) : WINDOW_MAX;
         hi = lo;
         if (hi > floor && s->conn && gdb_conn_interrupted(s->conn)) {
             plain_stop(GDB_STOP_INTERRUPT, hi, s->tid, stop);

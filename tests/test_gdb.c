@@ -910,3 +910,33 @@ Test(gdb, the_stepping_window_equals_the_query_api)
     gdb_window_free(w);
     sample_close();
 }
+
+Test(gdb, a_long_run_sees_the_interrupt_and_keeps_the_next_packet)
+{
+    int sv[2];
+    gdb_conn *c;
+    const char *body;
+    size_t len;
+
+    cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    c = gdb_conn_new(sv[0], NULL);
+    cr_assert_not_null(c);
+    gdb_conn_no_ack(c);
+    cr_assert_eq(gdb_conn_interrupted(c), 0, "nothing sent yet");
+    /* ^C, then a packet gdb sent early: seen, and kept for recv */
+    cr_assert_eq(write(sv[1], "\x03$g#67", 6), 6);
+    cr_assert_eq(gdb_conn_interrupted(c), 1);
+    cr_assert_eq(gdb_conn_recv(c, &body, &len), 2, "the interrupt first");
+    cr_assert_eq(gdb_conn_recv(c, &body, &len), 1);
+    cr_assert_str_eq(body, "g");
+    /* a packet alone is no interrupt, and is not lost */
+    cr_assert_eq(write(sv[1], "$?#3f", 5), 5);
+    cr_assert_eq(gdb_conn_interrupted(c), 0);
+    cr_assert_eq(gdb_conn_recv(c, &body, &len), 1);
+    cr_assert_str_eq(body, "?");
+    /* a peer that went away stops a run too */
+    close(sv[1]);
+    cr_assert_eq(gdb_conn_interrupted(c), 1);
+    cr_assert_eq(gdb_conn_recv(c, &body, &len), 0);
+    gdb_conn_free(c);
+}

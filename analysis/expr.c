@@ -195,8 +195,9 @@ static struct crec_expr *unary(struct parser *ps)
         }
         if (!(e = node(ps, E_NUM)))
             return NULL;
-        if (crec_symtab_resolve(ps->sym, name, &e->num, ps->err) != CREC_OK && !ps->failed)
-            ps->failed = CREC_ERR_ARG;
+        int rc = crec_symtab_resolve(ps->sym, name, &e->num, ps->err);
+        if (rc != CREC_OK && !ps->failed)
+            ps->failed = rc;
         return e;
     }
     fail(ps, "a number, register, symbol or '(' expected");

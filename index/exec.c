@@ -12,7 +12,8 @@
  * memory holds the right bytes only where the run loaded or stored them
  * (or restored them at a restart point) and the kernel has not written
  * since, so with CREC_EXEC_READS_MEMORY the run keeps a bitmap of those
- * bytes, page by page; every other byte is asked of the query engine.
+ * bytes, page by page; every other byte is asked of the query engine, and
+ * then put into replay memory and marked, so that it is asked once.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -312,14 +313,20 @@ int crec_exec_run(crec_recording *rec, uint64_t from, uint64_t to, const crec_ob
     size_t kf;
     int rc;
 
-    if (to > rec->end)
-        to = rec->end;
     if (from > rec->end)
         return crec_error_set(err, CREC_ERR_ARG, "time %" PRIu64 " is past the end of the "
                               "recording (%" PRIu64 " instructions)", from, rec->end);
     if (from > to)
         return crec_error_set(err, CREC_ERR_ARG, "a run from %" PRIu64 " to %" PRIu64
                               " goes back in time", from, to);
+    if (to > rec->end)
+        to = rec->end;
+    /* nothing before the first key frame can be replayed (a ring recording
+     * dropped it): a run starts there at the earliest */
+    if (from < rec->kfs[0].global_icount)
+        from = rec->kfs[0].global_icount;
+    if (to < from)
+        to = from;
     if (stopped)
         *stopped = to;
     if (from == to)
@@ -397,7 +404,7 @@ int crec_exec_read(crec_exec *x, uint64_t addr, size_t len, uint8_t *buf, uint8_
 {
     uint8_t *k = known ? known : crec_malloc(len ? len : 1);
     size_t nheld = 0;
-    int src, rc = CREC_OK;
+    int src = 0, rc = CREC_OK;
 
     if (!k)
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
@@ -407,15 +414,24 @@ int crec_exec_read(crec_exec *x, uint64_t addr, size_t len, uint8_t *buf, uint8_
     }
     for (size_t i = 0; x->track && i < len; i++)
         nheld += held(x, addr + i);
-    if (nheld == len && crec_replay_qrun_read(x->q, addr, len, buf) == 0) {
+    if (nheld == len && crec_replay_qrun_read(x->q, buf, addr, len) == 0) {
         memset(k, 1, len);
         goto out;
     }
     /* some bytes the run does not hold: the query engine knows them */
     rc = qx_read_at(x->rec, x->now, addr, len, buf, k, &src, err);
-    for (size_t i = 0; rc == CREC_OK && nheld && i < len; i++)
-        if (held(x, addr + i) && crec_replay_qrun_read(x->q, addr + i, 1, &buf[i]) == 0)
-            k[i] = 1;
+    for (size_t i = 0; rc == CREC_OK && x->track && i < len; i++) {
+        if (held(x, addr + i)) {
+            if (crec_replay_qrun_read(x->q, &buf[i], addr + i, 1) == 0)
+                k[i] = 1;
+        } else if (k[i] && src != CREC_SRC_CODE &&
+                   crec_replay_qrun_write(x->q, addr + i, 1, &buf[i]) == 0) {
+            /* the run holds it now: the next read of it costs no query,
+             * until the kernel writes it (exec evaluates a condition
+             * before every instruction) */
+            mark(x, addr + i, 1, 1);
+        }
+    }
 out:
     if (!known)
         crec_free(k);

@@ -11,7 +11,6 @@
 #include "index/index.h"
 #include "replayer/replayer.h"
 
-#define QX_PAGE 4096ull
 
 /* A page of a snapshot. */
 struct qx_snap_page {
@@ -40,7 +39,7 @@ struct qx_sym {
 /* One mapping of a key frame's memory-map listing. */
 struct qx_mapping {
     uint64_t start, end;
-    int prot;          /* CREC_PROT_* */
+    int prot;          /* CREC_FMT_PROT_* */
 };
 
 struct crec_recording {

@@ -13,22 +13,25 @@
  * A client that halts the run is told nothing more: Unicorn may still run
  * the rest of the block, which no one sees.
  */
-#include <unicorn/unicorn.h>
-
 #include "common/common.h"
 #include "replayer/replayer_int.h"
 
 static crec_replay_qrun *qrun_of(struct rep_seg *s)
 {
-    return (crec_replay_qrun *)s; /* a qrun is its rep_seg (qrun.c) */
+    return s->owner;
 }
 
-static void code_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
+static struct rep_seg *seg_of(crec_replay_qrun *q)
 {
-    struct rep_seg *s = ud;
+    return (struct rep_seg *)(void *)q; /* a qrun is its rep_seg (qrun.c) */
+}
+
+static void code_hook(void *ctx, uint64_t addr, unsigned size)
+{
+    struct rep_seg *s = ctx;
     uint64_t t;
 
-    (void)uc, (void)size;
+    (void)size;
     if (s->halted || !s->exec->insn)
         return;
     if (s->exec->every_insn)
@@ -47,11 +50,10 @@ int rep_exec_open(struct rep_seg *s, crec_error *err)
     if (!x->insn)
         return CREC_OK;
     if (x->every_insn)
-        return crec_emu_cpu_hook_code(s->cpu, 1, 0, (void *)code_hook, s, err);
+        return crec_emu_cpu_hook_code(s->cpu, 1, 0, code_hook, s, err);
     for (size_t i = 0; i < x->n_addrs && rc == CREC_OK; i++)
         if (i == 0 || x->addrs[i] != x->addrs[i - 1])
-            rc = crec_emu_cpu_hook_code(s->cpu, x->addrs[i], x->addrs[i], (void *)code_hook, s,
-                                        err);
+            rc = crec_emu_cpu_hook_code(s->cpu, x->addrs[i], x->addrs[i], code_hook, s, err);
     return rc;
 }
 
@@ -85,7 +87,7 @@ void rep_exec_access(struct rep_seg *s, int kind, uint64_t addr, uint64_t len,
 
 void rep_exec_syscall(struct rep_seg *s, const crec_fmt_event *ev)
 {
-    uint64_t rip = crec_emu_reg_get(s->cpu, UC_X86_REG_RIP);
+    uint64_t rip = crec_emu_reg_get(s->cpu, CREC_EMU_RIP);
 
     if (s->halted || !s->exec->syscall)
         return;
@@ -98,7 +100,7 @@ void rep_exec_syscall(struct rep_seg *s, const crec_fmt_event *ev)
 
 void crec_replay_qrun_halt(crec_replay_qrun *q)
 {
-    struct rep_seg *s = (struct rep_seg *)q;
+    struct rep_seg *s = seg_of(q);
 
     if (!s->halted) {
         s->halted = 1;
@@ -108,62 +110,41 @@ void crec_replay_qrun_halt(crec_replay_qrun *q)
 
 int crec_replay_qrun_halted(const crec_replay_qrun *q)
 {
-    return ((const struct rep_seg *)q)->halted;
+    return ((const struct rep_seg *)(const void *)q)->halted;
 }
 
 uint64_t crec_replay_qrun_time(crec_replay_qrun *q)
 {
-    struct rep_seg *s = (struct rep_seg *)q;
+    struct rep_seg *s = seg_of(q);
     uint64_t rip;
 
     if (s->in_syscall)
         return crec_emu_cpu_icount(s->cpu) - 1;
     if (s->exec && s->exec->insn && s->exec->every_insn && s->blk_k > 0)
         return s->blk_t + s->blk_k - 1; /* the instruction the code hook saw last */
-    rip = crec_emu_reg_get(s->cpu, UC_X86_REG_RIP);
+    rip = crec_emu_reg_get(s->cpu, CREC_EMU_RIP);
     return crec_emu_cpu_icount_at(s->cpu, rip);
-}
-
-uint64_t crec_replay_qrun_icount(crec_replay_qrun *q)
-{
-    return crec_emu_cpu_icount(((struct rep_seg *)q)->cpu);
 }
 
 uint32_t crec_replay_qrun_tid(const crec_replay_qrun *q)
 {
-    return ((const struct rep_seg *)q)->tid;
-}
-
-int crec_replay_qrun_regs(crec_replay_qrun *q, crec_regs *r, crec_error *err)
-{
-    struct rep_seg *s = (struct rep_seg *)q;
-
-    if (crec_emu_regs_get(s->cpu, r) != CREC_OK)
-        return crec_error_set(err, CREC_ERR_EMU, "can't read the registers");
-    if (s->rip_fix)
-        r->rip = s->rip_fix;
-    return CREC_OK;
+    return ((const struct rep_seg *)(const void *)q)->tid;
 }
 
 uint64_t crec_replay_qrun_reg(crec_replay_qrun *q, int id)
 {
-    static const int ids[] = {
-        UC_X86_REG_RAX, UC_X86_REG_RCX, UC_X86_REG_RDX, UC_X86_REG_RBX,
-        UC_X86_REG_RSP, UC_X86_REG_RBP, UC_X86_REG_RSI, UC_X86_REG_RDI,
-        UC_X86_REG_R8,  UC_X86_REG_R9,  UC_X86_REG_R10, UC_X86_REG_R11,
-        UC_X86_REG_R12, UC_X86_REG_R13, UC_X86_REG_R14, UC_X86_REG_R15,
-        UC_X86_REG_RIP, UC_X86_REG_EFLAGS, UC_X86_REG_FS_BASE, UC_X86_REG_GS_BASE,
-    };
-    struct rep_seg *s = (struct rep_seg *)q;
+    struct rep_seg *s = seg_of(q);
 
-    if (id < 0 || (size_t)id >= sizeof ids / sizeof ids[0])
+    if (id < 0 || id > CREC_FMT_REG_GS_BASE)
         return 0;
     if (id == CREC_FMT_REG_RIP && s->rip_fix)
         return s->rip_fix;
-    return crec_emu_reg_get(s->cpu, ids[id]);
+    /* emu's ids follow crec_gpr order, then rip, rflags, fs_base, gs_base,
+     * as the SYSCALL record's ids do */
+    return crec_emu_reg_get(s->cpu, (enum crec_emu_reg)(CREC_EMU_RAX + id));
 }
 
-int crec_replay_qrun_read(crec_replay_qrun *q, uint64_t addr, uint64_t len, uint8_t *buf)
+int crec_replay_qrun_write(crec_replay_qrun *q, uint64_t addr, uint64_t len, const uint8_t *buf)
 {
-    return crec_emu_mem_read(((struct rep_seg *)q)->cpu, buf, addr, len);
+    return crec_emu_mem_write((seg_of(q))->cpu, addr, buf, len);
 }

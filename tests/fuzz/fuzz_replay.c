@@ -19,9 +19,23 @@
 
 #include "crec.h"
 #include "format/format_int.h"
-#include "replayer/replayer.h"
 
 static char path[64], idx_path[80];
+
+/* An error must say what failed (docs/ARCHITECTURE.md, Errors). */
+static void check_message(int rc, const crec_error *err, const char *what)
+{
+    if (rc != CREC_OK && err->msg[0] == '\0') {
+        fprintf(stderr, "fuzz_replay: %s failed with code %d (%s) and no message\n", what, rc,
+                crec_strerror(rc));
+        abort();
+    }
+    if (rc != CREC_OK && (int)err->code != rc) {
+        fprintf(stderr, "fuzz_replay: %s returned %d but its error says %d: %s\n", what, rc,
+                (int)err->code, err->msg);
+        abort();
+    }
+}
 
 static int write_input(const uint8_t *data, size_t size)
 {
@@ -41,8 +55,6 @@ static int write_input(const uint8_t *data, size_t size)
     return fclose(f);
 }
 
-/* A few queries of the kinds a user runs: registers at the middle and the
- * end, and the memory at the stack pointer there (which builds the index). */
 /* The execution API and what the recording says of its program: a short
  * run with every callback, symbols, syscalls, the ending and a crash. */
 static int on_block(void *ctx, crec_exec *x, uint64_t t, uint32_t tid, uint64_t addr, uint32_t n)
@@ -70,25 +82,40 @@ static void execute(crec_recording *rec)
 {
     crec_observer o = {.flags = CREC_EXEC_READS_MEMORY, .block = on_block, .access = on_access};
     const crec_module *mods;
+    crec_error err = {0};
     crec_symbol sym;
     crec_crash crash;
     crec_end end;
     uint8_t *auxv;
     size_t n, len;
     uint64_t t;
+    int rc;
 
-    crec_exec_run(rec, crec_length(rec) / 3, crec_length(rec) / 3 + 2000, &o, NULL, NULL);
-    if (crec_modules(rec, &mods, &n, NULL) == CREC_OK && n > 0)
-        crec_symbolize(rec, mods[0].addr + mods[0].len / 2, &sym, NULL);
+    rc = crec_exec_run(rec, crec_length(rec) / 3, crec_length(rec) / 3 + 2000, &o, NULL, &err);
+    check_message(rc, &err, "crec_exec_run");
+    rc = crec_modules(rec, &mods, &n, &err);
+    check_message(rc, &err, "crec_modules");
+    if (rc == CREC_OK && n > 0) {
+        rc = crec_symbolize(rec, mods[0].addr + mods[0].len / 2, &sym, &err);
+        check_message(rc, &err, "crec_symbolize");
+    }
     crec_program_path(rec);
-    if (crec_initial_auxv(rec, &auxv, &len, NULL) == CREC_OK)
+    rc = crec_initial_auxv(rec, &auxv, &len, &err);
+    check_message(rc, &err, "crec_initial_auxv");
+    if (rc == CREC_OK)
         free(auxv);
-    crec_syscalls(rec, on_sys, NULL, NULL);
-    crec_ending(rec, &end, NULL);
-    crec_crash_info(rec, &crash, NULL);
-    crec_last_write(rec, 0x7fffffffe000, 8, crec_length(rec), &t, NULL);
+    rc = crec_syscalls(rec, on_sys, NULL, &err);
+    check_message(rc, &err, "crec_syscalls");
+    rc = crec_ending(rec, &end, &err);
+    check_message(rc, &err, "crec_ending");
+    rc = crec_crash_info(rec, &crash, &err);
+    check_message(rc, &err, "crec_crash_info");
+    rc = crec_last_write(rec, 0x7fffffffe000, 8, crec_length(rec), &t, &err);
+    check_message(rc, &err, "crec_last_write");
 }
 
+/* A few queries of the kinds a user runs: registers at the middle and the
+ * end, and the memory at the stack pointer there (which builds the index). */
 static void query(void)
 {
     crec_recording *rec = NULL;
@@ -97,14 +124,24 @@ static void query(void)
     uint8_t buf[16], known[16];
     int source;
 
-    if (crec_open(path, 0, &rec, &err) != CREC_OK)
+    int rc = crec_open(path, 0, &rec, &err);
+
+    check_message(rc, &err, "crec_open");
+    if (rc != CREC_OK)
         return;
-    if (crec_seek(rec, crec_length(rec) / 2, &err) == CREC_OK &&
-        crec_read_registers(rec, &regs, &err) == CREC_OK)
-        crec_read_memory(rec, regs.gpr[CREC_RSP], sizeof buf, buf, known, &source, &err);
-    if (crec_seek(rec, crec_length(rec), &err) == CREC_OK &&
-        crec_read_registers(rec, &regs, &err) == CREC_OK)
-        crec_read_memory(rec, regs.gpr[CREC_RSP], sizeof buf, buf, known, &source, &err);
+    for (int end = 0; end < 2; end++) {
+        rc = crec_seek(rec, end ? crec_length(rec) : crec_length(rec) / 2, &err);
+        check_message(rc, &err, "crec_seek");
+        if (rc == CREC_OK) {
+            rc = crec_read_registers(rec, &regs, &err);
+            check_message(rc, &err, "crec_read_registers");
+        }
+        if (rc == CREC_OK) {
+            rc = crec_read_memory(rec, regs.gpr[CREC_RSP], sizeof buf, buf, known, &source,
+                                  &err);
+            check_message(rc, &err, "crec_read_memory");
+        }
+    }
     execute(rec);
     crec_close(rec);
 }
@@ -119,7 +156,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (write_input(data, size) != 0)
         return 0;
     o.jobs = 1;
-    crec_replay_run(path, &o, &res, &err);
+    check_message(crec_replay_run(path, &o, &res, &err), &err, "crec_replay_run");
     query();
     unlink(idx_path);
     return 0;

@@ -57,12 +57,6 @@ static int write_input(const uint8_t *data, size_t size)
     return fclose(f);
 }
 
-static int race_seen(void *ctx, const crec_race *r)
-{
-    (void)ctx, (void)r;
-    return 0;
-}
-
 /* The execution API and what the recording says of its program: a short
  * run with every callback, symbols, syscalls, the ending and a crash. */
 static int on_block(void *ctx, crec_exec *x, uint64_t t, uint32_t tid, uint64_t addr, uint32_t n)
@@ -122,6 +116,12 @@ static void execute(crec_recording *rec)
     check_message(rc, &err, "crec_last_write");
 }
 
+static int race_seen(void *ctx, const crec_race *r)
+{
+    (void)ctx, (void)r;
+    return 0;
+}
+
 /* A few queries of the kinds a user runs: registers at the middle and the
  * end, and the memory at the stack pointer there (which builds the index);
  * with threads, thread 2's registers, the races, and every value at the
@@ -139,12 +139,6 @@ static void query(void)
     check_message(rc, &err, "crec_open");
     if (rc != CREC_OK)
         return;
-static int race_seen(void *ctx, const crec_race *r)
-{
-    (void)ctx, (void)r;
-    return 0;
-}
-
     for (int end = 0; end < 2; end++) {
         rc = crec_seek(rec, end ? crec_length(rec) : crec_length(rec) / 2, &err);
         check_message(rc, &err, "crec_seek");
@@ -157,6 +151,18 @@ static int race_seen(void *ctx, const crec_race *r)
                                   &err);
             check_message(rc, &err, "crec_read_memory");
         }
+    }
+    if (crec_threads(rec) > 1) {
+        crec_value vals[4];
+        size_t n;
+        rc = crec_read_thread_registers(rec, 2, &regs, &err);
+        check_message(rc, &err, "crec_read_thread_registers");
+        if (rc == CREC_OK) {
+            rc = crec_read_memory_all(rec, regs.gpr[CREC_RSP], 8, vals, 4, &n, &err);
+            check_message(rc, &err, "crec_read_memory_all");
+        }
+        rc = crec_races(rec, race_seen, NULL, &err);
+        check_message(rc, &err, "crec_races");
     }
     execute(rec);
     crec_close(rec);

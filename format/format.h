@@ -371,6 +371,17 @@ int crec_fmt_reader_open(const char *path, crec_fmt_reader **out, crec_error *er
 int crec_fmt_reader_open_mem(const void *data, size_t len, crec_fmt_reader **out,
                              crec_error *err);
 
+/*! crec_fmt_reader_spool() :
+ *  A path that can be opened again and again for the recording at `path`:
+ *  `path` itself when it is a regular file; otherwise ("-", a FIFO, a
+ *  device) the recording is read once, as a pipe, up to its last complete
+ *  chunk, into an anonymous in-memory file, and *out names it
+ *  ("/proc/self/fd/N").  Replay with jobs and the index open a recording
+ *  more than once: a pipe would give them nothing, and a FIFO would hang.
+ *  @return CREC_OK, *out and *fd (-1, or the fd to close when done), or an
+ *  error reading the recording. */
+int crec_fmt_reader_spool(const char *path, char *out, size_t size, int *fd, crec_error *err);
+
 /*! crec_fmt_reader_free() :  @return nothing; accepts NULL. */
 void crec_fmt_reader_free(crec_fmt_reader *r);
 

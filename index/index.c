@@ -5,6 +5,7 @@
  * An index names its recording by size and a hash of its first and last
  * 64 KiB; a stale one (another recording) or a corrupt one is rebuilt.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -124,31 +125,38 @@ int crec_idx_recording_id(const char *path, uint64_t *size, uint64_t *hash, crec
     return CREC_OK;
 }
 
+/* An index larger than this is not read (no recording has one so big). */
+#define IDX_FILE_MAX (4ull << 30)
+
+/*
+ * Read the whole index file.  Only a regular file is read, opened without
+ * blocking: a FIFO or a device planted as PATH.idx must not hang a query
+ * or feed it without end.  @return 0, or -1 when there is no usable file.
+ */
 static int read_file(const char *path, uint8_t **data, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
     uint8_t *d = NULL;
-    size_t n = 0, cap = 0;
+    size_t n = 0, size;
 
-    if (!f)
+    if (fd < 0)
         return -1;
-    for (;;) {
-        if (n == cap) {
-            cap = cap ? 2 * cap : 1 << 16;
-            uint8_t *nd = crec_realloc(d, cap);
-            if (!nd) {
-                crec_free(d);
-                fclose(f);
-                return -1;
-            }
-            d = nd;
-        }
-        size_t r = fread(d + n, 1, cap - n, f);
-        n += r;
-        if (r == 0)
-            break;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > IDX_FILE_MAX ||
+        !(d = crec_malloc(st.st_size ? (size_t)st.st_size : 1))) {
+        close(fd);
+        return -1;
     }
-    fclose(f);
+    size = (size_t)st.st_size;
+    while (n < size) {
+        ssize_t r = pread(fd, d + n, size - n, (off_t)n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
     *data = d, *len = n;
     return 0;
 }
@@ -214,19 +222,39 @@ int crec_idx_load(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, cr
     return CREC_OK;
 }
 
-/* Write PATH.idx (best effort: a recording on a read-only medium still
- * answers queries, it just builds its index again next time). */
+/* Write n bytes to fd.  @return 0, or -1 after a failed or short write. */
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        p += k, n -= (size_t)k;
+    }
+    return 0;
+}
+
+/*
+ * Write PATH.idx (best effort: a recording on a read-only medium still
+ * answers queries, it just builds its index again next time).  The index
+ * is written to a new file of a name no one can guess, created with
+ * O_EXCL (mkstemp), so that a symlink or file someone else planted in the
+ * recording's directory is never followed or overwritten; then renamed.
+ */
 static void save(const char *path, const crec_idx *ix)
 {
     char ipath[4096], tmp[4200];
     crec_fmt_buf b = {0};
-    FILE *f;
+    int fd, ok;
 
     snprintf(ipath, sizeof ipath, "%s.idx", path);
-    snprintf(tmp, sizeof tmp, "%s.tmp%d", ipath, (int)getpid());
-    if (crec_idx_encode(ix, &b) == CREC_OK && (f = fopen(tmp, "wb"))) {
-        int ok = fwrite(b.data, 1, b.len, f) == b.len;
-        ok = fclose(f) == 0 && ok;
+    snprintf(tmp, sizeof tmp, "%s.tmpXXXXXX", ipath);
+    if (crec_idx_encode(ix, &b) == CREC_OK && (fd = mkostemp(tmp, O_CLOEXEC)) >= 0) {
+        /* readable by whoever can read the recording, as a plain file is */
+        ok = fchmod(fd, 0644) == 0 && write_all(fd, b.data, b.len) == 0;
+        ok = close(fd) == 0 && ok;
         if (!ok || rename(tmp, ipath) != 0)
             unlink(tmp);
     }

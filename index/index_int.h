@@ -33,7 +33,8 @@ struct qx_mapping {
 };
 
 struct crec_recording {
-    char *path;
+    char *path;              /* where to open it again (crec_fmt_reader_spool) */
+    int spool_fd;            /* >= 0: the in-memory copy of a pipe's recording */
     crec_fmt_reader *r;
     crec_fmt_keyframe *kfs;
     size_t nkf;

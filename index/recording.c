@@ -5,10 +5,12 @@
  * that opening a recording for one query costs little.
  */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/common.h"
 #include "index/index.h"
@@ -323,6 +325,7 @@ int qx_need_kf(crec_recording *rec, size_t k, crec_error *err)
 int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error *err)
 {
     crec_recording *rec;
+    char spooled[PATH_MAX];
     int rc;
 
     *out = NULL;
@@ -330,13 +333,24 @@ int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error
     if (!rec)
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
     rec->flags = flags;
+    rec->spool_fd = -1;
     rec->path = crec_malloc(strlen(path) + 1);
     if (!rec->path) {
         crec_free(rec);
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
     }
     strcpy(rec->path, path);
-    rc = crec_fmt_reader_open(path, &rec->r, err);
+    /* the index opens the recording again: a pipe or FIFO is read once, kept */
+    rc = crec_fmt_reader_spool(path, spooled, sizeof spooled, &rec->spool_fd, err);
+    if (rc == CREC_OK && strcmp(spooled, path) != 0) {
+        crec_free(rec->path);
+        if (!(rec->path = crec_malloc(strlen(spooled) + 1)))
+            rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        else
+            strcpy(rec->path, spooled);
+    }
+    if (rc == CREC_OK)
+        rc = crec_fmt_reader_open(rec->path, &rec->r, err);
     if (rc == CREC_OK)
         rc = load_keyframes(rec, err);
     if (rc == CREC_OK && rec->nkf == 0)
@@ -371,6 +385,8 @@ void crec_close(crec_recording *rec)
     crec_free(rec->kfs);
     crec_free(rec->kf_regs);
     crec_fmt_reader_free(rec->r);
+    if (rec->spool_fd >= 0)
+        close(rec->spool_fd);
     crec_free(rec->path);
     crec_free(rec);
 }

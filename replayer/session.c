@@ -10,9 +10,11 @@
  * reaches the end of the recording also checks how it ended.
  */
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/common.h"
 #include "replayer/replayer_int.h"
@@ -280,11 +282,16 @@ int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_
 {
     crec_fmt_reader *r = NULL;
     crec_fmt_keyframe *kfs = NULL;
+    char spooled[PATH_MAX];
     size_t nkf = 0;
-    int truncated = 0, rc;
+    int truncated = 0, spool_fd, rc;
 
     memset(res, 0, sizeof *res);
-    rc = crec_fmt_reader_open(path, &r, err);
+    /* each job opens the file again: a pipe or FIFO is read once, kept */
+    rc = crec_fmt_reader_spool(path, spooled, sizeof spooled, &spool_fd, err);
+    path = spooled;
+    if (rc == CREC_OK)
+        rc = crec_fmt_reader_open(path, &r, err);
     if (rc == CREC_OK)
         rc = rep_load_keyframes(r, &kfs, &nkf, err);
     if (rc == CREC_OK) {
@@ -304,5 +311,7 @@ int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_
     }
     crec_free(kfs);
     crec_fmt_reader_free(r);
+    if (spool_fd >= 0)
+        close(spool_fd);
     return rc;
 }

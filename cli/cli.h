@@ -84,6 +84,13 @@ int cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)
  * file; return EXIT_FAIL. */
 int cli_fail_file(const char *name, const crec_error *e);
 
+/* Block SIGPIPE and SIGXFSZ for crec itself, before running a program:
+ * a write by the program to a closed pipe (or past `ulimit -f`) then fails
+ * with EPIPE (EFBIG) and the emulator gives the program the signal, as
+ * Linux would; a write of the recording that fails is an error crec
+ * reports.  Blocked, not ignored: the program inherits ignored signals. */
+void cli_block_write_signals(void);
+
 /* A monotonic clock in seconds, for timing a command. */
 double cli_now(void);
 

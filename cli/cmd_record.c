@@ -143,8 +143,8 @@ int cmd_record(int argc, char **argv)
         if (o.out_fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
             return cli_fail(EXIT_CREC_FAILED, "can't set up standard output for the recording");
         o.out_path = "<standard output>";
-        signal(SIGPIPE, SIG_IGN); /* a reader that goes away is an I/O error */
     }
+    cli_block_write_signals();
     t0 = cli_now();
     rc = crec_rec_run(&o, path, argv + optind, environ, &ex, &st, &err);
     secs = cli_now() - t0;

@@ -56,6 +56,7 @@ static int run(char **argv, const struct crec_emu_options *opt, int stats)
         crec_emu_free(e);
         return cli_fail(rc == CREC_ERR_GUEST ? EXIT_NOT_EXEC : EXIT_CREC_FAILED, "%s", err.msg);
     }
+    cli_block_write_signals();
     t0 = cli_now();
     rc = crec_emu_run(e, &ex, &err);
     if (stats) {

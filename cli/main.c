@@ -1,6 +1,7 @@
 /*
  * main.c - `crec`: dispatch to a subcommand, and the top-level --help.
  */
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -77,6 +78,16 @@ double cli_now(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void cli_block_write_signals(void)
+{
+    sigset_t set;
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    sigaddset(&set, SIGXFSZ);
+    sigprocmask(SIG_BLOCK, &set, NULL);
 }
 
 int cli_fail_file(const char *name, const crec_error *e)

@@ -194,6 +194,10 @@ void emu_mem_event(crec_emu *e, enum crec_emu_mem_kind kind, uint64_t addr, uint
 /* The same for a mapping of the file `path` (the ELF loader's segments). */
 void emu_mem_event_path(crec_emu *e, enum crec_emu_mem_kind kind, uint64_t addr, uint64_t len,
                         int prot, const char *path, uint64_t off);
+/* A signal the guest sends itself (or the kernel sends it, as SIGPIPE
+ * after a write to a closed pipe): its disposition's action; `why` ends
+ * the message if it kills the guest.  @return 0 or -EINVAL. */
+int64_t emu_signal_self(crec_emu *e, int sig, const char *why);
 /* End the guest: exit status or fatal signal. */
 void emu_exit(crec_emu *e, int status, int signo, const char *msg);
 

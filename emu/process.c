@@ -68,6 +68,14 @@ int crec_emu_create(crec_emu **out, const struct crec_emu_options *opt, crec_err
     for (int i = 0; i < EMU_MAX_FDS; i++)
         e->fds[i] = i < 3 ? fcntl(i, F_DUPFD_CLOEXEC, 3) : -1;
     e->umask_v = 022;
+    /* A signal ignored when crec started stays ignored across execve(2):
+     * the program starts with it ignored, as it would natively. */
+    for (int sig = 1; sig <= 64; sig++) {
+        struct sigaction old;
+        if (sig != SIGKILL && sig != SIGSTOP && sigaction(sig, NULL, &old) == 0 &&
+            old.sa_handler == SIG_IGN)
+            e->sigs[sig].handler = 1; /* SIG_IGN */
+    }
     *out = e;
     return CREC_OK;
 }

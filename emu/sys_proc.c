@@ -251,7 +251,7 @@ static int default_ignored(int sig)
 }
 
 /* A signal to ourselves: the default action, or nothing. */
-static int64_t signal_self(crec_emu *e, int sig)
+int64_t emu_signal_self(crec_emu *e, int sig, const char *why)
 {
     char msg[128];
     if (sig == 0)
@@ -265,8 +265,8 @@ static int64_t signal_self(crec_emu *e, int sig)
                 sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
         return 0;
     }
-    snprintf(msg, sizeof msg, "guest killed by SIG%s (sent by itself)",
-             sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+    snprintf(msg, sizeof msg, "guest killed by SIG%s (%s)",
+             sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", why);
     emu_exit(e, 0, sig, msg);
     return 0;
 }
@@ -275,7 +275,7 @@ static int64_t sys_kill(crec_emu *e, const uint64_t a[6])
 {
     pid_t pid = (pid_t)a[0];
     if (pid == 0 || pid == getpid())
-        return signal_self(e, (int)a[1]);
+        return emu_signal_self(e, (int)a[1], "sent by itself");
     return kill(pid, (int)a[1]) ? -errno : 0;
 }
 
@@ -283,14 +283,14 @@ static int64_t sys_tgkill(crec_emu *e, const uint64_t a[6])
 {
     if ((pid_t)a[0] != getpid() || (pid_t)a[1] != getpid())
         return -ESRCH;
-    return signal_self(e, (int)a[2]);
+    return emu_signal_self(e, (int)a[2], "sent by itself");
 }
 
 static int64_t sys_tkill(crec_emu *e, const uint64_t a[6])
 {
     if ((pid_t)a[0] != getpid())
         return -ESRCH;
-    return signal_self(e, (int)a[1]);
+    return emu_signal_self(e, (int)a[1], "sent by itself");
 }
 
 /* ---- one thread ------------------------------------------------------------ */

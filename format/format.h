@@ -394,6 +394,12 @@ const crec_fmt_header *crec_fmt_reader_header(const crec_fmt_reader *r);
  *          `why` (may be NULL) receives the reason.  0 otherwise. */
 int crec_fmt_reader_truncated(const crec_fmt_reader *r, uint64_t *at, const char **why);
 
+/*! crec_fmt_kf_reached() :
+ *  @return 1 when every byte of the thread's READS and EVENTS streams
+ *          before key frame kf reached the file, so that a replay can get
+ *          there (a file cut short may have lost the chunks written last). */
+int crec_fmt_kf_reached(const crec_fmt_reader *r, const crec_fmt_keyframe *kf);
+
 /* What the reader knows about one stream. */
 typedef struct crec_fmt_stream_info {
     int type;
@@ -523,7 +529,9 @@ typedef struct crec_fmt_summary {
     uint64_t nkeyframes;
     uint64_t nsnapshots;
     uint64_t nblobs, ncode, nsymbols, nevents;
-    uint64_t instructions; /* last key frame or exit event, whichever is later */
+    uint64_t instructions; /* last key frame or exit event, whichever is later;
+                              in a file cut short, the last key frame a
+                              replay can reach (crec_fmt_kf_reached) */
     int exited;            /* an EXIT event was seen: */
     uint32_t exit_how;     /*   CREC_FMT_EXIT_* */
     uint64_t exit_value;
@@ -531,6 +539,10 @@ typedef struct crec_fmt_summary {
     int truncated;
     uint64_t truncated_at;
     const char *truncated_why; /* owned by the reader */
+    /* while summarizing: */
+    crec_fmt_reader *reader;
+    int reached_all;       /* every key frame so far is reached */
+    uint64_t reached;      /* the last of them */
 } crec_fmt_summary;
 
 /*! crec_fmt_summarize() :

@@ -743,6 +743,16 @@ int crec_fmt_reader_truncated(const crec_fmt_reader *r, uint64_t *at, const char
     return r->truncated;
 }
 
+static const struct rstream *find_stream(const crec_fmt_reader *r, int type, uint32_t tid);
+
+int crec_fmt_kf_reached(const crec_fmt_reader *r, const crec_fmt_keyframe *kf)
+{
+    const struct rstream *reads = find_stream(r, CREC_FMT_S_READS, kf->tid);
+    const struct rstream *events = find_stream(r, CREC_FMT_S_EVENTS, kf->tid);
+
+    return kf->reads_off <= (reads ? reads->raw : 0) && kf->events_off <= (events ? events->raw : 0);
+}
+
 size_t crec_fmt_reader_nstreams(const crec_fmt_reader *r)
 {
     return r->nstreams;

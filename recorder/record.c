@@ -35,13 +35,16 @@ static void rec_on_signal(int signo)
     rec_interrupted = signo;
 }
 
+/* The recording can't go on (its file can't be written, or memory ran
+ * out): stop the program for good.  Only stopping the CPU would run the
+ * same instruction again, and fail again, for ever. */
 void rec_fail(struct rec_session *rs, const crec_error *err)
 {
     if (!rs->failed) {
         rs->failed = 1;
         rs->err = *err;
     }
-    crec_emu_cpu_stop(rs->cpu);
+    crec_emu_stop(rs->emu);
 }
 
 /* Hand the pending READS bytes to the writer. */
@@ -546,7 +549,9 @@ int crec_rec_run(const crec_rec_options *opt, const char *path, char *const argv
     if (rec_finish(&rs, ex) != CREC_OK) {
         crec_fmt_writer_free(rs.w);
         if (rc == CREC_OK && err)
-            *err = rs.err;
+            crec_error_set(err, rs.err.code, "%s; the program was stopped at instruction %llu, "
+                           "and the recording is readable up to its last complete chunk",
+                           rs.err.msg, (unsigned long long)crec_emu_cpu_icount(rs.cpu));
         rc = rc == CREC_OK ? (int)rs.err.code : rc;
     } else {
         int crc = crec_fmt_writer_close(rs.w, rc == CREC_OK ? err : NULL);

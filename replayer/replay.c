@@ -68,7 +68,8 @@ static int rep_next_hits(struct rep_seg *s)
     s->entry_off = crec_fmt_cursor_offset(s->reads); /* for a restart point here */
     rc = crec_fmt_cursor_varint(s->reads, &s->hits_left, &err);
     s->entry_hits = s->hits_left;
-    if (rc == CREC_ERR_NOTFOUND) {
+    if (rc == CREC_ERR_NOTFOUND || rc == CREC_ERR_TRUNCATED) { /* TRUNCATED: a file cut
+                                                                   short ends mid-entry */
         /* No more values: every load until the end was predicted. */
         s->hits_left = UINT64_MAX;
         return CREC_OK;
@@ -91,7 +92,7 @@ static int rep_load_value(struct rep_seg *s, uint64_t addr, unsigned size)
     unsigned len = crec_fmt_read_span(addr, size, &start);
     int rc = crec_fmt_cursor_read(s->reads, span, len, &err);
 
-    if (rc == CREC_ERR_NOTFOUND) {
+    if (rc == CREC_ERR_NOTFOUND || rc == CREC_ERR_TRUNCATED) {
         rep_diverge(s, "a %u-byte load at 0x%" PRIx64 " needs a recorded value, but the read "
                        "stream has ended", size, addr);
         return -1;
@@ -185,6 +186,8 @@ static int rep_next_event(struct rep_seg *s, crec_fmt_event *ev)
     rc = crec_fmt_cursor_next(s->events, &kind, &body, &len, &err);
     if (rc == CREC_OK)
         rc = crec_fmt_ev_decode(kind, body, len, ev, &err);
+    if (rc == CREC_ERR_TRUNCATED) /* a file cut short ends mid-record: its end */
+        rc = CREC_ERR_NOTFOUND;
     if (rc == CREC_ERR_NOTFOUND)
         return rc;
     if (rc != CREC_OK)

@@ -42,3 +42,97 @@ rm -f "$d/h.crec.idx"
 mkfifo "$d/h.crec.idx"
 expect_status "index temp file: a FIFO planted as FILE.idx does not hang a query" 0 \
     timeout 30 "$CREC" query "$d/h.crec" environ@end
+
+# ---- a closed or full output ------------------------------------------------
+# The program's stdout is not crec's output file: it gets SIGPIPE as natively
+# (exit 141), and the recording completes.
+(seq 1 1000000; echo $? >"$TMP/st.native") | head -1 >/dev/null
+("$CREC" record -o "$TMP/pipe.crec" -- seq 1 1000000 2>"$TMP/err"; echo $? >"$TMP/st") |
+    head -1 >/dev/null
+expect_eq "closed output: record | head exits as natively" "$(cat "$TMP/st.native")" "$(cat "$TMP/st")"
+expect_eq "closed output: the program is killed by SIGPIPE" "killed by signal 13" \
+    "$("$CREC" info "$TMP/pipe.crec" | sed -n 's/^exit: *//p')"
+"$CREC" replay "$TMP/pipe.crec" >"$TMP/out" 2>"$TMP/err"
+if [ $? = 0 ] && ! grep -q "cut short" "$TMP/out" && ! grep -q " 0 instructions" "$TMP/out"; then
+    pass "closed output: the recording is complete and replays"
+else
+    fail "closed output: the recording is complete and replays" "$(cat "$TMP/out" "$TMP/err")"
+fi
+# A program that ignores SIGPIPE sees EPIPE instead, as natively.
+(trap '' PIPE; "$CREC" run -- seq 1 1000000 2>"$TMP/err"; echo $? >"$TMP/st") | head -1 >/dev/null
+if [ "$(cat "$TMP/st")" = 1 ] && grep -q "Broken pipe" "$TMP/err"; then
+    pass "closed output: an ignored SIGPIPE gives the program EPIPE"
+else
+    fail "closed output: an ignored SIGPIPE gives the program EPIPE" "exit $(cat "$TMP/st"): $(head -c 300 "$TMP/err")"
+fi
+
+# The recording itself can't be written: crec stops the program and says why
+# in one line, and the file is readable up to its last complete chunk.
+("$CREC" record -o - -- seq 1 3000000 2>"$TMP/err"; echo $? >"$TMP/st") | head -c 1000 >"$TMP/part.crec"
+expect_eq "closed output: -o - into head -c 1000 stops with exit 125" 125 "$(cat "$TMP/st")"
+one_error_line "closed output: -o - into head -c 1000 says why in one line"
+if grep -q "Broken pipe" "$TMP/err"; then pass "closed output: -o - names the broken pipe"; else
+    fail "closed output: -o - names the broken pipe" "$(cat "$TMP/err")"; fi
+expect_status "closed output: the first 1000 bytes are read as a recording cut short" 0 \
+    "$CREC" info "$TMP/part.crec"
+expect_status "closed output: -o /dev/full stops with exit 125" 125 timeout 60 \
+    "$CREC" record -o /dev/full -- seq 1 10
+one_error_line "closed output: -o /dev/full says why in one line"
+for lim in 300 1000; do
+    (ulimit -f $lim; exec "$CREC" record -o "$TMP/fsize.crec" -- seq 1 3000000 >/dev/null 2>"$TMP/err")
+    expect_eq "closed output: ulimit -f $lim stops the recording with exit 125" 125 "$?"
+    one_error_line "closed output: ulimit -f $lim says why in one line"
+    expect_status "closed output: ulimit -f $lim leaves a readable file" 0 "$CREC" info "$TMP/fsize.crec"
+done
+
+# ---- a recording with nothing to verify is not "verified" -----------------
+expect_status "nothing to verify: a file cut before its first segment" 1 "$CREC" replay "$TMP/part.crec"
+one_error_line "nothing to verify: one error line"
+if grep -q "nothing to verify" "$TMP/err"; then pass "nothing to verify: says so"; else
+    fail "nothing to verify: says so" "$(cat "$TMP/err")"; fi
+
+# ---- every kill point leaves a readable file ---------------------------------
+# SIGKILL at random points (a small key frame interval makes chunks of
+# KEYFRAMES fill, and be cut, often); then info, replay and query agree on
+# where the recording ends.
+seq 1 1500000 >"$TMP/lines.txt"
+seed=$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')
+echo "# kill points: seed $seed"
+delays=$(awk -v s="$seed" 'BEGIN { srand(s); for (i = 0; i < 10; i++) printf "%.2f ", 0.05 + rand() * 2.5 }')
+i=0
+for d in $delays; do
+    i=$((i + 1))
+    k=$TMP/kill$i.crec
+    kfi=$([ $((i % 2)) = 0 ] && echo 5000 || echo 200000)
+    "$CREC" record --keyframe-interval $kfi -o "$k" -- sort "$TMP/lines.txt" >/dev/null 2>&1 &
+    pid=$!
+    sleep "$d"
+    kill -9 $pid 2>/dev/null
+    wait $pid 2>/dev/null
+    name="kill points: SIGKILL after ${d}s (interval $kfi)"
+    n=$("$CREC" info "$k" 2>"$TMP/err" | awk '/^instructions:/ { print $2 }')
+    if [ -z "$n" ]; then fail "$name: info reads it" "$(cat "$TMP/err")"; continue; fi
+    "$CREC" replay "$k" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    if [ "$n" = 0 ]; then
+        if [ $rc = 1 ] && grep -q "nothing to verify" "$TMP/err"; then
+            pass "$name: cut before its first segment, and replay says so"
+        else
+            fail "$name: cut before its first segment, and replay says so" "exit $rc: $(cat "$TMP/out" "$TMP/err")"
+        fi
+        continue
+    fi
+    to=$(sed -n 's/.*from 0 to \([0-9]*\).*/\1/p' "$TMP/out")
+    if [ $rc = 0 ] && [ "$to" = "$n" ]; then
+        pass "$name: replay verifies it to instruction $n, as info says"
+    else
+        fail "$name: replay verifies it to instruction $n, as info says" "exit $rc: $(cat "$TMP/out" "$TMP/err" | head -c 300)"
+    fi
+    a=$("$CREC" query "$k" rip@end rsp@end 2>&1 | sed 's/@end/@T/')
+    b=$("$CREC" query "$k" rip@$n rsp@$n 2>&1 | sed "s/@$n/@T/")
+    if [ -n "$a" ] && [ "$a" = "$b" ] && ! "$CREC" query "$k" rip@$((n + 1)) >/dev/null 2>&1; then
+        pass "$name: query ends at instruction $n too"
+    else
+        fail "$name: query ends at instruction $n too" "$a / $b"
+    fi
+done

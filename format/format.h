@@ -66,7 +66,10 @@ enum crec_fmt_kind {
 #define CREC_FMT_MAX_CHUNK (64u << 20)    /* bytes in one chunk, either form */
 #define CREC_FMT_MAX_RECORD (64u << 20)   /* bytes in one framed record body */
 #define CREC_FMT_MAX_STRING (1u << 20)    /* bytes in one string */
-#define CREC_FMT_MAX_STRINGS 65536        /* argv or envp entries */
+/* argv or envp entries: Linux starts a program with at most 6 MiB of
+ * arguments and environment, a pointer and a NUL at least each, so fewer
+ * than 700,000 strings in all. */
+#define CREC_FMT_MAX_STRINGS (1u << 20)
 #define CREC_FMT_MAX_THREADS 65536        /* distinct thread ids */
 #define CREC_FMT_MAX_STREAMS (3 * CREC_FMT_MAX_THREADS + 16)
 #define CREC_FMT_MAX_CPUID 1024           /* CPUID leaves in the header */

@@ -136,3 +136,12 @@ for d in $delays; do
         fail "$name: query ends at instruction $n too" "$a / $b"
     fi
 done
+
+# ---- the writer writes nothing the reader refuses ---------------------------
+"$CREC" record -o "$TMP/args.crec" -- /bin/true $(seq 1 70000) >/dev/null 2>"$TMP/err"
+expect_eq "argv limit: 70,000 arguments record" 0 "$?"
+expect_status "argv limit: info reads 70,000 arguments" 0 "$CREC" info "$TMP/args.crec"
+expect_status "argv limit: replay verifies 70,000 arguments" 0 "$CREC" replay -q "$TMP/args.crec"
+env -i $(seq -f 'V%g=x' 1 66000) "$CREC" record -o "$TMP/env.crec" -- /bin/true >/dev/null 2>"$TMP/err"
+expect_eq "argv limit: 66,000 environment variables record" 0 "$?"
+expect_status "argv limit: replay verifies 66,000 environment variables" 0 "$CREC" replay -q "$TMP/env.crec"

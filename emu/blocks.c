@@ -17,6 +17,7 @@
  * RDTSC we add a bounded hook on it, drop the block's translation, stop, and
  * let the run loop restart at the block's start (DESIGN.md option b).
  */
+#include <signal.h>
 #include <string.h>
 
 #include "emu/emu_int.h"
@@ -185,15 +186,67 @@ static void rdtsc_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
     cpu->cur_block_size = 0;
 }
 
-/* Whether the bytes hold 0f 31 (RDTSC) or 0f 01 f9 (RDTSCP) anywhere: when
- * they don't, which is almost always, no decoding is needed to know that
- * the block has neither. */
-static int may_hold_rdtsc(const uint8_t *code, size_t n)
+/*
+ * Privileged instructions.  Unicorn runs the guest at CPL 0, so it carries
+ * them out; at CPL 3 Linux gets #GP and kills the program with SIGSEGV.
+ * Each gets a bounded code hook, as an RDTSC does, that stops the run with
+ * that fault before it executes (on record and replay alike).  HLT needs
+ * none: Unicorn stops after it (cpu.c).
+ */
+static const char *privileged(const cs_insn *insn)
 {
-    for (size_t i = 0; i + 1 < n; i++)
-        if (code[i] == 0x0f &&
-            (code[i + 1] == 0x31 || (i + 2 < n && code[i + 1] == 0x01 && code[i + 2] == 0xf9)))
+    switch (insn->id) {
+    case X86_INS_CLI: case X86_INS_STI: case X86_INS_IN: case X86_INS_OUT:
+    case X86_INS_INSB: case X86_INS_INSW: case X86_INS_INSD: case X86_INS_OUTSB:
+    case X86_INS_OUTSW: case X86_INS_OUTSD: case X86_INS_RDMSR: case X86_INS_WRMSR:
+    case X86_INS_INVD: case X86_INS_WBINVD: case X86_INS_SWAPGS: case X86_INS_CLTS:
+    case X86_INS_LGDT: case X86_INS_LIDT: case X86_INS_LLDT: case X86_INS_LTR:
+    case X86_INS_LMSW: case X86_INS_INVLPG: case X86_INS_SYSRET: case X86_INS_SYSEXIT:
+    case X86_INS_RDPMC: case X86_INS_XSETBV: case X86_INS_INVPCID:
+        return insn->mnemonic;
+    case X86_INS_MOV: /* 0f 20..23: to or from a control or debug register */
+        for (uint16_t i = 0; i + 1 < insn->size; i++)
+            if (insn->bytes[i] == 0x0f && insn->bytes[i + 1] >= 0x20 && insn->bytes[i + 1] <= 0x23)
+                return "mov to or from a control register";
+        return NULL;
+    default:
+        return NULL;
+    }
+}
+
+/* The bounded code hook on a privileged instruction: #GP, before it runs. */
+static void privileged_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
+{
+    crec_emu_cpu *cpu = ud;
+    struct crec_emu_stop *f = &cpu->fault;
+    char what[96];
+
+    (void)size;
+    emu_describe_insn(cpu, addr, what, sizeof what);
+    memset(f, 0, sizeof *f);
+    f->why = CREC_STOP_TRAP;
+    f->signo = SIGSEGV;
+    f->rip = addr;
+    snprintf(f->what, sizeof f->what, "privileged instruction %s", what);
+    cpu->fault_seen = 1; /* describe_stop uncounts it and what follows */
+    uc_emu_stop(uc);
+}
+
+/* Whether the bytes may hold an RDTSC (0f 31), an RDTSCP (0f 01 f9) or a
+ * privileged instruction: when they don't, which is almost always, no
+ * decoding is needed to know that the block has none. */
+static int may_hold_special(const uint8_t *code, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint8_t b = code[i], c = i + 1 < n ? code[i + 1] : 0;
+        if (b == 0xfa || b == 0xfb || (b >= 0xe4 && b <= 0xe7) || (b >= 0xec && b <= 0xef) ||
+            (b >= 0x6c && b <= 0x6f)) /* cli sti in out ins outs */
             return 1;
+        if (b == 0x0f && (c == 0x31 || c == 0x01 || c == 0x00 || c == 0x30 || c == 0x32 ||
+                          c == 0x33 || c == 0x06 || c == 0x07 || c == 0x08 || c == 0x09 ||
+                          c == 0x35 || (c >= 0x20 && c <= 0x23) || c == 0x38))
+            return 1;
+    }
     return 0;
 }
 
@@ -215,8 +268,9 @@ static int rdtsc_grow(crec_emu_cpu *cpu)
     return 0;
 }
 
-/* Add bounded hooks for the RDTSCs of a new block.  Returns 1 if any. */
-static int trap_rdtsc(crec_emu_cpu *cpu, uint64_t addr, uint32_t size)
+/* Add bounded hooks for the RDTSCs and privileged instructions of a new
+ * block.  Returns 1 if any. */
+static int trap_special(crec_emu_cpu *cpu, uint64_t addr, uint32_t size)
 {
     uint8_t buf[4096];
     const uint8_t *code = buf;
@@ -225,21 +279,23 @@ static int trap_rdtsc(crec_emu_cpu *cpu, uint64_t addr, uint32_t size)
     cs_insn *insn;
     int added = 0;
 
-    if (crec_emu_mem_read(cpu, buf, addr, left) != 0 || !may_hold_rdtsc(buf, left))
+    if (crec_emu_mem_read(cpu, buf, addr, left) != 0 || !may_hold_special(buf, left))
         return 0;
     insn = cs_malloc(cpu->cs);
     if (!insn)
         return 0;
     while (cs_disasm_iter(cpu->cs, &code, &left, &pc, insn)) {
+        int is_rdtsc = insn->id == X86_INS_RDTSC || insn->id == X86_INS_RDTSCP;
         uc_hook h;
-        if (insn->id != X86_INS_RDTSC && insn->id != X86_INS_RDTSCP)
+        if (!is_rdtsc && !privileged(insn))
             continue;
         if (rdtsc_known(cpu, insn->address))
             continue;
         if (cpu->n_rdtsc == cpu->cap_rdtsc && rdtsc_grow(cpu) != 0)
             break;
-        if (uc_hook_add(cpu->uc, &h, UC_HOOK_CODE, (void *)rdtsc_hook, cpu, insn->address,
-                        insn->address) != UC_ERR_OK)
+        if (uc_hook_add(cpu->uc, &h, UC_HOOK_CODE,
+                        is_rdtsc ? (void *)rdtsc_hook : (void *)privileged_hook, cpu,
+                        insn->address, insn->address) != UC_ERR_OK)
             continue;
         cpu->rdtsc_hooks[cpu->n_rdtsc] = h;
         cpu->rdtsc_sites[cpu->n_rdtsc++] = insn->address;
@@ -257,7 +313,7 @@ static int block_learn(crec_emu_cpu *cpu, uint64_t addr, uint32_t size, struct e
     out->addr = addr;
     out->size = size;
     out->ninsns = n < 0 ? 1 : (uint32_t)n;
-    if (trap_rdtsc(cpu, addr, size)) {
+    if (trap_special(cpu, addr, size)) {
         uc_ctl_remove_cache(cpu->uc, addr, addr + (size ? size : 1));
         cpu->restart_at = addr;
         uc_emu_stop(cpu->uc);

@@ -145,3 +145,13 @@ expect_status "argv limit: replay verifies 70,000 arguments" 0 "$CREC" replay -q
 env -i $(seq -f 'V%g=x' 1 66000) "$CREC" record -o "$TMP/env.crec" -- /bin/true >/dev/null 2>"$TMP/err"
 expect_eq "argv limit: 66,000 environment variables record" 0 "$?"
 expect_status "argv limit: replay verifies 66,000 environment variables" 0 "$CREC" replay -q "$TMP/env.crec"
+"$CREC" record -o "$TMP/zero.crec" -- "$GUESTS/first_insn_bare" >/dev/null 2>&1
+expect_status "nothing to verify: a recording of 0 instructions" 1 "$CREC" replay "$TMP/zero.crec"
+one_error_line "nothing to verify: 0 instructions is one error line"
+
+# ---- privileged instructions get SIGSEGV, as on Linux ----------------------
+for insn in cli sti rdmsr wrmsr invd wbinvd swapgs clts in out ins hlt movcr; do
+    same_as_native "privileged instructions: $insn gets SIGSEGV" "@ $GUESTS/privileged $insn"
+    "$CREC" record -o "$TMP/priv.crec" -- "$GUESTS/privileged" $insn >/dev/null 2>&1
+    expect_status "privileged instructions: $insn replays" 0 "$CREC" replay -q "$TMP/priv.crec"
+done

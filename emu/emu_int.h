@@ -111,6 +111,9 @@ void emu_mem_free_all(crec_emu_cpu *cpu);
 int emu_mem_data_mmio_default(void);
 /* 0 if every byte of the range is mapped with at least `prot`, else -1. */
 int emu_mem_check(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot);
+/* How many bytes from addr on (at most len) are mapped with at least `prot`:
+ * what a read or write reaches before it would fault. */
+uint64_t emu_mem_span(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot);
 
 /* ---- the OS (process.c, loader.c, syscall.c, sys_*.c) ------------------- */
 

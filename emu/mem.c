@@ -409,3 +409,14 @@ int emu_mem_check(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot)
     }
     return 0;
 }
+
+uint64_t emu_mem_span(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot)
+{
+    uint64_t at = addr, end = addr + len < addr ? UINT64_MAX : addr + len;
+    size_t i = map_lower(cpu, addr);
+
+    while (at < end && i < cpu->n_maps && cpu->maps[i].start <= at &&
+           (cpu->maps[i].prot & prot) == prot)
+        at = cpu->maps[i++].end;
+    return (at < end ? at : end) - addr;
+}

@@ -53,14 +53,17 @@ static int dirfd_host(crec_emu *e, uint64_t fd)
 /* read/pread into a guest buffer; off < 0: no offset. */
 static int64_t do_read(crec_emu *e, int h, uint64_t buf, uint64_t n, int64_t off)
 {
-    void *p = emu_buf(e, buf, n, CREC_PROT_WRITE);
+    void *p;
     long r;
 
     if (n == 0)
         return R(off < 0 ? read(h, NULL, 0) : pread(h, NULL, 0, off));
+    /* A buffer that runs off the end of its mapping: Linux transfers what
+     * fits before the fault, and fails with EFAULT only when nothing does. */
+    if ((n = emu_mem_span(e->cpu, buf, n, CREC_PROT_WRITE)) == 0)
+        return -EFAULT;
+    p = emu_buf(e, buf, n, CREC_PROT_WRITE);
     if (!p) {
-        if (emu_mem_check(e->cpu, buf, n, CREC_PROT_WRITE) != 0)
-            return -EFAULT;
         if (n > BOUNCE_MAX)
             n = BOUNCE_MAX;
         p = crec_malloc(n);
@@ -81,13 +84,19 @@ static int64_t do_read(crec_emu *e, int h, uint64_t buf, uint64_t n, int64_t off
 
 static int64_t do_write(crec_emu *e, int h, uint64_t buf, uint64_t n, int64_t off)
 {
-    const void *p = emu_buf(e, buf, n, CREC_PROT_READ);
+    const void *p;
     void *tmp = NULL;
     long r;
 
-    if (n && !p) {
-        if (emu_mem_check(e->cpu, buf, n, CREC_PROT_READ) != 0)
+    if (n) { /* as for read: what fits is sent, but a pipe takes all or nothing */
+        uint64_t fit = emu_mem_span(e->cpu, buf, n, CREC_PROT_READ);
+        struct stat st;
+        if (fit == 0 || (fit < n && fstat(h, &st) == 0 && S_ISFIFO(st.st_mode)))
             return -EFAULT;
+        n = fit;
+    }
+    p = emu_buf(e, buf, n, CREC_PROT_READ);
+    if (n && !p) {
         if (n > BOUNCE_MAX)
             n = BOUNCE_MAX;
         p = tmp = crec_malloc(n);

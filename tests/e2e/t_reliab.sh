@@ -155,3 +155,8 @@ for insn in cli sti rdmsr wrmsr invd wbinvd swapgs clts in out ins hlt movcr; do
     "$CREC" record -o "$TMP/priv.crec" -- "$GUESTS/privileged" $insn >/dev/null 2>&1
     expect_status "privileged instructions: $insn replays" 0 "$CREC" replay -q "$TMP/priv.crec"
 done
+
+# ---- partial buffers: Linux transfers what fits ------------------------------
+same_as_native "partial buffers: read and write transfer what fits before a hole" "@ $GUESTS/partial_buf"
+"$CREC" record -o "$TMP/partial.crec" -- "$GUESTS/partial_buf" >/dev/null 2>&1
+expect_status "partial buffers: replays" 0 "$CREC" replay -q "$TMP/partial.crec"

@@ -19,6 +19,7 @@
  */
 #include <signal.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "emu/emu_int.h"
 
@@ -305,6 +306,32 @@ static int trap_special(crec_emu_cpu *cpu, uint64_t addr, uint32_t size)
     return added;
 }
 
+/*
+ * A block in memory that is writable as well as executable may be
+ * rewritten in place by the program, into code of the same size but other
+ * instructions; Unicorn translates it again at the same address and size,
+ * and only its bytes tell that the count memoised for it is stale.  So for
+ * such blocks the memo keeps a hash of the bytes, checked every time the
+ * block runs.  @return the hash (never 0), or 0 for code not writable.
+ */
+static uint64_t block_sum(crec_emu_cpu *cpu, uint64_t addr, uint32_t size)
+{
+    uint8_t buf[4096];
+    const void *p;
+    uint64_t h;
+    int prot = crec_emu_mem_prot(cpu, addr);
+
+    if (prot < 0 || !(prot & CREC_PROT_WRITE))
+        return 0;
+    if (size > sizeof buf)
+        size = sizeof buf;
+    p = crec_emu_mem_host(cpu, addr, size ? size : 1, CREC_PROT_READ);
+    if (!p && crec_emu_mem_read(cpu, buf, addr, size) == 0)
+        p = buf;
+    h = p ? XXH3_64bits(p, size) : 1;
+    return h ? h : 1;
+}
+
 /* Decode a block seen for the first time. */
 static int block_learn(crec_emu_cpu *cpu, uint64_t addr, uint32_t size, struct emu_block *out)
 {
@@ -313,6 +340,7 @@ static int block_learn(crec_emu_cpu *cpu, uint64_t addr, uint32_t size, struct e
     out->addr = addr;
     out->size = size;
     out->ninsns = n < 0 ? 1 : (uint32_t)n;
+    out->sum = block_sum(cpu, addr, size);
     if (trap_special(cpu, addr, size)) {
         uc_ctl_remove_cache(cpu->uc, addr, addr + (size ? size : 1));
         cpu->restart_at = addr;
@@ -337,12 +365,12 @@ void emu_block_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
         return; /* stopping: this block will be entered again */
     for (;;) {
         const struct emu_block *s = &cpu->blocks[i];
-        if (s->addr == addr && s->size == size) {
+        if (s->addr == addr && s->size == size && (!s->sum || s->sum == block_sum(cpu, addr, size))) {
             b = *s;
             break;
         }
         if (s->addr == 0 || s->addr == addr) {
-            /* new, or same start and a new size (retranslated code) */
+            /* new, or same start and a new size or new bytes (retranslated code) */
             if (s->addr == addr)
                 emu_blocks_forget(cpu, addr, 1);
             if (block_learn(cpu, addr, size, &b))

@@ -33,6 +33,7 @@ struct emu_block {
     uint64_t addr;  /* 0: empty slot */
     uint32_t size;  /* bytes, as Unicorn reported */
     uint32_t ninsns;
+    uint64_t sum;   /* code that is writable too: a hash of its bytes, 0 otherwise */
 };
 
 /* Hooks a client added with crec_emu_cpu_hook_mem (removed at free). */

@@ -160,3 +160,21 @@ done
 same_as_native "partial buffers: read and write transfer what fits before a hole" "@ $GUESTS/partial_buf"
 "$CREC" record -o "$TMP/partial.crec" -- "$GUESTS/partial_buf" >/dev/null 2>&1
 expect_status "partial buffers: replays" 0 "$CREC" replay -q "$TMP/partial.crec"
+
+# ---- self-modifying code: any start point sees the code of its time ----------
+"$CREC" record --keyframe-interval 5000 -o "$TMP/smc.crec" -- "$GUESTS/smc_static" >"$TMP/smc.out" 2>&1
+expect_eq "self-modifying code: recorded as natively" "$("$GUESTS/smc_static")" "$(cat "$TMP/smc.out")"
+n=$("$CREC" info "$TMP/smc.crec" | awk '/^instructions:/ { print $2 }')
+bad=
+for f in $(seq 5000 5000 "$n"); do
+    "$CREC" replay -q --from $f "$TMP/smc.crec" >/dev/null 2>"$TMP/err" || bad="$bad $f"
+done
+expect_eq "self-modifying code: replay --from every key frame verifies" "" "$bad"
+marker=$(awk '{ print $2 }' "$TMP/smc.out")
+bad=
+for t in 46466 $((n / 3)) $((n / 2)) $((n - 100)); do
+    a=$("$CREC" query "$TMP/smc.crec" "$marker@$t" 2>&1 | awk '{ print $3 }')
+    b=$("$CREC" query --no-index "$TMP/smc.crec" "$marker@$t" 2>&1 | awk '{ print $3 }')
+    [ -n "$a" ] && [ "$a" = "$b" ] || bad="$bad $t:$a/$b"
+done
+expect_eq "self-modifying code: the index answers as a replay from 0" "" "$bad"

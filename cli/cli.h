@@ -65,6 +65,10 @@ int cli_parse_when(crec_recording *rec, const char *when, uint64_t *t, crec_erro
  * (building the index of `path`) has got; elsewhere, nothing. */
 void cli_show_progress(crec_recording *rec, const char *path);
 
+/* Close a recording, first telling the user on stderr if its index file
+ * could not be used and was rebuilt (crec_index_note). */
+void cli_close_recording(crec_recording *rec);
+
 /* A value as --format F prints it: `k[i]` 0 shows byte i as ??. */
 void cli_format_value(const uint8_t *b, const uint8_t *k, size_t len, const char *fmt,
                       char *out, size_t size);

@@ -165,9 +165,15 @@ int cli_parse_what(crec_recording *rec, const char *what, size_t size, struct cl
         for (const char *p = buf; *p; p++)
             if (!isalnum((unsigned char)*p) && *p != '_' && *p != '.' && *p != '@')
                 return qerr(err, "malformed expression '%s'", what);
-        if (crec_lookup_symbol(rec, buf, &w->addr, NULL) != CREC_OK)
+        crec_error lerr = {0};
+        int lrc = crec_lookup_symbol(rec, buf, &w->addr, &lerr);
+        if (lrc == CREC_ERR_NOTFOUND)
             return qerr(err, "'%s' is neither a register nor a symbol "
                                   "of the recording", buf);
+        if (lrc != CREC_OK) { /* a damaged SYMBOLS stream: say so, not "no such symbol" */
+            *err = lerr;
+            return -1;
+        }
         w->addr = neg ? w->addr - off : w->addr + off;
     } else {
         return qerr(err, "malformed expression '%s'", what);
@@ -247,6 +253,17 @@ void cli_show_progress(crec_recording *rec, const char *path)
 {
     if (isatty(STDERR_FILENO))
         crec_set_progress(rec, progress_line, (void *)path);
+}
+
+void cli_close_recording(crec_recording *rec)
+{
+    const char *note = rec ? crec_index_note(rec) : NULL;
+
+    if (note) {
+        fflush(stdout);
+        fprintf(stderr, "crec: note: %s\n", note);
+    }
+    crec_close(rec);
 }
 
 /* ---- printing -------------------------------------------------------------- */
@@ -516,6 +533,6 @@ int cmd_query(int argc, char **argv)
         rc = cli_fail(EXIT_FAIL, "%s: %s", qs[failed].arg, err.msg);
     }
     free(qs);
-    crec_close(rec);
+    cli_close_recording(rec);
     return rc;
 }

@@ -174,6 +174,11 @@ typedef struct crec_change {
 int crec_watch(crec_recording *rec, uint64_t addr, size_t len,
                int (*fn)(void *ctx, const crec_change *c), void *ctx, crec_error *err);
 
+/*! crec_index_note() : why the index file PATH.idx could not be used and
+ *  was rebuilt (it could not be decoded, or a query found it wrong), for
+ *  the user to see; NULL when nothing of the kind happened. */
+const char *crec_index_note(const crec_recording *rec);
+
 /*! crec_index_info() : index statistics: its size in bytes, the size of the
  *  recording, and whether this handle built it.  Builds it if needed.
  *  @return CREC_OK or an error. */

@@ -210,14 +210,20 @@ int crec_idx_load(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, cr
         return crec_error_set(err, CREC_ERR_NOTFOUND, "no index %s", ipath);
     rc = crec_idx_decode(data, len, &ix, &quiet);
     crec_free(data);
-    if (rc == CREC_OK &&
-        (ix->rec_size != size || ix->rec_hash != hash ||
-         !spans_fit(ix, kfs ? kfs : ix->kfs, kfs ? nkf : ix->nkf))) {
+    if (rc == CREC_ERR_NOMEM)
+        return crec_error_set(err, rc, "%s: %s", ipath, quiet.msg);
+    if (rc != CREC_OK) /* there, but not readable: rebuilt, and the user told why */
+        return crec_error_set(err, CREC_ERR_CORRUPT, "%s: %s", ipath, quiet.msg);
+    if (ix->rec_size != size || ix->rec_hash != hash) {
         crec_idx_free(ix); /* stale: another recording */
-        rc = CREC_ERR_NOTFOUND;
+        return crec_error_set(err, CREC_ERR_NOTFOUND, "%s is the index of another recording",
+                              ipath);
     }
-    if (rc != CREC_OK)
-        return crec_error_set(err, CREC_ERR_NOTFOUND, "no usable index in %s", ipath);
+    if (!spans_fit(ix, kfs ? kfs : ix->kfs, kfs ? nkf : ix->nkf)) {
+        crec_idx_free(ix);
+        return crec_error_set(err, CREC_ERR_CORRUPT, "%s: its spans do not fit the recording's "
+                              "key frames", ipath);
+    }
     *out = ix;
     return CREC_OK;
 }
@@ -261,22 +267,34 @@ static void save(const char *path, const crec_idx *ix)
     crec_fmt_buf_free(&b);
 }
 
-int crec_idx_load_or_build(const char *path, const crec_fmt_keyframe *kfs, size_t nkf,
-                           crec_progress_fn progress, void *pctx, crec_idx **out, int *built,
-                           crec_error *err)
+int crec_idx_rebuild(const char *path, const crec_fmt_keyframe *kfs, size_t nkf,
+                     crec_progress_fn progress, void *pctx, crec_idx **out, crec_error *err)
 {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int rc = crec_idx_build(path, kfs, nkf, ncpu > 2 ? 2 : (unsigned)(ncpu > 0 ? ncpu : 1),
+                            progress, pctx, out, err);
+
+    if (rc == CREC_OK)
+        save(path, *out);
+    return rc;
+}
+
+int crec_idx_load_or_build(const char *path, const crec_fmt_keyframe *kfs, size_t nkf,
+                           crec_progress_fn progress, void *pctx, crec_idx **out, int *built,
+                           crec_error *note, crec_error *err)
+{
+    crec_error why = {0};
     int rc;
 
     *built = 0;
-    rc = crec_idx_load(path, kfs, nkf, out, err);
-    if (rc != CREC_ERR_NOTFOUND)
-        return rc;
-    rc = crec_idx_build(path, kfs, nkf, ncpu > 2 ? 2 : (unsigned)(ncpu > 0 ? ncpu : 1),
-                        progress, pctx, out, err);
-    if (rc != CREC_OK)
-        return rc;
-    *built = 1;
-    save(path, *out);
-    return CREC_OK;
+    rc = crec_idx_load(path, kfs, nkf, out, &why);
+    if (rc == CREC_OK)
+        return CREC_OK;
+    if (rc == CREC_ERR_CORRUPT && note)
+        *note = why;
+    else if (rc != CREC_ERR_NOTFOUND && rc != CREC_ERR_CORRUPT)
+        return crec_error_set(err, (crec_err)rc, "%s", why.msg);
+    rc = crec_idx_rebuild(path, kfs, nkf, progress, pctx, out, err);
+    *built = rc == CREC_OK;
+    return rc;
 }

@@ -245,6 +245,27 @@ static int adopt_index(crec_recording *rec, crec_idx *ix, crec_error *err)
 
 /* ---- opening ------------------------------------------------------------- */
 
+/* The key frames from KEYFRAMES: a file cut short ends where its replay does. */
+static int load_keyframes_from_file(crec_recording *rec, crec_error *err)
+{
+    int rc, cut;
+
+    rc = crec_replay_load_keyframes(rec->r, &rec->kfs, &rec->nkf, err);
+    if (rc == CREC_OK)
+        rec->nkf = crec_replay_reachable_keyframes(rec->r, rec->kfs, rec->nkf, &cut);
+    if (rc == CREC_OK && !(rec->kf_regs = crec_malloc(rec->nkf ? rec->nkf : 1)))
+        rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+    if (rc == CREC_OK)
+        memset(rec->kf_regs, 1, rec->nkf);
+    return rc;
+}
+
+/* Why the index file could not be used, for crec_index_note(). */
+static void index_unusable(crec_recording *rec, const char *why)
+{
+    crec_error_set(&rec->index_note, CREC_ERR_CORRUPT, "%s; the index was rebuilt", why);
+}
+
 /*
  * The key frames: from an index that is there (registers are read when a
  * run needs them: decoding every key frame is most of what opening a long
@@ -253,29 +274,75 @@ static int adopt_index(crec_recording *rec, crec_idx *ix, crec_error *err)
 static int load_keyframes(crec_recording *rec, crec_error *err)
 {
     crec_idx *ix = NULL;
-    crec_error quiet = {0};
-    int rc, cut;
+    crec_error why = {0};
+    int rc;
 
-    if (!(rec->flags & CREC_OPEN_NO_INDEX) &&
-        crec_idx_load(rec->path, NULL, 0, &ix, &quiet) == CREC_OK) {
-        rec->kfs = crec_malloc(ix->nkf * sizeof *rec->kfs);
-        rec->kf_regs = crec_calloc(ix->nkf, 1);
-        if (!rec->kfs || !rec->kf_regs) {
-            crec_idx_free(ix);
-            return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
-        }
-        memcpy(rec->kfs, ix->kfs, ix->nkf * sizeof *rec->kfs);
-        rec->nkf = ix->nkf;
-        return adopt_index(rec, ix, err);
+    if (rec->flags & CREC_OPEN_NO_INDEX)
+        return load_keyframes_from_file(rec, err);
+    rc = crec_idx_load(rec->path, NULL, 0, &ix, &why);
+    if (rc == CREC_ERR_NOMEM)
+        return crec_error_set(err, rc, "%s", why.msg);
+    if (rc == CREC_ERR_CORRUPT)
+        index_unusable(rec, why.msg);
+    if (rc != CREC_OK)
+        return load_keyframes_from_file(rec, err);
+    rec->kfs = crec_malloc(ix->nkf * sizeof *rec->kfs);
+    rec->kf_regs = crec_calloc(ix->nkf, 1);
+    if (!rec->kfs || !rec->kf_regs) {
+        crec_idx_free(ix);
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
     }
-    rc = crec_replay_load_keyframes(rec->r, &rec->kfs, &rec->nkf, err);
-    if (rc == CREC_OK) /* a file cut short ends where its replay does */
-        rec->nkf = crec_replay_reachable_keyframes(rec->r, rec->kfs, rec->nkf, &cut);
-    if (rc == CREC_OK && !(rec->kf_regs = crec_malloc(rec->nkf ? rec->nkf : 1)))
-        rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
-    if (rc == CREC_OK)
-        memset(rec->kf_regs, 1, rec->nkf);
-    return rc;
+    memcpy(rec->kfs, ix->kfs, ix->nkf * sizeof *rec->kfs);
+    rec->nkf = ix->nkf;
+    rc = adopt_index(rec, ix, &why);
+    if (rc == CREC_OK || rc == CREC_ERR_NOMEM)
+        return rc == CREC_OK ? CREC_OK : crec_error_set(err, rc, "%s", why.msg);
+    index_unusable(rec, why.msg); /* its table of blobs does not fit the recording */
+    crec_free(rec->kfs);
+    crec_free(rec->kf_regs);
+    rec->kfs = NULL, rec->kf_regs = NULL, rec->nkf = 0;
+    return load_keyframes_from_file(rec, err);
+}
+
+int qx_index_retry(crec_recording *rec, int rc, crec_error *err)
+{
+    char why[CREC_ERROR_MSG_MAX];
+
+    if (rc == CREC_OK || rc == CREC_ERR_ARG || rc == CREC_ERR_NOMEM || !rec->ix ||
+        rec->index_built || rec->index_dropped)
+        return 0;
+    /* Everything taken from the index goes: the index, what the reader and
+     * the handle hold of it, the key frames if it gave them. */
+    snprintf(why, sizeof why, "%.150s.idx can't be used (%.300s)", rec->path, err->msg);
+    index_unusable(rec, why);
+    rec->index_dropped = 1;
+    crec_idx_free(rec->ix);
+    rec->ix = NULL;
+    if (!rec->own_mapped) {
+        rec->events_loaded = 0;
+        rec->mapped = rec->syscalls = NULL;
+        rec->nmapped = rec->nsyscalls = 0;
+    }
+    rec->regs_valid = 0;
+    rec->listing_kf = 0;
+    crec_fmt_reader_free(rec->r);
+    crec_free(rec->kfs);
+    crec_free(rec->kf_regs);
+    rec->r = NULL, rec->kfs = NULL, rec->kf_regs = NULL, rec->nkf = 0;
+    if (crec_fmt_reader_open(rec->path, &rec->r, err) != CREC_OK ||
+        load_keyframes_from_file(rec, err) != CREC_OK)
+        return 0;
+    if (rec->nkf == 0) {
+        crec_error_corrupt(err, "the recording has no key frame whose data reached the file");
+        return 0;
+    }
+    rec->end = rec->kfs[rec->nkf - 1].global_icount;
+    return 1;
+}
+
+const char *crec_index_note(const crec_recording *rec)
+{
+    return rec->index_note.msg[0] ? rec->index_note.msg : NULL;
 }
 
 int qx_need_kf(crec_recording *rec, size_t k, crec_error *err)
@@ -467,8 +534,17 @@ int qx_ensure_index(crec_recording *rec, crec_error *err)
 
     if (rec->ix)
         return CREC_OK;
-    rc = crec_idx_load_or_build(rec->path, rec->kfs, rec->nkf, rec->progress,
-                                rec->progress_ctx, &ix, &rec->index_built, err);
+    if (rec->index_dropped) { /* the file's index failed a query: build it anew */
+        rc = crec_idx_rebuild(rec->path, rec->kfs, rec->nkf, rec->progress, rec->progress_ctx,
+                              &ix, err);
+        rec->index_built = rc == CREC_OK;
+    } else {
+        crec_error note = {0};
+        rc = crec_idx_load_or_build(rec->path, rec->kfs, rec->nkf, rec->progress,
+                                    rec->progress_ctx, &ix, &rec->index_built, &note, err);
+        if (note.msg[0])
+            index_unusable(rec, note.msg);
+    }
     return rc == CREC_OK ? adopt_index(rec, ix, err) : rc;
 }
 
@@ -591,8 +667,12 @@ int crec_lookup_symbol(crec_recording *rec, const char *name, uint64_t *addr, cr
         return rc;
     while (!found && (rc = crec_fmt_cursor_next(c, &kind, &body, &blen, err)) == CREC_OK) {
         crec_fmt_symbol s;
-        if (kind != CREC_FMT_K_SYMBOL || crec_fmt_sym_decode(body, blen, &s, NULL) != CREC_OK)
-            continue;
+        if (kind != CREC_FMT_K_SYMBOL) {
+            rc = crec_error_corrupt(err, "record kind 0x%02x in the SYMBOLS stream", kind);
+            break;
+        }
+        if ((rc = crec_fmt_sym_decode(body, blen, &s, err)) != CREC_OK)
+            break;
         if (s.name_len != nlen || memcmp(s.name, name, nlen) != 0)
             continue;
         for (size_t i = 0; i < rec->ncode; i++)

@@ -467,6 +467,27 @@ static void rep_verify_kf(struct rep_seg *s, const crec_fmt_keyframe *kf, uint64
 }
 
 /*
+ * A key frame the replay passes must say where its streams stand exactly
+ * as the replay finds them: a replay that starts there (--from, a job of
+ * --jobs, a query) trusts those offsets, so a full replay that ignored
+ * them would accept a file the others reject.
+ */
+static void rep_verify_kf_streams(struct rep_seg *s, const crec_fmt_keyframe *kf)
+{
+    crec_error err = {0};
+    uint64_t hits = s->hits_left == UINT64_MAX ? kf->hits_before : s->entry_hits - s->hits_left;
+
+    if (kf->reads_off == s->entry_off && kf->hits_before == hits &&
+        kf->events_off == rep_event_offset(s))
+        return;
+    crec_error_corrupt(&err, "the key frame at instruction %" PRIu64 " puts READS at %" PRIu64
+                       " (%" PRIu64 " hits) and EVENTS at %" PRIu64 ", but they stand at %" PRIu64
+                       " (%" PRIu64 " hits) and %" PRIu64, kf->global_icount, kf->reads_off,
+                       kf->hits_before, kf->events_off, s->entry_off, hits, rep_event_offset(s));
+    rep_fail(s, &err);
+}
+
+/*
  * At the recording's last instruction count, at a block start: did crec
  * stop recording here (SIGINT/SIGTERM)?  Otherwise the program ends inside
  * this block (a fault) and must run into it.
@@ -549,6 +570,8 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
             return;
         }
         rep_verify_kf(s, kf, addr);
+        if (!s->diverged && !s->failed)
+            rep_verify_kf_streams(s, kf);
         if (s->diverged || s->failed)
             return;
         if (rep_listing(s, k, 0) != CREC_OK)

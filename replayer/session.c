@@ -286,6 +286,10 @@ int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_
     path = spooled;
     if (rc == CREC_OK)
         rc = crec_fmt_reader_open(path, &r, err);
+    /* every chunk, also of streams a replay never reads (SYMBOLS): a file
+     * that is damaged anywhere is not "verified" */
+    if (rc == CREC_OK)
+        rc = crec_fmt_reader_verify(r, err);
     if (rc == CREC_OK)
         rc = rep_load_keyframes(r, &kfs, &nkf, err);
     if (rc == CREC_OK) {

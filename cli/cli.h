@@ -95,6 +95,11 @@ int cli_fail_file(const char *name, const crec_error *e);
  * reports.  Blocked, not ignored: the program inherits ignored signals. */
 void cli_block_write_signals(void);
 
+/* Print s as a JSON string: quotes, backslashes and control characters
+ * escaped, and each byte that is not part of valid UTF-8 as U+FFFD (a
+ * recording's argv or a query may hold any bytes; JSON holds only text). */
+void cli_json_str(FILE *out, const char *s);
+
 /* A monotonic clock in seconds, for timing a command. */
 double cli_now(void);
 

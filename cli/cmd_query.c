@@ -321,20 +321,6 @@ static const char *source_name(int src, int no_index)
     return "unknown";
 }
 
-static void json_str(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            printf("\\u%04x", *s);
-        else
-            putchar(*s);
-    }
-    putchar('"');
-}
-
 /* One WHAT@WHEN of the command line, parsed, and then its answer. */
 struct query {
     const char *arg;
@@ -386,7 +372,7 @@ static int query_answer(crec_recording *rec, struct query *q, int no_index, crec
 static void query_json_open(const struct query *q, int first)
 {
     printf("%s\n {\"query\": ", first ? "" : ",");
-    json_str(q->arg);
+    cli_json_str(stdout, q->arg);
 }
 
 static void query_print(const struct query *q, const char *fmt, int json, int first)
@@ -403,7 +389,7 @@ static void query_print(const struct query *q, const char *fmt, int json, int fi
     if (!q->w.is_reg)
         printf("\"addr\": %" PRIu64 ", \"size\": %zu, ", q->w.addr, q->len);
     printf("\"value\": ");
-    json_str(out);
+    cli_json_str(stdout, out);
     printf(", \"path\": \"%s\"}", q->path);
 }
 
@@ -412,7 +398,7 @@ static void query_print_error(const struct query *q, const char *msg, int first)
 {
     query_json_open(q, first);
     printf(", \"error\": ");
-    json_str(msg);
+    cli_json_str(stdout, msg);
     printf("}");
 }
 

@@ -205,11 +205,20 @@ static const char *privileged(const cs_insn *insn)
     case X86_INS_LMSW: case X86_INS_INVLPG: case X86_INS_SYSRET: case X86_INS_SYSEXIT:
     case X86_INS_RDPMC: case X86_INS_XSETBV: case X86_INS_INVPCID:
         return insn->mnemonic;
-    case X86_INS_MOV: /* 0f 20..23: to or from a control or debug register */
-        for (uint16_t i = 0; i + 1 < insn->size; i++)
-            if (insn->bytes[i] == 0x0f && insn->bytes[i + 1] >= 0x20 && insn->bytes[i + 1] <= 0x23)
-                return "mov to or from a control register";
-        return NULL;
+    case X86_INS_MOV: { /* opcode 0f 20..23: to or from a control or debug register */
+        uint16_t i = 0;
+        while (i < insn->size && (insn->bytes[i] == 0x66 || insn->bytes[i] == 0x67 ||
+                                  insn->bytes[i] == 0xf0 || insn->bytes[i] == 0xf2 ||
+                                  insn->bytes[i] == 0xf3 || insn->bytes[i] == 0x2e ||
+                                  insn->bytes[i] == 0x36 || insn->bytes[i] == 0x3e ||
+                                  insn->bytes[i] == 0x26 || insn->bytes[i] == 0x64 ||
+                                  insn->bytes[i] == 0x65 || (insn->bytes[i] & 0xf0) == 0x40))
+            i++; /* prefixes and REX */
+        return i + 1 < insn->size && insn->bytes[i] == 0x0f && insn->bytes[i + 1] >= 0x20 &&
+                       insn->bytes[i + 1] <= 0x23
+                   ? "mov to or from a control register"
+                   : NULL;
+    }
     default:
         return NULL;
     }

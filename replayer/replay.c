@@ -208,6 +208,80 @@ static uint64_t rep_event_offset(const struct rep_seg *s)
     return s->have_peek ? s->peek_off : crec_fmt_cursor_offset(s->events);
 }
 
+/* ---- the memory map at a key frame ---------------------------------------- */
+
+static int rep_collect_map(void *ctx, const struct crec_emu_mapping *m)
+{
+    struct rep_seg *s = ctx;
+    struct crec_emu_mapping *p = crec_grow(s->maps, &s->capmaps, s->nmaps + 1, sizeof *p, 32);
+
+    if (!p)
+        return 1;
+    s->maps = p;
+    s->maps[s->nmaps++] = *m;
+    return 0;
+}
+
+/* Forget the code hashes found right that a map change at [addr, addr+len)
+ * may have made wrong. */
+static void rep_code_ok_forget(struct rep_seg *s, uint64_t addr, uint64_t len)
+{
+    for (size_t i = 0; i < s->ncode_ok;)
+        if (s->code_ok[i].start < addr + len && addr < s->code_ok[i].end)
+            s->code_ok[i] = s->code_ok[--s->ncode_ok];
+        else
+            i++;
+}
+
+/* Do the replay's code bytes at [start, end) hash to `want`?  Code that is
+ * not writable changes only with the map, so a match is kept. */
+static int rep_code_matches(struct rep_seg *s, uint64_t start, uint64_t end, int prot,
+                            const crec_fmt_hash *want)
+{
+    crec_fmt_hash h;
+    uint8_t *copy;
+    const void *host;
+
+    for (size_t i = 0; i < s->ncode_ok; i++)
+        if (s->code_ok[i].start == start && s->code_ok[i].end == end)
+            return memcmp(&s->code_ok[i].hash, want, sizeof *want) == 0;
+    host = crec_emu_mem_host(s->cpu, start, end - start, CREC_PROT_READ);
+    copy = host ? NULL : crec_malloc(end - start);
+    if (!host && (!copy || crec_emu_mem_read(s->cpu, copy, start, end - start) != 0)) {
+        crec_free(copy);
+        return 0;
+    }
+    h = crec_fmt_hash_bytes(host ? host : copy, end - start);
+    crec_free(copy);
+    if (!(prot & CREC_PROT_WRITE) && s->ncode_ok < REP_CODE_OK)
+        s->code_ok[s->ncode_ok++] = (struct rep_code_ok){start, end, h};
+    return memcmp(&h, want, sizeof h) == 0;
+}
+
+/* Is the listed mapping exactly what the replay has there: every byte
+ * mapped with its protection, and its code?  @return NULL or what differs. */
+static const char *rep_listed_differs(struct rep_seg *s, const crec_fmt_event *ev,
+                                      uint64_t *mapped)
+{
+    uint64_t start = ev->u.mmap.addr, end = start + ev->u.mmap.len, at = start;
+
+    for (size_t i = 0; i < s->nmaps && at < end; i++) {
+        const struct crec_emu_mapping *m = &s->maps[i];
+        if (m->end <= at)
+            continue;
+        if (m->start > at || m->prot != (int)ev->u.mmap.prot)
+            return m->start > at ? "not mapped" : "mapped with another protection";
+        at = m->end;
+    }
+    if (at < end)
+        return "not mapped";
+    *mapped += end - start;
+    if ((ev->u.mmap.flags & CREC_FMT_EV_HAS_HASH) &&
+        !rep_code_matches(s, start, end, (int)ev->u.mmap.prot, &ev->u.mmap.blob))
+        return "other code";
+    return NULL;
+}
+
 /* The code a mapping brought: copied in now, or a page at a time as it runs. */
 static int rep_map_code(struct rep_seg *s, const crec_fmt_event *ev, crec_error *err)
 {
@@ -248,6 +322,9 @@ static int rep_apply_mmap(struct rep_seg *s, const crec_fmt_event *ev)
         return rc;
     }
     crec_emu_hostpages_clear(&s->hostpages);
+    rep_code_ok_forget(s, addr, len);
+    if (ev->u.mmap.op == CREC_FMT_MM_REMAP)
+        rep_code_ok_forget(s, ev->u.mmap.addr2, ev->u.mmap.len2);
     if (ev->u.mmap.op == CREC_FMT_MM_UNMAP)
         rc = crec_emu_mem_unmap(s->cpu, addr, len, &err);
     else if (ev->u.mmap.op == CREC_FMT_MM_PROTECT)
@@ -280,17 +357,38 @@ static int rep_apply_mmap(struct rep_seg *s, const crec_fmt_event *ev)
  */
 static int rep_listing(struct rep_seg *s, size_t kf, int apply)
 {
-    uint64_t end = kf + 1 < s->nkf ? s->kfs[kf + 1].events_off : UINT64_MAX;
+    uint64_t end = kf + 1 < s->nkf ? s->kfs[kf + 1].events_off : UINT64_MAX, listed = 0, held = 0;
+    int check = !apply && !s->query, rc = CREC_OK;
     crec_fmt_event ev;
-    int rc = CREC_OK;
 
+    /* Passing a key frame, a full replay checks that it built the memory
+     * map listed there: a replay that starts there builds it from the list. */
+    s->nmaps = 0;
+    if (check && crec_emu_mem_foreach(s->cpu, rep_collect_map, s) != 0)
+        check = 0; /* no memory to hold the map: not checked */
+    for (size_t i = 0; check && i < s->nmaps; i++)
+        held += s->maps[i].end - s->maps[i].start;
     while (rep_event_offset(s) < end && (rc = rep_next_event(s, &ev)) == CREC_OK) {
+        const char *what;
         if (ev.kind != CREC_FMT_K_MMAP || !(ev.u.mmap.flags & CREC_FMT_EV_LISTING)) {
             rep_unget_event(s, &ev);
-            return CREC_OK;
+            break;
         }
         if (apply && rep_apply_mmap(s, &ev) != CREC_OK)
             return CREC_ERR_CORRUPT;
+        if (check && (what = rep_listed_differs(s, &ev, &listed)) != NULL) {
+            rep_diverge(s, "at the key frame at instruction %" PRIu64 ": the memory map "
+                           "differs from the recorded one at 0x%" PRIx64 " (+0x%" PRIx64 "): %s",
+                        s->kfs[kf].global_icount, ev.u.mmap.addr, ev.u.mmap.len, what);
+            return CREC_ERR_DIVERGENCE;
+        }
+    }
+    /* (a file cut short may end inside the listing of its last key frame) */
+    if (check && listed != held && rc != CREC_ERR_NOTFOUND) {
+        rep_diverge(s, "at the key frame at instruction %" PRIu64 ": the replay has %" PRIu64
+                       " bytes mapped, the recording %" PRIu64, s->kfs[kf].global_icount, held,
+                    listed);
+        return CREC_ERR_DIVERGENCE;
     }
     if (rep_event_offset(s) >= end)
         return CREC_OK;
@@ -787,6 +885,7 @@ int rep_seg_run(struct rep_seg *s)
 
 void rep_seg_close(struct rep_seg *s)
 {
+    crec_free(s->maps);
     rep_lazy_free(s);
     crec_fmt_cursor_free(s->reads);
     crec_fmt_cursor_free(s->events);

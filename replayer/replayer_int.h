@@ -12,6 +12,7 @@
 #include "replayer/replayer.h"
 
 #define REP_LAZY_SEEN 64
+#define REP_CODE_OK 64
 
 /*
  * One replay on its own CPU, from key frame `first` until instruction
@@ -83,6 +84,14 @@ struct rep_seg {
     const uint8_t *from_values;
     size_t from_nlines;
     uint64_t entry_off, entry_hits; /* the READS entry being used: where, its hits */
+
+    /* Checking the memory map at each key frame against its listing
+     * (replay.c): the replay's mappings, and the hashes of code found equal
+     * to the listing's, kept while no map change touches them. */
+    struct crec_emu_mapping *maps;
+    size_t nmaps, capmaps;
+    struct rep_code_ok { uint64_t start, end; crec_fmt_hash hash; } code_ok[REP_CODE_OK];
+    size_t ncode_ok;
 };
 
 /* session.c: every KEYFRAME record, in order (*out is crec_malloc'd). */

@@ -175,12 +175,15 @@ head -c $((size - 1)) "$sample" >"$d/nodir.crec"
 expect_status "a recording without its directory replays" 0 "$CREC" replay "$d/nodir.crec"
 if grep -q "replay verified: " "$TMP/out"; then pass "... verified to its end"
 else fail "... verified to its end" "$(head -c 300 "$TMP/out")"; fi
+# Cut into its last chunks, hello.crec loses its only READS chunk: no
+# segment is left to verify, and replay says so instead of "verified".
 head -c $((size - 500)) "$sample" >"$d/cut.crec"
-expect_status "a recording cut into its last chunks replays" 0 "$CREC" replay "$d/cut.crec"
-if grep -q "replay verified up to where the recording was cut short" "$TMP/out"; then
-    pass "... verified up to the cut, and says so"
+expect_status "a recording cut before its first complete segment is not verified" 1 \
+    "$CREC" replay "$d/cut.crec"
+if grep -q "cut short before its first complete segment: nothing to verify" "$TMP/err"; then
+    pass "... and replay says there is nothing to verify"
 else
-    fail "... verified up to the cut, and says so" "$(head -c 300 "$TMP/out")"
+    fail "... and replay says there is nothing to verify" "$(head -c 300 "$TMP/out" "$TMP/err")"
 fi
 
 # RDTSC and CPUID answers come from the recording.

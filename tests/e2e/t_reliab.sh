@@ -178,3 +178,67 @@ for t in 46466 $((n / 3)) $((n / 2)) $((n - 100)); do
     [ -n "$a" ] && [ "$a" = "$b" ] || bad="$bad $t:$a/$b"
 done
 expect_eq "self-modifying code: the index answers as a replay from 0" "" "$bad"
+
+# ---- --json is JSON, whatever bytes a string holds ----------------------------
+bad=$(printf 'a\377b\303(c\355\240\200d\360\237\230\200e')
+"$CREC" record -o "$TMP/argv.crec" -- /bin/echo "$bad" >/dev/null 2>&1
+"$CREC" info --json "$TMP/argv.crec" >"$TMP/info.json" 2>"$TMP/err"
+if python3 -c 'import json, sys; d = json.load(open(sys.argv[1], encoding="utf-8", errors="strict")); assert "\U0001f600" in d["argv"][1], d["argv"]' "$TMP/info.json" 2>"$TMP/err"; then
+    pass "--json: info --json of an argv that is not UTF-8 is JSON"
+else
+    fail "--json: info --json of an argv that is not UTF-8 is JSON" "$(head -c 300 "$TMP/err")"
+fi
+"$CREC" query --json "$TMP/hello.crec" "x${bad}@0" >"$TMP/q.json" 2>/dev/null
+if python3 -c 'import json, sys; json.load(open(sys.argv[1], encoding="utf-8", errors="strict"))' "$TMP/q.json" 2>"$TMP/err"; then
+    pass "--json: a query string that is not UTF-8 gives JSON"
+else
+    fail "--json: a query string that is not UTF-8 gives JSON" "$(head -c 300 "$TMP/err") $(od -c "$TMP/q.json" | head -5)"
+fi
+
+# ---- every path checks the same things ------------------------------------------
+# readfile.crec with one byte changed and its checksums made right: a key
+# frame's READS offset (KEYFRAMES byte 1554), a mapping of the first map
+# listing (EVENTS byte 25).  One job, two jobs, --from and a query all refuse it.
+cp "$SAMPLES/readfile.crec" "$TMP/readfile.crec"
+for m in "KEYFRAMES 1554" "EVENTS 25" "EVENTS 55"; do
+    set -- $m
+    "$CRECTOOLS/crec_mutate" "$TMP/readfile.crec" "$TMP/mut.crec" $1 $2 1
+    r1=$("$CREC" replay "$TMP/mut.crec" >/dev/null 2>&1; echo $?)
+    r2=$("$CREC" replay --jobs 2 "$TMP/mut.crec" >/dev/null 2>&1; echo $?)
+    r3=$("$CREC" replay --from 20000 "$TMP/mut.crec" >/dev/null 2>&1; echo $?)
+    if [ "$r1" != 0 ] && [ "$r2" != 0 ] && [ "$r3" != 0 ]; then
+        pass "every path checks the same: $1 byte $2 is refused by one job, two jobs and --from"
+    else
+        fail "every path checks the same: $1 byte $2 is refused by one job, two jobs and --from" "exits $r1 $r2 $r3"
+    fi
+done
+
+# ---- corruption that replay did not see ------------------------------------------
+python3 - "$TMP/hello.crec" "$TMP/badsym.crec" <<'PY'
+import struct, sys
+d = bytearray(open(sys.argv[1], 'rb').read())
+off = 16
+while d[off:off + 4] == b'CRCK':
+    clen = struct.unpack('<I', d[off + 24:off + 28])[0]
+    if d[off + 4] == 9:  # SYMBOLS
+        d[off + 40 + clen // 2] ^= 0x55
+        break
+    off += 40 + clen
+open(sys.argv[2], 'wb').write(d)
+PY
+expect_status "damaged SYMBOLS: replay refuses it" 1 "$CREC" replay "$TMP/badsym.crec"
+if grep -q "checksum mismatch in stream SYMBOLS" "$TMP/err"; then pass "damaged SYMBOLS: replay names the checksum"; else
+    fail "damaged SYMBOLS: replay names the checksum" "$(cat "$TMP/err")"; fi
+expect_status "damaged SYMBOLS: query main@end fails" 1 "$CREC" query "$TMP/badsym.crec" main@end
+if grep -q "checksum mismatch in stream SYMBOLS" "$TMP/err"; then pass "damaged SYMBOLS: query names the real cause"; else
+    fail "damaged SYMBOLS: query names the real cause" "$(cat "$TMP/err")"; fi
+
+# ---- a bad index is rebuilt, and the query says so ---------------------------------
+cp "$TMP/hello.crec" "$TMP/badidx.crec"
+printf 'CRECIDX\0garbage' >"$TMP/badidx.crec.idx"
+out=$("$CREC" query "$TMP/badidx.crec" environ@end 2>"$TMP/err")
+expect_eq "bad index: the query answers" "environ@end = 0x00007fffffffee70 (index+replay)" "$out"
+if grep -q "note: .*badidx.crec.idx.*rebuilt" "$TMP/err"; then pass "bad index: the query says it was rebuilt"; else
+    fail "bad index: the query says it was rebuilt" "$(cat "$TMP/err")"; fi
+"$CREC" query "$TMP/badidx.crec" environ@end >/dev/null 2>"$TMP/err"
+expect_eq "bad index: the rebuilt index is used next time, silently" "" "$(cat "$TMP/err")"

@@ -113,31 +113,47 @@ static void code_hash_put(struct rec_session *rs, uint64_t start, uint64_t end,
     for (i = 0; i < rs->n_code_hashes; i++)
         if (!rs->code_hashes[i].valid || rs->code_hashes[i].start == start)
             break;
-    if (i == REC_MAX_CODE_HASHES)
-        return; /* full: that code is simply hashed again next time */
-    if (i == rs->n_code_hashes)
+    if (i == rs->n_code_hashes) {
+        struct rec_code_hash *p = crec_grow(rs->code_hashes, &rs->cap_code_hashes, i + 1,
+                                            sizeof *p, 16);
+        if (!p)
+            return; /* no memory: that code is simply hashed again next time */
+        rs->code_hashes = p;
         rs->n_code_hashes++;
+    }
     rs->code_hashes[i] = (struct rec_code_hash){start, end, *hash, 1};
 }
 
+/* Store the code at [addr, addr+len) (one piece, at most REC_CODE_PIECE
+ * bytes) as a blob, read in place when its host memory is contiguous. */
 static int rec_blob(struct rec_session *rs, uint64_t addr, uint64_t len, crec_fmt_hash *hash)
 {
     crec_error err = {0};
-    uint8_t *bytes = crec_malloc(len);
+    const void *host = crec_emu_mem_host(rs->cpu, addr, len, CREC_PROT_READ);
+    uint8_t *bytes = host ? NULL : crec_malloc(len);
     int rc;
 
-    if (!bytes) {
+    if (!host && !bytes) {
         crec_error_set(&err, CREC_ERR_NOMEM, "out of memory copying %llu bytes of code",
                        (unsigned long long)len);
         rec_fail(rs, &err);
         return CREC_ERR_NOMEM;
     }
-    crec_emu_mem_read(rs->cpu, bytes, addr, len);
-    rc = crec_fmt_blob_put(rs->w, bytes, len, hash, &err);
+    if (!host)
+        crec_emu_mem_read(rs->cpu, bytes, addr, len);
+    rc = crec_fmt_blob_put(rs->w, host ? host : bytes, len, hash, &err);
     crec_free(bytes);
     if (rc != CREC_OK)
         rec_fail(rs, &err);
     return rc;
+}
+
+/* The length of the piece of [start, end) that begins at `at`: code is
+ * stored in pieces, so that executable memory of any size records with
+ * bounded memory and within the size of a record. */
+static uint64_t code_piece(uint64_t at, uint64_t end)
+{
+    return end - at < REC_CODE_PIECE ? end - at : REC_CODE_PIECE;
 }
 
 /* Symbols once per code blob: the same library mapped twice is named once. */
@@ -212,28 +228,45 @@ int rec_on_mem_event(struct rec_session *rs, const struct crec_emu_mem_event *me
         rec_mark_dirty(rs, mev->addr, mev->len);
     }
     code_hashes_touch(rs, mev->addr, mev->len);
-    if (mev->became_exec && mev->kind != CREC_MEM_MUNMAP) {
-        if (rec_blob(rs, mev->addr, mev->len, &ev.u.mmap.blob) != CREC_OK)
+    if (!mev->became_exec || mev->kind == CREC_MEM_MUNMAP)
+        return rec_event(rs, &ev);
+    /* New code of more than one piece: the change itself, then each piece's
+     * code as a PROTECT to the same protection with its blob (replay then
+     * changes the map once, not once per piece). */
+    if (mev->len > REC_CODE_PIECE) {
+        if (rec_event(rs, &ev) != CREC_OK)
             return rs->err.code;
-        ev.u.mmap.flags |= CREC_FMT_EV_HAS_HASH;
-        rec_code(rs, mev->addr, mev->len, mev->prot, &ev.u.mmap.blob, mev->path, mev->offset);
+        ev.u.mmap.op = CREC_FMT_MM_PROTECT;
     }
-    return rec_event(rs, &ev);
+    ev.u.mmap.flags |= CREC_FMT_EV_HAS_HASH;
+    for (uint64_t at = mev->addr, end = mev->addr + mev->len; at < end; at += ev.u.mmap.len) {
+        ev.u.mmap.addr = at;
+        ev.u.mmap.len = code_piece(at, end);
+        if (rec_blob(rs, at, ev.u.mmap.len, &ev.u.mmap.blob) != CREC_OK)
+            return rs->err.code;
+        /* the file's symbols once, with its first piece */
+        rec_code(rs, at, ev.u.mmap.len, mev->prot, &ev.u.mmap.blob,
+                 at == mev->addr ? mev->path : NULL, mev->offset + (at - mev->addr));
+        if (rec_event(rs, &ev) != CREC_OK)
+            return rs->err.code;
+    }
+    return CREC_OK;
 }
 
-/* The first listing names the code the loader mapped, from its images. */
-static void listing_code(struct rec_session *rs, const struct crec_emu_mapping *m,
-                         const crec_fmt_hash *hash)
+/* The first listing names the code the loader mapped, from its images:
+ * the piece [at, at+len) of mapping m. */
+static void listing_code(struct rec_session *rs, const struct crec_emu_mapping *m, uint64_t at,
+                         uint64_t len, const crec_fmt_hash *hash)
 {
     for (size_t i = 0; i < rs->n_images; i++) {
         const struct rec_image *im = &rs->images[i];
         if (m->start >= im->addr && m->start < im->addr + im->len) {
-            rec_code(rs, m->start, m->end - m->start, m->prot, hash, im->path,
-                     im->file_off + (m->start - im->addr));
+            rec_code(rs, at, len, m->prot, hash, at == m->start ? im->path : NULL,
+                     im->file_off + (at - im->addr));
             return;
         }
     }
-    rec_code(rs, m->start, m->end - m->start, m->prot, hash, NULL, 0);
+    rec_code(rs, at, len, m->prot, hash, NULL, 0);
 }
 
 /* Before recording starts, remember where the loader put executable code. */
@@ -269,17 +302,23 @@ static int listing_one(void *ctx, const struct crec_emu_mapping *m)
     ev.u.mmap.addr = m->start;
     ev.u.mmap.len = m->end - m->start;
     ev.u.mmap.prot = (uint64_t)m->prot;
-    if (m->prot & CREC_PROT_EXEC) {
-        if (!code_hash_get(rs, m->start, m->end, &ev.u.mmap.blob)) {
-            if (rec_blob(rs, m->start, m->end - m->start, &ev.u.mmap.blob) != CREC_OK)
+    if (!(m->prot & CREC_PROT_EXEC))
+        return rec_event(rs, &ev) != CREC_OK;
+    ev.u.mmap.flags |= CREC_FMT_EV_HAS_HASH;
+    for (uint64_t at = m->start; at < m->end; at += ev.u.mmap.len) { /* code: in pieces */
+        ev.u.mmap.addr = at;
+        ev.u.mmap.len = code_piece(at, m->end);
+        if (!code_hash_get(rs, at, at + ev.u.mmap.len, &ev.u.mmap.blob)) {
+            if (rec_blob(rs, at, ev.u.mmap.len, &ev.u.mmap.blob) != CREC_OK)
                 return 1;
-            code_hash_put(rs, m->start, m->end, &ev.u.mmap.blob);
+            code_hash_put(rs, at, at + ev.u.mmap.len, &ev.u.mmap.blob);
         }
-        ev.u.mmap.flags |= CREC_FMT_EV_HAS_HASH;
         if (rs->stats.keyframes == 1)
-            listing_code(rs, m, &ev.u.mmap.blob);
+            listing_code(rs, m, at, ev.u.mmap.len, &ev.u.mmap.blob);
+        if (rec_event(rs, &ev) != CREC_OK)
+            return 1;
     }
-    return rec_event(rs, &ev) != CREC_OK;
+    return 0;
 }
 
 int rec_write_listing(struct rec_session *rs)

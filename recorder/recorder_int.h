@@ -211,7 +211,9 @@ struct rec_code_hash {
     int valid;
 };
 
-#define REC_MAX_CODE_HASHES 64
+/* Code is stored in blobs of at most this many bytes: memory stays bounded
+ * and a blob fits a record whatever the size of an executable mapping. */
+#define REC_CODE_PIECE (16ull << 20)
 #define REC_MAX_IMAGES 16
 #define REC_MAX_SYMBOLIZED 256
 
@@ -243,8 +245,8 @@ struct rec_session {
     int dirty_all;        /* the next snapshot must take every page */
     uint64_t last_dirty_page;
 
-    struct rec_code_hash code_hashes[REC_MAX_CODE_HASHES];
-    size_t n_code_hashes;
+    struct rec_code_hash *code_hashes; /* one per piece of code (REC_CODE_PIECE) */
+    size_t n_code_hashes, cap_code_hashes;
     struct rec_image images[REC_MAX_IMAGES]; /* from the ELF loader */
     size_t n_images;
     crec_fmt_hash symbolized[REC_MAX_SYMBOLIZED]; /* blobs whose symbols are written */

@@ -282,6 +282,35 @@ static const char *rep_listed_differs(struct rep_seg *s, const crec_fmt_event *e
     return NULL;
 }
 
+/*
+ * Put code bytes in guest memory, a page only where it differs: a huge
+ * executable mapping is mostly pages of zeros, already there in memory
+ * just mapped, which writing would make the host really allocate.
+ */
+static void rep_write_code(struct rep_seg *s, uint64_t addr, const uint8_t *code, size_t n)
+{
+    uint64_t lo = UINT64_MAX, hi = 0;
+
+    for (size_t off = 0; off < n;) {
+        size_t k = n - off < CREC_EMU_PAGE - (addr + off) % CREC_EMU_PAGE
+                       ? n - off
+                       : CREC_EMU_PAGE - (addr + off) % CREC_EMU_PAGE;
+        uint8_t *host = crec_emu_mem_host(s->cpu, addr + off, k, 0);
+        if (!host || memcmp(host, code + off, k) != 0) {
+            if (host)
+                memcpy(host, code + off, k);
+            else
+                crec_emu_mem_write(s->cpu, addr + off, code + off, k);
+            lo = addr + off < lo ? addr + off : lo;
+            hi = addr + off + k;
+        }
+        off += k;
+    }
+    /* code translated from the bytes before (only those that changed) */
+    if (lo < hi)
+        crec_emu_cpu_flush_code(s->cpu, lo, hi - lo);
+}
+
 /* The code a mapping brought: copied in now, or a page at a time as it runs. */
 static int rep_map_code(struct rep_seg *s, const crec_fmt_event *ev, crec_error *err)
 {
@@ -295,14 +324,13 @@ static int rep_map_code(struct rep_seg *s, const crec_fmt_event *ev, crec_error 
                                 " bytes, not %" PRIu64, addr, code_len, len);
     if (rc != CREC_OK)
         return rc;
-    crec_emu_cpu_flush_code(s->cpu, addr, len);
-    if (s->query && !(ev->u.mmap.prot & CREC_PROT_WRITE))
-        return rep_lazy_add(s, addr, len, &ev->u.mmap.blob, err);
-    rc = crec_fmt_blob_view(s->r, &ev->u.mmap.blob, &code, &n, err);
-    if (rc == CREC_OK) {
-        crec_emu_mem_write(s->cpu, addr, code, n);
+    if (s->query && !(ev->u.mmap.prot & CREC_PROT_WRITE)) {
         crec_emu_cpu_flush_code(s->cpu, addr, len);
+        return rep_lazy_add(s, addr, len, &ev->u.mmap.blob, err);
     }
+    rc = crec_fmt_blob_view(s->r, &ev->u.mmap.blob, &code, &n, err);
+    if (rc == CREC_OK)
+        rep_write_code(s, addr, code, n);
     return rc;
 }
 

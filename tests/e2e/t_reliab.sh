@@ -242,3 +242,19 @@ if grep -q "note: .*badidx.crec.idx.*rebuilt" "$TMP/err"; then pass "bad index: 
     fail "bad index: the query says it was rebuilt" "$(cat "$TMP/err")"; fi
 "$CREC" query "$TMP/badidx.crec" environ@end >/dev/null 2>"$TMP/err"
 expect_eq "bad index: the rebuilt index is used next time, silently" "" "$(cat "$TMP/err")"
+
+# ---- big executable mappings record in pieces, with bounded memory ------------
+maxrss() { # maxrss COMMAND...: run it, print its peak memory in MiB
+    python3 -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)' "$@"
+}
+mb=$(maxrss "$CREC" record -o "$TMP/bigexec.crec" -- "$GUESTS/bigexec" 768)
+expect_eq "big executable mappings: 768 MiB of RWX code records" "42 42 42" \
+    "$("$CREC" run -- "$GUESTS/bigexec" 768 2>&1)"
+if [ "$mb" -lt 400 ]; then pass "big executable mappings: recording takes ${mb} MiB, not the mapping's size"; else
+    fail "big executable mappings: recording takes ${mb} MiB, not the mapping's size" "$mb MiB"; fi
+expect_status "big executable mappings: replay verifies" 0 "$CREC" replay -q "$TMP/bigexec.crec"
+mb=$(maxrss "$CREC" replay "$TMP/bigexec.crec")
+if [ "$mb" -lt 400 ]; then pass "big executable mappings: replay takes ${mb} MiB"; else
+    fail "big executable mappings: replay takes ${mb} MiB" "$mb MiB"; fi

@@ -39,13 +39,19 @@ struct emu_block {
 /* Hooks a client added with crec_emu_cpu_hook_mem (removed at free). */
 #define EMU_MAX_CLIENT_HOOKS 4
 
+struct emu_client_hook {
+    uc_hook uc;
+    crec_emu_mem_fn fn;
+    void *ctx;
+};
+
 struct crec_emu_cpu {
     uc_engine *uc;
     uc_context *uc_reset;     /* the engine's registers as new (cpu.c's pool) */
     csh cs;
     struct crec_emu_cpu_hooks hooks;
     uc_hook h_block, h_syscall, h_cpuid, h_invalid, h_mem, h_intr;
-    uc_hook client_hooks[EMU_MAX_CLIENT_HOOKS];
+    struct emu_client_hook client_hooks[EMU_MAX_CLIENT_HOOKS];
     size_t n_client_hooks;
 
     struct emu_map *maps; /* sorted by start, no overlap */
@@ -68,6 +74,11 @@ struct crec_emu_cpu {
     size_t n_rdtsc, cap_rdtsc;
     uint64_t restart_at;      /* non-zero: the run loop restarts here */
 
+    /* An engine error met where it could not be returned (a register
+     * access from a hook): crec_emu_cpu_run returns it. */
+    uc_err engine_err;
+    char engine_what[160];
+
     int stop_requested;
     int in_block_hook;        /* hooks.block is running */
     int fault_seen;           /* set by the invalid-memory hook */
@@ -87,6 +98,15 @@ struct crec_emu_cpu {
     uc_hook h_until;          /* the one-address code hook, 0 if none */
     uint64_t until_block, until_block_size; /* the block it sits in */
 };
+
+/* One register by Unicorn's id (UC_X86_REG_*), inside emu only: an error
+ * is kept for crec_emu_cpu_run to return (crec_emu_cpu_error). */
+uint64_t emu_reg_get(crec_emu_cpu *cpu, int uc_reg);
+/* Keep an engine error that can't be returned where it happened (a hook)
+ * and stop the engine: crec_emu_cpu_run returns it.  The first one wins. */
+void emu_engine_error(crec_emu_cpu *cpu, uc_err ue, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void emu_reg_set(crec_emu_cpu *cpu, int uc_reg, uint64_t value);
 
 int emu_blocks_init(crec_emu_cpu *cpu);
 void emu_blocks_free(crec_emu_cpu *cpu);
@@ -208,7 +228,7 @@ void emu_exit(crec_emu *e, int status, int signo, const char *msg);
 int emu_load_elf(crec_emu *e, const char *path, char *const argv[], char *const envp[],
                  crec_error *err);
 
-#define EMU_PAGE_DOWN(x) ((x) & ~(CREC_EMU_PAGE - 1))
-#define EMU_PAGE_UP(x) (((x) + CREC_EMU_PAGE - 1) & ~(CREC_EMU_PAGE - 1))
+#define EMU_PAGE_DOWN(x) ((x) & ~(CREC_PAGE_SIZE - 1))
+#define EMU_PAGE_UP(x) (((x) + CREC_PAGE_SIZE - 1) & ~(CREC_PAGE_SIZE - 1))
 
 #endif /* CREC_EMU_INT_H */

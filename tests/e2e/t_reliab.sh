@@ -258,3 +258,36 @@ expect_status "big executable mappings: replay verifies" 0 "$CREC" replay -q "$T
 mb=$(maxrss "$CREC" replay "$TMP/bigexec.crec")
 if [ "$mb" -lt 400 ]; then pass "big executable mappings: replay takes ${mb} MiB"; else
     fail "big executable mappings: replay takes ${mb} MiB" "$mb MiB"; fi
+
+# ---- --force: the program or a file that is not a recording is not overwritten --
+d=$TMP/force
+mkdir -p "$d"
+cp /bin/true "$d/prog"
+(cd "$d" && "$CREC" record -o ./prog -- ./prog) >/dev/null 2>"$TMP/err"
+expect_eq "--force: recording over the program itself is refused" 2 "$?"
+if cmp -s /bin/true "$d/prog"; then pass "--force: the program is intact"; else fail "--force: the program is intact" "changed"; fi
+one_error_line "--force: one line says why"
+echo "my notes" >"$d/notes.txt"
+expect_status "--force: a file that is not a recording is not overwritten" 2 \
+    "$CREC" record -o "$d/notes.txt" -- /bin/true
+expect_eq "--force: ... and is intact" "my notes" "$(cat "$d/notes.txt")"
+expect_status "--force: with --force it is" 0 "$CREC" record --force -o "$d/notes.txt" -- /bin/true
+expect_status "--force: a recording is recorded again without it" 0 \
+    "$CREC" record -o "$d/notes.txt" -- /bin/true
+expect_status "--force: an empty file is written" 0 sh -c ": >\"$d/empty\"; \"$CREC\" record -o \"$d/empty\" -- /bin/true"
+expect_status "--force: a device is written, not replaced" 0 "$CREC" record -o /dev/null -- /bin/true
+
+# ---- --env-clear and -e: the environment a recording holds ----------------------
+"$CREC" record --env-clear -e A=1 -e B=2 -e A=3 -o "$TMP/env.crec" -- /usr/bin/env \
+    >"$TMP/out" 2>"$TMP/err"
+expect_eq "--env-clear: the program sees exactly the chosen environment" "A=3
+B=2" "$(cat "$TMP/out")"
+expect_eq "--env-clear: the recording holds only it" "environment:   2 variables" \
+    "$("$CREC" info "$TMP/env.crec" | grep '^environment:')"
+SECRET_TOKEN=hunter2 "$CREC" record -e SECRET_TOKEN=x -o "$TMP/env2.crec" -- /bin/true >/dev/null 2>&1
+if "$CREC" info --json "$TMP/env2.crec" | grep -q hunter2; then
+    fail "-e: a variable set with -e replaces crec's own" "hunter2 recorded"
+else
+    pass "-e: a variable set with -e replaces crec's own"
+fi
+expect_status "-e: NAME without a value is a usage error" 2 "$CREC" record -e NAME -o "$TMP/x.crec" -- /bin/true

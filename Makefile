@@ -6,7 +6,7 @@
 #   make test SANITIZE=1   the same under AddressSanitizer + UBSan (build-san/)
 #   make DEBUG=1    a debug build (build-debug/): corruption errors name the
 #                   source line of the check that failed (common.h)
-#   make fuzz       run the libFuzzer targets: reader, replay (FUZZ_SECONDS=300 each)
+#   make fuzz       run the libFuzzer targets: reader, replay, fields (FUZZ_SECONDS=300 each)
 #   make bench      benchmarks (see bench/README.md)
 #   make format     clang-format every C file
 #
@@ -125,6 +125,7 @@ demo: all
 # and emu's CPU layer, as the replay-only build of mk/s390x.mk).
 FUZZ_SECONDS ?= 300
 FUZZ_REPLAY_SECONDS ?= $(FUZZ_SECONDS)
+FUZZ_FIELDS_SECONDS ?= $(FUZZ_SECONDS)
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -I. -D_GNU_SOURCE \
                -DCREC_FUZZ -DCREC_DEBUG
 FUZZ_SRC := $(foreach m,common format,$(wildcard $(m)/*.c))
@@ -138,9 +139,17 @@ build-fuzz/fuzz_replay: tests/fuzz/fuzz_replay.c $(FUZZ_REPLAY_SRC) | deps-test
 	@mkdir -p build-fuzz
 	clang $(FUZZ_CFLAGS) $(DEPS_CFLAGS) -o $@ $^ $(DEPS_LIBS) -lpthread -lm
 
-fuzz: build-fuzz/fuzz_reader build-fuzz/fuzz_replay
+# fuzz_fields: a real recording with decoded fields changed and checksums
+# right; each input within a time and memory budget (run.sh's last arguments).
+build-fuzz/fuzz_fields: tests/fuzz/fuzz_fields.c tests/tools/refield.h $(FUZZ_REPLAY_SRC) | deps-test
+	@mkdir -p build-fuzz
+	clang $(FUZZ_CFLAGS) $(DEPS_CFLAGS) -o $@ tests/fuzz/fuzz_fields.c $(FUZZ_REPLAY_SRC) \
+	    $(DEPS_LIBS) -lpthread -lm
+
+fuzz: build-fuzz/fuzz_reader build-fuzz/fuzz_replay build-fuzz/fuzz_fields
 	@sh tests/fuzz/run.sh build-fuzz/fuzz_reader $(FUZZ_SECONDS) tests/fuzz/corpus-reader
 	@sh tests/fuzz/run.sh build-fuzz/fuzz_replay $(FUZZ_REPLAY_SECONDS) tests/fuzz/corpus-replay
+	@sh tests/fuzz/run.sh build-fuzz/fuzz_fields $(FUZZ_FIELDS_SECONDS) tests/fuzz/corpus-fields 10 1024
 
 # --- benchmarks ------------------------------------------------------------
 # What bench/run.sh runs besides crec (bench/README.md).

@@ -75,6 +75,9 @@ enum crec_fmt_kind {
 #define CREC_FMT_MAX_CPUID 1024           /* CPUID leaves in the header */
 #define CREC_FMT_DEFAULT_CHUNK (256u << 10) /* writer flush threshold */
 #define CREC_FMT_READ_WIDTH_MAX 16        /* bytes of one READS value */
+/* Guest memory a record names (a mapping, code, a snapshot page, a range
+ * a syscall wrote) lies below this: the x86-64 user address space. */
+#define CREC_FMT_ADDR_LIMIT (1ull << 47)
 
 /* Header values this reader honours; it refuses a file that claims others,
  * naming both values (docs/FORMAT.md §4). */

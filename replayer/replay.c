@@ -649,17 +649,17 @@ static void rep_verify_kf(struct rep_seg *s, const crec_fmt_keyframe *kf, uint64
  */
 static void rep_verify_kf_streams(struct rep_seg *s, const crec_fmt_keyframe *kf)
 {
-    crec_error err = {0};
     uint64_t hits = s->hits_left == UINT64_MAX ? kf->hits_before : s->entry_hits - s->hits_left;
 
-    if (kf->reads_off == s->entry_off && kf->hits_before == hits &&
-        kf->events_off == rep_event_offset(s))
-        return;
-    crec_error_corrupt(&err, "the key frame at instruction %" PRIu64 " puts READS at %" PRIu64
-                       " (%" PRIu64 " hits) and EVENTS at %" PRIu64 ", but they stand at %" PRIu64
-                       " (%" PRIu64 " hits) and %" PRIu64, kf->global_icount, kf->reads_off,
-                       kf->hits_before, kf->events_off, s->entry_off, hits, rep_event_offset(s));
-    rep_fail(s, &err);
+    if (kf->tid != s->tid)
+        rep_corrupt(s, "the key frame at instruction %" PRIu64 " is of thread %u, the replay "
+                    "of thread %u", kf->global_icount, kf->tid, s->tid);
+    else if (kf->reads_off != s->entry_off || kf->hits_before != hits ||
+             kf->events_off != rep_event_offset(s))
+        rep_corrupt(s, "the key frame at instruction %" PRIu64 " puts READS at %" PRIu64
+                    " (%" PRIu64 " hits) and EVENTS at %" PRIu64 ", but they stand at %" PRIu64
+                    " (%" PRIu64 " hits) and %" PRIu64, kf->global_icount, kf->reads_off,
+                    kf->hits_before, kf->events_off, s->entry_off, hits, rep_event_offset(s));
 }
 
 /*

@@ -417,6 +417,23 @@ uint64_t crec_emu_cpu_icount_at(crec_emu_cpu *cpu, uint64_t rip)
     return n < 0 ? before : before + (uint64_t)n;
 }
 
+uint32_t crec_emu_cpu_block_insns(crec_emu_cpu *cpu)
+{
+    uint32_t n = cpu->cur_block_n;
+
+    /* An emulated RDTSC leaves its block (rdtsc_hook): the rest does not run. */
+    for (size_t i = 0; i < cpu->n_rdtsc; i++) {
+        uint64_t site = cpu->rdtsc_sites[i];
+        long before;
+        if (site < cpu->cur_block || site >= cpu->cur_block + cpu->cur_block_size)
+            continue;
+        before = emu_count_insns(cpu, cpu->cur_block, cpu->cur_block_size, site);
+        if (before >= 0 && (uint64_t)before + 1 < n)
+            n = (uint32_t)before + 1;
+    }
+    return n;
+}
+
 /* The bounded code hook on the instruction that must not run. */
 static void until_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
 {

@@ -39,6 +39,15 @@ struct emu_block {
 /* Hooks a client added with crec_emu_cpu_hook_mem (removed at free). */
 #define EMU_MAX_CLIENT_HOOKS 4
 
+/* A client's code hook (crec_emu_cpu_hook_code): Unicorn's handle and the
+ * client's callback.  Each is allocated alone, so that Unicorn keeps a
+ * pointer that the array growing does not move. */
+struct emu_code_hook {
+    uc_hook uc;
+    crec_emu_code_fn fn;
+    void *ctx;
+};
+
 struct emu_client_hook {
     uc_hook uc;
     crec_emu_mem_fn fn;
@@ -53,6 +62,8 @@ struct crec_emu_cpu {
     uc_hook h_block, h_syscall, h_cpuid, h_invalid, h_mem, h_intr;
     struct emu_client_hook client_hooks[EMU_MAX_CLIENT_HOOKS];
     size_t n_client_hooks;
+    struct emu_code_hook **code_hooks; /* crec_emu_cpu_hook_code's, any number */
+    size_t n_code_hooks, cap_code_hooks;
 
     struct emu_map *maps; /* sorted by start, no overlap */
     size_t n_maps, cap_maps;

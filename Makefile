@@ -154,7 +154,7 @@ build-fuzz/fuzz_fields: tests/fuzz/fuzz_fields.c tests/tools/refield.h $(FUZZ_RE
 fuzz: build-fuzz/fuzz_reader build-fuzz/fuzz_replay build-fuzz/fuzz_fields
 	@sh tests/fuzz/run.sh build-fuzz/fuzz_reader $(FUZZ_SECONDS) tests/fuzz/corpus-reader
 	@sh tests/fuzz/run.sh build-fuzz/fuzz_replay $(FUZZ_REPLAY_SECONDS) tests/fuzz/corpus-replay
-	@sh tests/fuzz/run.sh build-fuzz/fuzz_fields $(FUZZ_FIELDS_SECONDS) tests/fuzz/corpus-fields 10 1024
+	@sh tests/fuzz/run.sh build-fuzz/fuzz_fields $(FUZZ_FIELDS_SECONDS) tests/fuzz/corpus-fields 10 2048 512
 
 # --- benchmarks ------------------------------------------------------------
 # What bench/run.sh runs besides crec (bench/README.md).

@@ -173,11 +173,15 @@ RF_FN uint64_t rf_apply(uint64_t v, int op, uint64_t x)
 
 /* The numeric fields of a decoded record, by index; each reached through a
  * u64 that is copied in and out.  @return how many fields kind has. */
-#define RF_FIELD(idx, lvalue)                                                                 \
-    case idx:                                                                                \
+#define RF_CHANGE(lvalue)                                                                     \
+    do {                                                                                     \
         tmp = (uint64_t)(lvalue);                                                            \
         tmp = rf_apply(tmp, op, x);                                                          \
         lvalue = (__typeof__(lvalue))tmp;                                                    \
+    } while (0)
+#define RF_FIELD(idx, lvalue)                                                                 \
+    case idx:                                                                                \
+        RF_CHANGE(lvalue);                                                                   \
         return 0
 
 RF_FN int rf_event_field(crec_fmt_event *ev, unsigned f, int op, uint64_t x)
@@ -300,7 +304,9 @@ RF_FN int rf_change_record(struct rf_record *r, unsigned f, int op, uint64_t x)
                crec_fmt_snap_decode(r->body, r->len, &snap, NULL) == 0) {
         size_t n = snap.npages;
         switch (f % 3) {
-            RF_FIELD(0, snap.global_icount);
+        case 0:
+            RF_CHANGE(snap.global_icount);
+            break;
         case 1:
             if (n)
                 snap.pages[(x >> 32) % n].addr = rf_apply(snap.pages[(x >> 32) % n].addr, op,
@@ -315,17 +321,17 @@ RF_FN int rf_change_record(struct rf_record *r, unsigned f, int op, uint64_t x)
         crec_fmt_snapshot_clear(&snap);
     } else if (r->kind == CREC_FMT_K_CODE && crec_fmt_code_decode(r->body, r->len, &code, NULL) == 0) {
         switch (f % 4) {
-            RF_FIELD(0, code.addr);
-            RF_FIELD(1, code.len);
-            RF_FIELD(2, code.prot);
-            RF_FIELD(3, code.file_off);
+        case 0: RF_CHANGE(code.addr); break;
+        case 1: RF_CHANGE(code.len); break;
+        case 2: RF_CHANGE(code.prot); break;
+        default: RF_CHANGE(code.file_off); break;
         }
         rc = crec_fmt_code_encode(&b, &code);
     } else if (r->kind == CREC_FMT_K_SYMBOL && crec_fmt_sym_decode(r->body, r->len, &sym, NULL) == 0) {
         switch (f % 3) {
-            RF_FIELD(0, sym.addr);
-            RF_FIELD(1, sym.size);
-            RF_FIELD(2, sym.type);
+        case 0: RF_CHANGE(sym.addr); break;
+        case 1: RF_CHANGE(sym.size); break;
+        default: RF_CHANGE(sym.type); break;
         }
         rc = crec_fmt_sym_encode(&b, &sym);
     }
@@ -350,6 +356,7 @@ RF_FN int rf_change_record(struct rf_record *r, unsigned f, int op, uint64_t x)
     return 0;
 }
 #undef RF_FIELD
+#undef RF_CHANGE
 
 /* Apply one change: stream of type `type` (the first of that type; any
  * stream when none has it), record `rec`, field `field`. */

@@ -293,3 +293,13 @@ else
     pass "-e: a variable set with -e replaces crec's own"
 fi
 expect_status "-e: NAME without a value is a usage error" 2 "$CREC" record -e NAME -o "$TMP/x.crec" -- /bin/true
+
+# ---- bounded cost on hostile files ---------------------------------------------------
+# A memory-map record's length set to 64 TiB, every checksum right: refused
+# by name, at once, by replay and by a query that reads the events.
+"$CRECTOOLS/crec_refield" "$TMP/readfile.crec" "$TMP/huge.crec" EVENTS 0x13 3 2 set 0x400000000000
+expect_status "hostile lengths: a 64 TiB mapping is refused by replay" 1 timeout 20 "$CREC" replay "$TMP/huge.crec"
+if grep -q "outside the address space" "$TMP/err"; then pass "hostile lengths: ... naming the address space"; else
+    fail "hostile lengths: ... naming the address space" "$(cat "$TMP/err")"; fi
+expect_status "hostile lengths: ... and by a query" 1 timeout 20 "$CREC" query "$TMP/huge.crec" 0x555555554000@end
+one_error_line "hostile lengths: the query says so in one line"

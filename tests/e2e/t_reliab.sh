@@ -180,6 +180,10 @@ for t in 46466 $((n / 3)) $((n / 2)) $((n - 100)); do
     [ -n "$a" ] && [ "$a" = "$b" ] || bad="$bad $t:$a/$b"
 done
 expect_eq "self-modifying code: the index answers as a replay from 0" "" "$bad"
+"$CRECTOOLS/crec_xcheck" "$TMP/smc.crec" 200 5 >"$TMP/out" 2>&1
+rc=$?
+expect_eq "self-modifying code: crec_xcheck finds the index and a sequential replay agree" \
+    "0" "$rc$(grep -v '^xcheck:' "$TMP/out" | head -3)"
 
 # ---- --json is JSON, whatever bytes a string holds ----------------------------
 bad=$(printf 'a\377b\303(c\355\240\200d\360\237\230\200e')

@@ -258,27 +258,36 @@ static void rep_code_ok_forget(struct rep_seg *s, uint64_t addr, uint64_t len)
 }
 
 /* Do the replay's code bytes at [start, end) hash to `want`?  Code that is
- * not writable changes only with the map, so a match is kept. */
+ * not writable changes only with the map, so a match is kept; code that is
+ * writable is hashed again at each key frame, up to REP_CODE_CHECK_MAX
+ * bytes (more is not compared: a JIT's big region would cost a hash per
+ * key frame).  Code not in one piece of host memory is not compared. */
 static int rep_code_matches(struct rep_seg *s, uint64_t start, uint64_t end, int prot,
                             const crec_fmt_hash *want)
 {
     crec_fmt_hash h;
-    uint8_t *copy;
     const void *host;
 
     for (size_t i = 0; i < s->ncode_ok; i++)
         if (s->code_ok[i].start == start && s->code_ok[i].end == end)
             return memcmp(&s->code_ok[i].hash, want, sizeof *want) == 0;
-    host = crec_emu_mem_host(s->cpu, start, end - start, CREC_PROT_READ);
-    copy = host ? NULL : crec_malloc(end - start);
-    if (!host && (!copy || crec_emu_mem_read(s->cpu, copy, start, end - start) != 0)) {
-        crec_free(copy);
-        return 0;
+    if (prot & CREC_FMT_PROT_WRITE) {
+        if (s->code_hashed + (end - start) > REP_CODE_CHECK_MAX)
+            return 1;
+        s->code_hashed += end - start;
     }
-    h = crec_fmt_hash_bytes(host ? host : copy, end - start);
-    crec_free(copy);
-    if (!(prot & CREC_FMT_PROT_WRITE) && s->ncode_ok < REP_CODE_OK)
-        s->code_ok[s->ncode_ok++] = (struct rep_code_ok){start, end, h};
+    host = crec_emu_mem_host(s->cpu, start, end - start, CREC_PROT_READ);
+    if (!host)
+        return 1;
+    h = crec_fmt_hash_bytes(host, end - start);
+    if (!(prot & CREC_FMT_PROT_WRITE)) {
+        struct rep_code_ok *p = crec_grow(s->code_ok, &s->capcode_ok, s->ncode_ok + 1,
+                                          sizeof *p, 16);
+        if (p) { /* no memory: hashed again next time */
+            s->code_ok = p;
+            s->code_ok[s->ncode_ok++] = (struct rep_code_ok){start, end, h};
+        }
+    }
     return memcmp(&h, want, sizeof h) == 0;
 }
 
@@ -452,6 +461,7 @@ static int rep_listing(struct rep_seg *s, size_t kf, int apply)
     /* Passing a key frame, a full replay checks that it built the memory
      * map listed there: a replay that starts there builds it from the list. */
     s->nmaps = 0;
+    s->code_hashed = 0;
     if (check && crec_emu_mem_foreach(s->cpu, rep_collect_map, s) != 0)
         check = 0; /* no memory to hold the map: not checked */
     for (size_t i = 0; check && i < s->nmaps; i++)
@@ -1005,6 +1015,7 @@ int rep_seg_run(struct rep_seg *s)
 void rep_seg_close(struct rep_seg *s)
 {
     crec_free(s->maps);
+    crec_free(s->code_ok);
     rep_lazy_free(s);
     crec_fmt_cursor_free(s->reads);
     crec_fmt_cursor_free(s->events);

@@ -12,7 +12,9 @@
 #include "replayer/replayer.h"
 
 #define REP_LAZY_SEEN 64
-#define REP_CODE_OK 64
+/* At a key frame, code that is writable too is hashed again (it may have
+ * changed since); past this many bytes, it is not compared. */
+#define REP_CODE_CHECK_MAX (64ull << 20)
 
 /*
  * One replay on its own CPU, from key frame `first` until instruction
@@ -91,8 +93,9 @@ struct rep_seg {
      * to the listing's, kept while no map change touches them. */
     struct crec_emu_mapping *maps;
     size_t nmaps, capmaps;
-    struct rep_code_ok { uint64_t start, end; crec_fmt_hash hash; } code_ok[REP_CODE_OK];
-    size_t ncode_ok;
+    struct rep_code_ok { uint64_t start, end; crec_fmt_hash hash; } *code_ok;
+    size_t ncode_ok, capcode_ok;
+    uint64_t code_hashed;        /* bytes of writable code hashed at this key frame */
 
     /* execution runs (qexec.c): the client, and where the run is */
     const struct crec_replay_exec *exec;

@@ -664,6 +664,8 @@ int crec_fmt_reader_spool(const char *path, char *out, size_t size, int *fd, cre
     int rc, mfd;
 
     *fd = -1;
+    if (strlen(path) >= size)
+        return crec_error_set(err, CREC_ERR_ARG, "%.64s...: path too long", path);
     if (strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
         snprintf(out, size, "%s", path);
         return CREC_OK;

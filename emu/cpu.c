@@ -151,6 +151,19 @@ static bool hook_mem_invalid(uc_engine *uc, uc_mem_type type, uint64_t addr, int
     return false;
 }
 
+/* The CPU whose engine runs on this thread (for emu_xinsn_fast). */
+static _Thread_local crec_emu_cpu *emu_running;
+
+int emu_xinsn_fast(void *uc, uint64_t addr)
+{
+    crec_emu_cpu *cpu = emu_running;
+
+    if (!cpu || (void *)cpu->uc != uc || !emu_xsite_has(cpu, addr))
+        return 0;
+    emu_xinsn_site(cpu, addr);
+    return 1;
+}
+
 static void hook_intr(uc_engine *uc, uint32_t intno, void *ud)
 {
     crec_emu_cpu *cpu = ud;
@@ -243,6 +256,7 @@ static int engine_clean(crec_emu_cpu *cpu)
             bad = 1;
     if (cpu->h_until && uc_hook_del(cpu->uc, cpu->h_until) != UC_ERR_OK)
         bad = 1;
+    emu_xsites_free(cpu, 1);
     if (uc_mem_regions(cpu->uc, &regions, &n) != UC_ERR_OK)
         return -1;
     for (uint32_t i = 0; i < n; i++) {
@@ -475,9 +489,12 @@ int crec_emu_cpu_run(crec_emu_cpu *cpu, struct crec_emu_stop *stop, crec_error *
     memset(stop, 0, sizeof *stop);
     for (;;) {
         uint64_t rip = crec_emu_reg_get(cpu, UC_X86_REG_RIP);
+        crec_emu_cpu *outer = emu_running;
         cpu->stop_requested = cpu->fault_seen = cpu->intr_seen = 0;
         cpu->restart_at = 0;
+        emu_running = cpu;
         ue = uc_emu_start(cpu->uc, rip, (uint64_t)-1, 0, 0);
+        emu_running = outer;
         if (cpu->restart_at && !cpu->fault_seen && !cpu->intr_seen) {
             /* a block with a new RDTSC trap: enter it again */
             crec_emu_reg_set(cpu, UC_X86_REG_RIP, cpu->restart_at);

@@ -58,6 +58,9 @@ struct crec_emu_cpu_hooks {
     uint64_t (*rdtsc)(void *ctx, crec_emu_cpu *cpu);
     /* A block starts; `icount` already includes its `ninsns`. */
     void (*block)(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t icount);
+    /* The value RDRAND (seed 0) or RDSEED (seed 1) returns, with CF=1.
+     * Absent: 0. */
+    uint64_t (*rdrand)(void *ctx, crec_emu_cpu *cpu, int seed);
 };
 
 /* Why crec_emu_cpu_run returned. */
@@ -141,6 +144,45 @@ void *crec_emu_cpu_uc(crec_emu_cpu *cpu);
  *  hook only to code translated after it was added.
  *  @return CREC_OK, CREC_ERR_LIMIT or CREC_ERR_EMU. */
 int crec_emu_cpu_hook_mem(crec_emu_cpu *cpu, int types, void *cb, void *ctx, crec_error *err);
+
+/*
+ * Instructions crec executes itself, because Unicorn 2.0.1 can't (AVX,
+ * AVX2, FMA, F16C and AVX-512 encodings, RDRAND/RDSEED; docs/EMU.md).
+ * What they do that a recorder or a replayer must see goes through these
+ * callbacks, as Unicorn's memory hooks report its own accesses.
+ */
+struct crec_emu_xhooks {
+    void *ctx;
+    /* A load (store = 0) or a store (store = 1) of `size` bytes (1 to 8:
+     * wider accesses come as 8-byte pieces, in address order).  A load is
+     * reported before guest memory is read, so a replayer can still put
+     * the recorded bytes there; a store before it is written, with its
+     * value (byte i in bits 8i..8i+7). */
+    void (*access)(void *ctx, crec_emu_cpu *cpu, int store, uint64_t addr, unsigned size,
+                   uint64_t value);
+    /* The first read since crec_emu_cpu_xstate_forget of a piece of the
+     * register state that crec_regs (and so a key frame) does not hold:
+     * bits 128 and up of zmm0-15, zmm16-31, k0-7.  `len` (at most 16)
+     * bytes: a recorder logs them as they are, a replayer writes the
+     * recorded ones there. */
+    void (*xstate)(void *ctx, crec_emu_cpu *cpu, uint8_t *bytes, unsigned len);
+};
+
+/*! crec_emu_cpu_set_xhooks() : install (copy) the callbacks; NULL: none. */
+void crec_emu_cpu_set_xhooks(crec_emu_cpu *cpu, const struct crec_emu_xhooks *h);
+
+/*! crec_emu_cpu_xstate_forget() : at a key frame: every piece of the state
+ *  crec_regs does not hold is unknown again (its next read goes through
+ *  crec_emu_xhooks.xstate). */
+void crec_emu_cpu_xstate_forget(crec_emu_cpu *cpu);
+
+/*! crec_emu_cpu_xstate_touched() : @return 1 if that state was read or
+ *  written since crec_emu_cpu_xstate_forget (a restart point taken now
+ *  would not hold it). */
+int crec_emu_cpu_xstate_touched(const crec_emu_cpu *cpu);
+
+/*! crec_emu_cpu_xinsns() : @return instructions crec executed itself. */
+uint64_t crec_emu_cpu_xinsns(const crec_emu_cpu *cpu);
 
 /*! crec_emu_ucfix_used() : @return 1 once a guest store has gone through
  *  crec's replacement for Unicorn 2.0.1's page collection (emu/ucfix.c),
@@ -353,6 +395,8 @@ struct crec_emu_observer {
     void (*on_rdtsc)(void *ctx, uint64_t value);
     void (*on_mem)(void *ctx, const struct crec_emu_mem_event *ev);
     void (*on_exit)(void *ctx, const struct crec_emu_exit *ex);
+    /* the value RDRAND/RDSEED returned (not deterministic: recorded) */
+    void (*on_rdrand)(void *ctx, uint64_t value);
 };
 
 struct crec_emu_options {

@@ -12,6 +12,7 @@
 
 #include "common/common.h"
 #include "emu/emu.h"
+#include "emu/xinsn.h"
 
 /* ---- the CPU (cpu.c, mem.c, blocks.c) ----------------------------------- */
 
@@ -33,6 +34,12 @@ struct emu_block {
     uint64_t addr;  /* 0: empty slot */
     uint32_t size;  /* bytes, as Unicorn reported */
     uint32_t ninsns;
+};
+
+/* An instruction crec executes itself (xinsn.c), and its code hook. */
+struct emu_xsite {
+    uint64_t addr; /* 0: empty slot */
+    uc_hook hook;
 };
 
 /* Hooks a client added with crec_emu_cpu_hook_mem (removed at free). */
@@ -69,7 +76,9 @@ struct crec_emu_cpu {
 
     int stop_requested;
     int in_block_hook;        /* hooks.block is running */
-    int fault_seen;           /* set by the invalid-memory hook */
+    int fault_seen;           /* `fault` holds a stop a hook prepared: an invalid
+                                 memory access, or an instruction crec could not
+                                 execute itself (xinsn.c) */
     struct crec_emu_stop fault;
     int intr_seen;
     uint32_t intno;
@@ -79,6 +88,13 @@ struct crec_emu_cpu {
     int data_mmio;
     unsigned echo_left, echo_size;
     uint64_t echo_next;
+
+    /* xinsn.c: instructions crec executes itself, found by blocks.c */
+    struct emu_xsite *xsites; /* open addressing by address */
+    size_t xsites_cap, n_xsites;
+    struct xi_state xs;       /* register state Unicorn can't hold */
+    struct crec_emu_xhooks xhooks;
+    uint64_t xinsns;          /* instructions executed there */
 
     /* crec_emu_cpu_run_until (blocks.c): query runs only */
     int until_armed;          /* stop once `until` instructions have run */
@@ -93,8 +109,25 @@ void emu_blocks_forget(crec_emu_cpu *cpu, uint64_t addr, uint64_t len);
 void emu_block_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud);
 /* Instructions of [addr, addr+size) before `upto`; -1 on decode trouble. */
 long emu_count_insns(crec_emu_cpu *cpu, uint64_t addr, uint64_t size, uint64_t upto);
+/* A query run's stop before the instruction at addr, which is the
+ * `until`-th (crec_emu_cpu_run_until). */
+void emu_until_stop(crec_emu_cpu *cpu, uint64_t addr);
 /* Format "BYTES  MNEMONIC OPS" for the instruction at addr into buf. */
 void emu_describe_insn(crec_emu_cpu *cpu, uint64_t addr, char *buf, size_t size);
+
+/* xinsn.c and blocks.c: the instructions crec executes itself.
+ * emu_xinsn_site: one is about to run at addr (from its code hook);
+ * emu_xinsn_hook: that code hook; emu_xinsn_fast: ucfix's dispatch of a
+ * code hook call, 1 if addr was one of ours (run) on the engine running
+ * on this thread; emu_xsite_has: addr has a site hook. */
+void emu_xinsn_site(crec_emu_cpu *cpu, uint64_t addr);
+void emu_xinsn_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud);
+int emu_xinsn_fast(void *uc, uint64_t addr);
+int emu_xsite_has(const crec_emu_cpu *cpu, uint64_t addr);
+/* Free the table of sites; del_hooks: delete their hooks from the engine. */
+void emu_xsites_free(crec_emu_cpu *cpu, int del_hooks);
+/* ucfix.c: 1 once some engine got the CPU features crec adds (POPCNT...). */
+int emu_ucfix_features(void);
 
 /* ucfix.c: Unicorn's calls that open, close or change the regions of an
  * engine.  Call Unicorn's own never: ucfix.c keeps a cache of which region

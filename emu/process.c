@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,6 +31,21 @@ static uint64_t os_rdtsc(void *ctx, crec_emu_cpu *cpu)
     uint64_t v = crec_emu_rdtsc_default(crec_emu_cpu_icount(cpu));
     if (e->obs.on_rdtsc)
         e->obs.on_rdtsc(e->obs.ctx, v);
+    return v;
+}
+
+/* RDRAND/RDSEED: the host kernel's randomness (what the instruction would
+ * give, and what a recording must keep). */
+static uint64_t os_rdrand(void *ctx, crec_emu_cpu *cpu, int seed)
+{
+    crec_emu *e = ctx;
+    uint64_t v = 0;
+
+    (void)cpu, (void)seed;
+    if (getrandom(&v, sizeof v, 0) != sizeof v)
+        v = (uint64_t)crec_emu_cpu_icount(cpu) * 0x9E3779B97F4A7C15ull; /* never short in practice */
+    if (e->obs.on_rdrand)
+        e->obs.on_rdrand(e->obs.ctx, v);
     return v;
 }
 
@@ -57,6 +73,7 @@ int crec_emu_create(crec_emu **out, const struct crec_emu_options *opt, crec_err
     h.syscall = emu_syscall_entry;
     h.cpuid = os_cpuid;
     h.rdtsc = os_rdtsc;
+    h.rdrand = os_rdrand;
     h.block = e->obs.on_block ? os_block : NULL;
     rc = crec_emu_cpu_create(&e->cpu, &h, err);
     if (rc != CREC_OK) {

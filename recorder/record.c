@@ -148,16 +148,16 @@ static int rec_load(struct rec_session *rs, uint64_t addr, unsigned size, uint8_
     return 0;
 }
 
-static void rec_mem_hook(uc_engine *uc, uc_mem_type type, uint64_t addr, int size,
-                         int64_t value, void *ctx)
+/* A load or a store, as a memory hook reports it (rec_mem_hook for
+ * Unicorn's, rec_xaccess for those of the instructions emu runs itself). */
+static inline void rec_access(struct rec_session *rs, int store, uint64_t addr, int size,
+                              uint64_t value)
 {
-    struct rec_session *rs = ctx;
     const uint8_t *bytes;
 
-    (void)uc;
     if (size <= 0 || size > CREC_PCACHE_MAX_ACCESS)
         return;
-    if (type == UC_MEM_READ) {
+    if (!store) {
         /* most loads lie in a page the table knows: compared in place */
         bytes = rec_guest_bytes(rs, addr, (unsigned)size);
         if (bytes)
@@ -170,8 +170,42 @@ static void rec_mem_hook(uc_engine *uc, uc_mem_type type, uint64_t addr, int siz
     if (size > 8)
         crec_pcache_forget(rs->pc, addr, (uint64_t)size);
     else
-        crec_pcache_store(rs->pc, addr, (uint64_t)value, (unsigned)size);
+        crec_pcache_store(rs->pc, addr, value, (unsigned)size);
     rec_mark_dirty(rs, addr, (uint64_t)size);
+}
+
+static void rec_mem_hook(uc_engine *uc, uc_mem_type type, uint64_t addr, int size,
+                         int64_t value, void *ctx)
+{
+    (void)uc;
+    rec_access(ctx, type != UC_MEM_READ, addr, size, (uint64_t)value);
+}
+
+static void rec_xaccess(void *ctx, crec_emu_cpu *cpu, int store, uint64_t addr, unsigned size,
+                        uint64_t value)
+{
+    (void)cpu;
+    rec_access(ctx, store, addr, (int)size, value);
+}
+
+/*
+ * The first read since the key frame of register state a key frame does
+ * not hold (the upper parts of ymm/zmm, zmm16-31, k0-7): logged in the
+ * READS stream as a value no cache predicted, so a replay from the key
+ * frame gets it at the same point.
+ */
+static void rec_xstate(void *ctx, crec_emu_cpu *cpu, uint8_t *bytes, unsigned len)
+{
+    struct rec_session *rs = ctx;
+
+    (void)cpu;
+    if (crec_fmt_read_encode(&rs->reads, rs->hits, bytes, len) != CREC_OK || rs->reads.nomem) {
+        crec_error err;
+        crec_error_set(&err, CREC_ERR_NOMEM, "out of memory buffering the read stream");
+        rec_fail(rs, &err);
+    }
+    rs->hits = 0;
+    rs->stats.reads_logged++;
 }
 
 static int rec_kernel_read(void *ctx, uint64_t addr, unsigned len, uint8_t *out)
@@ -216,6 +250,7 @@ static int rec_keyframe(struct rec_session *rs, uint64_t icount, uint64_t rip)
         return rc;
     }
     crec_pcache_flush(rs->pc);
+    crec_emu_cpu_xstate_forget(rs->cpu);
     rs->stats.keyframes++;
     return rec_write_listing(rs);
 }
@@ -357,6 +392,7 @@ static void rec_on_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf, const uint3
     rec_event(ctx, &ev);
 }
 
+/* RDTSC, and RDRAND/RDSEED (docs/FORMAT.md: an RDTSC event carries both). */
 static void rec_on_rdtsc(void *ctx, uint64_t value)
 {
     crec_fmt_event ev = {.kind = CREC_FMT_K_RDTSC};
@@ -438,6 +474,9 @@ static void rec_header(const crec_rec_options *o, struct rec_session *rs, char *
 
 static int rec_add_hooks(struct rec_session *rs, crec_error *err)
 {
+    struct crec_emu_xhooks xh = {rs, rec_xaccess, rec_xstate};
+
+    crec_emu_cpu_set_xhooks(rs->cpu, &xh);
     if (crec_emu_cpu_hook_mem(rs->cpu, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, (void *)rec_mem_hook,
                               rs, err) != CREC_OK)
         return crec_error_set(err, CREC_ERR_EMU, "can't add the recorder's memory hooks: %s",
@@ -474,6 +513,7 @@ static int rec_start(struct rec_session *rs, const crec_rec_options *o, const ch
         .on_cpuid = rec_on_cpuid,
         .on_rdtsc = rec_on_rdtsc,
         .on_mem = rec_on_mem,
+        .on_rdrand = rec_on_rdtsc,
     };
     eo.strace = o->strace;
     eo.strict = o->strict;

@@ -120,15 +120,17 @@ Test(emu, cpuid_table_is_fixed)
     cr_expect_eq(crec_emu_reg_get(cpu, UC_X86_REG_RCX), out[2]);
     cr_expect_eq(out[2] & (1u << 28), 0, "no AVX");
     cr_expect_eq(out[2] & (1u << 27), 0, "no OSXSAVE");
-    cr_expect_eq(out[2] & (1u << 30), 0, "no RDRAND");
+    cr_expect_eq(out[2] & ((1u << 12) | (1u << 29)), 0, "no FMA, F16C");
     cr_expect_neq(out[2] & (1u << 20), 0, "SSE4.2");
-    cr_expect_eq(out[2] & ((1u << 1) | (1u << 22) | (1u << 23)), 0,
-                 "no PCLMULQDQ, MOVBE, POPCNT: Unicorn 2.0.1 can't run them");
+    cr_expect_eq(out[2] & ((1u << 1) | (1u << 22) | (1u << 23) | (1u << 30)),
+                 (1u << 1) | (1u << 22) | (1u << 23) | (1u << 30),
+                 "PCLMULQDQ, MOVBE, POPCNT, RDRAND");
     crec_emu_cpuid_default(0xd, 1, out);
     cr_expect_eq(out[0] | out[1] | out[2] | out[3], 0);
     crec_emu_cpuid_default(7, 0, out);
-    cr_expect_eq(out[1] & ((1u << 5) | (1u << 16) | (1u << 18) | (1u << 29)), 0,
-                 "no AVX2, AVX-512, RDSEED, SHA");
+    cr_expect_eq(out[1] & ((1u << 5) | (1u << 16) | (1u << 29)), 0, "no AVX2, AVX-512, SHA");
+    cr_expect_eq(out[1] & ((1u << 3) | (1u << 8) | (1u << 18) | (1u << 19)),
+                 (1u << 3) | (1u << 8) | (1u << 18) | (1u << 19), "BMI1, BMI2, RDSEED, ADX");
     crec_emu_cpu_free(cpu);
 }
 

@@ -61,8 +61,12 @@ static int run(char **argv, const struct crec_emu_options *opt, int stats)
     if (stats) {
         double dt = cli_now() - t0;
         uint64_t n = crec_emu_cpu_icount(crec_emu_cpu_of(e));
+        uint64_t x = crec_emu_cpu_xinsns(crec_emu_cpu_of(e));
         fprintf(opt->log, "crec: %llu instructions in %.3f s, %.1f MIPS\n",
                 (unsigned long long)n, dt, dt > 0 ? (double)n / dt / 1e6 : 0.0);
+        if (x) /* AVX and the like: docs/EMU.md */
+            fprintf(opt->log, "crec: %llu of them executed by crec itself, not Unicorn\n",
+                    (unsigned long long)x);
     }
     crec_emu_free(e);
     if (rc != CREC_OK)

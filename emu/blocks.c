@@ -146,6 +146,8 @@ long emu_count_insns(crec_emu_cpu *cpu, uint64_t addr, uint64_t size, uint64_t u
     cs_insn *insn;
     long n = 0;
 
+    if (upto <= addr)
+        return 0;
     if (size > 4096)
         size = 4096;
     if (crec_emu_mem_read(cpu, buf, addr, size) != 0)
@@ -429,6 +431,10 @@ void emu_block_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
     struct emu_block b;
 
     (void)uc;
+    if (cpu->xstop_pending) { /* see emu_int.h: the block must not run */
+        uc_emu_stop(cpu->uc);
+        return;
+    }
     if (cpu->restart_at)
         return; /* stopping: this block will be entered again */
     for (;;) {

@@ -492,6 +492,7 @@ int crec_emu_cpu_run(crec_emu_cpu *cpu, struct crec_emu_stop *stop, crec_error *
         crec_emu_cpu *outer = emu_running;
         cpu->stop_requested = cpu->fault_seen = cpu->intr_seen = 0;
         cpu->restart_at = 0;
+        cpu->xstop_pending = 0;
         emu_running = cpu;
         ue = uc_emu_start(cpu->uc, rip, (uint64_t)-1, 0, 0);
         emu_running = outer;

@@ -95,6 +95,10 @@ struct crec_emu_cpu {
     struct xi_state xs;       /* register state Unicorn can't hold */
     struct crec_emu_xhooks xhooks;
     uint64_t xinsns;          /* instructions executed there */
+    /* xinsn.c prepared a stop (fault_seen) after writing RIP, which makes
+     * Unicorn 2.0.1 drop the stop request and go on at RIP: the next hook
+     * asks again (emu_block_hook, emu_xinsn_site) */
+    int xstop_pending;
 
     /* crec_emu_cpu_run_until (blocks.c): query runs only */
     int until_armed;          /* stop once `until` instructions have run */

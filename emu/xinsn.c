@@ -169,32 +169,52 @@ void xi_kset(struct xi_ctx *c, unsigned r, uint64_t v)
     x->k_known |= 1u << (r & 7);
 }
 
-/* The low 128 bits of xmm0-15 live in Unicorn: two host-order words. */
+/* The low 128 bits of xmm0-15 live in Unicorn: two host-order words,
+ * read once per visit and written back at its end (xmm_flush). */
 static void xmm_get(struct xi_ctx *c, unsigned r, uint8_t out[16])
 {
-    uint64_t q[2] = {0, 0};
-
-    uc_reg_read(c->cpu->uc, UC_X86_REG_XMM0 + (int)r, q);
-    xi_set_el(out, 0, 8, q[0]);
-    xi_set_el(out, 1, 8, q[1]);
+    if (!(c->lo_valid >> r & 1)) {
+        uint64_t q[2] = {0, 0};
+        uc_reg_read(c->cpu->uc, UC_X86_REG_XMM0 + (int)r, q);
+        xi_set_el(c->lo[r], 0, 8, q[0]);
+        xi_set_el(c->lo[r], 1, 8, q[1]);
+        c->lo_valid |= (uint16_t)(1u << r);
+    }
+    memcpy(out, c->lo[r], 16);
 }
 
 static void xmm_put(struct xi_ctx *c, unsigned r, const uint8_t in[16])
 {
-    uint64_t q[2] = {xi_el(in, 0, 8), xi_el(in, 1, 8)};
-
-    uc_reg_write(c->cpu->uc, UC_X86_REG_XMM0 + (int)r, q);
+    memcpy(c->lo[r], in, 16);
+    c->lo_valid |= (uint16_t)(1u << r);
+    c->lo_dirty |= (uint16_t)(1u << r);
 }
 
-/* All 64 bytes of zmm r. */
+static void xmm_flush(struct xi_ctx *c)
+{
+    for (unsigned r = 0; r < 16; r++)
+        if (c->lo_dirty >> r & 1) {
+            uint64_t q[2] = {xi_el(c->lo[r], 0, 8), xi_el(c->lo[r], 1, 8)};
+            uc_reg_write(c->cpu->uc, UC_X86_REG_XMM0 + (int)r, q);
+        }
+    c->lo_dirty = 0;
+}
+
+/* The low vl bytes of zmm r (the instruction's vector length, at least
+ * 16), the rest of out zero: an instruction reads no more of a source, so
+ * the state above it need not be known. */
 void xi_vget(struct xi_ctx *c, unsigned r, uint8_t out[64])
 {
+    unsigned n = c->vl < 16 ? 16 : c->vl;
+
     if (r < 16) {
         xmm_get(c, r, out);
-        memcpy(out + 16, xhi(c, r), 48);
+        if (n > 16)
+            memcpy(out + 16, xhi(c, r), n - 16);
     } else {
-        memcpy(out, xext(c, r - 16), 64);
+        memcpy(out, xext(c, r - 16), n);
     }
+    memset(out + n, 0, 64 - n);
 }
 
 /* Write the low vl bytes of zmm r and zero the rest (VEX and EVEX writes
@@ -415,7 +435,7 @@ enum iop {
     I_CMPGT, I_SLLV, I_SRLV, I_SRAV, I_ROLV, I_RORV, I_SIGN, I_MULUDQ, I_MULDQ,
 };
 
-static uint64_t iop(enum iop op, uint64_t a, uint64_t b, unsigned es)
+static inline uint64_t iop(enum iop op, uint64_t a, uint64_t b, unsigned es)
 {
     uint64_t m = ones(es);
     unsigned bits = 8 * es;
@@ -454,8 +474,10 @@ static uint64_t iop(enum iop op, uint64_t a, uint64_t b, unsigned es)
     return 0;
 }
 
-/* dst = src1 op src2, element by element. */
-static void int_bin(struct xi_ctx *c, enum iop op, unsigned es)
+/* dst = src1 op src2, element by element; es a constant once inlined into
+ * int_bin's cases, so that each element is one load and one store. */
+static inline __attribute__((always_inline)) void int_bin_es(struct xi_ctx *c, enum iop op,
+                                                             unsigned es)
 {
     uint8_t a[64], b[64], r[64];
     unsigned nel = c->vl / es;
@@ -465,6 +487,16 @@ static void int_bin(struct xi_ctx *c, enum iop op, unsigned es)
     for (unsigned i = 0; i < nel; i++)
         xi_set_el(r, i, es, iop(op, xi_el(a, i, es), xi_el(b, i, es), es));
     xi_write_masked(c, c->in.reg, r, es, nel);
+}
+
+static void int_bin(struct xi_ctx *c, enum iop op, unsigned es)
+{
+    switch (es) {
+    case 1: int_bin_es(c, op, 1); break;
+    case 2: int_bin_es(c, op, 2); break;
+    case 4: int_bin_es(c, op, 4); break;
+    default: int_bin_es(c, op, 8); break;
+    }
 }
 
 /* A compare whose EVEX form writes a mask register: bit i = (a op b), and
@@ -2285,11 +2317,16 @@ static void xi_exec(struct xi_ctx *c)
 static int fetch(crec_emu_cpu *cpu, uint64_t rip, struct xi_insn *in)
 {
     uint8_t b[16];
-    unsigned n = 0;
+    const uint8_t *p = crec_emu_mem_host(cpu, rip, sizeof b, 0);
+    unsigned n = sizeof b;
 
-    while (n < sizeof b && crec_emu_mem_read(cpu, b + n, rip + n, 1) == 0)
-        n++;
-    if (!xi_decode(b, n, in) || !xi_is_site(in))
+    if (!p) { /* near the end of the mapping: what is there */
+        n = 0;
+        while (n < sizeof b && crec_emu_mem_read(cpu, b + n, rip + n, 1) == 0)
+            n++;
+        p = b;
+    }
+    if (!xi_decode(p, n, in) || !xi_is_site(in))
         return -1;
     return 0;
 }
@@ -2307,6 +2344,10 @@ void emu_xinsn_site(crec_emu_cpu *cpu, uint64_t addr)
     uint64_t at, rip = addr;
     unsigned done = 0;
 
+    if (cpu->xstop_pending) {
+        uc_emu_stop(cpu->uc);
+        return;
+    }
     if (cpu->stop_requested || cpu->restart_at)
         return;
     memset(&c, 0, sizeof c);
@@ -2336,8 +2377,10 @@ void emu_xinsn_site(crec_emu_cpu *cpu, uint64_t addr)
             cpu->stop_requested || fetch(cpu, rip, &c.in) != 0)
             break;
     }
+    xmm_flush(&c);
     if (c.stop) {
         crec_emu_reg_set(cpu, UC_X86_REG_RIP, c.rip);
+        cpu->xstop_pending = 1;
         uc_emu_stop(cpu->uc);
         return;
     }

@@ -99,6 +99,10 @@ struct xi_ctx {
     uint32_t mxcsr;     /* read once per floating-point instruction */
     uint32_t mxflags;   /* exception flags the instruction raised */
     int stop;           /* the instruction faulted: the stop is set */
+    /* The low 128 bits of xmm0-15 (which live in Unicorn) as read or
+     * written during this visit: guest bytes, written back at its end. */
+    uint8_t lo[16][16];
+    uint16_t lo_valid, lo_dirty;
 };
 
 /* Little-endian element i of es bytes (1, 2, 4, 8) of a vector. */
@@ -106,16 +110,24 @@ static inline uint64_t xi_el(const uint8_t *v, unsigned i, unsigned es)
 {
     const uint8_t *p = v + (size_t)i * es;
     uint64_t x = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    __builtin_memcpy(&x, p, es);
+#else
     for (unsigned k = es; k-- > 0;)
         x = x << 8 | p[k];
+#endif
     return x;
 }
 
 static inline void xi_set_el(uint8_t *v, unsigned i, unsigned es, uint64_t x)
 {
     uint8_t *p = v + (size_t)i * es;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    __builtin_memcpy(p, &x, es);
+#else
     for (unsigned k = 0; k < es; k++, x >>= 8)
         p[k] = (uint8_t)x;
+#endif
 }
 
 /* xfloat.c: the floating-point instructions.  @return 1 if the opcode is

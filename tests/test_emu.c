@@ -134,6 +134,165 @@ Test(emu, cpuid_table_is_fixed)
     crec_emu_cpu_free(cpu);
 }
 
+Test(emu, popcnt_movbe_pclmulqdq_run, .description = "TCG runs them, also on a reused engine")
+{
+    /* popcnt rax, rbx; movbe ecx, [DATA]; pclmulqdq xmm0, xmm1, 0; syscall */
+    static const uint8_t code[] = {0xf3, 0x48, 0x0f, 0xb8, 0xc3, 0x0f, 0x38, 0xf0, 0x0c, 0x25,
+                                   0x00, 0x00, 0x01, 0x00, 0x66, 0x0f, 0x3a, 0x44, 0xc1, 0x00,
+                                   0x0f, 0x05};
+    static const uint8_t word[4] = {0x12, 0x34, 0x56, 0x78};
+    uint64_t x0[2] = {3, 0}, x1[2] = {3, 0};
+
+    for (int round = 0; round < 2; round++) { /* the second takes a pooled engine */
+        int n = 0;
+        crec_emu_cpu *cpu = cpu_with(code, sizeof code, &n);
+        crec_emu_reg_set(cpu, UC_X86_REG_RBX, 0xff0f);
+        crec_emu_mem_write(cpu, DATA, word, 4);
+        uc_reg_write(crec_emu_cpu_uc(cpu), UC_X86_REG_XMM0, x0);
+        uc_reg_write(crec_emu_cpu_uc(cpu), UC_X86_REG_XMM1, x1);
+        cr_expect_eq(run_to_syscall(cpu), 4);
+        cr_expect_eq(crec_emu_reg_get(cpu, UC_X86_REG_RAX), 12);
+        cr_expect_eq(crec_emu_reg_get(cpu, UC_X86_REG_RCX), 0x12345678);
+        uint64_t r[2];
+        uc_reg_read(crec_emu_cpu_uc(cpu), UC_X86_REG_XMM0, r);
+        cr_expect_eq(r[0], 5, "3 clmul 3 = 5, got %llu", (unsigned long long)r[0]);
+        crec_emu_cpu_free(cpu);
+    }
+}
+
+/* What crec's own instruction path reported. */
+struct xseen {
+    int loads, stores, xstates;
+    uint64_t load_addr, store_addr, store_value;
+};
+
+static void x_access(void *ctx, crec_emu_cpu *cpu, int store, uint64_t addr, unsigned size,
+                     uint64_t value)
+{
+    struct xseen *x = ctx;
+    (void)cpu;
+    if (store) {
+        if (!x->stores++)
+            x->store_addr = addr, x->store_value = value;
+    } else if (!x->loads++) {
+        x->load_addr = addr;
+    }
+    cr_expect_leq(size, 8);
+}
+
+static void x_state(void *ctx, crec_emu_cpu *cpu, uint8_t *bytes, unsigned len)
+{
+    (void)cpu;
+    ((struct xseen *)ctx)->xstates++;
+    memset(bytes, 0xab, len); /* as a replayer puts the recorded bytes */
+}
+
+Test(emu, vex_runs_in_crec_with_its_accesses_reported)
+{
+    /* vpaddd xmm0, xmm1, xmm2 (TCG would add xmm2 to xmm0); vmovdqu ymm3, [DATA];
+     * vmovdqu [DATA+64], ymm3; syscall */
+    static const uint8_t code[] = {0xc5, 0xf1, 0xfe, 0xc2, 0xc5, 0xfe, 0x6f, 0x1c, 0x25, 0x00,
+                                   0x00, 0x01, 0x00, 0xc5, 0xfe, 0x7f, 0x1c, 0x25, 0x40, 0x00,
+                                   0x01, 0x00, 0x0f, 0x05};
+    uint64_t x0[2] = {1, 1}, x1[2] = {10, 10}, x2[2] = {100, 100}, r[2];
+    uint8_t data[32], back[32];
+    struct xseen x = {0};
+    struct crec_emu_xhooks xh = {&x, x_access, x_state};
+    int n = 0;
+    crec_emu_cpu *cpu = cpu_with(code, sizeof code, &n);
+
+    for (int i = 0; i < 32; i++)
+        data[i] = (uint8_t)(i * 7);
+    crec_emu_mem_write(cpu, DATA, data, 32);
+    crec_emu_cpu_set_xhooks(cpu, &xh);
+    uc_reg_write(crec_emu_cpu_uc(cpu), UC_X86_REG_XMM0, x0);
+    uc_reg_write(crec_emu_cpu_uc(cpu), UC_X86_REG_XMM1, x1);
+    uc_reg_write(crec_emu_cpu_uc(cpu), UC_X86_REG_XMM2, x2);
+    cr_expect_eq(run_to_syscall(cpu), 4);
+    uc_reg_read(crec_emu_cpu_uc(cpu), UC_X86_REG_XMM0, r);
+    cr_expect_eq(r[0], 110, "xmm1 + xmm2, got %llu", (unsigned long long)r[0]);
+    cr_expect_eq(crec_emu_cpu_xinsns(cpu), 3);
+    cr_expect_eq(x.loads, 4, "a 32-byte load is four 8-byte pieces");
+    cr_expect_eq(x.load_addr, DATA);
+    cr_expect_eq(x.stores, 4);
+    cr_expect_eq(x.store_addr, DATA + 64);
+    cr_expect_eq(x.store_value, 0x312a231c150e0700ull, "bytes 0..7, little-endian");
+    cr_expect_eq(crec_emu_mem_read(cpu, back, DATA + 64, 32), 0);
+    cr_expect_eq(memcmp(back, data, 32), 0);
+    /* the writes of vpaddd and vmovdqu made the state known: nothing asked */
+    cr_expect_eq(x.xstates, 0);
+    crec_emu_cpu_free(cpu);
+}
+
+Test(emu, vector_state_is_asked_for_after_a_key_frame)
+{
+    /* vmovdqu [DATA], ymm5; syscall */
+    static const uint8_t code[] = {0xc5, 0xfe, 0x7f, 0x2c, 0x25, 0x00, 0x00, 0x01, 0x00, 0x0f, 0x05};
+    struct xseen x = {0};
+    struct crec_emu_xhooks xh = {&x, x_access, x_state};
+    uint8_t back[32];
+    int n = 0;
+    crec_emu_cpu *cpu = cpu_with(code, sizeof code, &n);
+
+    crec_emu_cpu_set_xhooks(cpu, &xh);
+    crec_emu_cpu_xstate_forget(cpu);
+    cr_expect_eq(crec_emu_cpu_xstate_touched(cpu), 0);
+    run_to_syscall(cpu);
+    cr_expect_eq(x.xstates, 3, "bytes 16..63 of zmm5, in 16-byte pieces");
+    cr_expect_eq(crec_emu_cpu_xstate_touched(cpu), 1);
+    crec_emu_mem_read(cpu, back, DATA + 16, 16);
+    cr_expect_eq(back[0], 0xab, "the upper half came from the callback");
+    crec_emu_cpu_free(cpu);
+}
+
+static uint64_t fixed_rdrand(void *ctx, crec_emu_cpu *cpu, int seed)
+{
+    (void)ctx, (void)cpu;
+    return seed ? 0x5eed : 0x1234567890abcdefull;
+}
+
+Test(emu, rdrand_takes_the_hook_value_and_sets_cf)
+{
+    /* rdrand rax; setc bl; rdseed ecx; syscall */
+    static const uint8_t code[] = {0x48, 0x0f, 0xc7, 0xf0, 0x0f, 0x92, 0xc3,
+                                   0x0f, 0xc7, 0xf9, 0x0f, 0x05};
+    struct crec_emu_cpu_hooks h = {.syscall = stop_at_syscall, .rdrand = fixed_rdrand};
+    crec_emu_cpu *cpu;
+    crec_error err = {0};
+    int n = 0;
+
+    h.ctx = &n;
+    cr_assert_eq(crec_emu_cpu_create(&cpu, &h, &err), CREC_OK);
+    crec_emu_mem_map(cpu, CODE, 0x1000, CREC_PROT_READ | CREC_PROT_EXEC, &err);
+    crec_emu_mem_write(cpu, CODE, code, sizeof code);
+    crec_emu_reg_set(cpu, UC_X86_REG_RIP, CODE);
+    crec_emu_reg_set(cpu, UC_X86_REG_RCX, ~0ull);
+    cr_expect_eq(run_to_syscall(cpu), 4);
+    cr_expect_eq(crec_emu_reg_get(cpu, UC_X86_REG_RAX), 0x1234567890abcdefull);
+    cr_expect_eq(crec_emu_reg_get(cpu, UC_X86_REG_RBX) & 0xff, 1, "CF was 1");
+    cr_expect_eq(crec_emu_reg_get(cpu, UC_X86_REG_RCX), 0x5eed, "32-bit write zero-extends");
+    crec_emu_cpu_free(cpu);
+}
+
+Test(emu, avx_fault_stops_with_the_instruction_uncounted)
+{
+    /* nop; vmovdqu ymm0, [0x10]; syscall */
+    static const uint8_t code[] = {0x90, 0xc5, 0xfe, 0x6f, 0x04, 0x25, 0x10, 0, 0, 0, 0x0f, 0x05};
+    struct crec_emu_stop stop;
+    crec_error err = {0};
+    int n = 0;
+    crec_emu_cpu *cpu = cpu_with(code, sizeof code, &n);
+
+    cr_assert_eq(crec_emu_cpu_run(cpu, &stop, &err), CREC_OK);
+    cr_expect_eq(stop.why, CREC_STOP_FAULT);
+    cr_expect_eq(stop.signo, SIGSEGV);
+    cr_expect_eq(stop.rip, CODE + 1);
+    cr_expect_eq(stop.addr, 0x10);
+    cr_expect_eq(stop.access, 'r');
+    cr_expect_eq(crec_emu_cpu_icount(cpu), 1);
+    crec_emu_cpu_free(cpu);
+}
+
 static void mem_hook(uc_engine *uc, uc_mem_type t, uint64_t a, int sz, int64_t v, void *ud)
 {
     (void)uc, (void)t, (void)a, (void)sz, (void)v, (void)ud;

@@ -53,8 +53,29 @@ rr_case dynamic-guest "$GUESTS/hello_dyn" ''
 rr_case memory-syscalls "$GUESTS/memops_static" ''
 rr_case loads-across-remaps "$GUESTS/remap_static" ''
 rr_case gzip-c gzip '-c small.txt'
+# instructions crec executes itself, and their vector state across key frames
+rr_case vec-native "$GUESTS/vec_native" ''
+rr_case vec-v2 "$GUESTS/vec_v2" ''
+rr_case avx-ops "$GUESTS/avx_ops" 'quick'
+rr_case avx-fault "$GUESTS/avx_fault" 'unmapped'
 gzip -c "$DATA/small.txt" >"$TMP/small.gz"
 rr_case gzip-dc gzip '-dc' "$TMP/small.gz"
+
+# RDRAND's values are recorded: the replay gets them back (its writes are checked).
+d=$TMP/rdrand
+mkdir -p "$d"
+if "$CREC" record -o "$d/r.crec" -- "$GUESTS/rdrand" show >"$d/out" 2>"$d/err" &&
+    [ "$(wc -l <"$d/out")" = 9 ]; then
+    pass "record rdrand"
+    expect_status "replay rdrand" 0 "$CREC" replay "$d/r.crec"
+else
+    fail "record rdrand" "$(cat "$d/out" "$d/err" | head -c 300)"
+fi
+d=$TMP/case-avx-ops
+if [ -f "$d/rec.crec" ]; then
+    expect_status "replay --jobs 2 avx-ops (vector state from key frames)" 0 \
+        "$CREC" replay --jobs 2 "$d/rec.crec"
+fi
 
 # Parallel replay and replay from a key frame give the same verdict.
 d=$TMP/case-sort

@@ -51,6 +51,25 @@ expect_status "run: cpuid guest" 0 "$CREC" run -- "$GUESTS/cpuid"
 expect_eq "run: cpuid table" "max=0x19 vendor=GenuineIntel|leaf1 ecx=0x42d82203 edx=0x78bfbff avx=0|brand=crec virtual x86-64 CPU" \
     "$(tr '\n' '|' <"$TMP/out" | sed 's/|$//')"
 
+# Instructions crec executes itself (docs/EMU.md): compiled code of this
+# machine's every vector extension, x86-64-v2 code, 2,154 AVX/AVX2/FMA/F16C/
+# AVX-512 forms against the CPU itself (this machine has AVX-512), RDRAND.
+same_as_native "run: -O3 -march=native build (AVX-512)" "@ $GUESTS/vec_native"
+same_as_native "run: -march=x86-64-v2 build" "@ $GUESTS/vec_v2"
+same_as_native "run: AVX to AVX-512 forms equal the CPU's" "@ $GUESTS/avx_ops"
+same_as_native "run: rdrand and rdseed" "@ $GUESTS/rdrand"
+for how in unmapped misaligned readonly; do
+    same_as_native "run: fault in an AVX instruction ($how)" "@ $GUESTS/avx_fault $how"
+done
+expect_status "run: an AVX-512 instruction crec lacks is SIGILL" 132 "$CREC" run -- "$GUESTS/avx_unsupported"
+if grep -q 'SIGILL at 0x.*: an AVX-512 instruction that crec does not execute$' "$TMP/err"; then
+    pass "run: it is named"
+else fail "run: it is named" "$(cat "$TMP/err")"; fi
+"$CREC" run -- "$GUESTS/rdrand" show >"$TMP/r1" 2>/dev/null
+"$CREC" run -- "$GUESTS/rdrand" show >"$TMP/r2" 2>/dev/null
+if ! cmp -s "$TMP/r1" "$TMP/r2"; then pass "run: rdrand differs from run to run"
+else fail "run: rdrand differs from run to run" "$(cat "$TMP/r1")"; fi
+
 expect_status "run: rdtsc guest" 0 "$CREC" run -- "$GUESTS/rdtsc" show
 first=$(cat "$TMP/out")
 expect_eq "run: rdtsc is virtual" "increasing=1 virtual=1" "$(tail -n 1 "$TMP/out")"

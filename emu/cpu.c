@@ -133,6 +133,10 @@ static bool hook_mem_invalid(uc_engine *uc, uc_mem_type type, uint64_t addr, int
     struct crec_emu_stop *f = &cpu->fault;
 
     (void)uc, (void)size, (void)value;
+    /* a chunk of a lazy mapping not given to Unicorn yet (mem.c) */
+    if ((type == UC_MEM_READ_UNMAPPED || type == UC_MEM_WRITE_UNMAPPED) &&
+        emu_mem_fault_in(cpu, addr))
+        return true;
     memset(f, 0, sizeof *f);
     f->why = CREC_STOP_FAULT;
     f->signo = SIGSEGV;
@@ -147,6 +151,9 @@ static bool hook_mem_invalid(uc_engine *uc, uc_mem_type type, uint64_t addr, int
     case UC_MEM_FETCH_PROT: f->access = 'x', f->rip = addr; break;
     default: f->access = '?'; break;
     }
+    /* a PROT_NONE mapping is no Unicorn region (mem.c): mapped, protected */
+    if (f->unmapped && crec_emu_mem_prot(cpu, addr) >= 0)
+        f->unmapped = 0;
     cpu->fault_seen = 1;
     return false;
 }

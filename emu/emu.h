@@ -233,6 +233,14 @@ int crec_emu_mem_map_host(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int pr
 /*! crec_emu_mem_unmap() : unmap every page of the range; holes are fine. */
 int crec_emu_mem_unmap(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, crec_error *err);
 
+/*! crec_emu_mem_move() :
+ *  mremap: move the pages of [old, old+olen), which must lie in one
+ *  mapping, to [to, to+nlen) (whatever was there is replaced), without
+ *  copying them; a growth reads as zeros.  @return CREC_OK, CREC_ERR_ARG
+ *  (not one mapping: nothing changed) or CREC_ERR_NOMEM / CREC_ERR_EMU. */
+int crec_emu_mem_move(crec_emu_cpu *cpu, uint64_t old, uint64_t olen, uint64_t to, uint64_t nlen,
+                      crec_error *err);
+
 /*! crec_emu_mem_protect() : change protection of every mapped page in the
  *  range.  @return CREC_ERR_ARG when part of the range is not mapped (and
  *  then nothing changed). */
@@ -315,6 +323,14 @@ int crec_emu_mem_echo(crec_emu_cpu *cpu, int type, uint64_t addr, int size);
  *  see the re-reports crec_emu_mem_echo() filters; 0 when they can't, and
  *  a hook that runs on every load may skip that call. */
 int crec_emu_mem_echoes(crec_emu_cpu *cpu);
+
+/*! crec_emu_mem_resident() :
+ *  Call fn(ctx, page) for each page of [addr, addr+len) that is mapped,
+ *  not PROT_NONE, and that host memory holds: pages nothing ever touched
+ *  are left out (an anonymous one reads as zeros).  Stops when fn returns non-zero.
+ *  @return what fn returned last, or -1 (out of memory). */
+int crec_emu_mem_resident(crec_emu_cpu *cpu, uint64_t addr, uint64_t len,
+                          int (*fn)(void *ctx, uint64_t page), void *ctx);
 
 /* One guest mapping, as crec_emu_mem_foreach reports it. */
 struct crec_emu_mapping {

@@ -8,6 +8,7 @@
 #include <capstone/capstone.h>
 #include <errno.h>
 #include <stdint.h>
+#include <time.h>
 #include <unicorn/unicorn.h>
 
 #include "common/common.h"
@@ -25,7 +26,13 @@ struct emu_map {
     uint64_t start, end; /* guest, page-aligned */
     uint8_t *host;       /* host address of `start` */
     int prot;
+    int lazy;            /* Unicorn regions made as it is used (mem.c) */
 };
+
+/* A mapping this big (and not executable) is given to Unicorn in chunks
+ * when first touched, not whole: see mem.c. */
+#define EMU_LAZY_MIN (64ull << 20)
+#define EMU_CHUNK (2ull << 20)
 
 #define EMU_MAP_HINTS 64
 
@@ -60,6 +67,10 @@ struct crec_emu_cpu {
      * found last for such a page (checked before use) */
     size_t map_hints[EMU_MAP_HINTS];
     int ever_exec;        /* some mapping was executable: flushes must scan */
+    /* mem.c: the chunks of lazy mappings that are Unicorn regions (open
+     * addressing, chunk start + 1; 0 empty) */
+    uint64_t *chunks;
+    size_t chunks_cap, n_chunks;
 
     struct emu_block *blocks; /* open addressing, power-of-two size */
     size_t blocks_cap, blocks_used;
@@ -146,6 +157,9 @@ uc_err emu_uc_mem_unmap(uc_engine *uc, uint64_t addr, size_t len);
 void emu_mem_free_all(crec_emu_cpu *cpu);
 /* Whether data pages are mapped as MMIO on this host (see mem.c). */
 int emu_mem_data_mmio_default(void);
+/* An access Unicorn found unmapped at addr: if it lies in a lazy mapping,
+ * its chunk becomes a region and 1 is returned (the access goes on). */
+int emu_mem_fault_in(crec_emu_cpu *cpu, uint64_t addr);
 /* 0 if every byte of the range is mapped with at least `prot`, else -1. */
 int emu_mem_check(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot);
 
@@ -160,6 +174,14 @@ int emu_mem_check(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot);
 
 struct emu_sigaction {
     uint64_t handler, flags, restorer, mask;
+};
+
+/* The file a guest mapping came from, for /proc/self/maps (procfs.c). */
+struct emu_named {
+    uint64_t start, end, off;
+    uint64_t dev, ino;
+    char *path;
+    int shared;
 };
 
 struct crec_emu {
@@ -178,6 +200,17 @@ struct crec_emu {
     uint64_t tid_address;
     uint64_t fs_base_dummy;
 
+    /* procfs.c: what /proc/self shows besides the memory map */
+    uint64_t arg_start, arg_end, env_start, env_end, start_stack;
+    uint8_t auxv[64 * 16];
+    size_t auxv_len;
+    char comm[16];             /* the name (prctl PR_SET_NAME) */
+    struct emu_named *named;   /* names of file mappings, sorted by start */
+    size_t n_named, cap_named;
+    uint8_t synth[EMU_MAX_FDS];     /* the fd is a /proc/self/fd listing */
+    uint64_t synth_pos[EMU_MAX_FDS];
+    int ncpus;                 /* CPUs of the model (emu_ncpus) */
+
     /* the syscall in progress */
     struct crec_emu_syscall sc;
     unsigned char unsupported_seen[512 / 8];
@@ -188,6 +221,20 @@ struct crec_emu {
     int fatal;                /* crec must stop: err holds why */
     crec_error err;
 };
+
+/* wait.c: every timed wait of the guest, on the monotonic clock (ns). */
+#define EMU_FOREVER UINT64_MAX
+uint64_t emu_now_ns(void);
+/* now + rel (a past or zero rel: now; too far: EMU_FOREVER) */
+uint64_t emu_deadline_after(const struct timespec *rel);
+void emu_deadline_left(uint64_t deadline, struct timespec *left);
+/* Block until one of the host descriptors fds[0..n) is ready (revents
+ * set) or the deadline passes (EMU_FOREVER: never; a past one: just
+ * look).  The one place where a guest thread waits.  @return how many are
+ * ready, 0 at the deadline, -EINTR when a signal to crec ended it, or
+ * -errno. */
+struct pollfd;
+int emu_block_until(crec_emu *e, uint64_t deadline, struct pollfd *fds, unsigned n);
 
 /* A syscall handler: args in a[0..5]; returns the result or -errno. */
 typedef int64_t (*emu_sys_fn)(crec_emu *e, const uint64_t a[6]);
@@ -236,6 +283,27 @@ void emu_exit(crec_emu *e, int status, int signo, const char *msg);
 
 int emu_load_elf(crec_emu *e, const char *path, char *const argv[], char *const envp[],
                  crec_error *err);
+
+/* procfs.c: /proc/self and the CPU's /proc and /sys files.
+ * emu_procfs_open: 1 (or 2 for the /proc/self/fd directory) with *hostfd
+ * set when path is one of them, 0 when it is not, or -errno.
+ * emu_procfs_readlink: the link's length (out gets it, cut at size), -1 if
+ * path is not one of them, or -errno.  emu_named_*: file names of the
+ * guest's mappings. */
+int emu_procfs_open(crec_emu *e, const char *path, int flags, int *hostfd);
+int emu_procfs_readlink(crec_emu *e, const char *path, char *out, size_t size);
+int emu_synthdir_fd(crec_emu *e);
+int64_t emu_synthdir_getdents(crec_emu *e, int gfd, uint64_t addr, uint64_t size);
+void emu_named_map(crec_emu *e, uint64_t addr, uint64_t len, int hostfd, const char *path,
+                   uint64_t off, int shared);
+void emu_named_unmap(crec_emu *e, uint64_t addr, uint64_t len);
+void emu_named_free(crec_emu *e);
+
+/* The CPUs the guest is shown: CPUID, /proc/cpuinfo, /sys, sched_getaffinity. */
+static inline int emu_ncpus(const crec_emu *e)
+{
+    return e->ncpus > 0 ? e->ncpus : 1;
+}
 
 #define EMU_PAGE_DOWN(x) ((x) & ~(CREC_EMU_PAGE - 1))
 #define EMU_PAGE_UP(x) (((x) + CREC_EMU_PAGE - 1) & ~(CREC_EMU_PAGE - 1))

@@ -253,6 +253,18 @@ static int build_stack(crec_emu *e, const char *execfn, char *const argv[], char
     s.sp &= ~15ull;
     if (crec_emu_mem_write(e->cpu, s.sp, vec, n * 8) != 0)
         s.bad = 1;
+    /* what /proc/self/{cmdline,environ,auxv,stat} show (procfs.c) */
+    e->arg_start = argc ? argp[0] : execfn_at;
+    e->env_start = envc ? argp[argc] : (argc ? argp[argc - 1] + strlen(argv[argc - 1]) + 1
+                                             : execfn_at);
+    e->arg_end = e->env_start;
+    e->env_end = envc ? argp[argc + envc - 1] + strlen(envp[envc - 1]) + 1 : e->env_start;
+    e->start_stack = s.sp;
+    {
+        size_t aux_at = 1 + argc + 1 + envc + 1, aux_n = n - aux_at;
+        e->auxv_len = aux_n * 8 > sizeof e->auxv ? sizeof e->auxv : aux_n * 8;
+        memcpy(e->auxv, vec + aux_at, e->auxv_len);
+    }
     crec_free(argp);
     crec_free(vec);
     if (s.bad)
@@ -313,6 +325,8 @@ static int load_any(crec_emu *e, const char *path, char *const argv[], char *con
     /* what /proc/self/exe says: the canonical path, as the kernel has it */
     if (!realpath(path, e->exe))
         snprintf(e->exe, sizeof e->exe, "%s", path);
+    /* the process's name, as the kernel takes it from the file name */
+    snprintf(e->comm, sizeof e->comm, "%s", strrchr(path, '/') ? strrchr(path, '/') + 1 : path);
     rc = build_stack(e, path, argv, envp, &prog, interp_base, err);
     if (rc)
         return rc;

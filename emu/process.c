@@ -85,6 +85,7 @@ int crec_emu_create(crec_emu **out, const struct crec_emu_options *opt, crec_err
     for (int i = 0; i < EMU_MAX_FDS; i++)
         e->fds[i] = i < 3 ? fcntl(i, F_DUPFD_CLOEXEC, 3) : -1;
     e->umask_v = 022;
+    e->ncpus = 1;
     *out = e;
     return CREC_OK;
 }
@@ -97,6 +98,7 @@ void crec_emu_free(crec_emu *e)
         if (e->fds[i] >= 0)
             close(e->fds[i]);
     crec_emu_cpu_free(e->cpu);
+    emu_named_free(e);
     crec_free(e);
 }
 
@@ -261,6 +263,7 @@ void emu_mem_event_path(crec_emu *e, enum crec_emu_mem_kind kind, uint64_t addr,
                         int prot, const char *path, uint64_t off)
 {
     struct crec_emu_mem_event ev = {kind, addr, len, prot, 0, -1, off, path};
+    emu_named_map(e, addr, len, -1, path, off, 0);
     if (!e->obs.on_mem)
         return;
     ev.became_exec = (kind != CREC_MEM_MUNMAP) && (prot & CREC_PROT_EXEC);
@@ -275,6 +278,10 @@ void emu_mem_event(crec_emu *e, enum crec_emu_mem_kind kind, uint64_t addr, uint
     int hostfd = fd >= 0 ? emu_fd_host(e, (uint64_t)fd) : -1;
     ssize_t n;
 
+    /* anonymous memory (or none) where names were: a file mapping names
+     * itself (sys_mmap), a change of protection keeps them */
+    if (kind != CREC_MEM_MPROTECT && fd < 0)
+        emu_named_unmap(e, addr, len);
     if (!e->obs.on_mem)
         return;
     ev.became_exec = (kind != CREC_MEM_MUNMAP) && (prot & CREC_PROT_EXEC);

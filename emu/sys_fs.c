@@ -12,7 +12,6 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/select.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -190,10 +189,19 @@ static int64_t sys_pwritev(crec_emu *e, const uint64_t a[6]) { return do_vec(e, 
 
 static int64_t do_openat(crec_emu *e, uint64_t dirfd, uint64_t path, uint64_t flags, uint64_t mode)
 {
-    int d = dirfd_host(e, dirfd), h;
+    int d = dirfd_host(e, dirfd), h, r, g;
     PATH(p, path);
     if (d == -1)
         return -EBADF;
+    /* /proc/self and the CPU's files describe the guest (procfs.c) */
+    if (p[0] == '/' && (r = emu_procfs_open(e, p, (int)flags, &h)) != 0) {
+        if (r < 0)
+            return r;
+        g = emu_fd_install(e, h, 0);
+        if (g >= 0 && r == 2)
+            e->synth[g] = 1, e->synth_pos[g] = 0;
+        return g;
+    }
     h = openat(d, p, (int)flags | O_CLOEXEC, (mode_t)mode);
     if (h < 0)
         return -errno;
@@ -219,6 +227,7 @@ static int64_t sys_close(crec_emu *e, const uint64_t a[6])
 {
     HOSTFD(h, a[0]);
     e->fds[a[0]] = -1;
+    e->synth[a[0]] = 0;
     return close(h) == 0 || errno == EINTR ? 0 : -errno;
 }
 
@@ -243,6 +252,7 @@ static int64_t do_dup3(crec_emu *e, uint64_t oldfd, uint64_t newfd, int flags)
     if (e->fds[newfd] >= 0)
         close(e->fds[newfd]);
     e->fds[newfd] = n;
+    e->synth[newfd] = 0;
     return (int64_t)newfd;
 }
 
@@ -429,12 +439,20 @@ static int64_t sys_fstatfs(crec_emu *e, const uint64_t a[6])
 static int64_t sys_lseek(crec_emu *e, const uint64_t a[6])
 {
     HOSTFD(h, a[0]);
+    if (e->synth[a[0]]) { /* rewinddir of /proc/self/fd: back to an entry */
+        if ((int)a[2] != SEEK_SET || (int64_t)a[1] < 0)
+            return -EINVAL;
+        e->synth_pos[a[0]] = a[1];
+        return (int64_t)a[1];
+    }
     return R(lseek(h, (off_t)a[1], (int)a[2]));
 }
 
 static int64_t sys_getdents64(crec_emu *e, const uint64_t a[6])
 {
     HOSTFD(h, a[0]);
+    if (e->synth[a[0]])
+        return emu_synthdir_getdents(e, (int)a[0], a[1], a[2]);
     uint64_t n = a[2] > BOUNCE_MAX ? BOUNCE_MAX : a[2];
     void *p = crec_malloc(n ? n : 1);
     long r;
@@ -506,9 +524,11 @@ static int64_t do_readlinkat(crec_emu *e, uint64_t dirfd, uint64_t path, uint64_
     PATH(p, path);
     if ((int64_t)size <= 0)
         return -EINVAL;
-    if (strcmp(p, "/proc/self/exe") == 0) { /* the guest, not crec */
-        n = (long)strlen(e->exe);
-        memcpy(out, e->exe, (size_t)n);
+    if (p[0] == '/' && (n = emu_procfs_readlink(e, p, out, sizeof out)) != -1) {
+        if (n < 0) /* /proc/self/exe, fd/N: the guest's, not crec's */
+            return n;
+        if (n > (long)sizeof out)
+            n = sizeof out;
     } else {
         if (d == -1 && p[0] != '/')
             return -EBADF;
@@ -797,11 +817,14 @@ static int64_t sys_llistxattr(crec_emu *e, const uint64_t a[6]) { return do_list
 
 /* ---- waiting on descriptors --------------------------------------------------- */
 
-static int64_t do_poll(crec_emu *e, uint64_t addr, uint64_t n, int timeout_ms)
+/* poll/ppoll: guest pollfds turned into host ones, waited on in
+ * emu_block_until, and back.  A guest fd that is not open is POLLNVAL. */
+static int64_t do_poll(crec_emu *e, uint64_t addr, uint64_t n, uint64_t deadline)
 {
     struct pollfd fds[256];
     int gfd[256];
-    long r;
+    int64_t r;
+
     if (n > 256)
         return -EINVAL;
     if (n && emu_copy_in(e, fds, addr, n * sizeof *fds) != 0)
@@ -809,14 +832,13 @@ static int64_t do_poll(crec_emu *e, uint64_t addr, uint64_t n, int timeout_ms)
     for (uint64_t i = 0; i < n; i++) {
         gfd[i] = fds[i].fd;
         fds[i].fd = gfd[i] < 0 ? -1 : emu_fd_host(e, (uint64_t)gfd[i]);
-        if (gfd[i] >= 0 && fds[i].fd < 0)
-            fds[i].fd = -1; /* reported as POLLNVAL below */
+        fds[i].revents = 0;
     }
-    r = poll(fds, n, timeout_ms);
+    r = emu_block_until(e, deadline, fds, (unsigned)n);
     if (r < 0)
-        return -errno;
+        return r;
     for (uint64_t i = 0; i < n; i++) {
-        if (gfd[i] >= 0 && emu_fd_host(e, (uint64_t)gfd[i]) < 0) {
+        if (gfd[i] >= 0 && fds[i].fd < 0) {
             fds[i].revents = POLLNVAL;
             r++;
         }
@@ -825,79 +847,138 @@ static int64_t do_poll(crec_emu *e, uint64_t addr, uint64_t n, int timeout_ms)
     return emu_copy_out(e, addr, fds, n * sizeof *fds) ?: r;
 }
 
-/* select: guest fd_sets are rebuilt with host descriptors and back. */
-static int64_t do_select(crec_emu *e, const uint64_t a[6], struct timespec *ts)
+/* The guest's timespec of ppoll/pselect6 as a deadline (NULL: none). */
+static int64_t deadline_in(crec_emu *e, uint64_t addr, uint64_t *deadline)
+{
+    struct timespec ts;
+
+    *deadline = EMU_FOREVER;
+    if (!addr)
+        return 0;
+    if (emu_copy_in(e, &ts, addr, sizeof ts) != 0)
+        return -EFAULT;
+    if (ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec >= 1000000000)
+        return -EINVAL;
+    *deadline = emu_deadline_after(&ts);
+    return 0;
+}
+
+/* The time left, written back as Linux does for select, pselect6, ppoll. */
+static void time_left_out(crec_emu *e, uint64_t addr, uint64_t deadline, int micro)
+{
+    struct timespec left;
+    int64_t tv[2];
+
+    if (!addr || deadline == EMU_FOREVER)
+        return;
+    emu_deadline_left(deadline, &left);
+    if (!micro) {
+        emu_copy_out(e, addr, &left, sizeof left);
+        return;
+    }
+    tv[0] = left.tv_sec, tv[1] = left.tv_nsec / 1000;
+    emu_copy_out(e, addr, tv, sizeof tv);
+}
+
+/* select: the guest's fd_sets as host pollfds (read: POLLIN, write:
+ * POLLOUT, except: POLLPRI), and back with the kernel's rules. */
+static int64_t do_select(crec_emu *e, const uint64_t a[6], uint64_t deadline)
 {
     uint64_t gset[3][16] = {{0}}, nbytes;
-    fd_set hset[3];
-    int n = (int)a[0], hmax = -1, r;
+    struct pollfd pf[1024];
+    short gfd[1024];
+    int n = (int)a[0], np = 0, ready = 0;
+    int64_t r;
 
     if (n < 0 || n > 1024)
         return -EINVAL;
     nbytes = (uint64_t)(n + 63) / 64 * 8;
-    for (int k = 0; k < 3; k++) {
-        FD_ZERO(&hset[k]);
+    for (int k = 0; k < 3; k++)
         if (a[1 + k] && nbytes && emu_copy_in(e, gset[k], a[1 + k], nbytes) != 0)
             return -EFAULT;
-        for (int fd = 0; fd < n; fd++) {
-            if (!(gset[k][fd / 64] >> (fd % 64) & 1))
-                continue;
-            int h = emu_fd_host(e, (uint64_t)fd);
-            if (h < 0 || h >= FD_SETSIZE)
-                return -EBADF;
-            FD_SET(h, &hset[k]);
-            if (h > hmax)
-                hmax = h;
-        }
+    for (int fd = 0; fd < n; fd++) {
+        short ev = 0;
+        for (int k = 0; k < 3; k++)
+            if (gset[k][fd / 64] >> (fd % 64) & 1)
+                ev |= k == 0 ? POLLIN : k == 1 ? POLLOUT : POLLPRI;
+        if (!ev)
+            continue;
+        pf[np].fd = emu_fd_host(e, (uint64_t)fd);
+        if (pf[np].fd < 0)
+            return -EBADF;
+        pf[np].events = ev;
+        pf[np].revents = 0;
+        gfd[np++] = (short)fd;
     }
-    r = pselect(hmax + 1, &hset[0], &hset[1], &hset[2], ts, NULL);
+    r = emu_block_until(e, deadline, pf, (unsigned)np);
     if (r < 0)
-        return -errno;
-    for (int k = 0; k < 3; k++) {
-        for (int fd = 0; fd < n; fd++)
-            if (gset[k][fd / 64] >> (fd % 64) & 1 && !FD_ISSET(emu_fd_host(e, (uint64_t)fd), &hset[k]))
-                gset[k][fd / 64] &= ~(1ull << (fd % 64));
+        return r;
+    memset(gset, 0, sizeof gset);
+    for (int i = 0; i < np; i++) {
+        short ev = pf[i].events, re = pf[i].revents;
+        uint64_t bit = 1ull << (gfd[i] % 64);
+        if ((ev & POLLIN) && (re & (POLLIN | POLLHUP | POLLERR)))
+            gset[0][gfd[i] / 64] |= bit, ready++;
+        if ((ev & POLLOUT) && (re & (POLLOUT | POLLERR)))
+            gset[1][gfd[i] / 64] |= bit, ready++;
+        if ((ev & POLLPRI) && (re & POLLPRI))
+            gset[2][gfd[i] / 64] |= bit, ready++;
+    }
+    for (int k = 0; k < 3; k++)
         if (a[1 + k] && nbytes && emu_copy_out(e, a[1 + k], gset[k], nbytes) != 0)
             return -EFAULT;
-    }
-    return r;
+    return ready;
 }
 
 static int64_t sys_select(crec_emu *e, const uint64_t a[6])
 {
-    struct timespec ts;
-    int64_t tv[2];
+    uint64_t deadline = EMU_FOREVER;
+    int64_t tv[2], r;
+
     if (a[4]) {
+        struct timespec ts;
         if (emu_copy_in(e, tv, a[4], sizeof tv) != 0)
             return -EFAULT;
+        if (tv[0] < 0 || tv[1] < 0 || tv[1] >= 1000000)
+            return -EINVAL;
         ts.tv_sec = tv[0], ts.tv_nsec = tv[1] * 1000;
+        deadline = emu_deadline_after(&ts);
     }
-    return do_select(e, a, a[4] ? &ts : NULL);
+    r = do_select(e, a, deadline);
+    time_left_out(e, a[4], deadline, 1);
+    return r;
 }
 
 static int64_t sys_pselect6(crec_emu *e, const uint64_t a[6])
 {
-    struct timespec ts;
-    if (a[4] && emu_copy_in(e, &ts, a[4], sizeof ts) != 0)
-        return -EFAULT;
-    return do_select(e, a, a[4] ? &ts : NULL); /* the signal mask is ignored */
+    uint64_t deadline;
+    int64_t r = deadline_in(e, a[4], &deadline);
+
+    if (r)
+        return r;
+    r = do_select(e, a, deadline); /* the signal mask is ignored: no signals yet */
+    time_left_out(e, a[4], deadline, 0);
+    return r;
 }
 
 static int64_t sys_poll(crec_emu *e, const uint64_t a[6])
 {
-    return do_poll(e, a[0], a[1], (int)a[2]);
+    int ms = (int)a[2];
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+
+    return do_poll(e, a[0], a[1], ms < 0 ? EMU_FOREVER : emu_deadline_after(&ts));
 }
 
 static int64_t sys_ppoll(crec_emu *e, const uint64_t a[6])
 {
-    struct timespec ts;
-    int ms = -1;
-    if (a[2]) {
-        if (emu_copy_in(e, &ts, a[2], sizeof ts) != 0)
-            return -EFAULT;
-        ms = (int)(ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-    }
-    return do_poll(e, a[0], a[1], ms);
+    uint64_t deadline;
+    int64_t r = deadline_in(e, a[2], &deadline);
+
+    if (r)
+        return r;
+    r = do_poll(e, a[0], a[1], deadline);
+    time_left_out(e, a[2], deadline, 0);
+    return r;
 }
 
 void emu_sys_fs_register(struct emu_sys *t, size_t n)

@@ -178,12 +178,14 @@ static int64_t sys_getrandom(crec_emu *e, const uint64_t a[6])
 
 static int64_t sys_prctl(crec_emu *e, const uint64_t a[6])
 {
-    static char name[16] = "guest";
     switch (a[0]) {
     case 15: /* PR_SET_NAME */
-        return emu_copy_in(e, name, a[1], 15) ? -EFAULT : 0;
+        if (emu_string_in(e, a[1], e->comm, sizeof e->comm) == -EFAULT)
+            return -EFAULT;
+        e->comm[15] = '\0';
+        return 0;
     case 16: /* PR_GET_NAME */
-        return emu_copy_out(e, a[1], name, 16);
+        return emu_copy_out(e, a[1], e->comm, 16);
     case 3: /* PR_GET_DUMPABLE */
         return 1;
     default:

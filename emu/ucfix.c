@@ -50,6 +50,12 @@
  *    2.0.1 values (three words in a row, inside the CPU object that
  *    cpu_x86_init() returned), never by an offset taken on trust.
  *
+ * 6. Unmapping a region flushed the TLB one page at a time.
+ *    memory_unmap() calls tlb_flush_page() for every page of the region:
+ *    40 s for a 1 TiB one.  While crec unmaps (emu_uc_mem_unmap), the
+ *    first such call flushes the whole TLB instead, and the rest do
+ *    nothing; a whole flush drops every entry the page flushes would.
+ *
  * 5. A code hook costs a walk of every code hook.  helper_uc_tracecode()
  *    calls every UC_HOOK_CODE whose range holds the address, after walking
  *    the whole list; crec hooks each instruction that it executes itself
@@ -78,6 +84,8 @@ typedef void (*emu_invalidate_fn)(struct uc_struct *uc, struct page_collection *
 typedef void *(*emu_cpu_init_fn)(struct uc_struct *uc);
 typedef void (*emu_reg_reset_fn)(struct uc_struct *uc);
 typedef void (*emu_tracecode_fn)(int32_t size, int index, void *handle, int64_t address);
+typedef void (*emu_flush_page_fn)(void *cpu, uint64_t addr);
+typedef void (*emu_flush_fn)(void *cpu);
 
 struct page_collection *page_collection_lock_x86_64(struct uc_struct *uc, uint64_t start,
                                                     uint64_t end);
@@ -89,6 +97,7 @@ void tb_invalidate_phys_page_fast_x86_64(struct uc_struct *uc, struct page_colle
 void *cpu_x86_init_x86_64(struct uc_struct *uc);
 void x86_reg_reset_x86_64(struct uc_struct *uc);
 void helper_uc_tracecode(int32_t size, int index, void *handle, int64_t address);
+void tlb_flush_page_x86_64(void *cpu, uint64_t addr);
 
 /* The version these work-arounds are for: 2.0.1, any release candidate. */
 #define UCFIX_VERSION ((2u << 16) | (0u << 8) | 1u)
@@ -104,6 +113,8 @@ static emu_invalidate_fn ucfix_real_invalidate;
 static emu_cpu_init_fn ucfix_real_cpu_init;
 static emu_reg_reset_fn ucfix_real_reg_reset;
 static emu_tracecode_fn ucfix_real_tracecode;
+static emu_flush_page_fn ucfix_real_flush_page;
+static emu_flush_fn ucfix_real_flush;
 
 /* dlsym returns a void * that holds a function's address. */
 static void ucfix_real(const char *name, void *fn, size_t size)
@@ -126,6 +137,8 @@ static void ucfix_decide(void)
     ucfix_real("cpu_x86_init_x86_64", &ucfix_real_cpu_init, sizeof ucfix_real_cpu_init);
     ucfix_real("x86_reg_reset_x86_64", &ucfix_real_reg_reset, sizeof ucfix_real_reg_reset);
     ucfix_real("helper_uc_tracecode", &ucfix_real_tracecode, sizeof ucfix_real_tracecode);
+    ucfix_real("tlb_flush_page_x86_64", &ucfix_real_flush_page, sizeof ucfix_real_flush_page);
+    ucfix_real("tlb_flush_x86_64", &ucfix_real_flush, sizeof ucfix_real_flush);
 }
 
 int crec_emu_ucfix_used(void)
@@ -328,12 +341,28 @@ uc_err emu_uc_mmio_map(uc_engine *uc, uint64_t addr, size_t len, uc_cb_mmio_read
     return ue;
 }
 
+/* 6: set while crec unmaps a region; then whether the TLB was flushed */
+static _Thread_local int ucfix_unmapping, ucfix_flushed;
+
+void tlb_flush_page_x86_64(void *cpu, uint64_t addr)
+{
+    if (ucfix_on && ucfix_unmapping && ucfix_real_flush) {
+        if (!ucfix_flushed)
+            ucfix_real_flush(cpu);
+        ucfix_flushed = 1;
+        return;
+    }
+    ucfix_real_flush_page(cpu, addr);
+}
+
 uc_err emu_uc_mem_unmap(uc_engine *uc, uint64_t addr, size_t len)
 {
     uc_err ue;
 
     ucfix_regions_begin();
+    ucfix_unmapping = 1, ucfix_flushed = 0;
     ue = uc_mem_unmap(uc, addr, len);
+    ucfix_unmapping = 0;
     ucfix_regions_end();
     return ue;
 }

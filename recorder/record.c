@@ -493,6 +493,7 @@ static void rec_session_free(struct rec_session *rs)
     crec_fmt_buf_free(&rs->reads);
     crec_fmt_buf_free(&rs->scratch);
     rec_pageset_free(&rs->dirty);
+    crec_free(rs->dirty_big);
     for (size_t i = 0; i < rs->n_images; i++)
         crec_free(rs->images[i].path);
 }

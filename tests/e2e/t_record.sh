@@ -58,6 +58,16 @@ rr_case vec-native "$GUESTS/vec_native" ''
 rr_case vec-v2 "$GUESTS/vec_v2" ''
 rr_case avx-ops "$GUESTS/avx_ops" 'quick'
 rr_case avx-fault "$GUESTS/avx_fault" 'unmapped'
+# a 1 TiB reservation; AddressSanitizer's shadow; waits; /proc/self
+rr_case reserve "$GUESTS/reserve" ''
+export ASAN_OPTIONS=detect_leaks=0 # LeakSanitizer needs ptrace (docs/EMU.md)
+rr_case asan "$GUESTS/hello_asan" ''
+unset ASAN_OPTIONS
+rr_case timed-waits "$GUESTS/timed_waits" ''
+rr_case procself "$GUESTS/procself" 'x'
+if [ -f "$TMP/case-reserve/rec.crec" ] && [ "$(wc -c <"$TMP/case-reserve/rec.crec")" -lt 4000000 ]; then
+    pass "record reserve: the untouched terabyte is not in the recording"
+else fail "record reserve: the untouched terabyte is not in the recording" "$(ls -l "$TMP/case-reserve")"; fi
 gzip -c "$DATA/small.txt" >"$TMP/small.gz"
 rr_case gzip-dc gzip '-dc' "$TMP/small.gz"
 

@@ -70,6 +70,35 @@ else fail "run: it is named" "$(cat "$TMP/err")"; fi
 if ! cmp -s "$TMP/r1" "$TMP/r2"; then pass "run: rdrand differs from run to run"
 else fail "run: rdrand differs from run to run" "$(cat "$TMP/r1")"; fi
 
+# Big reservations cost what is used, as AddressSanitizer and Go need.
+same_as_native "run: 1 TiB PROT_NONE reservation, pieces committed" "@ $GUESTS/reserve"
+same_as_native "run: AddressSanitizer hello world" "ASAN_OPTIONS=detect_leaks=0 @ $GUESTS/hello_asan"
+
+# Waits that nothing ends early take their time.
+same_as_native "run: timed waits" "@ $GUESTS/timed_waits"
+t0=$(date +%s%N)
+"$CREC" run -- sleep 0.2
+t1=$(date +%s%N)
+if [ $((t1 - t0)) -ge 200000000 ]; then pass "run: sleep 0.2 takes its time"
+else fail "run: sleep 0.2 takes its time" "$(((t1 - t0) / 1000000)) ms"; fi
+
+# /proc/self is the guest, not crec; the CPUs agree with the model.
+same_as_native "run: /proc/self" "PROCSELF_TEST=yes @ $GUESTS/procself arg1"
+"$CREC" run -- cat /proc/self/maps >"$TMP/maps" 2>"$TMP/err"
+if grep -q ' \[stack\]$' "$TMP/maps" && grep -q '/cat$' "$TMP/maps" &&
+    ! grep -q 'unicorn\|crec' "$TMP/maps"; then
+    pass "run: cat /proc/self/maps shows cat, not crec"
+else fail "run: cat /proc/self/maps shows cat, not crec" "$(head -c 300 "$TMP/maps")"; fi
+expect_eq "run: nproc is the model's" "1" "$("$CREC" run -- nproc)"
+expect_eq "run: python3 os.cpu_count() is the model's" "1" \
+    "$("$CREC" run -- /usr/bin/python3 -c 'import os; print(os.cpu_count())')"
+expect_eq "run: /proc/cpuinfo has one processor" "1" \
+    "$("$CREC" run -- grep -c '^processor' /proc/cpuinfo)"
+if "$CREC" run -- grep -q '^flags.* popcnt .*rdrand' /proc/cpuinfo &&
+    ! "$CREC" run -- grep -q '^flags.* avx' /proc/cpuinfo; then
+    pass "run: /proc/cpuinfo flags are the CPUID table's"
+else fail "run: /proc/cpuinfo flags are the CPUID table's" "$("$CREC" run -- grep flags /proc/cpuinfo)"; fi
+
 expect_status "run: rdtsc guest" 0 "$CREC" run -- "$GUESTS/rdtsc" show
 first=$(cat "$TMP/out")
 expect_eq "run: rdtsc is virtual" "increasing=1 virtual=1" "$(tail -n 1 "$TMP/out")"

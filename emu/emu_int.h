@@ -167,8 +167,6 @@ int emu_mem_check(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot);
 
 #define EMU_MAX_FDS 1024
 #define EMU_STACK_TOP 0x7ffffffff000ull
-#define EMU_STACK_SIZE (8ull << 20)
-#define EMU_MMAP_TOP 0x7ffff7fff000ull  /* top-down mmap base, as with no ASLR */
 #define EMU_MMAP_BOTTOM 0x10000ull
 #define EMU_PIE_BASE 0x555555554000ull
 
@@ -192,6 +190,9 @@ struct crec_emu {
 
     int fds[EMU_MAX_FDS];     /* guest fd -> host fd, -1 free */
     uint64_t brk_start, brk_cur, brk_reserved; /* brk_reserved: end of host reservation */
+    /* the stack's size (RLIMIT_STACK), and the top of the mmap area below
+     * it, as Linux lays them out with no ASLR (process.c) */
+    uint64_t stack_size, mmap_top;
     uint8_t *brk_host;        /* host reservation for the heap */
     char exe[4096];           /* the program's path, for /proc/self/exe */
     struct emu_sigaction sigs[65];

@@ -4,7 +4,8 @@
  *
  * The layout is the kernel's with ASLR off, so that it is the same on
  * every run: a PIE at 0x555555554000, the interpreter (the host's own
- * ld.so) at the top of the mmap area below 0x7ffff7fff000, the stack
+ * ld.so) at the top of the mmap area (0x7ffff7fff000 for a stack of up to
+ * 127 MiB, lower for a bigger one: process.c), the stack (RLIMIT_STACK)
  * ending at 0x7ffffffff000, brk just after the program.  No vDSO: glibc
  * then makes real syscalls for the time, which we emulate.
  *
@@ -146,7 +147,7 @@ static int elf_load_file(crec_emu *e, const char *path, struct elf_image *im, in
         if (!is_interp) {
             base = EMU_PIE_BASE;
         } else if (crec_emu_mem_find_free(e->cpu, im->hi - im->lo, EMU_MMAP_BOTTOM,
-                                          EMU_MMAP_TOP, &base) != 0) {
+                                          e->mmap_top, &base) != 0) {
             close(fd);
             return crec_error_set(err, CREC_ERR_NOMEM, "%s: no room to load it", path);
         }
@@ -196,7 +197,7 @@ static int build_stack(crec_emu *e, const char *execfn, char *const argv[], char
     size_t argc = count(argv), envc = count(envp), n = 0;
     uint64_t *vec, execfn_at, platform, random, lid[4];
     uint32_t cpuid1[4];
-    int rc = crec_emu_mem_map(e->cpu, EMU_STACK_TOP - EMU_STACK_SIZE, EMU_STACK_SIZE,
+    int rc = crec_emu_mem_map(e->cpu, EMU_STACK_TOP - e->stack_size, e->stack_size,
                               CREC_PROT_READ | CREC_PROT_WRITE, err);
 
     if (rc)

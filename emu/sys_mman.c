@@ -31,7 +31,7 @@ static int64_t choose_addr(crec_emu *e, uint64_t hint, uint64_t len, int low32, 
         *out = hint;
         return 0;
     }
-    if (crec_emu_mem_find_free(e->cpu, len, EMU_MMAP_BOTTOM, low32 ? 0x80000000ull : EMU_MMAP_TOP,
+    if (crec_emu_mem_find_free(e->cpu, len, EMU_MMAP_BOTTOM, low32 ? 0x80000000ull : e->mmap_top,
                                out) != 0)
         return -ENOMEM;
     return 0;

@@ -65,6 +65,11 @@ rr_case asan "$GUESTS/hello_asan" ''
 unset ASAN_OPTIONS
 rr_case timed-waits "$GUESTS/timed_waits" ''
 rr_case procself "$GUESTS/procself" 'x'
+rr_case asyncio /usr/bin/python3 "-c 'import asyncio
+async def main():
+    await asyncio.sleep(0.05)
+    return 42
+print(asyncio.run(main()))'"
 if [ -f "$TMP/case-reserve/rec.crec" ] && [ "$(wc -c <"$TMP/case-reserve/rec.crec")" -lt 4000000 ]; then
     pass "record reserve: the untouched terabyte is not in the recording"
 else fail "record reserve: the untouched terabyte is not in the recording" "$(ls -l "$TMP/case-reserve")"; fi

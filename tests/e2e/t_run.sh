@@ -99,6 +99,42 @@ if "$CREC" run -- grep -q '^flags.* popcnt .*rdrand' /proc/cpuinfo &&
     pass "run: /proc/cpuinfo flags are the CPUID table's"
 else fail "run: /proc/cpuinfo flags are the CPUID table's" "$("$CREC" run -- grep flags /proc/cpuinfo)"; fi
 
+# ioctls, extended attributes, closed standard streams, the stack limit
+same_as_native "run: python3 asyncio.run()" "@ /usr/bin/python3 -c 'import asyncio
+async def main():
+    await asyncio.sleep(0.05)
+    return 42
+print(asyncio.run(main()))'"
+same_as_native "run: python3 non-blocking socket and isatty" "@ /usr/bin/python3 -c 'import socket, os, fcntl, termios, struct
+a, b = socket.socketpair()
+a.setblocking(False)
+b.sendall(b\"xyz\")
+print(struct.unpack(\"i\", fcntl.ioctl(a, termios.FIONREAD, b\"    \"))[0], a.recv(9), os.isatty(a.fileno()))
+try:
+    a.recv(9)
+except BlockingIOError:
+    print(\"would block\")'"
+echo abc >"$TMP/x.txt"
+expect_status "run: sed -i says nothing" 0 "$CREC" run -- sed -i s/a/b/ "$TMP/x.txt"
+expect_eq "run: sed -i output, stderr empty" "bbc|" "$(cat "$TMP/x.txt")|$(cat "$TMP/err")"
+expect_status "run: cp -a says nothing" 0 "$CREC" run -- cp -a "$TMP/x.txt" "$TMP/y.txt"
+expect_eq "run: cp -a stderr empty" "" "$(cat "$TMP/err")"
+expect_status "run: an unknown ioctl is refused with --strict" 125 \
+    "$CREC" run --strict -- perl -e 'ioctl(STDIN, 0x7fff, my $x)'
+one_error_line "run: --strict ioctl is one error line"
+expect_status "run: an unknown ioctl shows under --strace" 0 \
+    "$CREC" run --strace -- perl -e 'ioctl(STDIN, 0x7fff, my $x)'
+if grep -q '^crec: ioctl 0x7fff on fd 0 is not emulated' "$TMP/err"; then
+    pass "run: --strace names the ioctl"
+else fail "run: --strace names the ioctl" "$(grep ioctl "$TMP/err" | head -3)"; fi
+same_as_native "run: closed stdout fails as natively" "@ /bin/echo hi >&-"
+same_as_native "run: closed stdin" "@ cat <&-"
+same_as_native "run: deep recursion with ulimit -s 65536" "ulimit -s 65536; @ $GUESTS/deep_stack"
+same_as_native "run: deep recursion overflows 8 MiB" "ulimit -s 8192; @ $GUESTS/deep_stack"
+if grep -q 'stack overflow (write to unmapped 0x.*below the 8192 KiB stack' "$TMP/emu.err"; then
+    pass "run: stack overflow is reported as one"
+else fail "run: stack overflow is reported as one" "$(cat "$TMP/emu.err")"; fi
+
 expect_status "run: rdtsc guest" 0 "$CREC" run -- "$GUESTS/rdtsc" show
 first=$(cat "$TMP/out")
 expect_eq "run: rdtsc is virtual" "increasing=1 virtual=1" "$(tail -n 1 "$TMP/out")"

@@ -4,6 +4,8 @@
 #   make demo       build, then run a sample program under crec
 #   make test       build and run every unit and end-to-end test
 #   make test SANITIZE=1   the same under AddressSanitizer + UBSan (build-san/)
+#   make DEBUG=1    a debug build (build-debug/): corruption errors name the
+#                   source line of the check that failed (common.h)
 #   make fuzz       run the libFuzzer targets: reader, replay (FUZZ_SECONDS=300 each)
 #   make bench      benchmarks (see bench/README.md)
 #   make format     clang-format every C file
@@ -18,10 +20,15 @@ CC        ?= cc
 ifeq ($(SANITIZE),1)
 BUILD     ?= build-san
 SANFLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+DEBUG     := 1
+else ifeq ($(DEBUG),1)
+BUILD     ?= build-debug
+SANFLAGS  :=
 else
 BUILD     ?= build
 SANFLAGS  :=
 endif
+DEBUGFLAGS := $(if $(filter 1,$(DEBUG)),-DCREC_DEBUG)
 
 # Debian package that provides each pkg-config module we need.
 PKGS_BUILD := libunicorn-dev libcapstone-dev libzstd-dev libxxhash-dev pkg-config
@@ -34,7 +41,7 @@ DEPS_LIBS   = $(shell pkg-config --libs $(PKG_MODS) 2>/dev/null)
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
             -Wno-missing-field-initializers $(SANFLAGS)
-CPPFLAGS += -Iinclude -I. -D_GNU_SOURCE $(DEPS_CFLAGS)
+CPPFLAGS += -Iinclude -I. -D_GNU_SOURCE $(DEBUGFLAGS) $(DEPS_CFLAGS)
 LDFLAGS  += $(SANFLAGS)
 LDLIBS   += $(DEPS_LIBS) -lpthread -lm
 
@@ -53,7 +60,7 @@ TOOL_BIN := $(TOOL_SRC:tests/%.c=$(BUILD)/%)
 
 CREC := $(BUILD)/crec
 
-.PHONY: all deps deps-test demo test unit e2e fuzz bench format clean guests
+.PHONY: all deps deps-test demo test unit e2e fuzz bench format clean guests check-includes
 .DEFAULT_GOAL := all
 
 all: deps $(CREC)
@@ -80,13 +87,14 @@ $(CREC): $(CLI_OBJ) $(BUILD)/libcrec.a
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libcrec.a $(LDLIBS)
 
 # --- tests -----------------------------------------------------------------
+# -MMD: a test is rebuilt when a header it includes changes.
 $(BUILD)/tests/%: tests/%.c $(BUILD)/libcrec.a | deps-test
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libcrec.a $(LDLIBS) -lcriterion
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -MMD -MP -MF $@.d -o $@ $< $(BUILD)/libcrec.a $(LDLIBS) -lcriterion
 
 $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libcrec.a | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libcrec.a $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -MMD -MP -MF $@.d -o $@ $< $(BUILD)/libcrec.a $(LDLIBS)
 
 build/guests/%: tests/guests/%.c
 	@mkdir -p $(dir $@)
@@ -97,10 +105,14 @@ guests: $(GUEST_BIN)
 unit: deps-test $(TEST_BIN)
 	@sh tests/run_unit.sh $(TEST_BIN)
 
+# Which module may include which (tools/includes.txt); run by `make test`.
+check-includes:
+	@sh tools/check-includes.sh
+
 e2e: deps-test $(CREC) guests $(TOOL_BIN)
 	@CREC=$(CREC) CRECTOOLS=$(BUILD)/tools sh tests/e2e/run.sh
 
-test: deps-test $(CREC) $(TEST_BIN) guests $(TOOL_BIN)
+test: deps-test check-includes $(CREC) $(TEST_BIN) guests $(TOOL_BIN)
 	@CRECTOOLS=$(BUILD)/tools sh tests/run_all.sh $(BUILD) $(CREC) $(TEST_BIN)
 
 # --- demo ------------------------------------------------------------------
@@ -113,7 +125,8 @@ demo: all
 # and emu's CPU layer, as the replay-only build of mk/s390x.mk).
 FUZZ_SECONDS ?= 300
 FUZZ_REPLAY_SECONDS ?= $(FUZZ_SECONDS)
-FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -I. -D_GNU_SOURCE
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -I. -D_GNU_SOURCE \
+               -DCREC_FUZZ -DCREC_DEBUG
 FUZZ_SRC := $(foreach m,common format,$(wildcard $(m)/*.c))
 FUZZ_REPLAY_SRC := $(foreach m,common format replayer index,$(wildcard $(m)/*.c)) \
                    emu/cpu.c emu/mem.c emu/blocks.c emu/cpuid.c emu/sysout.c emu/ucfix.c \
@@ -142,10 +155,10 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf build build-san build-fuzz
+	rm -rf build build-san build-debug build-fuzz
 
 # Cross-building the replay side for a big-endian host (s390x): make
 # cross-s390x, make test-s390x.
 -include mk/s390x.mk
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(TOOL_BIN:=.d)

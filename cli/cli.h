@@ -47,6 +47,31 @@ int cmd_info(int argc, char **argv);
 int cmd_query(int argc, char **argv);
 int cmd_when(int argc, char **argv);
 
+/* `crec query`'s work once FILE is known (cmd_query.c), shared with `crec
+ * replay FILE --query ...`: answer every WHAT@WHEN of queries[0..n) in the
+ * recording at `path`.  `size`, `fmt`, `json` and `no_index` are query's
+ * options.  @return the exit status (the answers and errors are printed). */
+int cli_query_run(const char *path, char **queries, size_t n, uint64_t size, const char *fmt,
+                  int json, int no_index);
+
+/* The most bytes one query or `--size` reads (a value printed on one line). */
+#define CLI_QUERY_MAX 4096
+
+/* cli_parse_u64's failures. */
+#define CLI_NUM_BAD -1   /* not a number */
+#define CLI_NUM_RANGE -2 /* a number over 2^64 - 1 */
+
+/* The one parser of the numbers a user types: decimal digits, or 0x and
+ * hex digits.  A leading 0 is still decimal (010 is ten, never octal); no
+ * sign, no space.  @return 0 and *out, CLI_NUM_BAD or CLI_NUM_RANGE. */
+int cli_parse_u64(const char *s, uint64_t *out);
+
+/* An option's number: "bad --NAME 'S'" or "--NAME 'S' is too large" as a
+ * usage error of `cmd` unless it parses and lies in [min, max].
+ * @return EXIT_OK and *out, or EXIT_USAGE (printed). */
+int cli_option_u64(const char *cmd, const char *name, const char *s, uint64_t min, uint64_t max,
+                   uint64_t *out);
+
 /* A parsed WHAT of `crec query` / `crec when` (cmd_query.c). */
 struct cli_what {
     int is_reg, reg_kind, reg_n;
@@ -55,8 +80,10 @@ struct cli_what {
 };
 
 /* Parse WHAT (address, ADDR:LEN, symbol[+off], register; `size` for a bare
- * address) and WHEN (T, end, N%, tid:step, syscall:N).  @return 0, or -1
- * with the one-line reason in err. */
+ * address) and WHEN (T, end, N%, tid:step, syscall:N, each optionally
+ * followed by +N or -N instructions).  An address or offset that runs past
+ * 2^64 is an error, never a wrapped address.  @return 0, or -1 with the
+ * one-line reason in err. */
 int cli_parse_what(crec_recording *rec, const char *what, size_t size, struct cli_what *w,
                    crec_error *err);
 int cli_parse_when(crec_recording *rec, const char *when, uint64_t *t, crec_error *err);

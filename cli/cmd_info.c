@@ -1,13 +1,12 @@
 /*
  * cmd_info.c - `crec info FILE [--json]`: describe a recording.  All the
- * reading is crec_fmt_summarize(); this file only parses and prints.
+ * reading is crec_info_read(); this file only parses and prints.
  */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "cli/cli.h"
-#include "format/format.h"
 
 static void usage(FILE *out)
 {
@@ -25,18 +24,18 @@ static void usage(FILE *out)
 
 /* ---- text --------------------------------------------------------------- */
 
-static const char *exit_text(uint32_t how)
+static const char *exit_text(int how)
 {
     switch (how) {
-    case CREC_FMT_EXIT_SIGNAL:
+    case CREC_EXIT_SIGNAL:
         return "killed by signal";
-    case CREC_FMT_EXIT_STOPPED:
+    case CREC_EXIT_STOPPED:
         return "recording stopped by signal";
     }
     return "status";
 }
 
-static double bits_per_instr(const crec_fmt_summary *s)
+static double bits_per_instr(const crec_info *s)
 {
     return s->instructions ? (double)s->compressed_bytes * 8.0 / (double)s->instructions : 0.0;
 }
@@ -73,14 +72,13 @@ static void print_arg(FILE *out, const char *a)
     fputc('\'', out);
 }
 
-static void print_header(FILE *out, const char *name, const crec_fmt_header *h,
-                         const crec_fmt_summary *s)
+static void print_header(FILE *out, const char *name, const crec_info *h)
 {
-    fprintf(out, "file:          %s (%llu bytes)\n", name, (unsigned long long)s->file_bytes);
-    fprintf(out, "format:        version %u, written by crec %s\n", h->version, h->crec_version);
+    fprintf(out, "file:          %s (%llu bytes)\n", name, (unsigned long long)h->file_bytes);
+    fprintf(out, "format:        version %u, written by crec %s\n", h->format_version,
+            h->crec_version);
     fprintf(out, "guest:         x86-64, recorded on a %s-endian host, page size %llu\n",
-            h->host_order == CREC_FMT_ORDER_BIG ? "big" : "little",
-            (unsigned long long)h->page_size);
+            h->big_endian_host ? "big" : "little", (unsigned long long)h->page_size);
     fprintf(out, "started:       ");
     print_time(out, h->start_sec);
     fprintf(out, "\ncommand:      ");
@@ -92,32 +90,30 @@ static void print_header(FILE *out, const char *name, const crec_fmt_header *h,
             (unsigned long long)h->cache_entries, (unsigned long long)h->cache_granule);
 }
 
-static void print_text(FILE *out, const char *name, crec_fmt_reader *r, const crec_fmt_summary *s)
+static void print_text(FILE *out, const char *name, const crec_info *s)
 {
-    const crec_fmt_header *h = crec_fmt_reader_header(r);
-    print_header(out, name, h, s);
+    print_header(out, name, s);
     fprintf(out, "key frames:    %llu (every %llu instructions)\n",
-            (unsigned long long)s->nkeyframes, (unsigned long long)h->keyframe_interval);
+            (unsigned long long)s->keyframes, (unsigned long long)s->keyframe_interval);
     fprintf(out, "snapshots:     %llu (every %llu key frames)\n",
-            (unsigned long long)s->nsnapshots, (unsigned long long)h->snapshot_interval);
-    fprintf(out, "threads:       %llu\n", (unsigned long long)s->nthreads);
+            (unsigned long long)s->snapshots, (unsigned long long)s->snapshot_interval);
+    fprintf(out, "threads:       %llu\n", (unsigned long long)s->threads);
     fprintf(out, "instructions:  %llu\n", (unsigned long long)s->instructions);
     if (s->exited)
         fprintf(out, "exit:          %s %llu\n", exit_text(s->exit_how),
                 (unsigned long long)s->exit_value);
     fprintf(out, "records:       %llu events, %llu code mappings, %llu symbols, %llu blobs\n",
-            (unsigned long long)s->nevents, (unsigned long long)s->ncode,
-            (unsigned long long)s->nsymbols, (unsigned long long)s->nblobs);
-    fprintf(out, "chunks:        %llu in %llu streams\n", (unsigned long long)s->nchunks,
-            (unsigned long long)s->nstreams);
+            (unsigned long long)s->events, (unsigned long long)s->code_mappings,
+            (unsigned long long)s->symbols, (unsigned long long)s->blobs);
+    fprintf(out, "chunks:        %llu in %zu streams\n", (unsigned long long)s->chunks,
+            s->nstreams);
     fprintf(out, "streams:       %-10s %8s %8s %14s %14s\n", "type", "thread", "chunks", "raw",
             "compressed");
-    for (size_t i = 0; i < crec_fmt_reader_nstreams(r); i++) {
-        crec_fmt_stream_info si;
-        crec_fmt_reader_stream(r, i, &si, NULL);
-        fprintf(out, "               %-10s %8u %8llu %14llu %14llu\n",
-                crec_fmt_stream_name(si.type), si.tid, (unsigned long long)si.nchunks,
-                (unsigned long long)si.raw_bytes, (unsigned long long)si.compressed_bytes);
+    for (size_t i = 0; i < s->nstreams; i++) {
+        const crec_stream_info *si = &s->streams[i];
+        fprintf(out, "               %-10s %8u %8llu %14llu %14llu\n", si->type, si->tid,
+                (unsigned long long)si->chunks, (unsigned long long)si->raw_bytes,
+                (unsigned long long)si->compressed_bytes);
     }
     fprintf(out, "total:         %llu bytes raw, %llu compressed\n",
             (unsigned long long)s->raw_bytes, (unsigned long long)s->compressed_bytes);
@@ -159,14 +155,14 @@ static void json_u64(FILE *out, const char *key, uint64_t v)
     fprintf(out, "  \"%s\": %llu,\n", key, (unsigned long long)v);
 }
 
-static void json_header(FILE *out, const char *name, const crec_fmt_header *h)
+static void json_header(FILE *out, const char *name, const crec_info *h)
 {
     fputs("{\n  \"file\": ", out);
     json_str(out, name);
-    fprintf(out, ",\n  \"format_version\": %u,\n  \"crec_version\": ", h->version);
+    fprintf(out, ",\n  \"format_version\": %u,\n  \"crec_version\": ", h->format_version);
     json_str(out, h->crec_version);
     fprintf(out, ",\n  \"arch\": \"x86-64\",\n  \"host_byte_order\": \"%s\",\n",
-            h->host_order == CREC_FMT_ORDER_BIG ? "big" : "little");
+            h->big_endian_host ? "big" : "little");
     json_u64(out, "page_size", h->page_size);
     json_u64(out, "cache_entries", h->cache_entries);
     json_u64(out, "cache_granule", h->cache_granule);
@@ -179,45 +175,43 @@ static void json_header(FILE *out, const char *name, const crec_fmt_header *h)
     json_strings(out, h->envp, h->envc);
     fputs(",\n  \"cpuid\": [", out);
     for (size_t i = 0; i < h->ncpuid; i++) {
-        const crec_fmt_cpuid *c = &h->cpuid[i];
+        const crec_cpuid_leaf *c = &h->cpuid[i];
         fprintf(out, "%s[%u, %u, %u, %u, %u, %u]", i ? ", " : "", c->leaf, c->subleaf, c->eax,
                 c->ebx, c->ecx, c->edx);
     }
     fputs("],\n", out);
 }
 
-static void print_json(FILE *out, const char *name, crec_fmt_reader *r, const crec_fmt_summary *s)
+static void print_json(FILE *out, const char *name, const crec_info *s)
 {
-    json_header(out, name, crec_fmt_reader_header(r));
+    json_header(out, name, s);
     json_u64(out, "file_bytes", s->file_bytes);
-    json_u64(out, "threads", s->nthreads);
+    json_u64(out, "threads", s->threads);
     json_u64(out, "instructions", s->instructions);
-    json_u64(out, "keyframes", s->nkeyframes);
-    json_u64(out, "snapshots", s->nsnapshots);
-    json_u64(out, "events", s->nevents);
-    json_u64(out, "code_mappings", s->ncode);
-    json_u64(out, "symbols", s->nsymbols);
-    json_u64(out, "blobs", s->nblobs);
-    json_u64(out, "chunks", s->nchunks);
+    json_u64(out, "keyframes", s->keyframes);
+    json_u64(out, "snapshots", s->snapshots);
+    json_u64(out, "events", s->events);
+    json_u64(out, "code_mappings", s->code_mappings);
+    json_u64(out, "symbols", s->symbols);
+    json_u64(out, "blobs", s->blobs);
+    json_u64(out, "chunks", s->chunks);
     json_u64(out, "raw_bytes", s->raw_bytes);
     json_u64(out, "compressed_bytes", s->compressed_bytes);
     fprintf(out, "  \"bits_per_instruction\": %.3f,\n", bits_per_instr(s));
     if (s->exited)
         fprintf(out, "  \"exit\": {\"how\": \"%s\", \"value\": %llu},\n",
-                s->exit_how == CREC_FMT_EXIT_SIGNAL    ? "signal"
-                : s->exit_how == CREC_FMT_EXIT_STOPPED ? "stopped"
-                                                       : "status",
+                s->exit_how == CREC_EXIT_SIGNAL    ? "signal"
+                : s->exit_how == CREC_EXIT_STOPPED ? "stopped"
+                                                   : "status",
                 (unsigned long long)s->exit_value);
     fputs("  \"streams\": [", out);
-    for (size_t i = 0; i < crec_fmt_reader_nstreams(r); i++) {
-        crec_fmt_stream_info si;
-        crec_fmt_reader_stream(r, i, &si, NULL);
+    for (size_t i = 0; i < s->nstreams; i++) {
+        const crec_stream_info *si = &s->streams[i];
         fprintf(out,
                 "%s\n    {\"type\": \"%s\", \"thread\": %u, \"chunks\": %llu, \"raw_bytes\": "
                 "%llu, \"compressed_bytes\": %llu}",
-                i ? "," : "", crec_fmt_stream_name(si.type), si.tid,
-                (unsigned long long)si.nchunks, (unsigned long long)si.raw_bytes,
-                (unsigned long long)si.compressed_bytes);
+                i ? "," : "", si->type, si->tid, (unsigned long long)si->chunks,
+                (unsigned long long)si->raw_bytes, (unsigned long long)si->compressed_bytes);
     }
     fputs("\n  ],\n  \"truncated\": ", out);
     if (s->truncated) {
@@ -253,19 +247,14 @@ int cmd_info(int argc, char **argv)
         return cli_usage_error("info", "missing FILE");
     const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
     crec_error e = {0};
-    crec_fmt_reader *r;
-    crec_fmt_summary s;
-    if (crec_fmt_reader_open(path, &r, &e) != CREC_OK)
+    crec_info *info;
+    if (crec_info_read(path, &info, &e) != CREC_OK)
         return cli_fail_file(name, &e);
-    if (crec_fmt_summarize(r, &s, &e) != CREC_OK) {
-        crec_fmt_reader_free(r);
-        return cli_fail_file(name, &e);
-    }
     if (json)
-        print_json(stdout, name, r, &s);
+        print_json(stdout, name, info);
     else
-        print_text(stdout, name, r, &s);
-    crec_fmt_reader_free(r);
+        print_text(stdout, name, info);
+    crec_info_free(info);
     if (fflush(stdout) != 0)
         return cli_fail(EXIT_FAIL, "write error on standard output");
     return EXIT_OK;

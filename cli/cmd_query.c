@@ -21,7 +21,8 @@ static const char query_usage[] =
     "\"At T\" is the state after exactly T instructions have run, before\n"
     "instruction T+1 (T=0: the initial state).\n"
     "\n"
-    "WHAT:  ADDR            hex (0x...) or decimal address, --size bytes\n"
+    "WHAT:  ADDR            decimal or hex (0x...) address, --size bytes; a\n"
+    "                       leading 0 is decimal, never octal\n"
     "       ADDR:LEN        a range of LEN bytes\n"
     "       SYMBOL[+OFF]    an ELF symbol of the program (e.g. counter, main+0x10)\n"
     "       REGISTER        rax .. r15, rip, rflags, fs_base, gs_base, xmm0 .. xmm15,\n"
@@ -31,6 +32,8 @@ static const char query_usage[] =
     "       N%              N percent of the way through\n"
     "       TID:STEP        thread TID after STEP instructions (one thread: tid 1)\n"
     "       syscall:N       just before the Nth syscall (from 1)\n"
+    "       WHEN+N, WHEN-N  N instructions after or before WHEN (syscall:3+1: just\n"
+    "                       after the 3rd syscall)\n"
     "\n"
     "A byte the recording never saw prints as ??.  Each answer names the path\n"
     "that gave it: code, index+replay, snapshot, unknown (or register).\n"
@@ -59,14 +62,19 @@ static int qerr(crec_error *err, const char *fmt, ...)
     return -1;
 }
 
-static int parse_u64(const char *s, uint64_t *out)
+/* A number of a query: cli_parse_u64, with the reason in err. */
+static int parse_num(const char *s, uint64_t *out, const char *what, const char *in,
+                     crec_error *err)
 {
-    char *end;
+    int rc = cli_parse_u64(s, out);
+    const char *sep = strcmp(s, in) ? "' in '" : "", *whole = strcmp(s, in) ? in : "";
 
-    if (!s[0] || s[0] == '-' || s[0] == '+' || isspace((unsigned char)s[0]))
-        return -1;
-    *out = strtoull(s, &end, 0);
-    return *end ? -1 : 0;
+    if (rc == CLI_NUM_RANGE)
+        return qerr(err, "%s '%s%s%s' is over 2^64-1", what, s, sep, whole);
+    if (rc != 0)
+        return qerr(err, "malformed %s '%s%s%s' (decimal, or hex with 0x)", what, s, sep,
+                    whole);
+    return 0;
 }
 
 struct reg_name {
@@ -148,35 +156,47 @@ int cli_parse_what(crec_recording *rec, const char *what, size_t size, struct cl
     colon = strchr(buf, ':');
     if (colon) {
         *colon = 0;
-        if (parse_u64(colon + 1, &len) != 0 || len == 0 || len > 4096)
-            return qerr(err, "malformed range length in '%s'", what);
+        if (parse_num(colon + 1, &len, "range length", what, err) != 0)
+            return -1;
+        if (len == 0 || len > CLI_QUERY_MAX)
+            return qerr(err, "range length %" PRIu64 " in '%s' (1 to %d)", len, what,
+                        CLI_QUERY_MAX);
     }
     if (isdigit((unsigned char)buf[0])) {
-        if (parse_u64(buf, &w->addr) != 0)
-            return qerr(err, "malformed address '%s'", buf);
+        if (parse_num(buf, &w->addr, "address", what, err) != 0)
+            return -1;
     } else if (isalpha((unsigned char)buf[0]) || buf[0] == '_' || buf[0] == '.') {
         plus = strpbrk(buf, "+-");
         int neg = plus && *plus == '-';
         if (plus) {
             *plus = 0;
-            if (parse_u64(plus + 1, &off) != 0)
-                return qerr(err, "malformed offset in '%s'", what);
+            if (parse_num(plus + 1, &off, "offset", what, err) != 0)
+                return -1;
         }
         for (const char *p = buf; *p; p++)
             if (!isalnum((unsigned char)*p) && *p != '_' && *p != '.' && *p != '@')
                 return qerr(err, "malformed expression '%s'", what);
-        if (crec_lookup_symbol(rec, buf, &w->addr, NULL) != CREC_OK)
+        int rc = crec_lookup_symbol(rec, buf, &w->addr, err);
+        if (rc == CREC_ERR_NOTFOUND)
             return qerr(err, "'%s' is neither a register nor a symbol "
                                   "of the recording", buf);
+        if (rc != CREC_OK)
+            return -1; /* the symbols can't be read: err says why */
+        if (neg ? off > w->addr : off > UINT64_MAX - w->addr)
+            return qerr(err, "'%s' is outside the address space (%s is 0x%" PRIx64 ")", what,
+                        buf, w->addr);
         w->addr = neg ? w->addr - off : w->addr + off;
     } else {
         return qerr(err, "malformed expression '%s'", what);
     }
+    if (len - 1 > UINT64_MAX - w->addr)
+        return qerr(err, "'%s' runs past the end of the address space", what);
     w->len = (size_t)len;
     return 0;
 }
 
-int cli_parse_when(crec_recording *rec, const char *when, uint64_t *t, crec_error *err)
+/* WHEN without a +N/-N offset. */
+static int parse_when_base(crec_recording *rec, const char *when, uint64_t *t, crec_error *err)
 {
     uint64_t end = crec_length(rec), n;
     const char *colon = strchr(when, ':');
@@ -195,14 +215,14 @@ int cli_parse_when(crec_recording *rec, const char *when, uint64_t *t, crec_erro
         memcpy(num, when, l - 1);
         num[l - 1] = 0;
         p = strtod(num, &e);
-        if (*e || !num[0] || p < 0 || p > 100)
+        if (*e || !num[0] || !isdigit((unsigned char)num[0]) || p < 0 || p > 100)
             return qerr(err, "malformed time '%s'", when);
         *t = (uint64_t)((double)end * p / 100.0);
         return 0;
     }
     if (colon && strncmp(when, "syscall:", 8) == 0) {
-        if (parse_u64(when + 8, &n) != 0)
-            return qerr(err, "malformed time '%s'", when);
+        if (parse_num(when + 8, &n, "syscall number", when, err) != 0)
+            return -1;
         return crec_syscall_time(rec, n, t, err) == CREC_OK ? 0 : -1;
     }
     if (colon) {
@@ -212,18 +232,44 @@ int cli_parse_when(crec_recording *rec, const char *when, uint64_t *t, crec_erro
             return qerr(err, "malformed time '%s'", when);
         memcpy(tid, when, (size_t)(colon - when));
         tid[colon - when] = 0;
-        if (parse_u64(tid, &id) != 0 || parse_u64(colon + 1, &n) != 0)
-            return qerr(err, "malformed time '%s'", when);
+        if (parse_num(tid, &id, "thread", when, err) != 0 ||
+            parse_num(colon + 1, &n, "step", when, err) != 0)
+            return -1;
         if (id != 1)
             return qerr(err, "no thread %" PRIu64 " (the recording "
                                   "has one thread, tid 1)", id);
         when = colon + 1;
     }
-    if (parse_u64(when, t) != 0)
-        return qerr(err, "malformed time '%s'", when);
+    if (parse_num(when, t, "time", when, err) != 0)
+        return -1;
     if (*t > end)
         return qerr(err, "time %" PRIu64 " is past the end of the "
                               "recording (%" PRIu64 " instructions)", *t, end);
+    return 0;
+}
+
+int cli_parse_when(crec_recording *rec, const char *when, uint64_t *t, crec_error *err)
+{
+    const char *sign = strpbrk(when, "+-");
+    char base[128];
+    uint64_t n;
+
+    if (!sign)
+        return parse_when_base(rec, when, t, err);
+    /* WHEN+N / WHEN-N: N instructions after or before WHEN */
+    if (sign == when || (size_t)(sign - when) >= sizeof base)
+        return qerr(err, "malformed time '%s'", when);
+    memcpy(base, when, (size_t)(sign - when));
+    base[sign - when] = 0;
+    if (parse_when_base(rec, base, t, err) != 0 ||
+        parse_num(sign + 1, &n, "instruction count", when, err) != 0)
+        return -1;
+    if (n > INT64_MAX)
+        return qerr(err, "'%s' moves too far", when);
+    if (crec_seek(rec, *t, err) != CREC_OK ||
+        crec_step(rec, *sign == '-' ? -(int64_t)n : (int64_t)n, err) != CREC_OK)
+        return -1;
+    *t = crec_tell(rec);
     return 0;
 }
 
@@ -323,7 +369,7 @@ struct query {
     const char *arg;
     struct cli_what w;
     uint64_t t;
-    uint8_t bytes[4096], known[4096];
+    uint8_t bytes[CLI_QUERY_MAX], known[CLI_QUERY_MAX];
     size_t len;
     const char *path;
 };
@@ -374,7 +420,7 @@ static void query_json_open(const struct query *q, int first)
 
 static void query_print(const struct query *q, const char *fmt, int json, int first)
 {
-    static char out[4096 * 4 + 64];
+    static char out[CLI_QUERY_MAX * 4 + 64];
 
     cli_format_value(q->bytes, q->known, q->len, fmt, out, sizeof out);
     if (!json) {
@@ -443,56 +489,24 @@ int cli_check_format(const char *cmd, const char *f)
     return cli_usage_error(cmd, "bad --format '%s' (hex, dec, str, bytes)", f);
 }
 
-int cmd_query(int argc, char **argv)
+int cli_query_run(const char *path, char **args, size_t n, uint64_t size, const char *fmt,
+                  int json, int no_index)
 {
-    static const struct option longopts[] = {
-        {"size", required_argument, NULL, 's'},
-        {"format", required_argument, NULL, 'f'},
-        {"json", no_argument, NULL, 'J'},
-        {"no-index", no_argument, NULL, 'N'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *fmt = "hex";
-    uint64_t size = 8;
-    int json = 0, no_index = 0, c, rc = EXIT_OK;
     crec_recording *rec = NULL;
     crec_error err = {0};
     struct query *qs;
-    size_t n, failed, shown;
+    size_t failed, shown;
+    int rc = EXIT_OK;
 
-    opterr = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 's':
-            if (parse_u64(optarg, &size) != 0 || size == 0 || size > 4096)
-                return cli_usage_error("query", "bad --size '%s' (1 to 4096)", optarg);
-            break;
-        case 'f':
-            if (cli_check_format("query", optarg) != EXIT_OK)
-                return EXIT_USAGE;
-            fmt = optarg;
-            break;
-        case 'J': json = 1; break;
-        case 'N': no_index = 1; break;
-        case 'h': fputs(query_usage, stdout); return EXIT_OK;
-        case ':': return cli_usage_error("query", "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error("query", "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (argc - optind < 2)
-        return cli_usage_error("query", "needs a FILE and at least one WHAT@WHEN");
-    if (crec_open(argv[optind], no_index ? CREC_OPEN_NO_INDEX : 0, &rec, &err) != CREC_OK)
-        return cli_fail_file(argv[optind], &err);
-    n = (size_t)(argc - optind - 1);
+    if (crec_open(path, no_index ? CREC_OPEN_NO_INDEX : 0, &rec, &err) != CREC_OK)
+        return cli_fail_file(path, &err);
     qs = calloc(n, sizeof *qs);
     if (!qs) {
         crec_close(rec);
         return cli_fail(EXIT_FAIL, "out of memory");
     }
     for (size_t i = 0; i < n; i++)
-        qs[i].arg = argv[optind + 1 + i];
+        qs[i].arg = args[i];
     /* answers up to the first failed query are printed; a bad query prints none */
     failed = n;
     for (size_t i = 0; i < n && failed == n; i++)
@@ -500,7 +514,7 @@ int cmd_query(int argc, char **argv)
             failed = i;
     shown = 0;
     if (failed == n) {
-        cli_show_progress(rec, argv[optind]);
+        cli_show_progress(rec, path);
         failed = shown = query_run_all(rec, qs, n, no_index, &err);
     }
     if (json)
@@ -518,4 +532,44 @@ int cmd_query(int argc, char **argv)
     free(qs);
     crec_close(rec);
     return rc;
+}
+
+int cmd_query(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"size", required_argument, NULL, 's'},
+        {"format", required_argument, NULL, 'f'},
+        {"json", no_argument, NULL, 'J'},
+        {"no-index", no_argument, NULL, 'N'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *fmt = "hex";
+    uint64_t size = 8;
+    int json = 0, no_index = 0, c;
+
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            if (cli_option_u64("query", "size", optarg, 1, CLI_QUERY_MAX, &size) != EXIT_OK)
+                return EXIT_USAGE;
+            break;
+        case 'f':
+            if (cli_check_format("query", optarg) != EXIT_OK)
+                return EXIT_USAGE;
+            fmt = optarg;
+            break;
+        case 'J': json = 1; break;
+        case 'N': no_index = 1; break;
+        case 'h': fputs(query_usage, stdout); return EXIT_OK;
+        case ':': return cli_usage_error("query", "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error("query", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (argc - optind < 2)
+        return cli_usage_error("query", "needs a FILE and at least one WHAT@WHEN");
+    return cli_query_run(argv[optind], argv + optind + 1, (size_t)(argc - optind - 1), size, fmt,
+                         json, no_index);
 }

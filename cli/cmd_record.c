@@ -3,6 +3,7 @@
  * a recording of it.
  */
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,12 +11,11 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "recorder/recorder.h"
 
 extern char **environ;
 
 static const char record_usage[] =
-    "usage: crec record [OPTIONS] [--] PROG [ARGS...]\n"
+    "usage: crec record [OPTIONS] [--] PROG [ARGS...]   (or: crec rec ...)\n"
     "\n"
     "Run PROG under crec's software CPU and record it.  The program's input and\n"
     "output are the real ones; crec exits with the program's own status.\n"
@@ -25,26 +25,25 @@ static const char record_usage[] =
     "                              name with .crec.  '-': to standard output, for a\n"
     "                              pipe; the program's own output then goes to\n"
     "                              standard error\n"
-    "  --keyframe-interval N       instructions between key frames (default 1000000)\n"
+    "  --keyframe-interval N       instructions between key frames (default 1000000);\n"
+    "                              numbers are decimal, or hex with 0x\n"
     "  --snapshot-interval M       key frames between memory snapshots (default 16)\n"
     "  --cache-bits K              prediction cache of 2^K entries (4..24, default 16)\n"
     "  --stats                     print what was recorded when the program ends\n"
     "  --strace                    log every syscall to standard error\n"
     "  --strict                    stop at the first syscall crec does not emulate\n"
-    "  -h, --help                  show this help\n";
+    "  -h, --help                  show this help\n"
+    "\n"
+    "SIGINT or SIGTERM stops the recording: the file is completed where the\n"
+    "program was, and crec exits 128+N.\n";
 
-static int parse_u64(const char *s, uint64_t min, uint64_t *out)
+/* The signal that asked us to stop recording (SIGINT/SIGTERM), or 0: the
+ * recorder looks at it at every block start (crec_record_options.stop). */
+static volatile sig_atomic_t record_stop;
+
+static void on_stop_signal(int signo)
 {
-    char *end;
-    unsigned long long v;
-
-    if (!s[0] || s[0] == '-')
-        return -1;
-    v = strtoull(s, &end, 0);
-    if (*end || v < min)
-        return -1;
-    *out = v;
-    return 0;
+    record_stop = signo;
 }
 
 /* The default output: the program's base name with .crec, in the current directory. */
@@ -54,7 +53,7 @@ static void default_output(const char *prog, char *buf, size_t size)
     snprintf(buf, size, "%s.crec", base ? base + 1 : prog);
 }
 
-static void print_stats(const char *out, const crec_rec_stats *st, double secs)
+static void print_stats(const char *out, const crec_record_stats *st, double secs)
 {
     fprintf(stderr,
             "crec: recorded %llu instructions in %.2f s to %s: %llu key frames, %llu "
@@ -78,11 +77,12 @@ int cmd_record(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    crec_rec_options o = {0};
-    crec_rec_stats st;
-    struct crec_emu_exit ex;
+    crec_record_options o = {0};
+    crec_record_stats st;
+    struct sigaction sa = {0}, old_int, old_term;
+    crec_exit ex;
     crec_error err = {0};
-    char path[4096], out[4096];
+    char path[PATH_MAX], out[PATH_MAX];
     double t0, secs;
     int c, stats = 0, rc;
     uint64_t v;
@@ -95,16 +95,18 @@ int cmd_record(int argc, char **argv)
             o.out_path = optarg;
             break;
         case 'k':
-            if (parse_u64(optarg, 1, &o.keyframe_interval) != 0)
-                return cli_usage_error("record", "bad --keyframe-interval '%s'", optarg);
+            if (cli_option_u64("record", "keyframe-interval", optarg, 1, UINT64_MAX,
+                               &o.keyframe_interval) != EXIT_OK)
+                return EXIT_USAGE;
             break;
         case 's':
-            if (parse_u64(optarg, 1, &o.snapshot_interval) != 0)
-                return cli_usage_error("record", "bad --snapshot-interval '%s'", optarg);
+            if (cli_option_u64("record", "snapshot-interval", optarg, 1, UINT64_MAX,
+                               &o.snapshot_interval) != EXIT_OK)
+                return EXIT_USAGE;
             break;
         case 'c':
-            if (parse_u64(optarg, 4, &v) != 0 || v > 24)
-                return cli_usage_error("record", "bad --cache-bits '%s' (4 to 24)", optarg);
+            if (cli_option_u64("record", "cache-bits", optarg, 4, 24, &v) != EXIT_OK)
+                return EXIT_USAGE;
             o.cache_log2 = (unsigned)v;
             break;
         case 'S':
@@ -125,10 +127,10 @@ int cmd_record(int argc, char **argv)
     }
     if (optind >= argc)
         return cli_usage_error("record", "no program to record");
-    switch (crec_emu_find_program(argv[optind], path, sizeof path, &err)) {
-    case CREC_FIND_OK:
+    switch (crec_find_program(argv[optind], path, sizeof path, &err)) {
+    case CREC_OK:
         break;
-    case CREC_FIND_MISSING:
+    case CREC_ERR_NOTFOUND:
         return cli_fail(EXIT_NOT_FOUND, "%s", err.msg);
     default:
         return cli_fail(EXIT_NOT_EXEC, "%s", err.msg);
@@ -145,9 +147,18 @@ int cmd_record(int argc, char **argv)
         o.out_path = "<standard output>";
         signal(SIGPIPE, SIG_IGN); /* a reader that goes away is an I/O error */
     }
+    /* The command owns the process's signals: SIGINT and SIGTERM ask the
+     * recorder to stop, and the recording is completed. */
+    record_stop = 0;
+    o.stop = &record_stop;
+    sa.sa_handler = on_stop_signal;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
     t0 = cli_now();
-    rc = crec_rec_run(&o, path, argv + optind, environ, &ex, &st, &err);
+    rc = crec_record(&o, path, argv + optind, environ, &ex, &st, &err);
     secs = cli_now() - t0;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
     if (rc != CREC_OK)
         return cli_fail(rc == CREC_ERR_GUEST ? EXIT_NOT_EXEC : EXIT_CREC_FAILED, "%s", err.msg);
     if (stats)

@@ -6,13 +6,15 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "replayer/replayer.h"
 
 static const char replay_usage[] =
     "usage: crec replay [OPTIONS] FILE\n"
+    "       crec replay FILE --query WHAT@WHEN [WHAT@WHEN ...]\n"
+    "       crec replay query FILE WHAT@WHEN [WHAT@WHEN ...]\n"
     "\n"
     "Re-execute the recording FILE on crec's software CPU, with no OS and no\n"
     "file of the recorded program, and check at every key frame, at every\n"
@@ -22,21 +24,18 @@ static const char replay_usage[] =
     "shows how far it has got on standard error.\n"
     "Exit status 0: verified; 1: a bad file; 3: the replay diverged.\n"
     "\n"
+    "With --query (or as 'crec replay query'), answer each WHAT@WHEN instead,\n"
+    "as 'crec query FILE WHAT@WHEN ...' does (see 'crec query --help').\n"
+    "\n"
     "Options:\n"
     "  --from T        start at the last key frame at or before instruction T\n"
+    "                  (decimal, or hex with 0x)\n"
     "  -j, --jobs N    verify segments on N threads at once (default 1)\n"
     "  -q, --quiet     print nothing when the replay is verified\n"
+    "  --query Q       answer the query Q (WHAT@WHEN); more queries may follow FILE\n"
+    "  --size N, --format F, --json, --no-index\n"
+    "                  with --query: as for 'crec query'\n"
     "  -h, --help      show this help\n";
-
-static int parse_count(const char *s, uint64_t *out)
-{
-    char *end;
-
-    if (!s[0] || s[0] == '-')
-        return -1;
-    *out = strtoull(s, &end, 0);
-    return *end ? -1 : 0;
-}
 
 /* The progress line: on a terminal only, and only once a replay has run
  * long enough for a user to wonder how far it has got. */
@@ -83,12 +82,51 @@ static void print_result(const char *file, const crec_replay_result *res, double
     printf("\n");
 }
 
+/* The queries of `crec replay FILE --query Q ...`, and query's options. */
+struct replay_queries {
+    char **q;          /* --query values, then FILE's extra arguments */
+    size_t n;
+    uint64_t size;
+    const char *fmt;
+    int json, no_index, used_query_option;
+};
+
+static int add_query(struct replay_queries *rq, char *q)
+{
+    char **grown = realloc(rq->q, (rq->n + 1) * sizeof *grown);
+
+    if (!grown)
+        return cli_fail(EXIT_FAIL, "out of memory");
+    rq->q = grown;
+    rq->q[rq->n++] = q;
+    return EXIT_OK;
+}
+
+/* `crec replay FILE --query ...`: the options make sense together? */
+static int check_query_use(const struct replay_queries *rq, int nfiles, int verify_options)
+{
+    if (rq->n == 0 && rq->used_query_option)
+        return cli_usage_error("replay", "--size, --format, --json and --no-index go with "
+                               "--query");
+    if (rq->n == 0 && nfiles > 1)
+        return cli_usage_error("replay", "one recording at a time");
+    if (rq->n > 0 && verify_options)
+        return cli_usage_error("replay", "--from, --jobs and --quiet verify a replay; "
+                               "--query answers queries instead");
+    return EXIT_OK;
+}
+
 int cmd_replay(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"from", required_argument, NULL, 'f'},
         {"jobs", required_argument, NULL, 'j'},
         {"quiet", no_argument, NULL, 'q'},
+        {"query", required_argument, NULL, 'Q'},
+        {"size", required_argument, NULL, 's'},
+        {"format", required_argument, NULL, 'F'},
+        {"json", no_argument, NULL, 'J'},
+        {"no-index", no_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -96,36 +134,83 @@ int cmd_replay(int argc, char **argv)
     crec_replay_result res;
     crec_error err = {0};
     struct progress prog = {0};
-    int c, quiet = 0, rc;
+    struct replay_queries rq = {NULL, 0, 8, "hex", 0, 0, 0};
+    int c, quiet = 0, verify_options = 0, rc;
     double secs;
     uint64_t v;
 
+    /* `crec replay query FILE WHAT@WHEN`, as the request first wrote it */
+    if (argc > 1 && strcmp(argv[1], "query") == 0)
+        return cmd_query(argc - 1, argv + 1);
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "j:qh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":j:qh", longopts, NULL)) != -1) {
         switch (c) {
         case 'f':
-            if (parse_count(optarg, &o.from) != 0)
-                return cli_usage_error("replay", "bad --from '%s'", optarg);
+            if (cli_option_u64("replay", "from", optarg, 0, UINT64_MAX, &o.from) != EXIT_OK)
+                return EXIT_USAGE;
+            verify_options = 1;
             break;
         case 'j':
-            if (parse_count(optarg, &v) != 0 || v < 1 || v > 64)
-                return cli_usage_error("replay", "bad --jobs '%s' (1 to 64)", optarg);
+            if (cli_option_u64("replay", "jobs", optarg, 1, 64, &v) != EXIT_OK)
+                return EXIT_USAGE;
             o.jobs = (unsigned)v;
+            verify_options = 1;
             break;
         case 'q':
             quiet = 1;
+            verify_options = 1;
+            break;
+        case 'Q':
+            if (add_query(&rq, optarg) != EXIT_OK)
+                return EXIT_FAIL;
+            break;
+        case 's':
+            if (cli_option_u64("replay", "size", optarg, 1, CLI_QUERY_MAX, &rq.size) != EXIT_OK)
+                return EXIT_USAGE;
+            rq.used_query_option = 1;
+            break;
+        case 'F':
+            if (cli_check_format("replay", optarg) != EXIT_OK)
+                return EXIT_USAGE;
+            rq.fmt = optarg;
+            rq.used_query_option = 1;
+            break;
+        case 'J':
+            rq.json = rq.used_query_option = 1;
+            break;
+        case 'N':
+            rq.no_index = rq.used_query_option = 1;
             break;
         case 'h':
             fputs(replay_usage, stdout);
+            free(rq.q);
             return EXIT_OK;
+        case ':':
+            free(rq.q);
+            return cli_usage_error("replay", "option '%s' needs a value", argv[optind - 1]);
         default:
+            free(rq.q);
             return cli_usage_error("replay", "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind + 1 != argc)
-        return cli_usage_error("replay", optind >= argc ? "no recording given"
-                                                        : "one recording at a time");
+    if (optind >= argc) {
+        free(rq.q);
+        return cli_usage_error("replay", "no recording given");
+    }
+    if (rq.n > 0) /* more WHAT@WHEN after FILE */
+        for (int i = optind + 1; i < argc; i++)
+            if (add_query(&rq, argv[i]) != EXIT_OK)
+                return EXIT_FAIL;
+    if (check_query_use(&rq, argc - optind, verify_options) != EXIT_OK) {
+        free(rq.q);
+        return EXIT_USAGE;
+    }
+    if (rq.n > 0) {
+        rc = cli_query_run(argv[optind], rq.q, rq.n, rq.size, rq.fmt, rq.json, rq.no_index);
+        free(rq.q);
+        return rc;
+    }
     if (!quiet && isatty(STDERR_FILENO)) {
         o.progress = show_progress;
         o.progress_ctx = &prog;

@@ -2,12 +2,12 @@
  * cmd_run.c - `crec run [OPTIONS] -- PROG ARGS...`: run a program under the
  * emulator with no recording, and exit with its status.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "emu/emu.h"
 
 extern char **environ;
 
@@ -36,41 +36,28 @@ static FILE *open_log(void)
     return f;
 }
 
-static int run(char **argv, const struct crec_emu_options *opt, int stats)
+static int run(char **argv, const crec_run_options *opt, int stats)
 {
-    char path[4096];
+    char path[PATH_MAX];
     crec_error err = {0};
-    crec_emu *e = NULL;
-    struct crec_emu_exit ex;
-    double t0;
+    crec_exit ex;
+    uint64_t n;
+    double t0, dt;
     int rc;
 
-    rc = crec_emu_find_program(argv[0], path, sizeof path, &err);
-    if (rc == CREC_FIND_MISSING)
+    rc = crec_find_program(argv[0], path, sizeof path, &err);
+    if (rc == CREC_ERR_NOTFOUND)
         return cli_fail(EXIT_NOT_FOUND, "%s", err.msg);
-    if (rc != CREC_FIND_OK)
+    if (rc != CREC_OK)
         return cli_fail(EXIT_NOT_EXEC, "%s", err.msg);
-    if (crec_emu_create(&e, opt, &err) != CREC_OK)
-        return cli_fail(EXIT_CREC_FAILED, "%s", err.msg);
-    if ((rc = crec_emu_load(e, path, argv, environ, &err)) != CREC_OK) {
-        crec_emu_free(e);
-        return cli_fail(rc == CREC_ERR_GUEST ? EXIT_NOT_EXEC : EXIT_CREC_FAILED, "%s", err.msg);
-    }
     t0 = cli_now();
-    rc = crec_emu_run(e, &ex, &err);
-    if (stats) {
-        double dt = cli_now() - t0;
-        uint64_t n = crec_emu_cpu_icount(crec_emu_cpu_of(e));
-        uint64_t x = crec_emu_cpu_xinsns(crec_emu_cpu_of(e));
+    rc = crec_run(opt, path, argv, environ, &ex, &n, &err);
+    dt = cli_now() - t0;
+    if (stats)
         fprintf(opt->log, "crec: %llu instructions in %.3f s, %.1f MIPS\n",
                 (unsigned long long)n, dt, dt > 0 ? (double)n / dt / 1e6 : 0.0);
-        if (x) /* AVX and the like: docs/EMU.md */
-            fprintf(opt->log, "crec: %llu of them executed by crec itself, not Unicorn\n",
-                    (unsigned long long)x);
-    }
-    crec_emu_free(e);
     if (rc != CREC_OK)
-        return cli_fail(EXIT_CREC_FAILED, "%s", err.msg);
+        return cli_fail(rc == CREC_ERR_GUEST ? EXIT_NOT_EXEC : EXIT_CREC_FAILED, "%s", err.msg);
     if (ex.signo) {
         fprintf(opt->log, "crec: %s\n", ex.msg);
         return 128 + ex.signo;
@@ -80,7 +67,7 @@ static int run(char **argv, const struct crec_emu_options *opt, int stats)
 
 int cmd_run(int argc, char **argv)
 {
-    struct crec_emu_options opt = {0};
+    crec_run_options opt = {0};
     int stats = 0, i;
 
     for (i = 1; i < argc; i++) {

@@ -56,22 +56,20 @@ int cmd_when(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     struct when_ctx w = {"hex", 1};
-    unsigned long size = 8;
+    uint64_t size = 8;
     crec_recording *rec = NULL;
     crec_error err = {0};
     struct cli_what what;
     uint8_t b[64], k[64];
     int c, src, rc = EXIT_OK;
-    char *end;
 
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
         case 's':
-            size = strtoul(optarg, &end, 0);
-            if (*end || size < 1 || size > 64)
-                return cli_usage_error("when", "bad --size '%s' (1 to 64)", optarg);
+            if (cli_option_u64("when", "size", optarg, 1, 64, &size) != EXIT_OK)
+                return EXIT_USAGE;
             break;
         case 'f':
             if (cli_check_format("when", optarg) != EXIT_OK)
@@ -92,7 +90,7 @@ int cmd_when(int argc, char **argv)
     if (crec_open(argv[optind], 0, &rec, &err) != CREC_OK)
         return cli_fail_file(argv[optind], &err);
     cli_show_progress(rec, argv[optind]);
-    if (cli_parse_what(rec, argv[optind + 1], size, &what, &err) != 0 || what.is_reg ||
+    if (cli_parse_what(rec, argv[optind + 1], (size_t)size, &what, &err) != 0 || what.is_reg ||
         what.len > 64) {
         if (what.is_reg || what.len > 64)
             snprintf(err.msg, sizeof err.msg, "'%s' is not a memory range of at most 64 bytes",

@@ -1,6 +1,7 @@
 /*
  * main.c - `crec`: dispatch to a subcommand, and the top-level --help.
  */
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,7 +11,7 @@
 
 static const struct cli_command commands[] = {
 #ifndef CREC_NO_RECORDER
-    {"record", "run a program under the emulator and record it", cmd_record},
+    {"record", "run a program under the emulator and record it (also: rec)", cmd_record},
 #endif
     {"replay", "re-execute a recording with no OS and verify it", cmd_replay},
 #ifndef CREC_NO_RECORDER
@@ -22,6 +23,13 @@ static const struct cli_command commands[] = {
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+/* Other names a command answers to. */
+static const struct {
+    const char *alias, *name;
+} aliases[] = {
+    {"rec", "record"},
+};
 
 static void print_help(FILE *out)
 {
@@ -71,6 +79,59 @@ int cli_fail(int code, const char *fmt, ...)
     return code;
 }
 
+int cli_parse_u64(const char *s, uint64_t *out)
+{
+    unsigned base = 10;
+    uint64_t v = 0;
+
+    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+        base = 16;
+        s += 2;
+    }
+    if (!*s)
+        return CLI_NUM_BAD;
+    for (; *s; s++) {
+        unsigned d;
+        if (*s >= '0' && *s <= '9')
+            d = (unsigned)(*s - '0');
+        else if (base == 16 && *s >= 'a' && *s <= 'f')
+            d = (unsigned)(*s - 'a' + 10);
+        else if (base == 16 && *s >= 'A' && *s <= 'F')
+            d = (unsigned)(*s - 'A' + 10);
+        else
+            return CLI_NUM_BAD;
+        if (v > (UINT64_MAX - d) / base)
+            return CLI_NUM_RANGE;
+        v = v * base + d;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_option_u64(const char *cmd, const char *name, const char *s, uint64_t min, uint64_t max,
+                   uint64_t *out)
+{
+    uint64_t v;
+    int rc = cli_parse_u64(s, &v);
+
+    if (rc == CLI_NUM_RANGE || (rc == 0 && v > max)) {
+        if (max == UINT64_MAX)
+            return cli_usage_error(cmd, "--%s '%s' is too large (at most %" PRIu64 ")", name, s,
+                                   max);
+        return cli_usage_error(cmd, "bad --%s '%s' (%" PRIu64 " to %" PRIu64 ")", name, s, min,
+                               max);
+    }
+    if (rc != 0 || v < min) {
+        if (max == UINT64_MAX)
+            return cli_usage_error(cmd, "bad --%s '%s' (a number from %" PRIu64 ")", name, s,
+                                   min);
+        return cli_usage_error(cmd, "bad --%s '%s' (%" PRIu64 " to %" PRIu64 ")", name, s, min,
+                               max);
+    }
+    *out = v;
+    return EXIT_OK;
+}
+
 double cli_now(void)
 {
     struct timespec ts;
@@ -102,8 +163,12 @@ int main(int argc, char **argv)
         printf("crec %s\n", CREC_VERSION_STRING);
         return EXIT_OK;
     }
+    const char *name = argv[1];
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+        if (strcmp(name, aliases[i].alias) == 0)
+            name = aliases[i].name;
     for (size_t i = 0; i < N_COMMANDS; i++)
-        if (strcmp(argv[1], commands[i].name) == 0)
+        if (strcmp(name, commands[i].name) == 0)
             return commands[i].main(argc - 1, argv + 1);
     fprintf(stderr, "crec: unknown command '%s' (see 'crec --help')\n", argv[1]);
     return EXIT_USAGE;

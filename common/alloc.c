@@ -6,22 +6,28 @@
 
 #include "common/common.h"
 
-/* 0: never fail.  Otherwise the number of allocations left before failing. */
+/* 0: never fail.  Otherwise the number of allocations left before failing.
+ * Atomic: replay jobs and the index build allocate on several threads. */
 static unsigned long alloc_budget;
 
 void crec_alloc_fail_after(unsigned long n)
 {
-    alloc_budget = n;
+    __atomic_store_n(&alloc_budget, n, __ATOMIC_RELAXED);
 }
 
 static int alloc_should_fail(void)
 {
-    if (alloc_budget == 0)
-        return 0;
-    if (alloc_budget == 1)
-        return 1; /* stays at 1: every later allocation fails too */
-    alloc_budget--;
-    return 0;
+    unsigned long b = __atomic_load_n(&alloc_budget, __ATOMIC_RELAXED);
+
+    for (;;) {
+        if (b == 0)
+            return 0;
+        if (b == 1)
+            return 1; /* stays at 1: every later allocation fails too */
+        if (__atomic_compare_exchange_n(&alloc_budget, &b, b - 1, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED))
+            return 0;
+    }
 }
 
 void *crec_malloc(size_t n)

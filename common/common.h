@@ -1,6 +1,8 @@
 /*
- * common.h - helpers every libcrec module may use: error reporting and
- * checked allocation.  Nothing here depends on another module.
+ * common.h - helpers every libcrec module may use: error reporting,
+ * checked allocation, and the byte-level encodings (little-endian
+ * integers, LEB128 varints) that the recording and the index are built
+ * from.  Nothing here depends on another module.
  */
 #ifndef CREC_COMMON_H
 #define CREC_COMMON_H
@@ -18,11 +20,21 @@ int crec_error_set(crec_error *err, crec_err code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /*
- * Record that a file is corrupt.  Every corruption check goes through here,
- * so a debugger breakpoint on crec_error_corrupt stops at the first one.
+ * Record that a file is corrupt: fill err with CREC_ERR_CORRUPT and the
+ * message, and return CREC_ERR_CORRUPT.  Every corruption check goes
+ * through crec_error_corrupt_at, so one debugger breakpoint there stops at
+ * the first check that fails.  Debug builds (CREC_DEBUG: `make DEBUG=1`,
+ * the sanitizer and fuzz builds) also append the source line of the check
+ * to the message, as SQLite's CORRUPT_BKPT logs it; other builds don't
+ * carry the file names.
  */
-int crec_error_corrupt(crec_error *err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+#ifdef CREC_DEBUG
+#define crec_error_corrupt(err, ...) crec_error_corrupt_at((err), __FILE__, __LINE__, __VA_ARGS__)
+#else
+#define crec_error_corrupt(err, ...) crec_error_corrupt_at((err), NULL, 0, __VA_ARGS__)
+#endif
+int crec_error_corrupt_at(crec_error *err, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Clear err back to CREC_OK with an empty message. */
 void crec_error_clear(crec_error *err);
@@ -50,5 +62,37 @@ void *crec_grow(void *p, size_t *cap, size_t need, size_t size, size_t first);
  * later one fail; 0 turns failure injection off.  For tests only.
  */
 void crec_alloc_fail_after(unsigned long n);
+
+/* ---- bytes: little-endian integers and varints ----------------------------
+ * The one implementation of the primitive encodings of docs/FORMAT.md §1,
+ * for the recording (format/), the index file (index/) and guest register
+ * bytes (emu/).  Shifts only: the same result on a big-endian host. */
+
+/* Store the low n (1..8) bytes of v at p, least significant first. */
+static inline void crec_le_put(uint8_t *p, uint64_t v, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* The n (1..8) bytes at p as a little-endian number. */
+static inline uint64_t crec_le_get(const uint8_t *p, unsigned n)
+{
+    uint64_t v = 0;
+    for (unsigned i = n; i-- > 0;)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* Longest varint: 10 bytes, the 10th holding only bit 63. */
+#define CREC_VARINT_MAX 10
+
+/* Unsigned LEB128 of v into out.  @return its length (1..10). */
+size_t crec_varint_put(uint8_t out[CREC_VARINT_MAX], uint64_t v);
+
+/* Decode the varint at p[0..len).  @return its length (1..10) and *v; 0
+ * when p ends inside it; -1 when it is longer than 10 bytes or its 10th
+ * byte holds more than bit 63 (such a number is never written). */
+int crec_varint_get(const uint8_t *p, size_t len, uint64_t *v);
 
 #endif /* CREC_COMMON_H */

@@ -48,12 +48,16 @@ int crec_error_set(crec_error *err, crec_err code, const char *fmt, ...)
     return code;
 }
 
-int crec_error_corrupt(crec_error *err, const char *fmt, ...)
+int crec_error_corrupt_at(crec_error *err, const char *file, int line, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     error_vset(err, CREC_ERR_CORRUPT, fmt, ap);
     va_end(ap);
+    if (err && file) { /* a debug build: where the check is */
+        size_t n = strlen(err->msg);
+        snprintf(err->msg + n, sizeof err->msg - n, " [check at %s:%d]", file, line);
+    }
     return CREC_ERR_CORRUPT;
 }
 

@@ -223,13 +223,13 @@ static void rdtsc_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
     }
     v = cpu->hooks.rdtsc ? cpu->hooks.rdtsc(cpu->hooks.ctx, cpu)
                          : crec_emu_rdtsc_default(cpu->icount);
-    crec_emu_reg_set(cpu, UC_X86_REG_RAX, v & 0xffffffffu);
-    crec_emu_reg_set(cpu, UC_X86_REG_RDX, v >> 32);
+    emu_reg_set(cpu, UC_X86_REG_RAX, v & 0xffffffffu);
+    emu_reg_set(cpu, UC_X86_REG_RDX, v >> 32);
     if (b[2] == 0xf9) /* rdtscp: ecx = TSC_AUX, processor 0 */
-        crec_emu_reg_set(cpu, UC_X86_REG_RCX, 0);
+        emu_reg_set(cpu, UC_X86_REG_RCX, 0);
     /* Writing RIP from a code hook makes Unicorn leave the block here and
      * go on at the new address, where a new block (and count) starts. */
-    crec_emu_reg_set(cpu, UC_X86_REG_RIP, addr + size);
+    emu_reg_set(cpu, UC_X86_REG_RIP, addr + size);
     cpu->cur_block = addr + size;
     cpu->cur_block_n = 0;
     cpu->cur_block_size = 0;
@@ -499,7 +499,7 @@ void emu_until_stop(crec_emu_cpu *cpu, uint64_t addr)
     cpu->icount = cpu->until;
     cpu->cur_block_n = 0, cpu->cur_block_size = 0;
     /* Writing RIP leaves the block here, before the instruction runs. */
-    crec_emu_reg_set(cpu, UC_X86_REG_RIP, addr);
+    emu_reg_set(cpu, UC_X86_REG_RIP, addr);
     cpu->stop_requested = 1;
     uc_emu_stop(cpu->uc);
 }
@@ -518,7 +518,7 @@ static void until_check(crec_emu_cpu *cpu, uint64_t addr, uint32_t size)
     if (before >= cpu->until) {
         cpu->until_armed = 0;
         crec_emu_cpu_stop(cpu); /* uncounts the block */
-        crec_emu_reg_set(cpu, UC_X86_REG_RIP, addr);
+        emu_reg_set(cpu, UC_X86_REG_RIP, addr);
         return;
     }
     if (cpu->h_until)
@@ -535,9 +535,12 @@ static void until_check(crec_emu_cpu *cpu, uint64_t addr, uint32_t size)
     cs_free(insn, 1);
     if (!target)
         return;
-    if (uc_hook_add(cpu->uc, &cpu->h_until, UC_HOOK_CODE, (void *)until_hook, cpu, target,
-                    target) != UC_ERR_OK) {
-        cpu->h_until = 0;
+    uc_err ue = uc_hook_add(cpu->uc, &cpu->h_until, UC_HOOK_CODE, (void *)until_hook, cpu,
+                            target, target);
+    if (ue != UC_ERR_OK) {
+        cpu->h_until = 0; /* the run would go past `until`: stop it with the reason */
+        emu_engine_error(cpu, ue, "can't stop at instruction %" PRIu64 " (0x%" PRIx64 ")",
+                         cpu->until, target);
         return;
     }
     cpu->until_block = addr;

@@ -7,8 +7,12 @@
  * adds a code hook and toggling it flushes every translation, a timeout is
  * a timer thread and so not deterministic.
  */
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "emu/emu_int.h"
@@ -74,16 +78,106 @@ static uc_err reg_write(crec_emu_cpu *cpu, int reg, uint64_t value)
     return uc_reg_write(cpu->uc, reg, &v);
 }
 
-uint64_t crec_emu_reg_get(crec_emu_cpu *cpu, int reg)
+void emu_engine_error(crec_emu_cpu *cpu, uc_err ue, const char *fmt, ...)
+{
+    va_list ap;
+    size_t n;
+
+    if (cpu->engine_err != UC_ERR_OK)
+        return; /* the first error is the one to report */
+    cpu->engine_err = ue;
+    va_start(ap, fmt);
+    vsnprintf(cpu->engine_what, sizeof cpu->engine_what, fmt, ap);
+    va_end(ap);
+    n = strlen(cpu->engine_what);
+    snprintf(cpu->engine_what + n, sizeof cpu->engine_what - n, ": %s", uc_strerror(ue));
+    uc_emu_stop(cpu->uc); /* state is wrong from here: run no further */
+}
+
+/* Keep the error of a register access that has no way to return it. */
+static void note_engine_error(crec_emu_cpu *cpu, uc_err ue, const char *what, int reg)
+{
+    emu_engine_error(cpu, ue, "%s of Unicorn register %d", what, reg);
+}
+
+uint64_t emu_reg_get(crec_emu_cpu *cpu, int uc_reg)
 {
     uint64_t v = 0;
-    reg_read(cpu, reg, &v);
+    uc_err ue = reg_read(cpu, uc_reg, &v);
+
+    if (ue != UC_ERR_OK)
+        note_engine_error(cpu, ue, "read", uc_reg);
     return v;
 }
 
-void crec_emu_reg_set(crec_emu_cpu *cpu, int reg, uint64_t v)
+void emu_reg_set(crec_emu_cpu *cpu, int uc_reg, uint64_t v)
 {
-    reg_write(cpu, reg, v);
+    uc_err ue = reg_write(cpu, uc_reg, v);
+
+    if (ue != UC_ERR_OK)
+        note_engine_error(cpu, ue, "write", uc_reg);
+}
+
+/* emu's register ids (emu.h) as Unicorn's. */
+static const int uc_reg_of[CREC_EMU_REG_END - CREC_EMU_REG_BASE] = {
+    [CREC_EMU_RAX - CREC_EMU_REG_BASE] = UC_X86_REG_RAX,
+    [CREC_EMU_RCX - CREC_EMU_REG_BASE] = UC_X86_REG_RCX,
+    [CREC_EMU_RDX - CREC_EMU_REG_BASE] = UC_X86_REG_RDX,
+    [CREC_EMU_RBX - CREC_EMU_REG_BASE] = UC_X86_REG_RBX,
+    [CREC_EMU_RSP - CREC_EMU_REG_BASE] = UC_X86_REG_RSP,
+    [CREC_EMU_RBP - CREC_EMU_REG_BASE] = UC_X86_REG_RBP,
+    [CREC_EMU_RSI - CREC_EMU_REG_BASE] = UC_X86_REG_RSI,
+    [CREC_EMU_RDI - CREC_EMU_REG_BASE] = UC_X86_REG_RDI,
+    [CREC_EMU_R8 - CREC_EMU_REG_BASE] = UC_X86_REG_R8,
+    [CREC_EMU_R9 - CREC_EMU_REG_BASE] = UC_X86_REG_R9,
+    [CREC_EMU_R10 - CREC_EMU_REG_BASE] = UC_X86_REG_R10,
+    [CREC_EMU_R11 - CREC_EMU_REG_BASE] = UC_X86_REG_R11,
+    [CREC_EMU_R12 - CREC_EMU_REG_BASE] = UC_X86_REG_R12,
+    [CREC_EMU_R13 - CREC_EMU_REG_BASE] = UC_X86_REG_R13,
+    [CREC_EMU_R14 - CREC_EMU_REG_BASE] = UC_X86_REG_R14,
+    [CREC_EMU_R15 - CREC_EMU_REG_BASE] = UC_X86_REG_R15,
+    [CREC_EMU_RIP - CREC_EMU_REG_BASE] = UC_X86_REG_RIP,
+    [CREC_EMU_RFLAGS - CREC_EMU_REG_BASE] = UC_X86_REG_RFLAGS,
+    [CREC_EMU_FS_BASE - CREC_EMU_REG_BASE] = UC_X86_REG_FS_BASE,
+    [CREC_EMU_GS_BASE - CREC_EMU_REG_BASE] = UC_X86_REG_GS_BASE,
+    [CREC_EMU_MXCSR - CREC_EMU_REG_BASE] = UC_X86_REG_MXCSR,
+    [CREC_EMU_FPCW - CREC_EMU_REG_BASE] = UC_X86_REG_FPCW,
+    [CREC_EMU_FPSW - CREC_EMU_REG_BASE] = UC_X86_REG_FPSW,
+    [CREC_EMU_FPTAG - CREC_EMU_REG_BASE] = UC_X86_REG_FPTAG,
+};
+
+_Static_assert(UC_X86_REG_ENDING < CREC_EMU_REG_BASE,
+               "emu's register ids must not overlap Unicorn's");
+
+/* Unicorn's id of one of emu's, or -1 for an id that is not one. */
+static int uc_reg(crec_emu_cpu *cpu, enum crec_emu_reg reg)
+{
+    if ((int)reg < CREC_EMU_REG_BASE || reg >= CREC_EMU_REG_END) {
+        emu_engine_error(cpu, UC_ERR_ARG,
+                         "register id %d is not an emu register (enum crec_emu_reg)", (int)reg);
+        return -1;
+    }
+    return uc_reg_of[reg - CREC_EMU_REG_BASE];
+}
+
+uint64_t crec_emu_reg_get(crec_emu_cpu *cpu, enum crec_emu_reg reg)
+{
+    int id = uc_reg(cpu, reg);
+    return id < 0 ? 0 : emu_reg_get(cpu, id);
+}
+
+void crec_emu_reg_set(crec_emu_cpu *cpu, enum crec_emu_reg reg, uint64_t v)
+{
+    int id = uc_reg(cpu, reg);
+    if (id >= 0)
+        emu_reg_set(cpu, id, v);
+}
+
+int crec_emu_cpu_error(const crec_emu_cpu *cpu, crec_error *err)
+{
+    if (cpu->engine_err == UC_ERR_OK)
+        return CREC_OK;
+    return crec_error_set(err, CREC_ERR_EMU, "Unicorn: %s", cpu->engine_what);
 }
 
 uint64_t crec_emu_rdtsc_default(uint64_t icount)
@@ -98,25 +192,25 @@ static void hook_syscall(uc_engine *uc, void *ud)
     if (cpu->hooks.syscall)
         cpu->hooks.syscall(cpu->hooks.ctx, cpu);
     else
-        crec_emu_reg_set(cpu, UC_X86_REG_RAX, (uint64_t)-ENOSYS);
+        emu_reg_set(cpu, UC_X86_REG_RAX, (uint64_t)-ENOSYS);
 }
 
 static int hook_cpuid(uc_engine *uc, void *ud)
 {
     crec_emu_cpu *cpu = ud;
     uint32_t out[4];
-    uint32_t leaf = (uint32_t)crec_emu_reg_get(cpu, UC_X86_REG_RAX);
-    uint32_t sub = (uint32_t)crec_emu_reg_get(cpu, UC_X86_REG_RCX);
+    uint32_t leaf = (uint32_t)emu_reg_get(cpu, UC_X86_REG_RAX);
+    uint32_t sub = (uint32_t)emu_reg_get(cpu, UC_X86_REG_RCX);
 
     (void)uc;
     if (cpu->hooks.cpuid)
         cpu->hooks.cpuid(cpu->hooks.ctx, leaf, sub, out);
     else
         crec_emu_cpuid_default(leaf, sub, out);
-    crec_emu_reg_set(cpu, UC_X86_REG_RAX, out[0]);
-    crec_emu_reg_set(cpu, UC_X86_REG_RBX, out[1]);
-    crec_emu_reg_set(cpu, UC_X86_REG_RCX, out[2]);
-    crec_emu_reg_set(cpu, UC_X86_REG_RDX, out[3]);
+    emu_reg_set(cpu, UC_X86_REG_RAX, out[0]);
+    emu_reg_set(cpu, UC_X86_REG_RBX, out[1]);
+    emu_reg_set(cpu, UC_X86_REG_RCX, out[2]);
+    emu_reg_set(cpu, UC_X86_REG_RDX, out[3]);
     return 1; /* skip Unicorn's own CPUID */
 }
 
@@ -141,7 +235,7 @@ static bool hook_mem_invalid(uc_engine *uc, uc_mem_type type, uint64_t addr, int
     f->why = CREC_STOP_FAULT;
     f->signo = SIGSEGV;
     f->addr = addr;
-    f->rip = crec_emu_reg_get(cpu, UC_X86_REG_RIP);
+    f->rip = emu_reg_get(cpu, UC_X86_REG_RIP);
     switch (type) {
     case UC_MEM_READ_UNMAPPED: f->access = 'r', f->unmapped = 1; break;
     case UC_MEM_WRITE_UNMAPPED: f->access = 'w', f->unmapped = 1; break;
@@ -191,11 +285,11 @@ static void cpu_reset_fpu(crec_emu_cpu *cpu)
     /* CR4.OSFXSR|OSXMMEXCPT, as Linux sets them: without OSFXSR, QEMU's
      * FXSAVE/FXRSTOR skip MXCSR and the XMM registers, and ld.so's lazy
      * binding (_dl_runtime_resolve_fxsave) loses the caller's xmm args. */
-    crec_emu_reg_set(cpu, UC_X86_REG_CR4,
-                     crec_emu_reg_get(cpu, UC_X86_REG_CR4) | (1u << 9) | (1u << 10));
-    crec_emu_reg_set(cpu, UC_X86_REG_FPCW, 0x37f);
-    crec_emu_reg_set(cpu, UC_X86_REG_FPTAG, 0xffff);
-    crec_emu_reg_set(cpu, UC_X86_REG_MXCSR, 0x1f80);
+    emu_reg_set(cpu, UC_X86_REG_CR4,
+                     emu_reg_get(cpu, UC_X86_REG_CR4) | (1u << 9) | (1u << 10));
+    emu_reg_set(cpu, UC_X86_REG_FPCW, 0x37f);
+    emu_reg_set(cpu, UC_X86_REG_FPTAG, 0xffff);
+    emu_reg_set(cpu, UC_X86_REG_MXCSR, 0x1f80);
 }
 
 /*
@@ -256,7 +350,7 @@ static int engine_clean(crec_emu_cpu *cpu)
         if (base[i] && uc_hook_del(cpu->uc, base[i]) != UC_ERR_OK)
             bad = 1;
     for (size_t i = 0; i < cpu->n_client_hooks; i++)
-        if (uc_hook_del(cpu->uc, cpu->client_hooks[i]) != UC_ERR_OK)
+        if (uc_hook_del(cpu->uc, cpu->client_hooks[i].uc) != UC_ERR_OK)
             bad = 1;
     for (size_t i = 0; i < cpu->n_rdtsc; i++)
         if (uc_hook_del(cpu->uc, cpu->rdtsc_hooks[i]) != UC_ERR_OK)
@@ -351,18 +445,47 @@ int crec_emu_cpu_create(crec_emu_cpu **out, const struct crec_emu_cpu_hooks *hoo
     return CREC_OK;
 }
 
-int crec_emu_cpu_hook_mem(crec_emu_cpu *cpu, int types, void *cb, void *ctx, crec_error *err)
+/* The one Unicorn memory hook behind each crec_emu_cpu_hook_mem: it turns
+ * Unicorn's report into emu's (kind, size, value) call. */
+static void client_mem_hook(uc_engine *uc, uc_mem_type type, uint64_t addr, int size,
+                            int64_t value, void *ud)
 {
-    uc_hook h;
+    const struct emu_client_hook *h = ud;
+
+    (void)uc;
+    if (size <= 0)
+        return;
+    if (type == UC_MEM_READ)
+        h->fn(h->ctx, CREC_EMU_LOAD, addr, (unsigned)size, 0);
+    else
+        h->fn(h->ctx, CREC_EMU_STORE, addr, (unsigned)size, (uint64_t)value);
+}
+
+int crec_emu_cpu_hook_mem(crec_emu_cpu *cpu, int kinds, crec_emu_mem_fn fn, void *ctx,
+                          crec_error *err)
+{
+    struct emu_client_hook *h;
+    int types = 0;
     uc_err ue;
 
+    if (!fn || !kinds || (kinds & ~(CREC_EMU_LOAD | CREC_EMU_STORE)))
+        return crec_error_set(err, CREC_ERR_ARG, "bad memory hook kinds 0x%x", kinds);
     if (cpu->n_client_hooks == EMU_MAX_CLIENT_HOOKS)
         return crec_error_set(err, CREC_ERR_LIMIT, "more than %d memory hooks on one CPU",
                               EMU_MAX_CLIENT_HOOKS);
-    ue = uc_hook_add(cpu->uc, &h, types, cb, ctx, 1, 0); /* begin > end: everywhere */
+    if (kinds & CREC_EMU_LOAD)
+        types |= UC_HOOK_MEM_READ;
+    if (kinds & CREC_EMU_STORE)
+        types |= UC_HOOK_MEM_WRITE;
+    h = &cpu->client_hooks[cpu->n_client_hooks];
+    h->fn = fn;
+    h->ctx = ctx;
+    h->kinds = kinds;
+    /* begin > end: everywhere */
+    ue = uc_hook_add(cpu->uc, &h->uc, types, (void *)client_mem_hook, h, 1, 0);
     if (ue != UC_ERR_OK)
         return crec_error_set(err, CREC_ERR_EMU, "uc_hook_add: %s", uc_strerror(ue));
-    cpu->client_hooks[cpu->n_client_hooks++] = h;
+    cpu->n_client_hooks++;
     return CREC_OK;
 }
 
@@ -404,11 +527,6 @@ void crec_emu_cpu_set_icount(crec_emu_cpu *cpu, uint64_t icount)
 void crec_emu_cpu_describe(crec_emu_cpu *cpu, uint64_t addr, char *buf, size_t size)
 {
     emu_describe_insn(cpu, addr, buf, size);
-}
-
-void *crec_emu_cpu_uc(crec_emu_cpu *cpu)
-{
-    return cpu->uc;
 }
 
 void crec_emu_cpu_flush_code(crec_emu_cpu *cpu, uint64_t addr, uint64_t len)
@@ -453,7 +571,7 @@ static int trap_signal(uint32_t intno)
 
 static void describe_stop(crec_emu_cpu *cpu, struct crec_emu_stop *stop, uc_err ue)
 {
-    uint64_t rip = crec_emu_reg_get(cpu, UC_X86_REG_RIP);
+    uint64_t rip = emu_reg_get(cpu, UC_X86_REG_RIP);
 
     if (cpu->fault_seen) {
         *stop = cpu->fault;
@@ -488,31 +606,55 @@ static void describe_stop(crec_emu_cpu *cpu, struct crec_emu_stop *stop, uc_err 
     }
 }
 
+/* Did the guest stop Unicorn (a fault, an illegal instruction, an
+ * exception), rather than Unicorn failing by itself? */
+static int guest_stop(uc_err ue)
+{
+    switch (ue) {
+    case UC_ERR_OK:
+    case UC_ERR_READ_UNMAPPED: case UC_ERR_WRITE_UNMAPPED: case UC_ERR_FETCH_UNMAPPED:
+    case UC_ERR_READ_PROT: case UC_ERR_WRITE_PROT: case UC_ERR_FETCH_PROT:
+    case UC_ERR_READ_UNALIGNED: case UC_ERR_WRITE_UNALIGNED: case UC_ERR_FETCH_UNALIGNED:
+    case UC_ERR_INSN_INVALID: case UC_ERR_EXCEPTION:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 int crec_emu_cpu_run(crec_emu_cpu *cpu, struct crec_emu_stop *stop, crec_error *err)
 {
     uc_err ue;
 
-    (void)err;
     memset(stop, 0, sizeof *stop);
     for (;;) {
-        uint64_t rip = crec_emu_reg_get(cpu, UC_X86_REG_RIP);
+        uint64_t rip = emu_reg_get(cpu, UC_X86_REG_RIP);
         crec_emu_cpu *outer = emu_running;
+        if (cpu->engine_err != UC_ERR_OK)
+            return crec_emu_cpu_error(cpu, err);
         cpu->stop_requested = cpu->fault_seen = cpu->intr_seen = 0;
         cpu->restart_at = 0;
         cpu->xstop_pending = 0;
         emu_running = cpu;
         ue = uc_emu_start(cpu->uc, rip, (uint64_t)-1, 0, 0);
         emu_running = outer;
+        if (cpu->engine_err != UC_ERR_OK)
+            return crec_emu_cpu_error(cpu, err);
+        if (!guest_stop(ue) && !cpu->fault_seen)
+            return crec_error_set(err, CREC_ERR_EMU, "Unicorn failed at rip 0x%" PRIx64
+                                  " after %" PRIu64 " instructions: %s",
+                                  emu_reg_get(cpu, UC_X86_REG_RIP), cpu->icount,
+                                  uc_strerror(ue));
         if (cpu->restart_at && !cpu->fault_seen && !cpu->intr_seen) {
             /* a block with a new RDTSC trap: enter it again */
-            crec_emu_reg_set(cpu, UC_X86_REG_RIP, cpu->restart_at);
+            emu_reg_set(cpu, UC_X86_REG_RIP, cpu->restart_at);
             if (!cpu->stop_requested)
                 continue;
         }
         if (cpu->stop_requested && ue == UC_ERR_OK && !cpu->intr_seen)
             return CREC_OK;
         describe_stop(cpu, stop, ue);
-        return CREC_OK;
+        return cpu->engine_err != UC_ERR_OK ? crec_emu_cpu_error(cpu, err) : CREC_OK;
     }
 }
 
@@ -525,21 +667,6 @@ static const int gpr_ids[CREC_NGPR] = {
     UC_X86_REG_R12, UC_X86_REG_R13, UC_X86_REG_R14, UC_X86_REG_R15,
 };
 
-/* Guest bytes <-> host words, whatever the host's byte order. */
-static void le_put(uint8_t *p, uint64_t v, unsigned n)
-{
-    for (unsigned i = 0; i < n; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t le_get(const uint8_t *p, unsigned n)
-{
-    uint64_t v = 0;
-    for (unsigned i = n; i-- > 0;)
-        v = v << 8 | p[i];
-    return v;
-}
-
 /* An x87 register as Unicorn passes it: QEMU's floatx80, a u64 mantissa
  * then a u16 exponent, each in host order (10 bytes, no padding between). */
 static uc_err st_read(crec_emu_cpu *cpu, int reg, uint8_t out[10])
@@ -551,16 +678,16 @@ static uc_err st_read(crec_emu_cpu *cpu, int reg, uint8_t out[10])
 
     memcpy(&mant, raw, 8);
     memcpy(&exp, raw + 8, 2);
-    le_put(out, mant, 8);
-    le_put(out + 8, exp, 2);
+    crec_le_put(out, mant, 8);
+    crec_le_put(out + 8, exp, 2);
     return ue;
 }
 
 static uc_err st_write(crec_emu_cpu *cpu, int reg, const uint8_t in[10])
 {
     uint8_t raw[16] = {0};
-    uint64_t mant = le_get(in, 8);
-    uint16_t exp = (uint16_t)le_get(in + 8, 2);
+    uint64_t mant = crec_le_get(in, 8);
+    uint16_t exp = (uint16_t)crec_le_get(in + 8, 2);
 
     memcpy(raw, &mant, 8);
     memcpy(raw + 8, &exp, 2);
@@ -573,66 +700,89 @@ static uc_err xmm_read(crec_emu_cpu *cpu, int reg, uint8_t out[16])
     uint64_t q[2] = {0, 0};
     uc_err ue = uc_reg_read(cpu->uc, reg, q);
 
-    le_put(out, q[0], 8);
-    le_put(out + 8, q[1], 8);
+    crec_le_put(out, q[0], 8);
+    crec_le_put(out + 8, q[1], 8);
     return ue;
 }
 
 static uc_err xmm_write(crec_emu_cpu *cpu, int reg, const uint8_t in[16])
 {
-    uint64_t q[2] = {le_get(in, 8), le_get(in + 8, 8)};
+    uint64_t q[2] = {crec_le_get(in, 8), crec_le_get(in + 8, 8)};
     return uc_reg_write(cpu->uc, reg, q);
 }
 
-int crec_emu_regs_get(crec_emu_cpu *cpu, crec_regs *r)
+/* A register access that failed, named, as crec_emu_regs_get/set report it. */
+static int regs_error(uc_err ue, const char *what, const char *reg, crec_error *err)
 {
-    uc_err ue = UC_ERR_OK;
+    return crec_error_set(err, CREC_ERR_EMU, "Unicorn can't %s %s: %s", what, reg,
+                          uc_strerror(ue));
+}
+
+int crec_emu_regs_get(crec_emu_cpu *cpu, crec_regs *r, crec_error *err)
+{
+    static const struct { int id; const char *name; size_t off, width; } scalars[] = {
+        {UC_X86_REG_RIP, "rip", offsetof(crec_regs, rip), 8},
+        {UC_X86_REG_RFLAGS, "rflags", offsetof(crec_regs, rflags), 8},
+        {UC_X86_REG_FS_BASE, "fs_base", offsetof(crec_regs, fs_base), 8},
+        {UC_X86_REG_GS_BASE, "gs_base", offsetof(crec_regs, gs_base), 8},
+        {UC_X86_REG_MXCSR, "mxcsr", offsetof(crec_regs, mxcsr), 4},
+        {UC_X86_REG_FPCW, "fpcw", offsetof(crec_regs, fpcw), 2},
+        {UC_X86_REG_FPSW, "fpsw", offsetof(crec_regs, fpsw), 2},
+        {UC_X86_REG_FPTAG, "fptag", offsetof(crec_regs, fptag), 2},
+    };
+    uc_err ue;
     uint64_t v;
 
     memset(r, 0, sizeof *r);
-    for (int i = 0; i < CREC_NGPR && !ue; i++)
-        ue = reg_read(cpu, gpr_ids[i], &r->gpr[i]);
-    if (!ue) ue = reg_read(cpu, UC_X86_REG_RIP, &r->rip);
-    if (!ue) ue = reg_read(cpu, UC_X86_REG_RFLAGS, &r->rflags);
-    if (!ue) ue = reg_read(cpu, UC_X86_REG_FS_BASE, &r->fs_base);
-    if (!ue) ue = reg_read(cpu, UC_X86_REG_GS_BASE, &r->gs_base);
-    for (int i = 0; i < 16 && !ue; i++)
-        ue = xmm_read(cpu, UC_X86_REG_XMM0 + i, r->xmm[i]);
-    for (int i = 0; i < 8 && !ue; i++)
-        ue = st_read(cpu, UC_X86_REG_ST0 + i, r->st[i]);
-    v = 0;
-    if (!ue) ue = reg_read(cpu, UC_X86_REG_MXCSR, &v);
-    r->mxcsr = (uint32_t)v;
-    v = 0;
-    if (!ue) ue = reg_read(cpu, UC_X86_REG_FPCW, &v);
-    r->fpcw = (uint16_t)v;
-    v = 0;
-    if (!ue) ue = reg_read(cpu, UC_X86_REG_FPSW, &v);
-    r->fpsw = (uint16_t)v;
-    v = 0;
-    if (!ue) ue = reg_read(cpu, UC_X86_REG_FPTAG, &v);
-    r->fptag = (uint16_t)v;
-    return ue ? CREC_ERR_EMU : CREC_OK;
+    for (int i = 0; i < CREC_NGPR; i++)
+        if ((ue = reg_read(cpu, gpr_ids[i], &r->gpr[i])) != UC_ERR_OK)
+            return regs_error(ue, "read", "a general register", err);
+    for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++) {
+        uint8_t *field = (uint8_t *)r + scalars[i].off;
+        if ((ue = reg_read(cpu, scalars[i].id, &v)) != UC_ERR_OK)
+            return regs_error(ue, "read", scalars[i].name, err);
+        if (scalars[i].width == 8)
+            memcpy(field, &v, 8);
+        else if (scalars[i].width == 4)
+            *(uint32_t *)(void *)field = (uint32_t)v;
+        else
+            *(uint16_t *)(void *)field = (uint16_t)v;
+    }
+    for (int i = 0; i < 16; i++)
+        if ((ue = xmm_read(cpu, UC_X86_REG_XMM0 + i, r->xmm[i])) != UC_ERR_OK)
+            return regs_error(ue, "read", "an xmm register", err);
+    for (int i = 0; i < 8; i++)
+        if ((ue = st_read(cpu, UC_X86_REG_ST0 + i, r->st[i])) != UC_ERR_OK)
+            return regs_error(ue, "read", "an x87 register", err);
+    return CREC_OK;
 }
 
-int crec_emu_regs_set(crec_emu_cpu *cpu, const crec_regs *r)
+int crec_emu_regs_set(crec_emu_cpu *cpu, const crec_regs *r, crec_error *err)
 {
-    uc_err ue = UC_ERR_OK;
+    const struct { int id; const char *name; uint64_t v; } scalars[] = {
+        {UC_X86_REG_RFLAGS, "rflags", r->rflags},
+        {UC_X86_REG_FS_BASE, "fs_base", r->fs_base},
+        {UC_X86_REG_GS_BASE, "gs_base", r->gs_base},
+        {UC_X86_REG_MXCSR, "mxcsr", r->mxcsr},
+        {UC_X86_REG_FPCW, "fpcw", r->fpcw},
+        {UC_X86_REG_FPSW, "fpsw", r->fpsw},
+        {UC_X86_REG_FPTAG, "fptag", r->fptag},
+        /* RIP last: writing it from inside a hook also restarts the block */
+        {UC_X86_REG_RIP, "rip", r->rip},
+    };
+    uc_err ue;
 
-    for (int i = 0; i < CREC_NGPR && !ue; i++)
-        ue = reg_write(cpu, gpr_ids[i], r->gpr[i]);
-    if (!ue) ue = reg_write(cpu, UC_X86_REG_RFLAGS, r->rflags);
-    if (!ue) ue = reg_write(cpu, UC_X86_REG_FS_BASE, r->fs_base);
-    if (!ue) ue = reg_write(cpu, UC_X86_REG_GS_BASE, r->gs_base);
-    for (int i = 0; i < 16 && !ue; i++)
-        ue = xmm_write(cpu, UC_X86_REG_XMM0 + i, r->xmm[i]);
-    for (int i = 0; i < 8 && !ue; i++)
-        ue = st_write(cpu, UC_X86_REG_ST0 + i, r->st[i]);
-    if (!ue) ue = reg_write(cpu, UC_X86_REG_MXCSR, r->mxcsr);
-    if (!ue) ue = reg_write(cpu, UC_X86_REG_FPCW, r->fpcw);
-    if (!ue) ue = reg_write(cpu, UC_X86_REG_FPSW, r->fpsw);
-    if (!ue) ue = reg_write(cpu, UC_X86_REG_FPTAG, r->fptag);
-    /* RIP last: writing it from inside a hook also restarts the block */
-    if (!ue) ue = reg_write(cpu, UC_X86_REG_RIP, r->rip);
-    return ue ? CREC_ERR_EMU : CREC_OK;
+    for (int i = 0; i < CREC_NGPR; i++)
+        if ((ue = reg_write(cpu, gpr_ids[i], r->gpr[i])) != UC_ERR_OK)
+            return regs_error(ue, "write", "a general register", err);
+    for (int i = 0; i < 16; i++)
+        if ((ue = xmm_write(cpu, UC_X86_REG_XMM0 + i, r->xmm[i])) != UC_ERR_OK)
+            return regs_error(ue, "write", "an xmm register", err);
+    for (int i = 0; i < 8; i++)
+        if ((ue = st_write(cpu, UC_X86_REG_ST0 + i, r->st[i])) != UC_ERR_OK)
+            return regs_error(ue, "write", "an x87 register", err);
+    for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++)
+        if ((ue = reg_write(cpu, scalars[i].id, scalars[i].v)) != UC_ERR_OK)
+            return regs_error(ue, "write", scalars[i].name, err);
+    return CREC_OK;
 }

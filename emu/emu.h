@@ -7,7 +7,8 @@
  *            engine in x86-64 mode, guest memory that we own and map with
  *            uc_mem_map_ptr, the full register state, exact instruction
  *            counting, CPUID answered by a callback and RDTSC trapped into a
- *            callback.  Files: cpu.c, mem.c, blocks.c, cpuid.c.  They never
+ *            callback, and which bytes a syscall sends out.  Files: cpu.c,
+ *            mem.c, blocks.c, cpuid.c, sysout.c, ucfix.c.  They never
  *            reference the syscall or ELF code.
  *
  *   the OS   (crec_emu_*): a process on top of a CPU - the ELF loader, the
@@ -32,9 +33,6 @@
 /* ------------------------------------------------------------------------ */
 
 typedef struct crec_emu_cpu crec_emu_cpu;
-
-/* Guest page size; every mapping is a whole number of these. */
-#define CREC_EMU_PAGE 4096ull
 
 /* Protection bits of a guest mapping (the same values as PROT_* on Linux). */
 #define CREC_PROT_READ 1
@@ -94,7 +92,9 @@ void crec_emu_cpu_free(crec_emu_cpu *cpu);
  *  Run from the current RIP until a callback calls crec_emu_cpu_stop or the
  *  guest stops on a fault, an illegal instruction or a trap (described in
  *  *stop; the instruction count then covers only the instructions that
- *  completed).  @return CREC_OK, or CREC_ERR_EMU if Unicorn itself failed. */
+ *  completed).  An error of Unicorn itself (not of the guest: out of
+ *  memory, a refused register, a failed hook) is never reported as a guest
+ *  fault.  @return CREC_OK, or CREC_ERR_EMU with Unicorn's message. */
 int crec_emu_cpu_run(crec_emu_cpu *cpu, struct crec_emu_stop *stop, crec_error *err);
 
 /*! crec_emu_cpu_stop() : from a callback, end crec_emu_cpu_run after the
@@ -130,50 +130,52 @@ uint64_t crec_emu_cpu_icount_at(crec_emu_cpu *cpu, uint64_t rip);
  *  at addr, one line, into buf. */
 void crec_emu_cpu_describe(crec_emu_cpu *cpu, uint64_t addr, char *buf, size_t size);
 
-/*! crec_emu_cpu_uc() : @return the Unicorn engine (a `uc_engine *`), for
- *  reading it.  Never add a hook to it directly: use crec_emu_cpu_hook_mem,
- *  because engines are reused after crec_emu_cpu_free (cpu.c), and only
- *  hooks added through emu are removed then. */
-void *crec_emu_cpu_uc(crec_emu_cpu *cpu);
+/* What a memory hook is told: a load (before it happens, the bytes still
+ * in guest memory) or a store (before it happens, with its value). */
+#define CREC_EMU_LOAD 1
+#define CREC_EMU_STORE 2
+
+/*
+ * A memory hook: `kind` is CREC_EMU_LOAD or CREC_EMU_STORE, `size` 1..16
+ * bytes at `addr`; `value` is a store's value (the low `size` bytes, up to
+ * 8), 0 for a load.  Called on the thread that runs the CPU.
+ */
+typedef void (*crec_emu_mem_fn)(void *ctx, int kind, uint64_t addr, unsigned size,
+                                uint64_t value);
 
 /*! crec_emu_cpu_hook_mem() :
- *  Add a Unicorn memory hook of `types` (UC_HOOK_MEM_READ, ..._WRITE, ...)
- *  over every address; `cb` is a uc_cb_hookmem_t called with `ctx`.  At
- *  most 4 per CPU; crec_emu_cpu_free removes them.  Add hooks before
- *  running, or call crec_emu_cpu_flush_code afterwards: Unicorn applies a
- *  hook only to code translated after it was added.
- *  @return CREC_OK, CREC_ERR_LIMIT or CREC_ERR_EMU. */
-int crec_emu_cpu_hook_mem(crec_emu_cpu *cpu, int types, void *cb, void *ctx, crec_error *err);
+ *  Call `fn` with `ctx` for every access of the kinds in `kinds`
+ *  (CREC_EMU_LOAD | CREC_EMU_STORE) at any address.  At most 4 per CPU;
+ *  crec_emu_cpu_free removes them (engines are reused after it, so emu is
+ *  the only one that adds hooks to them).  Add hooks before running, or
+ *  call crec_emu_cpu_flush_code afterwards: Unicorn applies a hook only to
+ *  code translated after it was added.
+ *  @return CREC_OK, CREC_ERR_ARG, CREC_ERR_LIMIT or CREC_ERR_EMU. */
+int crec_emu_cpu_hook_mem(crec_emu_cpu *cpu, int kinds, crec_emu_mem_fn fn, void *ctx,
+                          crec_error *err);
 
 /*
  * Instructions crec executes itself, because Unicorn 2.0.1 can't (AVX,
  * AVX2, FMA, F16C and AVX-512 encodings, RDRAND/RDSEED; docs/EMU.md).
- * What they do that a recorder or a replayer must see goes through these
- * callbacks, as Unicorn's memory hooks report its own accesses.
+ * Their loads and stores go to the hooks of crec_emu_cpu_hook_mem, as
+ * Unicorn's own do (a wide access in 8-byte pieces, in address order; a
+ * load before memory is read, so a replayer can still put the recorded
+ * bytes there).  The register state they use that crec_regs (and so a key
+ * frame) does not hold comes through this callback.
  */
-struct crec_emu_xhooks {
-    void *ctx;
-    /* A load (store = 0) or a store (store = 1) of `size` bytes (1 to 8:
-     * wider accesses come as 8-byte pieces, in address order).  A load is
-     * reported before guest memory is read, so a replayer can still put
-     * the recorded bytes there; a store before it is written, with its
-     * value (byte i in bits 8i..8i+7). */
-    void (*access)(void *ctx, crec_emu_cpu *cpu, int store, uint64_t addr, unsigned size,
-                   uint64_t value);
-    /* The first read since crec_emu_cpu_xstate_forget of a piece of the
-     * register state that crec_regs (and so a key frame) does not hold:
-     * bits 128 and up of zmm0-15, zmm16-31, k0-7.  `len` (at most 16)
-     * bytes: a recorder logs them as they are, a replayer writes the
-     * recorded ones there. */
-    void (*xstate)(void *ctx, crec_emu_cpu *cpu, uint8_t *bytes, unsigned len);
-};
 
-/*! crec_emu_cpu_set_xhooks() : install (copy) the callbacks; NULL: none. */
-void crec_emu_cpu_set_xhooks(crec_emu_cpu *cpu, const struct crec_emu_xhooks *h);
+/* The first read since crec_emu_cpu_xstate_forget of a piece of the
+ * register state crec_regs does not hold (bits 128 and up of zmm0-15,
+ * zmm16-31, k0-7): `len` (at most 16) bytes, which a recorder logs as they
+ * are and a replayer overwrites with the recorded ones. */
+typedef void (*crec_emu_xstate_fn)(void *ctx, uint8_t *bytes, unsigned len);
+
+/*! crec_emu_cpu_on_xstate() : install that callback (NULL: none). */
+void crec_emu_cpu_on_xstate(crec_emu_cpu *cpu, crec_emu_xstate_fn fn, void *ctx);
 
 /*! crec_emu_cpu_xstate_forget() : at a key frame: every piece of the state
  *  crec_regs does not hold is unknown again (its next read goes through
- *  crec_emu_xhooks.xstate). */
+ *  crec_emu_cpu_on_xstate). */
 void crec_emu_cpu_xstate_forget(crec_emu_cpu *cpu);
 
 /*! crec_emu_cpu_xstate_touched() : @return 1 if that state was read or
@@ -198,14 +200,38 @@ void crec_emu_cpu_flush_code(crec_emu_cpu *cpu, uint64_t addr, uint64_t len);
  *  The whole register state.  Unicorn 2.0.1 reads and writes every field of
  *  crec_regs; the x87 tag word is the full form (two bits per register,
  *  0xffff = all empty), as FNSTENV stores it.
- *  @return CREC_OK or CREC_ERR_EMU. */
-int crec_emu_regs_get(crec_emu_cpu *cpu, crec_regs *r);
-int crec_emu_regs_set(crec_emu_cpu *cpu, const crec_regs *r);
+ *  @return CREC_OK or CREC_ERR_EMU naming the register Unicorn refused. */
+int crec_emu_regs_get(crec_emu_cpu *cpu, crec_regs *r, crec_error *err);
+int crec_emu_regs_set(crec_emu_cpu *cpu, const crec_regs *r, crec_error *err);
 
-/*! crec_emu_reg_get() / crec_emu_reg_set() : one register by its Unicorn id
- *  (UC_X86_REG_*), for callbacks that need only a few. */
-uint64_t crec_emu_reg_get(crec_emu_cpu *cpu, int uc_reg);
-void crec_emu_reg_set(crec_emu_cpu *cpu, int uc_reg, uint64_t value);
+/*
+ * Register ids of crec_emu_reg_get/set, emu's own (emu maps them to
+ * Unicorn's).  The GPRs are in crec_gpr order: CREC_EMU_RAX + CREC_RBX is
+ * rbx.  They start at CREC_EMU_REG_BASE, above every Unicorn id, so that a
+ * Unicorn id passed by mistake is refused rather than read as another
+ * register.
+ */
+#define CREC_EMU_REG_BASE 0x400
+enum crec_emu_reg {
+    CREC_EMU_RAX = CREC_EMU_REG_BASE, CREC_EMU_RCX, CREC_EMU_RDX, CREC_EMU_RBX,
+    CREC_EMU_RSP, CREC_EMU_RBP, CREC_EMU_RSI, CREC_EMU_RDI,
+    CREC_EMU_R8, CREC_EMU_R9, CREC_EMU_R10, CREC_EMU_R11,
+    CREC_EMU_R12, CREC_EMU_R13, CREC_EMU_R14, CREC_EMU_R15,
+    CREC_EMU_RIP, CREC_EMU_RFLAGS, CREC_EMU_FS_BASE, CREC_EMU_GS_BASE,
+    CREC_EMU_MXCSR, CREC_EMU_FPCW, CREC_EMU_FPSW, CREC_EMU_FPTAG,
+    CREC_EMU_REG_END
+};
+
+/*! crec_emu_reg_get() / crec_emu_reg_set() : one register, for callbacks
+ *  that need only a few.  An id Unicorn refuses (or one that is not a
+ *  crec_emu_reg) reads as 0 and is not lost: the CPU keeps the error, and
+ *  crec_emu_cpu_run returns it (CREC_ERR_EMU) instead of running on. */
+uint64_t crec_emu_reg_get(crec_emu_cpu *cpu, enum crec_emu_reg reg);
+void crec_emu_reg_set(crec_emu_cpu *cpu, enum crec_emu_reg reg, uint64_t value);
+
+/*! crec_emu_cpu_error() : @return the engine error a register access or a
+ *  hook met since the last run (CREC_OK: none), with its message in err. */
+int crec_emu_cpu_error(const crec_emu_cpu *cpu, crec_error *err);
 
 /*! crec_emu_cpuid_default() : the fixed CPUID table (docs/EMU.md): the same
  *  answer on every host. */
@@ -275,19 +301,19 @@ struct crec_emu_hostpages {
 static inline uint8_t *crec_emu_hostpages_find(struct crec_emu_hostpages *t, crec_emu_cpu *cpu,
                                                uint64_t addr, unsigned size)
 {
-    uint64_t page = addr / CREC_EMU_PAGE;
+    uint64_t page = addr / CREC_PAGE_SIZE;
     unsigned i = (unsigned)(page & (CREC_EMU_HOSTPAGES - 1));
 
-    if ((addr + size - 1) / CREC_EMU_PAGE != page)
+    if ((addr + size - 1) / CREC_PAGE_SIZE != page)
         return NULL;
     if (t->slot[i].page_plus1 != page + 1) {
-        uint8_t *host = crec_emu_mem_host(cpu, page * CREC_EMU_PAGE, CREC_EMU_PAGE, 0);
+        uint8_t *host = crec_emu_mem_host(cpu, page * CREC_PAGE_SIZE, CREC_PAGE_SIZE, 0);
         if (!host)
             return NULL;
         t->slot[i].page_plus1 = page + 1;
         t->slot[i].host = host;
     }
-    return t->slot[i].host + addr % CREC_EMU_PAGE;
+    return t->slot[i].host + addr % CREC_PAGE_SIZE;
 }
 
 /*! crec_emu_hostpages_clear() : empty the table (the map changed). */
@@ -310,13 +336,13 @@ int crec_emu_mem_find_free(crec_emu_cpu *cpu, uint64_t len, uint64_t above,
                            uint64_t below, uint64_t *addr);
 
 /*! crec_emu_mem_echo() :
- *  Call first in a UC_HOOK_MEM_READ/WRITE hook that counts loads.  On a
+ *  Call first in a memory hook (crec_emu_mem_fn) that counts loads.  On a
  *  host where guest data is mapped as MMIO (not x86-64: Unicorn 2.0.1
  *  fires read hooks there only on TLB misses), Unicorn reports an
  *  unaligned load inside a page three times: the load, then the two
  *  aligned loads it is made of.  An x86-64 host reports it once.
  *  @return 1 for those two extra reports (ignore them), else 0. */
-int crec_emu_mem_echo(crec_emu_cpu *cpu, int type, uint64_t addr, int size);
+int crec_emu_mem_echo(crec_emu_cpu *cpu, int kind, uint64_t addr, unsigned size);
 
 /*! crec_emu_mem_echoes() :
  *  @return 1 when this CPU maps guest data as MMIO, so that its hooks can
@@ -343,6 +369,26 @@ struct crec_emu_mapping {
  *  early when fn returns non-zero.  @return what fn returned last. */
 int crec_emu_mem_foreach(crec_emu_cpu *cpu,
                          int (*fn)(void *ctx, const struct crec_emu_mapping *m), void *ctx);
+
+/* --- bytes a syscall sends out (sysout.c) --------------------------------- */
+
+/*
+ * Read `len` (1..8) guest bytes at addr into out, the way the kernel reads
+ * a syscall's buffer.  The recorder and the replayer each pass their own:
+ * both must see the same sequence of calls.  @return 0, or -1 if the bytes
+ * can't be had (unmapped).
+ */
+typedef int (*crec_emu_sysout_read_fn)(void *ctx, uint64_t addr, unsigned len, uint8_t *out);
+
+/*! crec_emu_sysout_walk() :
+ *  For a write-like syscall (write, pwrite64, writev, pwritev, pwritev2,
+ *  sendto) that returned `ret` > 0, read every byte it sent out through
+ *  `read`, in order, in pieces that never cross an aligned 8-byte granule,
+ *  and hash them.  writev's iovec array is read the same way first.
+ *  @return 1 and *hash (XXH3-64 of the bytes sent) for such a syscall, 0
+ *          for any other syscall, -1 if `read` failed. */
+int crec_emu_sysout_walk(uint64_t nr, const uint64_t args[6], int64_t ret,
+                         crec_emu_sysout_read_fn read, void *ctx, uint64_t *hash);
 
 /* ------------------------------------------------------------------------ */
 /* The OS: a process on a CPU                                               */

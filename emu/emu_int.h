@@ -52,13 +52,20 @@ struct emu_xsite {
 /* Hooks a client added with crec_emu_cpu_hook_mem (removed at free). */
 #define EMU_MAX_CLIENT_HOOKS 4
 
+struct emu_client_hook {
+    uc_hook uc;
+    crec_emu_mem_fn fn;
+    void *ctx;
+    int kinds; /* CREC_EMU_LOAD | CREC_EMU_STORE (xinsn.c reports to them too) */
+};
+
 struct crec_emu_cpu {
     uc_engine *uc;
     uc_context *uc_reset;     /* the engine's registers as new (cpu.c's pool) */
     csh cs;
     struct crec_emu_cpu_hooks hooks;
     uc_hook h_block, h_syscall, h_cpuid, h_invalid, h_mem, h_intr;
-    uc_hook client_hooks[EMU_MAX_CLIENT_HOOKS];
+    struct emu_client_hook client_hooks[EMU_MAX_CLIENT_HOOKS];
     size_t n_client_hooks;
 
     struct emu_map *maps; /* sorted by start, no overlap */
@@ -85,6 +92,11 @@ struct crec_emu_cpu {
     size_t n_rdtsc, cap_rdtsc;
     uint64_t restart_at;      /* non-zero: the run loop restarts here */
 
+    /* An engine error met where it could not be returned (a register
+     * access from a hook): crec_emu_cpu_run returns it. */
+    uc_err engine_err;
+    char engine_what[160];
+
     int stop_requested;
     int in_block_hook;        /* hooks.block is running */
     int fault_seen;           /* `fault` holds a stop a hook prepared: an invalid
@@ -104,7 +116,9 @@ struct crec_emu_cpu {
     struct emu_xsite *xsites; /* open addressing by address */
     size_t xsites_cap, n_xsites;
     struct xi_state xs;       /* register state Unicorn can't hold */
-    struct crec_emu_xhooks xhooks;
+    int xreporting;           /* xinsn.c is calling the memory hooks */
+    crec_emu_xstate_fn xstate_fn; /* crec_emu_cpu_on_xstate */
+    void *xstate_ctx;
     uint64_t xinsns;          /* instructions executed there */
     /* xinsn.c prepared a stop (fault_seen) after writing RIP, which makes
      * Unicorn 2.0.1 drop the stop request and go on at RIP: the next hook
@@ -117,6 +131,15 @@ struct crec_emu_cpu {
     uc_hook h_until;          /* the one-address code hook, 0 if none */
     uint64_t until_block, until_block_size; /* the block it sits in */
 };
+
+/* One register by Unicorn's id (UC_X86_REG_*), inside emu only: an error
+ * is kept for crec_emu_cpu_run to return (crec_emu_cpu_error). */
+uint64_t emu_reg_get(crec_emu_cpu *cpu, int uc_reg);
+/* Keep an engine error that can't be returned where it happened (a hook)
+ * and stop the engine: crec_emu_cpu_run returns it.  The first one wins. */
+void emu_engine_error(crec_emu_cpu *cpu, uc_err ue, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void emu_reg_set(crec_emu_cpu *cpu, int uc_reg, uint64_t value);
 
 int emu_blocks_init(crec_emu_cpu *cpu);
 void emu_blocks_free(crec_emu_cpu *cpu);
@@ -306,7 +329,7 @@ static inline int emu_ncpus(const crec_emu *e)
     return e->ncpus > 0 ? e->ncpus : 1;
 }
 
-#define EMU_PAGE_DOWN(x) ((x) & ~(CREC_EMU_PAGE - 1))
-#define EMU_PAGE_UP(x) (((x) + CREC_EMU_PAGE - 1) & ~(CREC_EMU_PAGE - 1))
+#define EMU_PAGE_DOWN(x) ((x) & ~(CREC_PAGE_SIZE - 1))
+#define EMU_PAGE_UP(x) (((x) + CREC_PAGE_SIZE - 1) & ~(CREC_PAGE_SIZE - 1))
 
 #endif /* CREC_EMU_INT_H */

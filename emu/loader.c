@@ -104,7 +104,7 @@ static int elf_map(crec_emu *e, int fd, const char *path, struct elf_image *im,
         s = EMU_PAGE_DOWN(va);
         t = EMU_PAGE_UP(va + p->p_memsz);
         if (s < mapped_end) { /* first page already mapped by the previous one */
-            rc = crec_emu_mem_protect(e->cpu, s, CREC_EMU_PAGE, prot | prev_prot, err);
+            rc = crec_emu_mem_protect(e->cpu, s, CREC_PAGE_SIZE, prot | prev_prot, err);
             if (rc)
                 return rc;
             s = mapped_end;
@@ -231,7 +231,7 @@ static int build_stack(crec_emu *e, const char *execfn, char *const argv[], char
     vec[n++] = 0;
 #define AUX(k, v) (vec[n++] = (k), vec[n++] = (v))
     AUX(AT_HWCAP, cpuid1[3]);
-    AUX(AT_PAGESZ, CREC_EMU_PAGE);
+    AUX(AT_PAGESZ, CREC_PAGE_SIZE);
     AUX(AT_CLKTCK, 100);
     AUX(AT_PHDR, prog->phdr);
     AUX(AT_PHENT, sizeof(Elf64_Phdr));
@@ -270,7 +270,7 @@ static int build_stack(crec_emu *e, const char *execfn, char *const argv[], char
     crec_free(vec);
     if (s.bad)
         return crec_error_set(err, CREC_ERR_LIMIT, "arguments and environment too large");
-    crec_emu_reg_set(e->cpu, UC_X86_REG_RSP, s.sp);
+    emu_reg_set(e->cpu, UC_X86_REG_RSP, s.sp);
     return CREC_OK;
 }
 
@@ -332,8 +332,8 @@ static int load_any(crec_emu *e, const char *path, char *const argv[], char *con
     if (rc)
         return rc;
     e->brk_start = e->brk_cur = EMU_PAGE_UP(prog.end);
-    crec_emu_reg_set(e->cpu, UC_X86_REG_RIP, entry);
-    crec_emu_reg_set(e->cpu, UC_X86_REG_RDX, 0);
+    emu_reg_set(e->cpu, UC_X86_REG_RIP, entry);
+    emu_reg_set(e->cpu, UC_X86_REG_RDX, 0);
     return CREC_OK;
 }
 

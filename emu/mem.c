@@ -36,7 +36,7 @@
 static size_t map_lower(crec_emu_cpu *cpu, uint64_t addr)
 {
     size_t lo = 0, hi = cpu->n_maps;
-    size_t *hint = &cpu->map_hints[addr / CREC_EMU_PAGE % EMU_MAP_HINTS];
+    size_t *hint = &cpu->map_hints[addr / CREC_PAGE_SIZE % EMU_MAP_HINTS];
 
     if (*hint < hi && cpu->maps[*hint].start <= addr && addr < cpu->maps[*hint].end)
         return *hint;
@@ -95,22 +95,14 @@ int emu_mem_data_mmio_default(void)
 
 static uint64_t mmio_read(uc_engine *uc, uint64_t off, unsigned size, void *host)
 {
-    const uint8_t *p = (const uint8_t *)host + off;
-    uint64_t v = 0;
-
     (void)uc;
-    for (unsigned i = size; i-- > 0;)
-        v = v << 8 | p[i];
-    return v;
+    return crec_le_get((const uint8_t *)host + off, size);
 }
 
 static void mmio_write(uc_engine *uc, uint64_t off, unsigned size, uint64_t v, void *host)
 {
-    uint8_t *p = (uint8_t *)host + off;
-
     (void)uc;
-    for (unsigned i = 0; i < size; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
+    crec_le_put((uint8_t *)host + off, v, size);
 }
 
 static int is_mmio(const crec_emu_cpu *cpu, int prot)
@@ -137,13 +129,17 @@ static int uc_region_map(crec_emu_cpu *cpu, const struct emu_map *m)
  * both.)  So after an unaligned in-page load from an MMIO page, the next
  * two reports are passed over.
  */
-int crec_emu_mem_echo(crec_emu_cpu *cpu, int type, uint64_t addr, int size)
+int crec_emu_mem_echo(crec_emu_cpu *cpu, int kind, uint64_t addr, unsigned size)
 {
     uint64_t sz = size > 0 ? (uint64_t)size : 1;
     int prot;
 
-    if (!cpu->data_mmio || type != UC_MEM_READ)
+    if (!cpu->data_mmio || kind != CREC_EMU_LOAD)
         return 0;
+    if (cpu->xreporting) { /* crec's own instructions' loads: never echoed */
+        cpu->echo_left = 0;
+        return 0;
+    }
     if (cpu->echo_left > 0 && addr == cpu->echo_next && sz == cpu->echo_size) {
         cpu->echo_left--;
         cpu->echo_next += sz;
@@ -151,7 +147,7 @@ int crec_emu_mem_echo(crec_emu_cpu *cpu, int type, uint64_t addr, int size)
     }
     cpu->echo_left = 0;
     if (sz > 1 && (addr & (sz - 1)) != 0 &&
-        addr / CREC_EMU_PAGE == (addr + sz - 1) / CREC_EMU_PAGE &&
+        addr / CREC_PAGE_SIZE == (addr + sz - 1) / CREC_PAGE_SIZE &&
         (prot = crec_emu_mem_prot(cpu, addr)) >= 0 && is_mmio(cpu, prot)) {
         cpu->echo_left = 2;
         cpu->echo_size = (unsigned)sz;
@@ -424,7 +420,7 @@ int crec_emu_mem_map(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot,
     void *host;
     int rc;
 
-    if (len == 0 || (addr | len) & (CREC_EMU_PAGE - 1))
+    if (len == 0 || (addr | len) & (CREC_PAGE_SIZE - 1))
         return crec_error_set(err, CREC_ERR_ARG, "unaligned guest mapping 0x%llx+0x%llx",
                               (unsigned long long)addr, (unsigned long long)len);
     host = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
@@ -566,15 +562,15 @@ int crec_emu_mem_resident(crec_emu_cpu *cpu, uint64_t addr, uint64_t len,
         uint64_t a = m->start > addr ? m->start : addr, b = m->end < end ? m->end : end;
         if (m->prot == 0)
             continue; /* the guest can't read it: a reservation's pages don't count */
-        for (uint64_t at = a; at < b && rc == 0; at += chunk * CREC_EMU_PAGE) {
-            uint64_t n = (b - at) / CREC_EMU_PAGE < chunk ? (b - at) / CREC_EMU_PAGE : chunk;
+        for (uint64_t at = a; at < b && rc == 0; at += chunk * CREC_PAGE_SIZE) {
+            uint64_t n = (b - at) / CREC_PAGE_SIZE < chunk ? (b - at) / CREC_PAGE_SIZE : chunk;
             if (!vec && !(vec = crec_malloc(chunk)))
                 return -1;
-            if (mincore(m->host + (at - m->start), n * CREC_EMU_PAGE, vec) != 0)
+            if (mincore(m->host + (at - m->start), n * CREC_PAGE_SIZE, vec) != 0)
                 memset(vec, 1, n); /* can't tell: take every page */
             for (uint64_t k = 0; k < n && rc == 0; k++)
                 if (vec[k] & 1)
-                    rc = fn(ctx, at + k * CREC_EMU_PAGE);
+                    rc = fn(ctx, at + k * CREC_PAGE_SIZE);
         }
     }
     crec_free(vec);

@@ -280,7 +280,7 @@ long emu_string_in(crec_emu *e, uint64_t addr, char *buf, size_t size)
             return (long)i;
         /* fast path: the rest of the page in one go */
         const char *h = crec_emu_mem_host(e->cpu, addr + i, 1, CREC_PROT_READ);
-        uint64_t page_left = CREC_EMU_PAGE - ((addr + i) & (CREC_EMU_PAGE - 1));
+        uint64_t page_left = CREC_PAGE_SIZE - ((addr + i) & (CREC_PAGE_SIZE - 1));
         size_t n = size - i < page_left ? size - i : page_left;
         const char *z = h ? memchr(h, '\0', n) : NULL;
         if (z) {

@@ -282,7 +282,7 @@ struct vm_sizes {
 static int vm_page(void *ctx, uint64_t page)
 {
     (void)page;
-    ((struct vm_sizes *)ctx)->rss += CREC_EMU_PAGE;
+    ((struct vm_sizes *)ctx)->rss += CREC_PAGE_SIZE;
     return 0;
 }
 
@@ -302,7 +302,7 @@ static void vm_sizes(crec_emu *e, struct vm_sizes *v)
 {
     memset(v, 0, sizeof *v);
     crec_emu_mem_foreach(e->cpu, vm_one, v);
-    crec_emu_mem_resident(e->cpu, 0, ~0ull - CREC_EMU_PAGE, vm_page, v);
+    crec_emu_mem_resident(e->cpu, 0, ~0ull - CREC_PAGE_SIZE, vm_page, v);
 }
 
 static void file_stat(crec_emu *e, struct text *t)
@@ -321,7 +321,7 @@ static void file_stat(crec_emu *e, struct text *t)
            "%llu %llu %llu 0\n",
         getpid(), e->comm, getppid(), getpgrp(), getsid(0), (unsigned long long)ut,
         (unsigned long long)st, (unsigned long long)v.size,
-        (unsigned long long)(v.rss / CREC_EMU_PAGE), (unsigned long long)e->start_stack,
+        (unsigned long long)(v.rss / CREC_PAGE_SIZE), (unsigned long long)e->start_stack,
         (unsigned long long)e->sigmask, (unsigned long long)e->brk_start,
         (unsigned long long)e->arg_start, (unsigned long long)e->arg_end,
         (unsigned long long)e->env_start, (unsigned long long)e->env_end);

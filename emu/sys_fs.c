@@ -23,6 +23,20 @@
 #define BOUNCE_MAX (1u << 20)
 #define PATH_SZ 4096
 
+/* Sizes of the guest's structures, as Linux x86-64 lays them out. */
+#define G_IOVEC 16        /* struct iovec: base, length */
+#define G_IOV_MAX 1024    /* UIO_MAXIOV */
+#define G_IOV_BATCH 64    /* iovecs moved at once (a short transfer is allowed) */
+#define G_FD_PAIR 8       /* int[2] of pipe2 */
+#define G_TERMIOS 36      /* struct termios as the kernel has it */
+#define G_WINSIZE 8       /* struct winsize */
+#define G_PID 4           /* pid_t */
+#define G_LOFF 8          /* loff_t, off_t */
+#define G_STATX 256       /* struct statx */
+#define G_STATFS 120      /* struct statfs */
+#define G_POLL_MAX 256    /* pollfds handled in one poll */
+#define G_FD_SETSIZE 1024 /* FD_SETSIZE */
+
 static int64_t R(long r)
 {
     return r < 0 ? -errno : r;
@@ -132,18 +146,18 @@ static int64_t sys_pwrite64(crec_emu *e, const uint64_t a[6])
  * element is directly reachable, else element by element. */
 static int64_t do_vec(crec_emu *e, const uint64_t a[6], int writing, int64_t off)
 {
-    uint64_t cnt = a[2], iov[2 * 64];
-    struct iovec hv[64];
+    uint64_t cnt = a[2], iov[2 * G_IOV_BATCH];
+    struct iovec hv[G_IOV_BATCH];
     int64_t total = 0;
     int direct = 1;
     long r;
 
     HOSTFD(h, a[0]);
-    if (cnt > 1024)
+    if (cnt > G_IOV_MAX)
         return -EINVAL;
-    if (cnt > 64)
-        cnt = 64; /* a short transfer is allowed */
-    if (cnt && emu_copy_in(e, iov, a[1], cnt * 16) != 0)
+    if (cnt > G_IOV_BATCH)
+        cnt = G_IOV_BATCH; /* a short transfer is allowed */
+    if (cnt && emu_copy_in(e, iov, a[1], cnt * G_IOVEC) != 0)
         return -EFAULT;
     for (uint64_t i = 0; i < cnt; i++) {
         hv[i].iov_len = iov[2 * i + 1];
@@ -272,7 +286,7 @@ static int64_t sys_dup3(crec_emu *e, const uint64_t a[6])
 static int64_t sys_pipe2(crec_emu *e, const uint64_t a[6])
 {
     int hp[2], gp[2];
-    if (emu_mem_check(e->cpu, a[0], 8, CREC_PROT_WRITE) != 0)
+    if (emu_mem_check(e->cpu, a[0], G_FD_PAIR, CREC_PROT_WRITE) != 0)
         return -EFAULT;
     if (pipe2(hp, ((int)a[1] & ~O_CLOEXEC) | O_CLOEXEC) != 0)
         return -errno;
@@ -287,7 +301,7 @@ static int64_t sys_pipe2(crec_emu *e, const uint64_t a[6])
         e->fds[gp[0]] = -1;
         return gp[1];
     }
-    return emu_copy_out(e, a[0], gp, 8);
+    return emu_copy_out(e, a[0], gp, G_FD_PAIR);
 }
 
 static int64_t sys_pipe(crec_emu *e, const uint64_t a[6])
@@ -349,10 +363,11 @@ static const struct {
     enum ioctl_arg how;
     unsigned size;
 } ioctls[] = {
-    {TCGETS, ARG_OUT, 36},   /* struct termios as the kernel has it */
-    {TCSETS, ARG_IN, 36},     {TCSETSW, ARG_IN, 36},   {TCSETSF, ARG_IN, 36},
-    {TIOCGWINSZ, ARG_OUT, 8}, {TIOCSWINSZ, ARG_IN, 8},  {TIOCGPGRP, ARG_OUT, 4},
-    {TIOCSPGRP, ARG_IN, 4},   {TIOCGSID, ARG_OUT, 4},   {TIOCOUTQ, ARG_OUT, 4},
+    {TCGETS, ARG_OUT, G_TERMIOS},      {TCSETS, ARG_IN, G_TERMIOS},
+    {TCSETSW, ARG_IN, G_TERMIOS},      {TCSETSF, ARG_IN, G_TERMIOS},
+    {TIOCGWINSZ, ARG_OUT, G_WINSIZE},  {TIOCSWINSZ, ARG_IN, G_WINSIZE},
+    {TIOCGPGRP, ARG_OUT, G_PID},       {TIOCSPGRP, ARG_IN, G_PID},
+    {TIOCGSID, ARG_OUT, G_PID},        {TIOCOUTQ, ARG_OUT, 4},
     {TIOCSCTTY, ARG_VAL, 0},  {TIOCNOTTY, ARG_NONE, 0}, {TCSBRK, ARG_VAL, 0},
     {TCXONC, ARG_VAL, 0},     {TCFLSH, ARG_VAL, 0},     {TIOCGPTN, ARG_OUT, 4},
     {TIOCSPTLCK, ARG_IN, 4},  {FIONREAD, ARG_OUT, 4},   {FIONBIO, ARG_IN, 4},
@@ -454,25 +469,25 @@ static int64_t sys_newfstatat(crec_emu *e, const uint64_t a[6])
 
 static int64_t sys_statx(crec_emu *e, const uint64_t a[6])
 {
-    unsigned char stx[256];
+    unsigned char stx[G_STATX];
     int d = dirfd_host(e, a[0]);
     PATH(p, a[1]);
     if (d == -1 && !(p[0] == '/'))
         return -EBADF;
     return stat_out(e, syscall(SYS_statx, d, p, (int)a[2], (unsigned)a[3], stx), a[4], stx,
-                    256);
+                    G_STATX);
 }
 
 static int64_t sys_statfs(crec_emu *e, const uint64_t a[6])
 {
-    unsigned char b[120];
+    unsigned char b[G_STATFS];
     PATH(p, a[0]);
     return stat_out(e, syscall(SYS_statfs, p, b), a[1], b, sizeof b);
 }
 
 static int64_t sys_fstatfs(crec_emu *e, const uint64_t a[6])
 {
-    unsigned char b[120];
+    unsigned char b[G_STATFS];
     HOSTFD(h, a[0]);
     return stat_out(e, syscall(SYS_fstatfs, h, b), a[1], b, sizeof b);
 }
@@ -774,13 +789,14 @@ static int64_t sys_copy_file_range(crec_emu *e, const uint64_t a[6])
     HOSTFD(ho, a[2]);
     loff_t oi, oo;
     long r;
-    if ((a[1] && emu_copy_in(e, &oi, a[1], 8)) || (a[3] && emu_copy_in(e, &oo, a[3], 8)))
+    if ((a[1] && emu_copy_in(e, &oi, a[1], G_LOFF)) || (a[3] && emu_copy_in(e, &oo, a[3], G_LOFF)))
         return -EFAULT;
     r = syscall(SYS_copy_file_range, hi, a[1] ? &oi : NULL, ho, a[3] ? &oo : NULL,
                 (size_t)a[4], (unsigned)a[5]);
     if (r < 0)
         return -errno;
-    if ((a[1] && emu_copy_out(e, a[1], &oi, 8)) || (a[3] && emu_copy_out(e, a[3], &oo, 8)))
+    if ((a[1] && emu_copy_out(e, a[1], &oi, G_LOFF)) ||
+        (a[3] && emu_copy_out(e, a[3], &oo, G_LOFF)))
         return -EFAULT;
     return r;
 }
@@ -791,12 +807,12 @@ static int64_t sys_sendfile(crec_emu *e, const uint64_t a[6])
     HOSTFD(hi, a[1]);
     off_t off;
     long r;
-    if (a[2] && emu_copy_in(e, &off, a[2], 8))
+    if (a[2] && emu_copy_in(e, &off, a[2], G_LOFF))
         return -EFAULT;
     r = syscall(SYS_sendfile, ho, hi, a[2] ? &off : NULL, (size_t)a[3]);
     if (r < 0)
         return -errno;
-    if (a[2] && emu_copy_out(e, a[2], &off, 8))
+    if (a[2] && emu_copy_out(e, a[2], &off, G_LOFF))
         return -EFAULT;
     return r;
 }
@@ -835,11 +851,11 @@ static int64_t sys_fgetxattr(crec_emu *e, const uint64_t a[6])
  * emu_block_until, and back.  A guest fd that is not open is POLLNVAL. */
 static int64_t do_poll(crec_emu *e, uint64_t addr, uint64_t n, uint64_t deadline)
 {
-    struct pollfd fds[256];
-    int gfd[256];
+    struct pollfd fds[G_POLL_MAX];
+    int gfd[G_POLL_MAX];
     int64_t r;
 
-    if (n > 256)
+    if (n > G_POLL_MAX)
         return -EINVAL;
     if (n && emu_copy_in(e, fds, addr, n * sizeof *fds) != 0)
         return -EFAULT;
@@ -898,13 +914,13 @@ static void time_left_out(crec_emu *e, uint64_t addr, uint64_t deadline, int mic
  * POLLOUT, except: POLLPRI), and back with the kernel's rules. */
 static int64_t do_select(crec_emu *e, const uint64_t a[6], uint64_t deadline)
 {
-    uint64_t gset[3][16] = {{0}}, nbytes;
-    struct pollfd pf[1024];
-    short gfd[1024];
+    uint64_t gset[3][G_FD_SETSIZE / 64] = {{0}}, nbytes;
+    struct pollfd pf[G_FD_SETSIZE];
+    short gfd[G_FD_SETSIZE];
     int n = (int)a[0], np = 0, ready = 0;
     int64_t r;
 
-    if (n < 0 || n > 1024)
+    if (n < 0 || n > G_FD_SETSIZE)
         return -EINVAL;
     nbytes = (uint64_t)(n + 63) / 64 * 8;
     for (int k = 0; k < 3; k++)

@@ -26,7 +26,7 @@ static int range_free(crec_emu *e, uint64_t addr, uint64_t len)
 
 static int64_t choose_addr(crec_emu *e, uint64_t hint, uint64_t len, int low32, uint64_t *out)
 {
-    if (hint && !(hint & (CREC_EMU_PAGE - 1)) && hint + len > hint && hint + len <= EMU_STACK_TOP &&
+    if (hint && !(hint & (CREC_PAGE_SIZE - 1)) && hint + len > hint && hint + len <= EMU_STACK_TOP &&
         hint >= EMU_MMAP_BOTTOM && range_free(e, hint, len)) {
         *out = hint;
         return 0;
@@ -64,7 +64,7 @@ static int64_t sys_mmap(crec_emu *e, const uint64_t a[6])
     int64_t rc;
     crec_error err;
 
-    if (a[1] == 0 || len < a[1] || (off & (CREC_EMU_PAGE - 1)))
+    if (a[1] == 0 || len < a[1] || (off & (CREC_PAGE_SIZE - 1)))
         return -EINVAL;
     if (!(flags & MAP_ANONYMOUS)) {
         struct stat st;
@@ -79,7 +79,7 @@ static int64_t sys_mmap(crec_emu *e, const uint64_t a[6])
             return -ENODEV;
     }
     if (fixed) {
-        if (addr & (CREC_EMU_PAGE - 1) || addr + len < addr)
+        if (addr & (CREC_PAGE_SIZE - 1) || addr + len < addr)
             return -EINVAL;
         if ((flags & MAP_FIXED_NOREPLACE) && !(flags & MAP_FIXED) && !range_free(e, addr, len))
             return -EEXIST;
@@ -113,7 +113,7 @@ static int64_t sys_mmap(crec_emu *e, const uint64_t a[6])
 static int64_t sys_munmap(crec_emu *e, const uint64_t a[6])
 {
     uint64_t len = EMU_PAGE_UP(a[1]);
-    if ((a[0] & (CREC_EMU_PAGE - 1)) || a[1] == 0 || a[0] + len < a[0])
+    if ((a[0] & (CREC_PAGE_SIZE - 1)) || a[1] == 0 || a[0] + len < a[0])
         return -EINVAL;
     if (crec_emu_mem_unmap(e->cpu, a[0], len, NULL) != CREC_OK)
         return -ENOMEM;
@@ -125,7 +125,7 @@ static int64_t sys_mprotect(crec_emu *e, const uint64_t a[6])
 {
     uint64_t len = EMU_PAGE_UP(a[1]);
     int prot = (int)a[2] & PROT_MASK;
-    if (a[0] & (CREC_EMU_PAGE - 1) || a[0] + len < a[0])
+    if (a[0] & (CREC_PAGE_SIZE - 1) || a[0] + len < a[0])
         return -EINVAL;
     if (len == 0)
         return 0;
@@ -142,7 +142,7 @@ static int64_t sys_mremap(crec_emu *e, const uint64_t a[6])
     crec_error err;
     void *buf;
 
-    if ((old & (CREC_EMU_PAGE - 1)) || nlen == 0 || olen == 0)
+    if ((old & (CREC_PAGE_SIZE - 1)) || nlen == 0 || olen == 0)
         return -EINVAL;
     if (emu_mem_check(e->cpu, old, olen, 0) != 0)
         return -EFAULT;
@@ -164,7 +164,7 @@ static int64_t sys_mremap(crec_emu *e, const uint64_t a[6])
             return -ENOMEM;
         if (choose_addr(e, 0, nlen, 0, &naddr) != 0)
             return -ENOMEM;
-    } else if (naddr & (CREC_EMU_PAGE - 1)) {
+    } else if (naddr & (CREC_PAGE_SIZE - 1)) {
         return -EINVAL;
     }
     /* move: the host moves the pages (a range over several mappings is
@@ -232,11 +232,11 @@ static int64_t sys_msync(crec_emu *e, const uint64_t a[6])
 /* Every mapped page is "resident": guest memory is ours, in host RAM. */
 static int64_t sys_mincore(crec_emu *e, const uint64_t a[6])
 {
-    uint64_t pages = EMU_PAGE_UP(a[1]) / CREC_EMU_PAGE;
+    uint64_t pages = EMU_PAGE_UP(a[1]) / CREC_PAGE_SIZE;
     uint8_t ones[256];
-    if (a[0] & (CREC_EMU_PAGE - 1))
+    if (a[0] & (CREC_PAGE_SIZE - 1))
         return -EINVAL;
-    if (emu_mem_check(e->cpu, a[0], pages * CREC_EMU_PAGE, 0) != 0)
+    if (emu_mem_check(e->cpu, a[0], pages * CREC_PAGE_SIZE, 0) != 0)
         return -ENOMEM;
     memset(ones, 1, sizeof ones);
     for (uint64_t done = 0; done < pages;) {

@@ -87,16 +87,16 @@ static int64_t sys_arch_prctl(crec_emu *e, const uint64_t a[6])
     uint64_t v;
     switch (a[0]) {
     case ARCH_SET_FS:
-        crec_emu_reg_set(e->cpu, UC_X86_REG_FS_BASE, a[1]);
+        emu_reg_set(e->cpu, UC_X86_REG_FS_BASE, a[1]);
         return 0;
     case ARCH_SET_GS:
-        crec_emu_reg_set(e->cpu, UC_X86_REG_GS_BASE, a[1]);
+        emu_reg_set(e->cpu, UC_X86_REG_GS_BASE, a[1]);
         return 0;
     case ARCH_GET_FS:
-        v = crec_emu_reg_get(e->cpu, UC_X86_REG_FS_BASE);
+        v = emu_reg_get(e->cpu, UC_X86_REG_FS_BASE);
         return emu_copy_out(e, a[1], &v, 8);
     case ARCH_GET_GS:
-        v = crec_emu_reg_get(e->cpu, UC_X86_REG_GS_BASE);
+        v = emu_reg_get(e->cpu, UC_X86_REG_GS_BASE);
         return emu_copy_out(e, a[1], &v, 8);
     default:
         return -EINVAL;

@@ -8,25 +8,29 @@
  * A number with no handler returns -ENOSYS with one message per number, or
  * stops the run with --strict.
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "emu/emu_int.h"
 
 #define N_SYSCALLS 512
 
+/* Filled once, by whichever thread first needs it. */
 static struct emu_sys table[N_SYSCALLS];
-static int table_ready;
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
-static void table_init(void)
+static void table_fill(void)
 {
-    if (table_ready)
-        return;
     emu_sys_fs_register(table, N_SYSCALLS);
     emu_sys_mman_register(table, N_SYSCALLS);
     emu_sys_proc_register(table, N_SYSCALLS);
     emu_sys_time_register(table, N_SYSCALLS);
     emu_sys_net_register(table, N_SYSCALLS);
-    table_ready = 1;
+}
+
+static void table_init(void)
+{
+    pthread_once(&table_once, table_fill);
 }
 
 static int64_t unsupported(crec_emu *e, uint64_t nr)
@@ -54,14 +58,14 @@ void emu_syscall_entry(void *ctx, crec_emu_cpu *cpu)
                                     UC_X86_REG_R10, UC_X86_REG_R8,  UC_X86_REG_R9};
     crec_emu *e = ctx;
     struct crec_emu_syscall *sc = &e->sc;
-    uint64_t nr = crec_emu_reg_get(cpu, UC_X86_REG_RAX);
+    uint64_t nr = emu_reg_get(cpu, UC_X86_REG_RAX);
     int64_t ret;
 
     table_init();
     memset(sc, 0, sizeof *sc);
     sc->nr = nr;
     for (int i = 0; i < 6; i++)
-        sc->args[i] = crec_emu_reg_get(cpu, arg_regs[i]);
+        sc->args[i] = emu_reg_get(cpu, arg_regs[i]);
     if (e->obs.on_syscall_enter)
         e->obs.on_syscall_enter(e->obs.ctx, sc);
     if (nr < N_SYSCALLS && table[nr].fn)
@@ -73,9 +77,9 @@ void emu_syscall_entry(void *ctx, crec_emu_cpu *cpu)
         emu_strace(e, nr, sc->args, ret);
     if (e->done || e->fatal)
         return; /* exit: registers stay as they were at the syscall */
-    crec_emu_reg_set(cpu, UC_X86_REG_RAX, (uint64_t)ret);
-    crec_emu_reg_set(cpu, UC_X86_REG_RCX, crec_emu_reg_get(cpu, UC_X86_REG_RIP) + 2);
-    crec_emu_reg_set(cpu, UC_X86_REG_R11, crec_emu_reg_get(cpu, UC_X86_REG_RFLAGS));
+    emu_reg_set(cpu, UC_X86_REG_RAX, (uint64_t)ret);
+    emu_reg_set(cpu, UC_X86_REG_RCX, emu_reg_get(cpu, UC_X86_REG_RIP) + 2);
+    emu_reg_set(cpu, UC_X86_REG_R11, emu_reg_get(cpu, UC_X86_REG_RFLAGS));
     if (e->obs.on_syscall_exit)
         e->obs.on_syscall_exit(e->obs.ctx, sc);
 }

@@ -9,7 +9,7 @@
  */
 #include <xxhash.h>
 
-#include "emu/sysout.h"
+#include "emu/emu.h"
 
 #define NR_WRITE 1
 #define NR_PWRITE64 18

@@ -178,7 +178,7 @@ static uint64_t ucfix_code_pages[UCFIX_CODE_PAGES / UCFIX_WORD_BITS];
 
 void tlb_protect_code_x86_64(struct uc_struct *uc, uint64_t ram_addr)
 {
-    uint64_t page = ram_addr / CREC_EMU_PAGE;
+    uint64_t page = ram_addr / CREC_PAGE_SIZE;
 
     if (page < UCFIX_CODE_PAGES)
         __atomic_fetch_or(&ucfix_code_pages[page / UCFIX_WORD_BITS],
@@ -190,7 +190,7 @@ void tlb_protect_code_x86_64(struct uc_struct *uc, uint64_t ram_addr)
 void tb_invalidate_phys_page_fast_x86_64(struct uc_struct *uc, struct page_collection *pages,
                                          uint64_t start, int len, uintptr_t retaddr)
 {
-    uint64_t page = start / CREC_EMU_PAGE;
+    uint64_t page = start / CREC_PAGE_SIZE;
 
     if (ucfix_on && page < UCFIX_CODE_PAGES &&
         !(__atomic_load_n(&ucfix_code_pages[page / UCFIX_WORD_BITS], __ATOMIC_RELAXED) &
@@ -218,7 +218,7 @@ static _Thread_local int ucfix_changing; /* this thread is changing regions */
 
 struct MemoryRegion *memory_mapping(struct uc_struct *uc, uint64_t address)
 {
-    uint64_t page = address / CREC_EMU_PAGE; /* regions are whole pages */
+    uint64_t page = address / CREC_PAGE_SIZE; /* regions are whole pages */
     struct ucfix_slot *s = &ucfix_slots[page % UCFIX_SLOTS];
     uint64_t gen = __atomic_load_n(&ucfix_generation, __ATOMIC_RELAXED);
     struct MemoryRegion *mr;

@@ -53,7 +53,7 @@ struct fctx {
 
 static void fctx_init(struct fctx *f, struct xi_ctx *c)
 {
-    uint32_t mx = (uint32_t)crec_emu_reg_get(c->cpu, UC_X86_REG_MXCSR);
+    uint32_t mx = (uint32_t)emu_reg_get(c->cpu, UC_X86_REG_MXCSR);
 
     f->c = c;
     f->rc = (int)(mx >> 13 & 3);
@@ -112,7 +112,7 @@ static int fctx_done(struct fctx *f)
         return -1;
     }
     if ((c->mxcsr | f->flags) != c->mxcsr)
-        crec_emu_reg_set(c->cpu, UC_X86_REG_MXCSR, c->mxcsr | f->flags);
+        emu_reg_set(c->cpu, UC_X86_REG_MXCSR, c->mxcsr | f->flags);
     return 0;
 }
 

@@ -86,7 +86,7 @@ static void xi_fault(struct xi_ctx *c, uint64_t addr, unsigned n, int access)
 
 uint64_t xi_gpr(struct xi_ctx *c, unsigned r)
 {
-    return crec_emu_reg_get(c->cpu, gpr_uc[r & 15]);
+    return emu_reg_get(c->cpu, gpr_uc[r & 15]);
 }
 
 /* Write the low `bytes` of a general register; a 32-bit write zeroes the
@@ -99,14 +99,14 @@ void xi_set_gpr(struct xi_ctx *c, unsigned r, uint64_t v, unsigned bytes)
         v &= 0xffffffffu;
     else if (bytes < 4)
         v = (old & ~((1ull << (8 * bytes)) - 1)) | (v & ((1ull << (8 * bytes)) - 1));
-    crec_emu_reg_set(c->cpu, gpr_uc[r & 15], v);
+    emu_reg_set(c->cpu, gpr_uc[r & 15], v);
 }
 
 /* Set the arithmetic flags in `mask` to `bits`. */
 void xi_set_flags(struct xi_ctx *c, uint64_t mask, uint64_t bits)
 {
-    uint64_t f = crec_emu_reg_get(c->cpu, UC_X86_REG_EFLAGS);
-    crec_emu_reg_set(c->cpu, UC_X86_REG_EFLAGS, (f & ~mask) | (bits & mask));
+    uint64_t f = emu_reg_get(c->cpu, UC_X86_REG_EFLAGS);
+    emu_reg_set(c->cpu, UC_X86_REG_EFLAGS, (f & ~mask) | (bits & mask));
 }
 
 /* Hand an unknown piece of the state to the client (see xinsn.h). */
@@ -115,8 +115,8 @@ static void xstate_load(struct xi_ctx *c, uint8_t *bytes, unsigned len)
     crec_emu_cpu *cpu = c->cpu;
 
     for (unsigned off = 0; off < len; off += 16)
-        if (cpu->xhooks.xstate)
-            cpu->xhooks.xstate(cpu->xhooks.ctx, cpu, bytes + off, len - off < 16 ? len - off : 16);
+        if (cpu->xstate_fn)
+            cpu->xstate_fn(cpu->xstate_ctx, bytes + off, len - off < 16 ? len - off : 16);
 }
 
 /* The state at the upper end: known, loaded if it was not. */
@@ -299,24 +299,30 @@ uint64_t xi_ea(struct xi_ctx *c, unsigned memsize)
     if (in->addr32)
         a &= 0xffffffffu;
     if (in->seg == 4)
-        a += crec_emu_reg_get(c->cpu, UC_X86_REG_FS_BASE);
+        a += emu_reg_get(c->cpu, UC_X86_REG_FS_BASE);
     else if (in->seg == 5)
-        a += crec_emu_reg_get(c->cpu, UC_X86_REG_GS_BASE);
+        a += emu_reg_get(c->cpu, UC_X86_REG_GS_BASE);
     return a;
 }
 
-/* Tell the client about an access in pieces of at most 8 bytes. */
+/* Tell the client's memory hooks (crec_emu_cpu_hook_mem) about an
+ * access, as Unicorn tells them of its own, in pieces of at most 8 bytes. */
 static void report(struct xi_ctx *c, int store, uint64_t addr, unsigned n, const uint8_t *bytes)
 {
     crec_emu_cpu *cpu = c->cpu;
+    int kind = store ? CREC_EMU_STORE : CREC_EMU_LOAD;
 
-    if (!cpu->xhooks.access)
-        return;
-    for (unsigned off = 0; off < n; off += 8) {
-        unsigned k = n - off < 8 ? n - off : 8;
-        cpu->xhooks.access(cpu->xhooks.ctx, cpu, store, addr + off, k,
-                           store ? xi_el(bytes + off, 0, k) : 0);
+    cpu->xreporting = 1; /* no echo to filter (crec_emu_mem_echo) */
+    for (size_t h = 0; h < cpu->n_client_hooks; h++) {
+        const struct emu_client_hook *ch = &cpu->client_hooks[h];
+        if (!(ch->kinds & kind))
+            continue;
+        for (unsigned off = 0; off < n; off += 8) {
+            unsigned k = n - off < 8 ? n - off : 8;
+            ch->fn(ch->ctx, kind, addr + off, k, store ? xi_el(bytes + off, 0, k) : 0);
+        }
     }
+    cpu->xreporting = 0;
 }
 
 /* Load n bytes: reported first (a replayer writes the recorded value
@@ -1475,9 +1481,9 @@ static void gather(struct xi_ctx *c, unsigned idx, unsigned es)
     if (in->base >= 0)
         base = xi_gpr(c, (unsigned)in->base);
     if (in->seg == 4)
-        base += crec_emu_reg_get(c->cpu, UC_X86_REG_FS_BASE);
+        base += emu_reg_get(c->cpu, UC_X86_REG_FS_BASE);
     else if (in->seg == 5)
-        base += crec_emu_reg_get(c->cpu, UC_X86_REG_GS_BASE);
+        base += emu_reg_get(c->cpu, UC_X86_REG_GS_BASE);
     for (unsigned i = 0; i < nel && !c->stop; i++) {
         int on = c->evex ? (int)(kmask >> i & 1) : m[i * es + es - 1] >> 7;
         int64_t off = idx == 4 ? sx(xi_el(ix, i, 4), 4) : (int64_t)xi_el(ix, i, 8);
@@ -2034,9 +2040,9 @@ static int map1(struct xi_ctx *c)
                     xi_gp(c, "general protection (reserved MXCSR bits)");
                     return 1;
                 }
-                crec_emu_reg_set(c->cpu, UC_X86_REG_MXCSR, xi_el(b, 0, 4));
+                emu_reg_set(c->cpu, UC_X86_REG_MXCSR, xi_el(b, 0, 4));
             } else {
-                xi_set_el(b, 0, 4, crec_emu_reg_get(c->cpu, UC_X86_REG_MXCSR));
+                xi_set_el(b, 0, 4, emu_reg_get(c->cpu, UC_X86_REG_MXCSR));
                 xi_store(c, ea, 4, b);
             }
         }
@@ -2364,7 +2370,7 @@ void emu_xinsn_site(crec_emu_cpu *cpu, uint64_t addr)
      * instruction (crec_emu_cpu_icount_at answers it during the accesses) */
     cpu->icount = at;
     cpu->cur_block = addr, cpu->cur_block_n = 0, cpu->cur_block_size = 0;
-    crec_emu_reg_set(cpu, UC_X86_REG_RIP, addr);
+    emu_reg_set(cpu, UC_X86_REG_RIP, addr);
     for (;;) {
         c.rip = rip;
         xi_exec(&c);
@@ -2379,12 +2385,12 @@ void emu_xinsn_site(crec_emu_cpu *cpu, uint64_t addr)
     }
     xmm_flush(&c);
     if (c.stop) {
-        crec_emu_reg_set(cpu, UC_X86_REG_RIP, c.rip);
+        emu_reg_set(cpu, UC_X86_REG_RIP, c.rip);
         cpu->xstop_pending = 1;
         uc_emu_stop(cpu->uc);
         return;
     }
-    crec_emu_reg_set(cpu, UC_X86_REG_RIP, rip);
+    emu_reg_set(cpu, UC_X86_REG_RIP, rip);
 }
 
 /* The code hook on a site (used when ucfix's dispatch is not in effect). */
@@ -2396,12 +2402,10 @@ void emu_xinsn_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
 
 /* ---- the state kept here, for the client ----------------------------------------- */
 
-void crec_emu_cpu_set_xhooks(crec_emu_cpu *cpu, const struct crec_emu_xhooks *h)
+void crec_emu_cpu_on_xstate(crec_emu_cpu *cpu, crec_emu_xstate_fn fn, void *ctx)
 {
-    if (h)
-        cpu->xhooks = *h;
-    else
-        memset(&cpu->xhooks, 0, sizeof cpu->xhooks);
+    cpu->xstate_fn = fn;
+    cpu->xstate_ctx = ctx;
 }
 
 void crec_emu_cpu_xstate_forget(crec_emu_cpu *cpu)

@@ -9,13 +9,13 @@
  * bounded to its address (blocks.c), and is carried out here on the
  * guest's registers and memory (xinsn.c: moves, integer and logic
  * operations, shuffles, masks; xfloat.c: floating point), with every load
- * and store reported to the CPU's client (crec_emu_xhooks in emu.h).
+ * and store reported to the memory hooks of the CPU's client (emu.h).
  *
  * The register state that Unicorn can't hold is kept here: the bytes above
  * the low 128 bits of zmm0-15, all of zmm16-31, and the mask registers
  * k0-7.  Key frames hold only crec_regs, so that state is "unknown" after
  * every key frame: the first read of a piece is handed to the client
- * (crec_emu_xhooks.xstate), which logs it when recording and fills it in
+ * (crec_emu_cpu_on_xstate), which logs it when recording and fills it in
  * when replaying.
  */
 #ifndef CREC_EMU_XINSN_H

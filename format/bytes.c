@@ -23,7 +23,9 @@
 
 #include "format/format_int.h"
 
+#ifdef CREC_FUZZ
 int fmt_fuzz_no_checksums;
+#endif
 
 /* ---- growable buffer ---------------------------------------------------- */
 
@@ -61,7 +63,7 @@ void crec_fmt_buf_reset(crec_fmt_buf *b)
     b->nomem = 0;
 }
 
-void fmt_buf_bytes(crec_fmt_buf *b, const void *p, size_t n)
+void crec_fmt_buf_bytes(crec_fmt_buf *b, const void *p, size_t n)
 {
     if (n && buf_reserve(b, n)) {
         memcpy(b->data + b->len, p, n);
@@ -81,41 +83,30 @@ void fmt_buf_u16(crec_fmt_buf *b, uint16_t v)
     fmt_buf_bytes(b, t, 2);
 }
 
-void fmt_buf_u32(crec_fmt_buf *b, uint32_t v)
+void crec_fmt_buf_u32(crec_fmt_buf *b, uint32_t v)
 {
     uint8_t t[4];
     fmt_put_u32(t, v);
     fmt_buf_bytes(b, t, 4);
 }
 
-void fmt_buf_u64(crec_fmt_buf *b, uint64_t v)
+void crec_fmt_buf_u64(crec_fmt_buf *b, uint64_t v)
 {
     uint8_t t[8];
     fmt_put_u64(t, v);
     fmt_buf_bytes(b, t, 8);
 }
 
-static size_t varint_put(uint8_t *t, uint64_t v)
-{
-    size_t n = 0;
-    while (v >= 0x80) {
-        t[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    t[n++] = (uint8_t)v;
-    return n;
-}
-
 size_t fmt_varint_len(uint64_t v)
 {
-    uint8_t t[FMT_MAX_VARINT];
-    return varint_put(t, v);
+    uint8_t t[CREC_VARINT_MAX];
+    return crec_varint_put(t, v);
 }
 
-void fmt_buf_varint(crec_fmt_buf *b, uint64_t v)
+void crec_fmt_buf_varint(crec_fmt_buf *b, uint64_t v)
 {
-    uint8_t t[FMT_MAX_VARINT];
-    fmt_buf_bytes(b, t, varint_put(t, v));
+    uint8_t t[CREC_VARINT_MAX];
+    fmt_buf_bytes(b, t, crec_varint_put(t, v));
 }
 
 void fmt_buf_svarint(crec_fmt_buf *b, int64_t v)
@@ -152,7 +143,7 @@ void fmt_frame_end(crec_fmt_buf *b, size_t start)
         return;
     size_t body = b->len - start;
     uint8_t t[FMT_MAX_VARINT];
-    size_t n = varint_put(t, body);
+    size_t n = crec_varint_put(t, body);
     if (!buf_reserve(b, n))
         return;
     memmove(b->data + start + n, b->data + start, body);
@@ -168,7 +159,7 @@ static int cur_short(const crec_fmt_cur *c, const char *what, crec_error *err)
                               c->len);
 }
 
-int fmt_cur_bytes(crec_fmt_cur *c, void *out, size_t n, const char *what, crec_error *err)
+int crec_fmt_cur_bytes(crec_fmt_cur *c, void *out, size_t n, const char *what, crec_error *err)
 {
     if (c->len - c->pos < n)
         return cur_short(c, what, err);
@@ -191,7 +182,7 @@ int fmt_cur_u16(crec_fmt_cur *c, uint16_t *v, const char *what, crec_error *err)
     return rc;
 }
 
-int fmt_cur_u32(crec_fmt_cur *c, uint32_t *v, const char *what, crec_error *err)
+int crec_fmt_cur_u32(crec_fmt_cur *c, uint32_t *v, const char *what, crec_error *err)
 {
     uint8_t t[4] = {0};
     int rc = fmt_cur_bytes(c, t, 4, what, err);
@@ -199,7 +190,7 @@ int fmt_cur_u32(crec_fmt_cur *c, uint32_t *v, const char *what, crec_error *err)
     return rc;
 }
 
-int fmt_cur_u64(crec_fmt_cur *c, uint64_t *v, const char *what, crec_error *err)
+int crec_fmt_cur_u64(crec_fmt_cur *c, uint64_t *v, const char *what, crec_error *err)
 {
     uint8_t t[8] = {0};
     int rc = fmt_cur_bytes(c, t, 8, what, err);
@@ -207,21 +198,18 @@ int fmt_cur_u64(crec_fmt_cur *c, uint64_t *v, const char *what, crec_error *err)
     return rc;
 }
 
-int fmt_cur_varint(crec_fmt_cur *c, uint64_t *v, const char *what, crec_error *err)
+int crec_fmt_cur_varint(crec_fmt_cur *c, uint64_t *v, const char *what, crec_error *err)
 {
-    uint64_t r = 0;
+    int n = crec_varint_get(c->p + c->pos, c->len - c->pos, v);
+
+    if (n > 0) {
+        c->pos += (size_t)n;
+        return CREC_OK;
+    }
     *v = 0;
-    for (int i = 0; i < FMT_MAX_VARINT; i++) {
-        if (c->pos >= c->len)
-            return cur_short(c, what, err);
-        uint8_t byte = c->p[c->pos++];
-        if (i == 9 && byte > 1)
-            return crec_error_corrupt(err, "varint %s too long", what);
-        r |= (uint64_t)(byte & 0x7f) << (7 * i);
-        if (!(byte & 0x80)) {
-            *v = r;
-            return CREC_OK;
-        }
+    if (n == 0) {
+        c->pos = c->len;
+        return cur_short(c, what, err);
     }
     return crec_error_corrupt(err, "varint %s too long", what);
 }
@@ -268,7 +256,7 @@ int fmt_cur_hash(crec_fmt_cur *c, crec_fmt_hash *h, const char *what, crec_error
     return fmt_cur_bytes(c, h->b, 16, what, err);
 }
 
-int fmt_cur_end(const crec_fmt_cur *c, const char *what, crec_error *err)
+int crec_fmt_cur_end(const crec_fmt_cur *c, const char *what, crec_error *err)
 {
     if (c->pos != c->len)
         return crec_error_corrupt(err, "%zu stray bytes after %s", c->len - c->pos, what);
@@ -390,4 +378,25 @@ void *fmt_zstd_dctx(void)
 {
     ZSTD_customMem m = {zalloc, zfree, NULL};
     return ZSTD_createDCtx_advanced(m);
+}
+
+int crec_fmt_frame_next(crec_fmt_cur *c, int *kind, const uint8_t **body, size_t *len,
+                        crec_error *err)
+{
+    uint8_t k = 0;
+    uint64_t n = 0;
+    int rc = fmt_cur_u8(c, &k, "record kind", err);
+
+    if (rc == CREC_OK)
+        rc = fmt_cur_varint(c, &n, "record length", err);
+    if (rc != CREC_OK)
+        return rc;
+    if (n > CREC_FMT_MAX_RECORD || n > c->len - c->pos)
+        return crec_error_corrupt(err, "record length %llu out of range (%zu bytes left)",
+                                  (unsigned long long)n, c->len - c->pos);
+    *kind = k;
+    *body = c->p + c->pos;
+    *len = (size_t)n;
+    c->pos += (size_t)n;
+    return CREC_OK;
 }

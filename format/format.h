@@ -73,6 +73,13 @@ enum crec_fmt_kind {
 #define CREC_FMT_DEFAULT_CHUNK (256u << 10) /* writer flush threshold */
 #define CREC_FMT_READ_WIDTH_MAX 16        /* bytes of one READS value */
 
+/* Header values this reader honours; it refuses a file that claims others,
+ * naming both values (docs/FORMAT.md §4). */
+#define CREC_FMT_PAGE_SIZE CREC_PAGE_SIZE /* the only page size */
+#define CREC_FMT_GRANULE 8                /* the only cache granule (crec_fmt_read_span) */
+#define CREC_FMT_CACHE_LOG2_MIN 4         /* cache entries: a power of two, */
+#define CREC_FMT_CACHE_LOG2_MAX 24        /*   2^4 .. 2^24 */
+
 /* ---- the header ----------------------------------------------------------- */
 
 #define CREC_FMT_ARCH_X86_64 1
@@ -152,6 +159,34 @@ typedef struct crec_fmt_cur {
     size_t len, pos;
 } crec_fmt_cur;
 
+/*
+ * The primitive encodings (docs/FORMAT.md §1), for other files built the
+ * same way (the index, index/codec.c).  Appends latch b->nomem on failure;
+ * reads fail with CREC_ERR_CORRUPT naming `what` when the bytes end early
+ * or a varint is malformed (longer than 10 bytes, or a 10th byte over 1).
+ */
+void crec_fmt_buf_bytes(crec_fmt_buf *b, const void *p, size_t n);
+void crec_fmt_buf_u32(crec_fmt_buf *b, uint32_t v);
+void crec_fmt_buf_u64(crec_fmt_buf *b, uint64_t v);
+void crec_fmt_buf_varint(crec_fmt_buf *b, uint64_t v);
+int crec_fmt_cur_bytes(crec_fmt_cur *c, void *out, size_t n, const char *what, crec_error *err);
+int crec_fmt_cur_u32(crec_fmt_cur *c, uint32_t *v, const char *what, crec_error *err);
+int crec_fmt_cur_u64(crec_fmt_cur *c, uint64_t *v, const char *what, crec_error *err);
+int crec_fmt_cur_varint(crec_fmt_cur *c, uint64_t *v, const char *what, crec_error *err);
+/* @return CREC_OK when every byte was read, else CREC_ERR_CORRUPT. */
+int crec_fmt_cur_end(const crec_fmt_cur *c, const char *what, crec_error *err);
+
+/* A sequential cursor over one stream of a reader (crec_fmt_cursor_open). */
+typedef struct crec_fmt_cursor crec_fmt_cursor;
+
+/*! crec_fmt_frame_next() :
+ *  One framed record (kind, varint body length, body) from bytes in memory,
+ *  as crec_fmt_cursor_next reads one from a stream: *kind and *body (into
+ *  c's bytes) for the *_decode functions below.
+ *  @return CREC_OK, or CREC_ERR_CORRUPT when the bytes end inside it. */
+int crec_fmt_frame_next(crec_fmt_cur *c, int *kind, const uint8_t **body, size_t *len,
+                        crec_error *err);
+
 /* ---- record codecs ------------------------------------------------------- */
 /*
  * Each *_encode appends one record, framed (kind, varint body length, body)
@@ -189,6 +224,11 @@ int crec_fmt_kf_decode(const uint8_t *body, size_t len, crec_fmt_keyframe *kf, c
 #define CREC_FMT_REG_FS_BASE 18
 #define CREC_FMT_REG_GS_BASE 19
 #define CREC_FMT_SYS_MAXREGS 24 /* at most this many changed registers */
+
+/* An MMAP record's protection bits: Linux's PROT_* values. */
+#define CREC_FMT_PROT_READ 1
+#define CREC_FMT_PROT_WRITE 2
+#define CREC_FMT_PROT_EXEC 4
 
 enum crec_fmt_mmap_op { CREC_FMT_MM_MAP = 1, CREC_FMT_MM_UNMAP, CREC_FMT_MM_PROTECT,
                         CREC_FMT_MM_BRK, CREC_FMT_MM_REMAP };
@@ -241,8 +281,17 @@ int crec_fmt_read_encode(crec_fmt_buf *b, uint64_t hits, const uint8_t *value, u
  *  per granule, not once per byte.
  *  @return the span's length; *start is its first address. */
 unsigned crec_fmt_read_span(uint64_t addr, unsigned size, uint64_t *start);
-int crec_fmt_read_decode(crec_fmt_cur *c, unsigned width, uint64_t *hits, uint8_t *value,
-                         crec_error *err);
+
+/*! crec_fmt_read_decode_hits() / crec_fmt_read_decode_value() :
+ *  The two halves of the READS entry at cursor c (a READS stream): its hit
+ *  count, read when the previous value has been used, and its value, read
+ *  when the load that needs it comes (only then is its width known).
+ *  @return CREC_OK; for the hits CREC_ERR_NOTFOUND at the clean end of the
+ *  stream; CREC_ERR_CORRUPT (a value cut off), CREC_ERR_TRUNCATED or an
+ *  error reading, as crec_fmt_cursor_read. */
+int crec_fmt_read_decode_hits(crec_fmt_cursor *c, uint64_t *hits, crec_error *err);
+int crec_fmt_read_decode_value(crec_fmt_cursor *c, unsigned width, uint8_t *value,
+                               crec_error *err);
 
 /*! SEQ entry (bare): a global sequence number and the thread's icount. */
 int crec_fmt_seq_encode(crec_fmt_buf *b, uint64_t seq, uint64_t icount);
@@ -415,8 +464,7 @@ int crec_fmt_read_at(crec_fmt_reader *r, int type, uint32_t tid, uint64_t off, v
  *  @return CREC_OK or the first corruption found. */
 int crec_fmt_reader_verify(crec_fmt_reader *r, crec_error *err);
 
-/* A sequential cursor over one stream. */
-typedef struct crec_fmt_cursor crec_fmt_cursor;
+/* A sequential cursor over one stream (declared with the records). */
 
 /*! crec_fmt_cursor_open() :
  *  A cursor at uncompressed offset `off` of stream (type, tid).  A missing

@@ -46,49 +46,31 @@
 #define FMT_CHUNK_HDR 40
 #define FMT_TRAILER_MAGIC "CRECEND\0"
 #define FMT_TRAILER_LEN 32
-#define FMT_MAX_VARINT 10
+#define FMT_TRAILER_DIR_OFF 0  /* the trailer's fields (table above) */
+#define FMT_TRAILER_DIR_LEN 8
+#define FMT_TRAILER_SUM 16     /* XXH3-64 of the 16 bytes before it */
+#define FMT_TRAILER_MAGIC_AT 24
+#define FMT_PREAMBLE_VERSION 8 /* the preamble's version field */
+#define FMT_MAX_VARINT CREC_VARINT_MAX
 #define FMT_DIR_ENTRY_MIN 15 /* smallest encoded directory entry */
 
-/* ---- fixed-width little-endian integers, byte by byte ---------------------
- * Shifts only: the result is the same on a big-endian host. */
-static inline void fmt_put_u16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-static inline void fmt_put_u32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static inline void fmt_put_u64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static inline uint16_t fmt_get_u16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | (p[1] << 8));
-}
-static inline uint32_t fmt_get_u32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static inline uint64_t fmt_get_u64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
+/* ---- fixed-width little-endian integers: common.h's, by width ---------- */
+static inline void fmt_put_u16(uint8_t *p, uint16_t v) { crec_le_put(p, v, 2); }
+static inline void fmt_put_u32(uint8_t *p, uint32_t v) { crec_le_put(p, v, 4); }
+static inline void fmt_put_u64(uint8_t *p, uint64_t v) { crec_le_put(p, v, 8); }
+static inline uint16_t fmt_get_u16(const uint8_t *p) { return (uint16_t)crec_le_get(p, 2); }
+static inline uint32_t fmt_get_u32(const uint8_t *p) { return (uint32_t)crec_le_get(p, 4); }
+static inline uint64_t fmt_get_u64(const uint8_t *p) { return crec_le_get(p, 8); }
 
-/* ---- buffer appends (bytes.c); failures latch b->nomem ----------------- */
-void fmt_buf_bytes(crec_fmt_buf *b, const void *p, size_t n);
+/* ---- buffer appends (bytes.c); failures latch b->nomem -----------------
+ * The ones other modules use too (the index file) are format.h's
+ * crec_fmt_buf_*; format's own files call them by these short names. */
+#define fmt_buf_bytes crec_fmt_buf_bytes
+#define fmt_buf_u32 crec_fmt_buf_u32
+#define fmt_buf_u64 crec_fmt_buf_u64
+#define fmt_buf_varint crec_fmt_buf_varint
 void fmt_buf_u8(crec_fmt_buf *b, uint8_t v);
 void fmt_buf_u16(crec_fmt_buf *b, uint16_t v);
-void fmt_buf_u32(crec_fmt_buf *b, uint32_t v);
-void fmt_buf_u64(crec_fmt_buf *b, uint64_t v);
-void fmt_buf_varint(crec_fmt_buf *b, uint64_t v);
 void fmt_buf_svarint(crec_fmt_buf *b, int64_t v);
 void fmt_buf_str(crec_fmt_buf *b, const char *s, size_t n);
 void fmt_buf_hash(crec_fmt_buf *b, const crec_fmt_hash *h);
@@ -97,19 +79,20 @@ size_t fmt_frame_begin(crec_fmt_buf *b, int kind);
 void fmt_frame_end(crec_fmt_buf *b, size_t start);
 size_t fmt_varint_len(uint64_t v);
 
-/* ---- cursor reads (bytes.c); each fails with a message naming `what` --- */
+/* ---- cursor reads (bytes.c); each fails with a message naming `what` ---
+ * Again format.h's crec_fmt_cur_* where other modules need them. */
+#define fmt_cur_u32 crec_fmt_cur_u32
+#define fmt_cur_u64 crec_fmt_cur_u64
+#define fmt_cur_bytes crec_fmt_cur_bytes
+#define fmt_cur_varint crec_fmt_cur_varint
+#define fmt_cur_end crec_fmt_cur_end
 int fmt_cur_u8(crec_fmt_cur *c, uint8_t *v, const char *what, crec_error *err);
 int fmt_cur_u16(crec_fmt_cur *c, uint16_t *v, const char *what, crec_error *err);
-int fmt_cur_u32(crec_fmt_cur *c, uint32_t *v, const char *what, crec_error *err);
-int fmt_cur_u64(crec_fmt_cur *c, uint64_t *v, const char *what, crec_error *err);
-int fmt_cur_bytes(crec_fmt_cur *c, void *out, size_t n, const char *what, crec_error *err);
-int fmt_cur_varint(crec_fmt_cur *c, uint64_t *v, const char *what, crec_error *err);
 int fmt_cur_varint32(crec_fmt_cur *c, uint32_t *v, const char *what, crec_error *err);
 int fmt_cur_svarint(crec_fmt_cur *c, int64_t *v, const char *what, crec_error *err);
 int fmt_cur_str(crec_fmt_cur *c, const uint8_t **s, size_t *n, const char *what,
                 crec_error *err);
 int fmt_cur_hash(crec_fmt_cur *c, crec_fmt_hash *h, const char *what, crec_error *err);
-int fmt_cur_end(const crec_fmt_cur *c, const char *what, crec_error *err);
 
 /* ---- chunk frame header ------------------------------------------------- */
 typedef struct fmt_chunk {
@@ -132,11 +115,16 @@ int fmt_header_encode(crec_fmt_buf *b, const crec_fmt_header *h);
 int fmt_header_decode(const uint8_t *p, size_t n, crec_fmt_header *h, crec_error *err);
 
 /*
- * Set only by the fuzz target (tests/fuzz/fuzz_reader.c): checksums are then
- * computed but not enforced, so that mutated inputs reach the decoders
- * instead of all stopping at "checksum mismatch".  Never set elsewhere.
+ * Fuzz builds only (-DCREC_FUZZ, `make fuzz`): the fuzz targets set this so
+ * that checksums are computed but not enforced, and mutated inputs reach
+ * the decoders instead of all stopping at "checksum mismatch".  In every
+ * other build it is the constant 0: no switch to turn checks off exists.
  */
+#ifdef CREC_FUZZ
 extern int fmt_fuzz_no_checksums;
+#else
+#define fmt_fuzz_no_checksums 0
+#endif
 
 /* zstd contexts allocating through crec_malloc, so failure injection works. */
 void *fmt_zstd_cctx(void);

@@ -6,11 +6,15 @@
  *
  *   varint   guest architecture (1 = x86-64)
  *   u8       recording host byte order (0 little, 1 big)
- *   varint   page size (power of two, 256 .. 2^30)
- *   varint   prediction cache entries
- *   varint   prediction cache granule in bytes (power of two, 1 .. 64)
- *   varint   key frame interval (instructions)
- *   varint   snapshot interval (key frames)
+ *   varint   page size (4096: CREC_FMT_PAGE_SIZE)
+ *   varint   prediction cache entries (a power of two, 2^4 .. 2^24)
+ *   varint   prediction cache granule in bytes (8: CREC_FMT_GRANULE)
+ *   varint   key frame interval (instructions, >= 1)
+ *   varint   snapshot interval (key frames, >= 1)
+ *
+ * A value other than these is refused with CREC_ERR_UNSUPPORTED naming
+ * both values: the reader can't honour it (as zstd refuses a window it
+ * can't hold), and reading on would give wrong answers.
  *   svarint  start time, seconds since the epoch (information only)
  *   varint   start time, nanoseconds (< 10^9)
  *   string   crec version that wrote the file
@@ -126,18 +130,32 @@ static int is_pow2(uint64_t v)
     return v && !(v & (v - 1));
 }
 
+/* A header value this reader can't honour: both values, named. */
+static int refuse(crec_error *err, const char *field, unsigned long long got, const char *want)
+{
+    return crec_error_set(err, CREC_ERR_UNSUPPORTED, "%s %llu is not supported; this crec reads %s",
+                          field, got, want);
+}
+
+/* Every header value is one this reader honours, or the file is refused. */
 static int check_params(const crec_fmt_header *h, crec_error *err)
 {
     if (h->arch != CREC_FMT_ARCH_X86_64)
-        return crec_error_corrupt(err, "unknown guest architecture %u", h->arch);
+        return refuse(err, "guest architecture", h->arch, "1 (x86-64)");
     if (h->host_order > CREC_FMT_ORDER_BIG)
-        return crec_error_corrupt(err, "unknown host byte order %u", h->host_order);
-    if (!is_pow2(h->page_size) || h->page_size < 256 || h->page_size > (1u << 30))
-        return crec_error_corrupt(err, "page size %llu out of range",
-                                  (unsigned long long)h->page_size);
-    if (!is_pow2(h->cache_granule) || h->cache_granule > 64)
-        return crec_error_corrupt(err, "cache granule %llu out of range",
-                                  (unsigned long long)h->cache_granule);
+        return refuse(err, "host byte order", h->host_order, "0 (little-endian) or 1 (big)");
+    if (h->page_size != CREC_FMT_PAGE_SIZE)
+        return refuse(err, "page size", (unsigned long long)h->page_size, "4096");
+    if (h->cache_granule != CREC_FMT_GRANULE)
+        return refuse(err, "cache granule", (unsigned long long)h->cache_granule, "8");
+    if (!is_pow2(h->cache_entries) || h->cache_entries < (1ull << CREC_FMT_CACHE_LOG2_MIN) ||
+        h->cache_entries > (1ull << CREC_FMT_CACHE_LOG2_MAX))
+        return refuse(err, "cache entries", (unsigned long long)h->cache_entries,
+                      "a power of two from 16 to 16777216");
+    if (h->keyframe_interval == 0)
+        return refuse(err, "key frame interval", 0, "1 or more");
+    if (h->snapshot_interval == 0)
+        return refuse(err, "snapshot interval", 0, "1 or more");
     if (h->start_nsec >= 1000000000u)
         return crec_error_corrupt(err, "start time nanoseconds %u out of range", h->start_nsec);
     return CREC_OK;

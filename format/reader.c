@@ -434,11 +434,11 @@ static int read_trailer(crec_fmt_reader *r, uint64_t start, uint64_t *doff, uint
     int rc = src_read(r, r->size - FMT_TRAILER_LEN, t, sizeof t, err);
     if (rc)
         return rc;
-    if (memcmp(t + 24, FMT_TRAILER_MAGIC, 8) != 0 ||
-        (fmt_get_u64(t + 16) != XXH3_64bits(t, 16) && !fmt_fuzz_no_checksums))
+    if (memcmp(t + FMT_TRAILER_MAGIC_AT, FMT_TRAILER_MAGIC, 8) != 0 ||
+        (fmt_get_u64(t + FMT_TRAILER_SUM) != XXH3_64bits(t, FMT_TRAILER_SUM) && !fmt_fuzz_no_checksums))
         return CREC_ERR_NOTFOUND;
-    *doff = fmt_get_u64(t);
-    *dlen = fmt_get_u64(t + 8);
+    *doff = fmt_get_u64(t + FMT_TRAILER_DIR_OFF);
+    *dlen = fmt_get_u64(t + FMT_TRAILER_DIR_LEN);
     if (*doff < start || *dlen > r->size || *doff != r->size - FMT_TRAILER_LEN - *dlen)
         return crec_error_corrupt(err, "trailer points at a directory out of range (offset %llu, length %llu)",
                                   (unsigned long long)*doff, (unsigned long long)*dlen);
@@ -493,8 +493,8 @@ static int scan_directory(crec_fmt_reader *r, const fmt_chunk *c, uint64_t off, 
         return rc;
     uint8_t t[FMT_TRAILER_LEN];
     uint64_t toff = off + FMT_CHUNK_HDR + c->clen;
-    if (src_read(r, toff, t, sizeof t, NULL) != CREC_OK || memcmp(t + 24, FMT_TRAILER_MAGIC, 8) ||
-        fmt_get_u64(t + 16) != XXH3_64bits(t, 16) || fmt_get_u64(t) != off) {
+    if (src_read(r, toff, t, sizeof t, NULL) != CREC_OK || memcmp(t + FMT_TRAILER_MAGIC_AT, FMT_TRAILER_MAGIC, 8) ||
+        fmt_get_u64(t + FMT_TRAILER_SUM) != XXH3_64bits(t, FMT_TRAILER_SUM) || fmt_get_u64(t + FMT_TRAILER_DIR_OFF) != off) {
         set_truncated(r, toff, "the trailer is missing or damaged");
     }
     return CREC_OK;
@@ -550,7 +550,7 @@ static int read_header(crec_fmt_reader *r, uint64_t *start, crec_error *err)
         return rc;
     if (memcmp(pre, FMT_MAGIC, FMT_MAGIC_LEN) != 0)
         return crec_error_corrupt(err, "bad magic: not a crec recording");
-    uint32_t v = fmt_get_u32(pre + 8);
+    uint32_t v = fmt_get_u32(pre + FMT_PREAMBLE_VERSION);
     if (v != CREC_FMT_VERSION)
         return crec_error_set(err, CREC_ERR_VERSION,
                               "unsupported format version %u (this crec reads %d)", v,
@@ -1021,7 +1021,10 @@ int crec_fmt_cursor_read(crec_fmt_cursor *c, void *buf, size_t n, crec_error *er
 
 int crec_fmt_cursor_varint(crec_fmt_cursor *c, uint64_t *v, crec_error *err)
 {
+    uint8_t bytes[CREC_VARINT_MAX];
     size_t avail;
+    int n;
+
     *v = 0;
     if (cursor_left(c) == 0)
         return crec_error_set(err, CREC_ERR_NOTFOUND, "end of stream");
@@ -1029,36 +1032,22 @@ int crec_fmt_cursor_varint(crec_fmt_cursor *c, uint64_t *v, crec_error *err)
     if (rc)
         return rc;
     /* Fast path: the whole varint is in the current chunk. */
-    const uint8_t *p = cursor_ptr(c);
-    if (avail >= FMT_MAX_VARINT || !(p[avail - 1] & 0x80)) {
-        crec_fmt_cur cur = {p, avail, 0};
-        crec_error e;
-        rc = fmt_cur_varint(&cur, v, "varint", &e);
-        if (rc == CREC_OK) {
-            c->off += cur.pos;
-            return CREC_OK;
-        }
-        if (cur.pos < avail || avail >= FMT_MAX_VARINT)
-            return crec_error_corrupt(err, "varint too long in stream %s thread %u",
-                                      crec_fmt_stream_name(c->s->type), c->s->tid);
+    n = crec_varint_get(cursor_ptr(c), avail, v);
+    if (n > 0) {
+        c->off += (uint64_t)n;
+        return CREC_OK;
     }
-    /* Slow path: byte by byte across a chunk boundary. */
-    uint64_t r = 0;
-    for (int i = 0; i < FMT_MAX_VARINT; i++) {
-        uint8_t byte;
-        rc = crec_fmt_cursor_read(c, &byte, 1, err);
+    /* Slow path: byte by byte across a chunk boundary, the same decoder. */
+    for (size_t i = 0; n == 0 && i < CREC_VARINT_MAX; i++) {
+        rc = crec_fmt_cursor_read(c, &bytes[i], 1, err);
         if (rc == CREC_ERR_NOTFOUND && i > 0)
             rc = cursor_cut(c, err);
         if (rc)
             return rc;
-        if (i == 9 && byte > 1)
-            break;
-        r |= (uint64_t)(byte & 0x7f) << (7 * i);
-        if (!(byte & 0x80)) {
-            *v = r;
-            return CREC_OK;
-        }
+        n = crec_varint_get(bytes, i + 1, v);
     }
+    if (n > 0)
+        return CREC_OK;
     return crec_error_corrupt(err, "varint too long in stream %s thread %u",
                               crec_fmt_stream_name(c->s->type), c->s->tid);
 }

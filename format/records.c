@@ -336,14 +336,15 @@ int crec_fmt_ev_decode(int kind, const uint8_t *body, size_t len, crec_fmt_event
 
 unsigned crec_fmt_read_span(uint64_t addr, unsigned size, uint64_t *start)
 {
-    uint64_t first = addr & ~(uint64_t)7, last = (addr + size - 1) & ~(uint64_t)7;
+    const uint64_t g = CREC_FMT_GRANULE;
+    uint64_t first = addr & ~(g - 1), last = (addr + size - 1) & ~(g - 1);
 
-    if (size == 0 || size > 8) {
+    if (size == 0 || size > g) {
         *start = addr;
         return size;
     }
     *start = first;
-    return (unsigned)(last - first + 8);
+    return (unsigned)(last - first + g);
 }
 
 int crec_fmt_read_encode(crec_fmt_buf *b, uint64_t hits, const uint8_t *value, unsigned width)
@@ -355,13 +356,23 @@ int crec_fmt_read_encode(crec_fmt_buf *b, uint64_t hits, const uint8_t *value, u
     return done(b);
 }
 
-int crec_fmt_read_decode(crec_fmt_cur *c, unsigned width, uint64_t *hits, uint8_t *value,
-                         crec_error *err)
+int crec_fmt_read_decode_hits(crec_fmt_cursor *c, uint64_t *hits, crec_error *err)
 {
+    return crec_fmt_cursor_varint(c, hits, err);
+}
+
+int crec_fmt_read_decode_value(crec_fmt_cursor *c, unsigned width, uint8_t *value,
+                               crec_error *err)
+{
+    int rc;
+
     if (width < 1 || width > CREC_FMT_READ_WIDTH_MAX)
         return crec_error_set(err, CREC_ERR_ARG, "read width %u out of range", width);
-    RC(fmt_cur_varint(c, hits, "read hit count", err));
-    return fmt_cur_bytes(c, value, width, "read value", err);
+    rc = crec_fmt_cursor_read(c, value, width, err);
+    if (rc == CREC_ERR_NOTFOUND) /* the entry's hit count was there: cut inside it */
+        return crec_error_corrupt(err, "the READS stream ends inside an entry, before its "
+                                  "%u-byte value", width);
+    return rc;
 }
 
 int crec_fmt_seq_encode(crec_fmt_buf *b, uint64_t seq, uint64_t icount)

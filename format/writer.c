@@ -356,7 +356,7 @@ static int write_start(crec_fmt_writer *w, const crec_fmt_header *h, crec_error 
 {
     uint8_t pre[FMT_PREAMBLE_LEN] = {0};
     memcpy(pre, FMT_MAGIC, FMT_MAGIC_LEN);
-    fmt_put_u32(pre + 8, CREC_FMT_VERSION);
+    fmt_put_u32(pre + FMT_PREAMBLE_VERSION, CREC_FMT_VERSION);
     crec_fmt_buf b = {0};
     if (fmt_header_encode(&b, h) != CREC_OK) {
         crec_fmt_buf_free(&b);
@@ -452,10 +452,10 @@ static int write_directory(crec_fmt_writer *w, crec_error *err)
     if (rc)
         return rc;
     uint8_t t[FMT_TRAILER_LEN];
-    fmt_put_u64(t, c.file_off);
-    fmt_put_u64(t + 8, FMT_CHUNK_HDR + (uint64_t)c.clen);
-    fmt_put_u64(t + 16, XXH3_64bits(t, 16));
-    memcpy(t + 24, FMT_TRAILER_MAGIC, 8);
+    fmt_put_u64(t + FMT_TRAILER_DIR_OFF, c.file_off);
+    fmt_put_u64(t + FMT_TRAILER_DIR_LEN, FMT_CHUNK_HDR + (uint64_t)c.clen);
+    fmt_put_u64(t + FMT_TRAILER_SUM, XXH3_64bits(t, FMT_TRAILER_SUM));
+    memcpy(t + FMT_TRAILER_MAGIC_AT, FMT_TRAILER_MAGIC, 8);
     return write_all(w, t, sizeof t, err);
 }
 

@@ -9,8 +9,10 @@
 #ifndef CREC_H
 #define CREC_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define CREC_VERSION_STRING "0.1.0"
 
@@ -33,6 +35,10 @@ typedef enum crec_err {
     CREC_ERR_NOTFOUND = 11,   /* a stream, symbol or record is not there */
     CREC_ERR_LIMIT = 12,      /* a size or count is over a sane limit */
 } crec_err;
+
+/* The guest's page size: every mapping is a whole number of pages, and a
+ * recording that claims another page size is refused. */
+#define CREC_PAGE_SIZE 4096ull
 
 /* Largest message a crec_error holds, including the terminating NUL. */
 #define CREC_ERROR_MSG_MAX 512
@@ -76,6 +82,192 @@ typedef struct crec_regs {
  *          ("unknown error" for a value that is not a crec_err). */
 const char *crec_strerror(int code);
 
+/* Progress of long work: `done` of `total` units (instructions replayed). */
+typedef void (*crec_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+/* ------------------------------------------------------------------------ */
+/* Running and recording a program (x86-64 hosts only)                      */
+/* ------------------------------------------------------------------------ */
+
+/* How a program run under crec ended. */
+typedef struct crec_exit {
+    int status;      /* its exit status, when signo is 0 */
+    int signo;       /* the signal that killed it; or, when `stopped`, the
+                        signal that stopped the recording */
+    int stopped;     /* the caller stopped the run (crec_record_options.stop)
+                        while the program was alive */
+    char msg[256];   /* signo != 0: one line, e.g. "guest killed by SIGSEGV at ..." */
+} crec_exit;
+
+/*! crec_find_program() :
+ *  Resolve `prog` as execvp does (a name with a '/' as it is, else each
+ *  entry of PATH) into path, and check that it is an executable x86-64 ELF
+ *  file.  @return CREC_OK; CREC_ERR_NOTFOUND when there is no such file (a
+ *  shell's 127); CREC_ERR_GUEST when it is not an executable x86-64 ELF
+ *  file (126); err says which. */
+int crec_find_program(const char *prog, char *path, size_t size, crec_error *err);
+
+typedef struct crec_run_options {
+    int strace;       /* print every syscall to `log` */
+    int strict;       /* an unsupported syscall stops the run (CREC_ERR_UNSUPPORTED) */
+    FILE *log;        /* crec's messages; NULL: stderr */
+} crec_run_options;
+
+/*! crec_run() :
+ *  Run the program at `path` (crec_find_program) with argv and envp
+ *  (NULL-terminated) under crec's CPU, without recording, to its end.
+ *  *instructions (may be NULL) is how many it executed.
+ *  @return CREC_OK with *ex filled; CREC_ERR_GUEST when it can't be loaded;
+ *  CREC_ERR_UNSUPPORTED (strict) or another error when crec could not go on. */
+int crec_run(const crec_run_options *o, const char *path, char *const argv[],
+             char *const envp[], crec_exit *ex, uint64_t *instructions, crec_error *err);
+
+#define CREC_RECORD_DEFAULT_KF_INTERVAL 1000000ull /* instructions */
+#define CREC_RECORD_DEFAULT_SNAP_INTERVAL 16       /* key frames */
+#define CREC_RECORD_DEFAULT_CACHE_LOG2 16          /* 65536 entries */
+
+typedef struct crec_record_options {
+    const char *out_path;        /* where to write, for messages (and to
+                                    create, when out_fd is -1) */
+    int out_fd;                  /* >= 0: write the recording to this fd,
+                                    which crec_record closes */
+    uint64_t keyframe_interval;  /* 0: the default */
+    uint64_t snapshot_interval;  /* key frames between snapshots; 0: default */
+    unsigned cache_log2;         /* 0: the default; else 4..24 */
+    int strace, strict;          /* as for crec_run */
+    FILE *log;                   /* NULL: stderr */
+    /* NULL, or a flag the caller sets (from a signal handler, say) to a
+     * signal number to stop recording: the recorder looks at it at every
+     * block start, and when it is non-zero ends the recording there, the
+     * program still alive, as stopped by that signal.  The library never
+     * installs a signal handler. */
+    volatile sig_atomic_t *stop;
+} crec_record_options;
+
+/* What a finished recording measured. */
+typedef struct crec_record_stats {
+    uint64_t instructions;
+    uint64_t reads_logged;  /* loads the cache did not predict */
+    uint64_t reads_hit;     /* loads it did */
+    uint64_t keyframes, snapshots, syscalls;
+} crec_record_stats;
+
+/*! crec_record() :
+ *  Record the program at `path` with argv/envp into o->out_path (or
+ *  o->out_fd).  The file is complete whether the program exits, crashes,
+ *  or the caller stops it (o->stop).
+ *  @return CREC_OK with *ex and *st filled, or an error (the file written
+ *          so far stays readable up to its last chunk); CREC_ERR_GUEST
+ *          when the program can't be loaded. */
+int crec_record(const crec_record_options *o, const char *path, char *const argv[],
+                char *const envp[], crec_exit *ex, crec_record_stats *st, crec_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Replay: re-execute a recording with no OS and verify it                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct crec_replay_options {
+    uint64_t from;   /* start at the last key frame at or before this time */
+    unsigned jobs;   /* verify segments on this many threads (0, 1: one) */
+    /* called about ten times a second on the calling thread while the
+     * replay runs (may be NULL) */
+    crec_progress_fn progress;
+    void *progress_ctx;
+} crec_replay_options;
+
+/* Where and how a replay left the recorded path. */
+typedef struct crec_divergence {
+    uint64_t icount;  /* instruction count when it was noticed */
+    uint64_t rip;
+    char insn[160];   /* the instruction at rip: bytes and disassembly */
+    char what[400];   /* what differed */
+} crec_divergence;
+
+typedef struct crec_replay_result {
+    uint64_t start_icount;    /* the key frame replay started from */
+    uint64_t instructions;    /* the recording's last instruction count */
+    uint64_t replayed;        /* instructions executed by this replay */
+    uint64_t keyframes_checked;
+    uint64_t syscalls, writes_checked;
+    int exited_by_signal;
+    uint64_t exit_value;      /* status, or the signal */
+    int truncated;            /* the file was cut short: the replay verified it
+                               * up to its last key frame (`instructions`) */
+    int diverged;
+    crec_divergence div;
+} crec_replay_result;
+
+/*! crec_replay_run() :
+ *  Replay the recording at `path`, checking every key frame, every
+ *  write-like syscall and the end.  A divergence is not an error: it is
+ *  reported in res->diverged / res->div with CREC_OK.
+ *  @return CREC_OK, or an error reading the file (CREC_ERR_CORRUPT, ...),
+ *  whose message names what failed. */
+int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_result *res,
+                    crec_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Describing a recording (`crec info`)                                     */
+/* ------------------------------------------------------------------------ */
+
+/* How a recording ended (crec_info.exit_how). */
+enum crec_exit_how {
+    CREC_EXIT_STATUS = 0,  /* the program exited (value: its status) */
+    CREC_EXIT_SIGNAL = 1,  /* it was killed (value: the signal) */
+    CREC_EXIT_STOPPED = 2, /* the recording was stopped (value: the signal) */
+};
+
+/* One CPUID answer the recording showed the program. */
+typedef struct crec_cpuid_leaf {
+    uint32_t leaf, subleaf;
+    uint32_t eax, ebx, ecx, edx;
+} crec_cpuid_leaf;
+
+/* One stream of the file: its name ("READS", ...), thread and sizes. */
+typedef struct crec_stream_info {
+    const char *type;
+    uint32_t tid;
+    uint64_t chunks, raw_bytes, compressed_bytes;
+} crec_stream_info;
+
+/* What `crec info` prints.  Strings and arrays belong to the crec_info. */
+typedef struct crec_info {
+    /* the header */
+    uint32_t format_version;
+    const char *crec_version;   /* of the crec that wrote it */
+    int big_endian_host;        /* recorded on a big-endian host */
+    uint64_t page_size, cache_entries, cache_granule;
+    uint64_t keyframe_interval, snapshot_interval;
+    int64_t start_sec;          /* wall clock at the start */
+    uint32_t start_nsec;
+    size_t argc, envc, ncpuid;
+    char *const *argv;
+    char *const *envp;
+    const crec_cpuid_leaf *cpuid;
+    /* the contents */
+    uint64_t file_bytes, chunks, threads, instructions, keyframes, snapshots;
+    uint64_t events, code_mappings, symbols, blobs;
+    uint64_t raw_bytes, compressed_bytes; /* all streams */
+    int exited;                 /* an EXIT event was seen: */
+    int exit_how;               /*   enum crec_exit_how */
+    uint64_t exit_value;
+    int truncated;              /* no directory: read up to truncated_at */
+    uint64_t truncated_at;
+    const char *truncated_why;
+    size_t nstreams;
+    const crec_stream_info *streams; /* sorted by (type, thread) */
+} crec_info;
+
+/*! crec_info_read() :
+ *  Read and check the whole recording at `path` ("-": standard input, in
+ *  one pass): every chunk's checksum and every framed record.
+ *  @return CREC_OK and *out (free it with crec_info_free), or the first
+ *  problem found. */
+int crec_info_read(const char *path, crec_info **out, crec_error *err);
+
+/*! crec_info_free() : NULL is fine. */
+void crec_info_free(crec_info *info);
+
 /* ------------------------------------------------------------------------ */
 /* Queries: the state of a recorded program at any time (docs/QUERY.md)     */
 /* ------------------------------------------------------------------------ */
@@ -101,9 +293,6 @@ enum crec_source {
     CREC_SRC_REPLAY = 2,   /* the index, then a replay of one segment */
     CREC_SRC_SNAPSHOT = 3, /* a memory snapshot */
 };
-
-/* Progress of long work (building the index): `done` of `total` units. */
-typedef void (*crec_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
 /*! crec_open() :
  *  Open the recording at `path` (flags: CREC_OPEN_*).  The index

@@ -285,14 +285,14 @@ static void job_keyframe(void *ctx, size_t k)
 
 /* The lines `s` touched, with their values now: what a replay starting
  * here must find in memory.  @return 0, or -1 out of memory. */
-static int job_lines(const crec_idx_span *s, crec_emu_cpu *cpu, crec_idx_span *next)
+static int job_lines(const crec_idx_span *s, crec_replay_qrun *q, crec_idx_span *next)
 {
     next->lines = crec_malloc((s->ntouch ? s->ntouch : 1) * sizeof *next->lines);
     next->values = crec_malloc((s->ntouch ? s->ntouch : 1) * 64);
     if (!next->lines || !next->values)
         return -1;
     for (size_t i = 0; i < s->ntouch; i++)
-        if (crec_emu_mem_read(cpu, next->values + 64 * next->nlines, s->touch[i] << 6, 64) == 0)
+        if (crec_replay_qrun_read(q, next->values + 64 * next->nlines, s->touch[i] << 6, 64) == 0)
             next->lines[next->nlines++] = s->touch[i]; /* unmapped since: nothing to restore */
     return 0;
 }
@@ -302,7 +302,7 @@ static int job_lines(const crec_idx_span *s, crec_emu_cpu *cpu, crec_idx_span *n
  * one touched too many lines (then the point would be big; the next one
  * will hold those lines too).
  */
-static void job_point(void *ctx, crec_emu_cpu *cpu, const crec_fmt_keyframe *p)
+static void job_point(void *ctx, crec_replay_qrun *q, const crec_fmt_keyframe *p)
 {
     struct build_job *bj = ctx;
     crec_idx_span next = {.start = p->global_icount, .kf = bj->kf, .at_point = 1};
@@ -311,18 +311,18 @@ static void job_point(void *ctx, crec_emu_cpu *cpu, const crec_fmt_keyframe *p)
         return;
     job_close(bj);
     next.point = crec_malloc(sizeof *next.point);
-    if (!next.point || bj->nspans == 0 || job_lines(&bj->spans[bj->nspans - 1], cpu, &next))
+    if (!next.point || bj->nspans == 0 || job_lines(&bj->spans[bj->nspans - 1], q, &next))
         job_nomem(bj);
     else
         *next.point = *p;
     bj->cur = next;
 }
 
-static void job_access(void *ctx, crec_emu_cpu *cpu, int kind, uint64_t addr, uint64_t len)
+static void job_access(void *ctx, crec_replay_qrun *q, int kind, uint64_t addr, uint64_t len)
 {
     struct build_job *bj = ctx;
 
-    (void)cpu;
+    (void)q;
     seg_access(&bj->b, kind, addr, len);
 }
 
@@ -332,18 +332,21 @@ static void *job_main(void *arg)
     crec_replay_watch w = {job_access, job_keyframe, bj, job_point, bj->point_every};
     crec_fmt_reader *r = NULL;
     crec_replay_qrun *q = NULL;
+    crec_error err = {0};
     int rc;
 
     bj->kf = bj->first;
     bj->cur = (crec_idx_span){.start = bj->kfs[bj->first].global_icount, .kf = bj->first};
-    rc = crec_fmt_reader_open(bj->path, &r, &bj->err);
+    rc = crec_fmt_reader_open(bj->path, &r, &err);
     if (rc == CREC_OK)
         rc = crec_replay_query(r, bj->kfs, bj->nkf, bj->first, NULL,
-                               bj->kfs[bj->last].global_icount, &w, &q, &bj->err);
+                               bj->kfs[bj->last].global_icount, &w, &q, &err);
     crec_replay_qrun_free(q);
     crec_fmt_reader_free(r);
-    if (rc != CREC_OK && bj->rc == CREC_OK)
+    if (rc != CREC_OK && bj->rc == CREC_OK) { /* the first error is the job's */
         bj->rc = rc;
+        bj->err = err;
+    }
     job_keyframe(bj, bj->last); /* the end of the recording is no block start */
     crec_idx_span_clear(&bj->cur);
     set_free(&bj->b.touch);

@@ -4,7 +4,7 @@
  *
  *   offset size  field
  *   0      8     magic "CRECIDX\0"
- *   8      4     version (2)
+ *   8      4     version (IDX_VERSION, 3)
  *   12     4     reserved, zero
  *   16     8     size of the recording it describes, in bytes
  *   24     8     XXH3-64 of the recording's first and last 64 KiB
@@ -61,6 +61,14 @@
 
 #define IDX_MAGIC "CRECIDX"
 #define IDX_VERSION 3
+/* Where each field of the header (the table above) lies. */
+#define IDX_OFF_VERSION 8
+#define IDX_OFF_REC_SIZE 16
+#define IDX_OFF_REC_HASH 24
+#define IDX_OFF_REST_LEN 32
+#define IDX_OFF_REST_SUM 40
+#define IDX_OFF_TABLE_ZLEN 48
+#define IDX_OFF_TABLE_LEN 52
 #define IDX_HEAD 56
 #define IDX_ZSTD_LEVEL 3
 #define IDX_BLOCK_SPANS 64
@@ -79,54 +87,9 @@ struct crec_idx_block {
 
 /* ---- encoding ------------------------------------------------------------ */
 
-static void put_bytes(crec_fmt_buf *b, const void *p, size_t n)
-{
-    if (b->nomem || n == 0)
-        return;
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n)
-            cap *= 2;
-        uint8_t *d = crec_realloc(b->data, cap);
-        if (!d) {
-            b->nomem = 1;
-            return;
-        }
-        b->data = d, b->cap = cap;
-    }
-    memcpy(b->data + b->len, p, n);
-    b->len += n;
-}
-
-static void put_le(crec_fmt_buf *b, uint64_t v, int n)
-{
-    uint8_t x[8];
-    for (int i = 0; i < n; i++)
-        x[i] = (uint8_t)(v >> (8 * i));
-    put_bytes(b, x, (size_t)n);
-}
-
-static void put_varint(crec_fmt_buf *b, uint64_t v)
-{
-    uint8_t x[10];
-    size_t n = 0;
-    do {
-        x[n] = v & 0x7f;
-        v >>= 7;
-        if (v)
-            x[n] |= 0x80;
-        n++;
-    } while (v);
-    put_bytes(b, x, n);
-}
-
-static uint64_t get_le(const uint8_t *p, int n)
-{
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
+/* The index is built from the recording's own encodings (format.h). */
+#define put_bytes crec_fmt_buf_bytes
+#define put_varint crec_fmt_buf_varint
 
 /* A list of lines and their byte masks. */
 static void put_list(crec_fmt_buf *b, const uint64_t *v, const uint64_t *mask, size_t n)
@@ -138,7 +101,7 @@ static void put_list(crec_fmt_buf *b, const uint64_t *v, const uint64_t *mask, s
         prev = v[i];
     }
     for (size_t i = 0; i < n; i++)
-        put_le(b, mask[i], 8);
+        crec_fmt_buf_u64(b, mask[i]);
 }
 
 /* What a replay starting at a span's point needs (none at a key frame). */
@@ -267,14 +230,14 @@ int crec_idx_encode(const crec_idx *ix, crec_fmt_buf *out)
     bad |= tz == 0 || table.len > IDX_MAX_PART;
     put_bytes(&rest, blocks.data, blocks.len);
     put_bytes(out, magic, 8);
-    put_le(out, IDX_VERSION, 4);
-    put_le(out, 0, 4);
-    put_le(out, ix->rec_size, 8);
-    put_le(out, ix->rec_hash, 8);
-    put_le(out, rest.len, 8);
-    put_le(out, rest.data ? XXH3_64bits(rest.data, rest.len) : 0, 8);
-    put_le(out, tz, 4);
-    put_le(out, table.len, 4);
+    crec_fmt_buf_u32(out, IDX_VERSION);
+    crec_fmt_buf_u32(out, 0);
+    crec_fmt_buf_u64(out, ix->rec_size);
+    crec_fmt_buf_u64(out, ix->rec_hash);
+    crec_fmt_buf_u64(out, rest.len);
+    crec_fmt_buf_u64(out, rest.data ? XXH3_64bits(rest.data, rest.len) : 0);
+    crec_fmt_buf_u32(out, (uint32_t)tz);
+    crec_fmt_buf_u32(out, (uint32_t)table.len);
     put_bytes(out, rest.data, rest.len);
     bad |= blocks.nomem || table.nomem || rest.nomem || raw.nomem;
     crec_fmt_buf_free(&blocks);
@@ -288,27 +251,15 @@ int crec_idx_encode(const crec_idx *ix, crec_fmt_buf *out)
 
 /* ---- decoding ------------------------------------------------------------ */
 
-/* A bounds-checked walk over decompressed bytes. */
+/* A bounds-checked walk over decompressed bytes, with the error to fill. */
 struct body {
-    const uint8_t *p;
-    size_t len, pos;
+    crec_fmt_cur c;
     crec_error *err;
 };
 
 static int get_varint(struct body *d, uint64_t *v)
 {
-    uint64_t r = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (d->pos >= d->len)
-            return crec_error_corrupt(d->err, "index: ends inside a number");
-        uint8_t c = d->p[d->pos++];
-        r |= (uint64_t)(c & 0x7f) << shift;
-        if (!(c & 0x80)) {
-            *v = r;
-            return CREC_OK;
-        }
-    }
-    return crec_error_corrupt(d->err, "index: number too long");
+    return crec_fmt_cur_varint(&d->c, v, "number of the index", d->err);
 }
 
 /* A count of items of at least `each` bytes that must fit in what is left. */
@@ -316,9 +267,9 @@ static int get_count(struct body *d, size_t each, uint64_t *n, const char *what)
 {
     int rc = get_varint(d, n);
 
-    if (rc == CREC_OK && *n > (d->len - d->pos) / each)
+    if (rc == CREC_OK && *n > (d->c.len - d->c.pos) / each)
         rc = crec_error_corrupt(d->err, "index: %" PRIu64 " %s in %zu bytes", *n, what,
-                                d->len - d->pos);
+                                d->c.len - d->c.pos);
     return rc;
 }
 
@@ -352,28 +303,32 @@ static int get_list(struct body *d, uint64_t **out, uint64_t **mask, size_t *n)
         prev += delta;
         (*out)[i] = prev;
     }
-    if (cnt > (d->len - d->pos) / 8)
+    if (cnt > (d->c.len - d->c.pos) / 8)
         return crec_error_corrupt(d->err, "index: ends inside a list of masks");
-    for (uint64_t i = 0; i < cnt; i++, d->pos += 8)
-        if (((*mask)[i] = get_le(d->p + d->pos, 8)) == 0)
+    for (uint64_t i = 0; i < cnt; i++)
+        if ((rc = crec_fmt_cur_u64(&d->c, &(*mask)[i], "line mask", d->err)) != CREC_OK)
+            return rc;
+        else if ((*mask)[i] == 0)
             return crec_error_corrupt(d->err, "index: a line with an empty byte mask");
     return CREC_OK;
 }
 
 static int get_point(struct body *d, crec_idx_span *s)
 {
-    uint64_t len, n, prev = 0, delta;
-    int rc;
+    uint64_t n, prev = 0, delta;
+    const uint8_t *body;
+    size_t len;
+    int kind, rc;
 
-    if (d->pos >= d->len || d->p[d->pos++] != CREC_FMT_K_KEYFRAME)
-        return crec_error_corrupt(d->err, "index: a restart point is not a KEYFRAME record");
-    if ((rc = get_count(d, 1, &len, "bytes of a restart point")))
+    /* the point is a framed KEYFRAME record, read by the format's decoder */
+    if ((rc = crec_fmt_frame_next(&d->c, &kind, &body, &len, d->err)))
         return rc;
+    if (kind != CREC_FMT_K_KEYFRAME)
+        return crec_error_corrupt(d->err, "index: a restart point is not a KEYFRAME record");
     if (!(s->point = crec_malloc(sizeof *s->point)))
         return nomem(d->err);
-    if ((rc = crec_fmt_kf_decode(d->p + d->pos, len, s->point, d->err)))
+    if ((rc = crec_fmt_kf_decode(body, len, s->point, d->err)))
         return rc;
-    d->pos += len;
     if ((rc = get_count(d, 65, &n, "lines to restore")))
         return rc;
     s->lines = alloc_n(n, sizeof *s->lines);
@@ -387,10 +342,10 @@ static int get_point(struct body *d, crec_idx_span *s)
             return crec_error_corrupt(d->err, "index: restored lines not increasing");
         s->lines[i] = prev += delta;
     }
-    if (n > (d->len - d->pos) / 64)
+    if (n > (d->c.len - d->c.pos) / 64)
         return crec_error_corrupt(d->err, "index: ends inside restored lines");
-    memcpy(s->values, d->p + d->pos, 64 * n);
-    d->pos += 64 * n;
+    memcpy(s->values, d->c.p + d->c.pos, 64 * n);
+    d->c.pos += 64 * n;
     s->nlines = n;
     return CREC_OK;
 }
@@ -586,10 +541,10 @@ static int get_blobs(struct body *d, crec_idx *ix)
     ix->nblobs = n;
     for (size_t i = 0; i < n; i++) {
         crec_fmt_blob_loc *b = &ix->blobs[i];
-        if (d->len - d->pos < sizeof b->hash.b)
+        if (d->c.len - d->c.pos < sizeof b->hash.b)
             return crec_error_corrupt(d->err, "index: ends inside a blob hash");
-        memcpy(b->hash.b, d->p + d->pos, sizeof b->hash.b);
-        d->pos += sizeof b->hash.b;
+        memcpy(b->hash.b, d->c.p + d->c.pos, sizeof b->hash.b);
+        d->c.pos += sizeof b->hash.b;
         if ((rc = get_varint(d, &b->off)) || (rc = get_varint(d, &b->len)))
             return rc;
     }
@@ -602,33 +557,34 @@ static int get_table(crec_idx *ix, crec_error *err)
     const uint8_t *data = ix->image;
     size_t len = ix->image_len;
     uint64_t rest, tz;
-    struct body d = {NULL, 0, 0, err};
+    struct body d = {{NULL, 0, 0}, err};
     uint8_t *raw = NULL;
     int rc;
 
     if (len < IDX_HEAD || memcmp(data, IDX_MAGIC, 8) != 0)
         return crec_error_corrupt(err, "index: not a crec index file");
-    if (get_le(data + 8, 4) != IDX_VERSION)
+    if (crec_le_get(data + IDX_OFF_VERSION, 4) != IDX_VERSION)
         return crec_error_set(err, CREC_ERR_VERSION, "index: version %" PRIu64
-                              " (this crec reads version %d)", get_le(data + 8, 4), IDX_VERSION);
-    rest = get_le(data + 32, 8);
-    tz = get_le(data + 48, 4);
+                              " (this crec reads version %d)",
+                              crec_le_get(data + IDX_OFF_VERSION, 4), IDX_VERSION);
+    rest = crec_le_get(data + IDX_OFF_REST_LEN, 8);
+    tz = crec_le_get(data + IDX_OFF_TABLE_ZLEN, 4);
     if (rest != len - IDX_HEAD || tz > rest)
         return crec_error_corrupt(err, "index: %" PRIu64 " bytes after the header, file has %zu",
                                   rest, len - IDX_HEAD);
-    if (XXH3_64bits(data + IDX_HEAD, rest) != get_le(data + 40, 8))
+    if (XXH3_64bits(data + IDX_HEAD, rest) != crec_le_get(data + IDX_OFF_REST_SUM, 8))
         return crec_error_corrupt(err, "index: checksum mismatch");
-    ix->rec_size = get_le(data + 16, 8);
-    ix->rec_hash = get_le(data + 24, 8);
-    rc = inflate_part(data + IDX_HEAD, tz, get_le(data + 52, 4), &raw, err);
+    ix->rec_size = crec_le_get(data + IDX_OFF_REC_SIZE, 8);
+    ix->rec_hash = crec_le_get(data + IDX_OFF_REC_HASH, 8);
+    rc = inflate_part(data + IDX_HEAD, tz, crec_le_get(data + IDX_OFF_TABLE_LEN, 4), &raw, err);
     if (rc)
         return rc;
-    d.p = raw, d.len = get_le(data + 52, 4);
+    d.c.p = raw, d.c.len = crec_le_get(data + IDX_OFF_TABLE_LEN, 4);
     if (!(rc = get_spans(&d, ix)) && !(rc = get_blocks(&d, ix, IDX_HEAD + tz, len)) &&
         !(rc = get_ranges(&d, ix)) &&
         !(rc = get_syscalls(&d, ix)) && !(rc = get_blobs(&d, ix)) &&
-        !(rc = get_keyframes(&d, ix)) && d.pos != d.len)
-        rc = crec_error_corrupt(err, "index: %zu stray bytes in the table", d.len - d.pos);
+        !(rc = get_keyframes(&d, ix)) && d.c.pos != d.c.len)
+        rc = crec_error_corrupt(err, "index: %zu stray bytes in the table", d.c.len - d.c.pos);
     crec_free(raw);
     return rc;
 }
@@ -669,15 +625,15 @@ void crec_idx_span_clear(crec_idx_span *s)
 
 static int decode_block(crec_idx *ix, struct crec_idx_block *b, crec_error *err)
 {
-    struct body d = {NULL, b->len, 0, err};
+    struct body d = {{NULL, b->len, 0}, err};
     uint8_t *raw = NULL;
     int rc = inflate_part(ix->image + b->zoff, b->zlen, b->len, &raw, err);
 
-    d.p = raw;
+    d.c.p = raw;
     for (size_t i = b->first; rc == CREC_OK && i < b->first + b->n; i++)
         rc = get_span(&d, &ix->spans[i], ix->spans[i].at_point);
-    if (rc == CREC_OK && d.pos != d.len)
-        rc = crec_error_corrupt(err, "index: %zu stray bytes in a block", d.len - d.pos);
+    if (rc == CREC_OK && d.c.pos != d.c.len)
+        rc = crec_error_corrupt(err, "index: %zu stray bytes in a block", d.c.len - d.c.pos);
     crec_free(raw);
     b->decoded = rc == CREC_OK;
     for (size_t i = b->first; rc != CREC_OK && i < b->first + b->n; i++) {

@@ -107,7 +107,7 @@ int crec_idx_recording_id(const char *path, uint64_t *size, uint64_t *hash, crec
     buf = crec_malloc(2 * n);
     if (!buf) {
         close(fd);
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory reading the index file");
     }
     ssize_t r = pread(fd, buf, n, 0);
     if (r > 0)

@@ -10,7 +10,6 @@
 #include "format/format.h"
 #include "index/index.h"
 
-#define QX_PAGE 4096ull
 
 /* A page of a snapshot. */
 struct qx_snap_page {
@@ -29,7 +28,7 @@ struct qx_code {
 /* One mapping of a key frame's memory-map listing. */
 struct qx_mapping {
     uint64_t start, end;
-    int prot;          /* CREC_PROT_* */
+    int prot;          /* CREC_FMT_PROT_* */
 };
 
 struct crec_recording {

@@ -22,10 +22,8 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unicorn/unicorn.h>
 
 #include "common/common.h"
-#include "emu/emu.h"
 #include "index/index.h"
 #include "index/index_int.h"
 #include "replayer/replayer.h"
@@ -70,7 +68,7 @@ struct track {
     uint64_t *kt;  /* 'k': when */
 };
 
-static void track_access(void *ctx, crec_emu_cpu *cpu, int kind, uint64_t a, uint64_t l)
+static void track_access(void *ctx, crec_replay_qrun *q, int kind, uint64_t a, uint64_t l)
 {
     struct track *t = ctx;
     uint64_t lo, hi;
@@ -82,7 +80,7 @@ static void track_access(void *ctx, crec_emu_cpu *cpu, int kind, uint64_t a, uin
     for (uint64_t i = lo; i < hi; i++) {
         t->st[i] = (uint8_t)kind;
         if (kind == 'k')
-            t->kt[i] = crec_emu_cpu_icount(cpu);
+            t->kt[i] = crec_replay_qrun_icount(q);
     }
 }
 
@@ -97,10 +95,9 @@ static int run_checked(crec_recording *rec, size_t kf, const crec_replay_from *f
     if (rc == CREC_OK)
         rc = crec_replay_query(rec->r, rec->kfs, rec->nkf, kf, from, until, &w, q, err);
 
-    if (rc == CREC_OK && crec_emu_cpu_icount(crec_replay_qrun_cpu(*q)) != until) {
+    if (rc == CREC_OK && crec_replay_qrun_icount(*q) != until) {
         rc = crec_error_set(err, CREC_ERR_DIVERGENCE, "replay stopped at instruction %" PRIu64
-                            ", not %" PRIu64, crec_emu_cpu_icount(crec_replay_qrun_cpu(*q)),
-                            until);
+                            ", not %" PRIu64, crec_replay_qrun_icount(*q), until);
         crec_replay_qrun_free(*q);
         *q = NULL;
     }
@@ -128,7 +125,8 @@ static int restore_lines(crec_recording *rec, size_t sp, crec_replay_from *from,
     if (!lines || !values) {
         crec_free(lines);
         crec_free(values);
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        return crec_error_set(err, CREC_ERR_NOMEM,
+                              "out of memory for the lines a restart point restores");
     }
     n = 0;
     for (size_t i = first + 1; i <= sp; i++) {
@@ -166,7 +164,7 @@ static uint64_t span_end(const crec_recording *rec, size_t sp)
 }
 
 /* Settle the bytes a run saw: the last access to each says where its value is. */
-static int settle(crec_recording *rec, const struct track *tr, crec_emu_cpu *cpu,
+static int settle(crec_recording *rec, const struct track *tr, crec_replay_qrun *q,
                   struct answer *a, crec_error *err)
 {
     for (size_t i = 0; i < a->len; i++) {
@@ -174,7 +172,7 @@ static int settle(crec_recording *rec, const struct track *tr, crec_emu_cpu *cpu
         if (a->done[i] || !tr->st[i])
             continue;
         if (tr->st[i] != 'k') {
-            if (crec_emu_mem_read(cpu, &a->buf[i], a->addr + i, 1) != 0) {
+            if (crec_replay_qrun_read(q, &a->buf[i], a->addr + i, 1) != 0) {
                 answer_unknown(a, i);
                 continue;
             }
@@ -184,7 +182,7 @@ static int settle(crec_recording *rec, const struct track *tr, crec_emu_cpu *cpu
             continue;
         }
         /* the kernel wrote it last: only a snapshot taken since knows it */
-        p = qx_snap_find(rec, (a->addr + i) & ~(QX_PAGE - 1), a->t);
+        p = qx_snap_find(rec, (a->addr + i) & ~(CREC_PAGE_SIZE - 1), a->t);
         if (!p || p->icount < tr->kt[i]) {
             answer_unknown(a, i);
             continue;
@@ -210,7 +208,7 @@ static int replay_and_settle(crec_recording *rec, size_t sp, uint64_t until, str
     else
         rc = run_span(rec, sp, until, track_access, tr, &q, err);
     if (rc == CREC_OK)
-        rc = settle(rec, tr, crec_replay_qrun_cpu(q), a, err);
+        rc = settle(rec, tr, q, a, err);
     crec_replay_qrun_free(q);
     return rc;
 }
@@ -222,7 +220,7 @@ static int snapshots_since(const crec_recording *rec, const struct answer *a, ui
         const struct qx_snap_page *p;
         if (a->done[i])
             continue;
-        p = qx_snap_find(rec, (a->addr + i) & ~(QX_PAGE - 1), a->t);
+        p = qx_snap_find(rec, (a->addr + i) & ~(CREC_PAGE_SIZE - 1), a->t);
         if (!p || p->icount < since)
             return 0;
     }
@@ -238,7 +236,7 @@ static int settle_by_snapshots(crec_recording *rec, struct answer *a, uint64_t t
         int rc;
         if (a->done[i])
             continue;
-        p = qx_snap_find(rec, (a->addr + i) & ~(QX_PAGE - 1), t);
+        p = qx_snap_find(rec, (a->addr + i) & ~(CREC_PAGE_SIZE - 1), t);
         if (p && (rc = answer_from_snapshot(rec, a, i, p, err)) != CREC_OK)
             return rc;
     }
@@ -258,7 +256,7 @@ static int settle_at_snapshot(crec_recording *rec, struct answer *a, size_t ks,
     uint64_t s = rec->kfs[ks].global_icount;
 
     for (size_t i = 0; i < a->len; i++) {
-        uint64_t page = (a->addr + i) & ~(QX_PAGE - 1);
+        uint64_t page = (a->addr + i) & ~(CREC_PAGE_SIZE - 1);
         const struct qx_snap_page *p;
         int prot, rc;
         if (a->done[i])
@@ -270,7 +268,7 @@ static int settle_at_snapshot(crec_recording *rec, struct answer *a, size_t ks,
             continue;
         }
         p = qx_snap_find(rec, page, s);
-        if (!(prot & CREC_PROT_EXEC) && p &&
+        if (!(prot & CREC_FMT_PROT_EXEC) && p &&
             (rc = answer_from_snapshot(rec, a, i, p, err)) != CREC_OK)
             return rc;
     }
@@ -397,7 +395,7 @@ static int read_at(crec_recording *rec, uint64_t t, uint64_t addr, size_t len, u
     }
     if (answer_init(&a, &tr, addr, len, t, buf, known) != 0) {
         answer_free(&a, &tr);
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for a query of %zu bytes", len);
     }
     if (rec->flags & CREC_OPEN_NO_INDEX)
         rc = replay_and_settle(rec, SIZE_MAX, t, &tr, &a, err);
@@ -420,7 +418,7 @@ int crec_read_memory(crec_recording *rec, uint64_t addr, size_t len, uint8_t *bu
     int src = 0, rc;
 
     if (!k)
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for a query of %zu bytes", len);
     rc = read_at(rec, rec->t, addr, len, buf, k, &src, err);
     if (source)
         *source = src;
@@ -449,8 +447,8 @@ int crec_read_registers(crec_recording *rec, crec_regs *regs, crec_error *err)
         rc = run_span(rec, crec_idx_span_at(rec->ix, rec->t), rec->t, NULL, NULL, &q, err);
     else
         rc = run_checked(rec, qx_seg_of(rec, rec->t), NULL, rec->t, NULL, NULL, &q, err);
-    if (rc == CREC_OK && crec_emu_regs_get(crec_replay_qrun_cpu(q), regs) != CREC_OK)
-        rc = crec_error_set(err, CREC_ERR_EMU, "can't read the registers");
+    if (rc == CREC_OK)
+        rc = crec_replay_qrun_regs(q, regs, err);
     crec_replay_qrun_free(q);
     if (rc == CREC_OK) {
         rec->regs_valid = 1;
@@ -487,14 +485,14 @@ static void watch_emit(struct watch *w, uint64_t t, uint64_t rip, const char *in
         w->stopped = 1;
 }
 
-static void watch_flush(struct watch *w, crec_emu_cpu *cpu)
+static void watch_flush(struct watch *w, crec_replay_qrun *q)
 {
     if (w->have_store) {
         int changed = 0;
         w->have_store = 0;
         for (size_t i = 0; i < w->len; i++) {
             uint8_t b;
-            if (!w->st_mask[i] || crec_emu_mem_read(cpu, &b, w->addr + i, 1) != 0)
+            if (!w->st_mask[i] || crec_replay_qrun_read(q, &b, w->addr + i, 1) != 0)
                 continue;
             if (!w->curk[i] || w->cur[i] != b)
                 changed = 1;
@@ -513,12 +511,12 @@ static void watch_kernel_emit(struct watch *w)
     }
 }
 
-static void watch_access(void *ctx, crec_emu_cpu *cpu, int kind, uint64_t a, uint64_t l)
+static void watch_access(void *ctx, crec_replay_qrun *q, int kind, uint64_t a, uint64_t l)
 {
     struct watch *w = ctx;
     uint64_t lo, hi;
 
-    watch_flush(w, cpu);
+    watch_flush(w, q);
     if (a >= w->addr + w->len || (l != UINT64_MAX && a + l <= w->addr))
         return;
     lo = a > w->addr ? a - w->addr : 0;
@@ -528,22 +526,22 @@ static void watch_access(void *ctx, crec_emu_cpu *cpu, int kind, uint64_t a, uin
         for (uint64_t i = lo; i < hi; i++)
             w->curk[i] = 0;
         w->have_kernel = 1;
-        w->k_t = crec_emu_cpu_icount(cpu);
+        w->k_t = crec_replay_qrun_icount(q);
         return;
     }
     if (kind == 'r') {
         for (uint64_t i = lo; i < hi; i++)
-            if (!w->curk[i] && crec_emu_mem_read(cpu, &w->cur[i], w->addr + i, 1) == 0)
+            if (!w->curk[i] && crec_replay_qrun_read(q, &w->cur[i], w->addr + i, 1) == 0)
                 w->curk[i] = 1;
         watch_kernel_emit(w);
         return;
     }
     watch_kernel_emit(w);
-    uint64_t rip = crec_emu_reg_get(cpu, UC_X86_REG_RIP);
+    uint64_t rip = crec_replay_qrun_rip(q);
     w->have_store = 1;
     w->st_rip = rip;
-    w->st_t = crec_emu_cpu_icount_at(cpu, rip) + 1;
-    crec_emu_cpu_describe(cpu, rip, w->st_insn, sizeof w->st_insn);
+    w->st_t = crec_replay_qrun_icount_at(q, rip) + 1;
+    crec_replay_qrun_describe(q, rip, w->st_insn, sizeof w->st_insn);
     memset(w->st_mask, 0, sizeof w->st_mask);
     for (uint64_t i = lo; i < hi; i++)
         w->st_mask[i] = 1;
@@ -559,9 +557,9 @@ static int run_on(crec_recording *rec, size_t sp, struct watch *w, crec_replay_q
     if (!*q)
         return run_span(rec, sp, end, watch_access, w, q, err);
     rc = crec_replay_qrun_continue(*q, end, err);
-    if (rc == CREC_OK && crec_emu_cpu_icount(crec_replay_qrun_cpu(*q)) != end)
+    if (rc == CREC_OK && crec_replay_qrun_icount(*q) != end)
         rc = crec_error_set(err, CREC_ERR_DIVERGENCE, "replay stopped at instruction %" PRIu64
-                            ", not %" PRIu64, crec_emu_cpu_icount(crec_replay_qrun_cpu(*q)), end);
+                            ", not %" PRIu64, crec_replay_qrun_icount(*q), end);
     return rc;
 }
 
@@ -585,7 +583,7 @@ static int watch_spans(crec_recording *rec, struct watch *w, crec_error *err)
         }
         rc = run_on(rec, sp, w, &q, err);
         if (rc == CREC_OK) {
-            watch_flush(w, crec_replay_qrun_cpu(q));
+            watch_flush(w, q);
             watch_kernel_emit(w);
         }
     }

@@ -93,7 +93,7 @@ static int load_snapshots(crec_recording *rec, crec_error *err)
         bad = bad || add_snap_time(rec, &kcap, s.global_icount);
         crec_fmt_snapshot_clear(&s);
         if (bad) {
-            rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+            rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory reading the snapshots");
             break;
         }
     }
@@ -127,7 +127,7 @@ static int load_code(crec_recording *rec, crec_error *err)
             cap = cap ? 2 * cap : 16;
             struct qx_code *p = crec_realloc(rec->code, cap * sizeof *p);
             if (!p) {
-                rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+                rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory reading the CODE records");
                 break;
             }
             rec->code = p;
@@ -196,7 +196,8 @@ static int load_listing(crec_recording *rec, size_t k, crec_error *err)
             size_t n = cap ? 2 * cap : 64;
             struct qx_mapping *p = crec_realloc(rec->listing, n * sizeof *p);
             if (!p) {
-                rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+                rc = crec_error_set(err, CREC_ERR_NOMEM,
+                                    "out of memory reading a key frame's memory map");
                 break;
             }
             rec->listing = p, cap = n;
@@ -260,7 +261,7 @@ static int load_keyframes(crec_recording *rec, crec_error *err)
         rec->kf_regs = crec_calloc(ix->nkf, 1);
         if (!rec->kfs || !rec->kf_regs) {
             crec_idx_free(ix);
-            return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+            return crec_error_set(err, CREC_ERR_NOMEM, "out of memory opening the index");
         }
         memcpy(rec->kfs, ix->kfs, ix->nkf * sizeof *rec->kfs);
         rec->nkf = ix->nkf;
@@ -270,7 +271,7 @@ static int load_keyframes(crec_recording *rec, crec_error *err)
     if (rc == CREC_OK) /* a file cut short ends where its replay does */
         rec->nkf = crec_replay_reachable_keyframes(rec->r, rec->kfs, rec->nkf, &cut);
     if (rc == CREC_OK && !(rec->kf_regs = crec_malloc(rec->nkf ? rec->nkf : 1)))
-        rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory reading the key frames");
     if (rc == CREC_OK)
         memset(rec->kf_regs, 1, rec->nkf);
     return rc;
@@ -278,36 +279,28 @@ static int load_keyframes(crec_recording *rec, crec_error *err)
 
 int qx_need_kf(crec_recording *rec, size_t k, crec_error *err)
 {
-    uint8_t head[1 + 10];
+    crec_fmt_cursor *c = NULL;
     crec_fmt_keyframe kf;
-    uint64_t len = 0, off;
-    size_t at = 1;
-    uint8_t *body;
-    int rc;
+    const uint8_t *body;
+    size_t len;
+    int kind, rc;
 
     if (rec->kf_regs[k])
         return CREC_OK;
-    off = rec->ix->kf_off[k];
-    rc = crec_fmt_read_at(rec->r, CREC_FMT_S_KEYFRAMES, 0, off, head, 1, err);
-    for (int shift = 0; rc == CREC_OK && shift < 64; shift += 7) { /* kind, varint length */
-        if ((rc = crec_fmt_read_at(rec->r, CREC_FMT_S_KEYFRAMES, 0, off + at, head + at, 1,
-                                   err)) != CREC_OK)
-            break;
-        len |= (uint64_t)(head[at] & 0x7f) << shift;
-        if (!(head[at++] & 0x80))
-            break;
-    }
-    if (rc == CREC_OK && (head[0] != CREC_FMT_K_KEYFRAME || len > CREC_FMT_MAX_RECORD))
-        rc = crec_error_corrupt(err, "the index points at no key frame in KEYFRAMES");
-    if (rc != CREC_OK)
-        return rc == CREC_ERR_NOTFOUND ? crec_error_corrupt(err, "a key frame is past the end "
-                                                            "of KEYFRAMES") : rc;
-    if (!(body = crec_malloc(len ? len : 1)))
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
-    rc = crec_fmt_read_at(rec->r, CREC_FMT_S_KEYFRAMES, 0, off + at, body, len, err);
+    /* the record the index points at, read by the format's own decoder */
+    rc = crec_fmt_cursor_open(rec->r, CREC_FMT_S_KEYFRAMES, 0, rec->ix->kf_off[k], &c, err);
+    if (rc == CREC_OK)
+        rc = crec_fmt_cursor_next(c, &kind, &body, &len, err);
+    if (rc == CREC_ERR_NOTFOUND || rc == CREC_ERR_TRUNCATED)
+        rc = crec_error_corrupt(err, "the index puts key frame %zu at offset %" PRIu64
+                                ", past the end of KEYFRAMES", k, rec->ix->kf_off[k]);
+    else if (rc == CREC_OK && kind != CREC_FMT_K_KEYFRAME)
+        rc = crec_error_corrupt(err, "the index puts key frame %zu at offset %" PRIu64
+                                " of KEYFRAMES, where a record of kind 0x%02x lies", k,
+                                rec->ix->kf_off[k], kind);
     if (rc == CREC_OK)
         rc = crec_fmt_kf_decode(body, len, &kf, err);
-    crec_free(body);
+    crec_fmt_cursor_free(c);
     if (rc == CREC_OK && (kf.global_icount != rec->kfs[k].global_icount ||
                           kf.events_off != rec->kfs[k].events_off ||
                           kf.reads_off != rec->kfs[k].reads_off ||
@@ -328,12 +321,12 @@ int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error
     *out = NULL;
     rec = crec_calloc(1, sizeof *rec);
     if (!rec)
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory opening a recording");
     rec->flags = flags;
     rec->path = crec_malloc(strlen(path) + 1);
     if (!rec->path) {
         crec_free(rec);
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory opening a recording");
     }
     strcpy(rec->path, path);
     rc = crec_fmt_reader_open(path, &rec->r, err);
@@ -404,9 +397,11 @@ uint64_t crec_tell(const crec_recording *rec)
 
 int crec_step(crec_recording *rec, int64_t n, crec_error *err)
 {
-    if (n < 0 && (uint64_t)(-(n + 1)) + 1 > rec->t)
-        return crec_error_set(err, CREC_ERR_ARG, "can't step back %" PRId64 " instructions "
-                              "from %" PRIu64, -n, rec->t);
+    uint64_t back = n < 0 ? (uint64_t)(-(n + 1)) + 1 : 0; /* |n|, INT64_MIN too */
+
+    if (back > rec->t)
+        return crec_error_set(err, CREC_ERR_ARG, "can't step back %" PRIu64 " instructions "
+                              "from %" PRIu64, back, rec->t);
     return crec_seek(rec, rec->t + (uint64_t)n, err);
 }
 
@@ -532,7 +527,7 @@ int qx_ever_mapped(crec_recording *rec, uint64_t addr, size_t len, int *yes, cre
     for (size_t i = 0; i < rec->nmapped && !*yes; i++)
         *yes = rec->mapped[2 * i] < addr + len && addr < rec->mapped[2 * i + 1];
     for (size_t i = 0; i < rec->nsnap && !*yes; i++)
-        *yes = rec->snap[i].addr < addr + len && addr < rec->snap[i].addr + QX_PAGE;
+        *yes = rec->snap[i].addr < addr + len && addr < rec->snap[i].addr + CREC_PAGE_SIZE;
     return CREC_OK;
 }
 
@@ -575,8 +570,12 @@ int crec_lookup_symbol(crec_recording *rec, const char *name, uint64_t *addr, cr
         return rc;
     while (!found && (rc = crec_fmt_cursor_next(c, &kind, &body, &blen, err)) == CREC_OK) {
         crec_fmt_symbol s;
-        if (kind != CREC_FMT_K_SYMBOL || crec_fmt_sym_decode(body, blen, &s, NULL) != CREC_OK)
-            continue;
+        if (kind != CREC_FMT_K_SYMBOL) {
+            rc = crec_error_corrupt(err, "record kind 0x%02x in the SYMBOLS stream", kind);
+            break;
+        }
+        if ((rc = crec_fmt_sym_decode(body, blen, &s, err)) != CREC_OK)
+            break;
         if (s.name_len != nlen || memcmp(s.name, name, nlen) != 0)
             continue;
         for (size_t i = 0; i < rec->ncode; i++)

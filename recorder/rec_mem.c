@@ -12,7 +12,6 @@
 #include "common/common.h"
 #include "recorder/recorder_int.h"
 
-#define PAGE CREC_EMU_PAGE
 
 /* ---- a set of page numbers (open addressing, linear probing) ------------- */
 
@@ -79,7 +78,7 @@ static void code_hashes_touch(struct rec_session *rs, uint64_t addr, uint64_t le
  * rec_mark_dirty): note the pages, and forget the hash of code there. */
 void rec_mark_dirty_pages(struct rec_session *rs, uint64_t addr, uint64_t len)
 {
-    uint64_t first = addr / PAGE, last = (addr + len - 1) / PAGE;
+    uint64_t first = addr / CREC_PAGE_SIZE, last = (addr + len - 1) / CREC_PAGE_SIZE;
 
     if (len == 0)
         return;
@@ -93,7 +92,7 @@ void rec_mark_dirty_pages(struct rec_session *rs, uint64_t addr, uint64_t len)
             return;
         }
         rs->dirty_big = n;
-        rs->dirty_big[rs->n_dirty_big++] = (struct rec_range){first * PAGE, (last - first + 1) * PAGE};
+        rs->dirty_big[rs->n_dirty_big++] = (struct rec_range){first * CREC_PAGE_SIZE, (last - first + 1) * CREC_PAGE_SIZE};
         return;
     }
     for (uint64_t p = first; p <= last && !rs->dirty_all; p++)
@@ -316,12 +315,12 @@ static int snap_add_page(struct snap_build *b, uint64_t addr)
 {
     crec_error err = {0};
     crec_fmt_hash hash;
-    uint8_t page[PAGE];
+    uint8_t page[CREC_PAGE_SIZE];
 
     /* Unmapped since it was written, or code: the listing after every key
      * frame already holds each executable mapping's bytes as a blob. */
     if (crec_emu_mem_prot(b->rs->cpu, addr) & CREC_PROT_EXEC ||
-        crec_emu_mem_read(b->rs->cpu, page, addr, PAGE) != 0)
+        crec_emu_mem_read(b->rs->cpu, page, addr, CREC_PAGE_SIZE) != 0)
         return CREC_OK;
     if (b->snap.npages == b->cap) {
         size_t cap = b->cap ? 2 * b->cap : 64;
@@ -334,7 +333,7 @@ static int snap_add_page(struct snap_build *b, uint64_t addr)
         b->snap.pages = p;
         b->cap = cap;
     }
-    if (crec_fmt_blob_put(b->rs->w, page, PAGE, &hash, &err) != CREC_OK) {
+    if (crec_fmt_blob_put(b->rs->w, page, CREC_PAGE_SIZE, &hash, &err) != CREC_OK) {
         rec_fail(b->rs, &err);
         return err.code;
     }
@@ -355,9 +354,9 @@ static int snap_mapping(void *ctx, const struct crec_emu_mapping *m)
     if (m->prot & CREC_PROT_EXEC)
         return 0; /* see snap_add_page */
     /* a big mapping: only what host memory holds (see REC_DIRTY_BIG_PAGES) */
-    if ((m->end - m->start) / PAGE >= REC_DIRTY_BIG_PAGES)
+    if ((m->end - m->start) / CREC_PAGE_SIZE >= REC_DIRTY_BIG_PAGES)
         return crec_emu_mem_resident(b->rs->cpu, m->start, m->end - m->start, snap_resident, b);
-    for (uint64_t a = m->start; a < m->end; a += PAGE)
+    for (uint64_t a = m->start; a < m->end; a += CREC_PAGE_SIZE)
         if (snap_add_page(b, a) != CREC_OK)
             return 1;
     return 0;
@@ -369,7 +368,7 @@ static int snap_big_page(void *ctx, uint64_t page)
 {
     struct snap_build *b = ctx;
     struct rec_pageset *s = &b->rs->dirty;
-    uint64_t key = page / PAGE + 1;
+    uint64_t key = page / CREC_PAGE_SIZE + 1;
 
     if (s->cap)
         for (size_t j = (key * 0x9E3779B97F4A7C15ull) & (s->cap - 1); s->slots[j];
@@ -390,7 +389,7 @@ int rec_write_snapshot(struct rec_session *rs, uint64_t icount, int full)
     } else {
         for (size_t i = 0; i < rs->dirty.cap && !rs->failed; i++)
             if (rs->dirty.slots[i])
-                snap_add_page(&b, (rs->dirty.slots[i] - 1) * PAGE);
+                snap_add_page(&b, (rs->dirty.slots[i] - 1) * CREC_PAGE_SIZE);
         for (size_t i = 0; i < rs->n_dirty_big && !rs->failed; i++)
             crec_emu_mem_resident(rs->cpu, rs->dirty_big[i].addr, rs->dirty_big[i].len,
                                   snap_big_page, &b);

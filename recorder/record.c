@@ -17,23 +17,18 @@
 #include <signal.h>
 #include <string.h>
 #include <time.h>
-#include <unicorn/unicorn.h>
 
 #include "common/common.h"
-#include "emu/sysout.h"
-#include "recorder/recorder.h"
 #include "recorder/recorder_int.h"
+
+/* The header says what the cache was; the reader honours only these. */
+_Static_assert(CREC_PCACHE_GRANULE == CREC_FMT_GRANULE, "the format's granule");
+_Static_assert(CREC_PCACHE_MIN_LOG2 == CREC_FMT_CACHE_LOG2_MIN &&
+                   CREC_PCACHE_MAX_LOG2 == CREC_FMT_CACHE_LOG2_MAX,
+               "the cache sizes a reader accepts");
 
 /* How much wall time of recording a SIGKILL may lose at most (rec_sync). */
 #define REC_SYNC_SECONDS 1.0
-
-/* The signal that asked us to stop (SIGINT/SIGTERM), or 0. */
-static volatile sig_atomic_t rec_interrupted;
-
-static void rec_on_signal(int signo)
-{
-    rec_interrupted = signo;
-}
 
 void rec_fail(struct rec_session *rs, const crec_error *err)
 {
@@ -148,44 +143,30 @@ static int rec_load(struct rec_session *rs, uint64_t addr, unsigned size, uint8_
     return 0;
 }
 
-/* A load or a store, as a memory hook reports it (rec_mem_hook for
- * Unicorn's, rec_xaccess for those of the instructions emu runs itself). */
-static inline void rec_access(struct rec_session *rs, int store, uint64_t addr, int size,
-                              uint64_t value)
+/* A load or a store: Unicorn's, or one of an instruction emu executes
+ * itself (AVX and up), which emu reports through the same hook. */
+static void rec_mem_hook(void *ctx, int kind, uint64_t addr, unsigned size, uint64_t value)
 {
+    struct rec_session *rs = ctx;
     const uint8_t *bytes;
 
-    if (size <= 0 || size > CREC_PCACHE_MAX_ACCESS)
+    if (size > CREC_PCACHE_MAX_ACCESS)
         return;
-    if (!store) {
+    if (kind == CREC_EMU_LOAD) {
         /* most loads lie in a page the table knows: compared in place */
         bytes = rec_guest_bytes(rs, addr, (unsigned)size);
         if (bytes)
-            rec_check_load(rs, addr, (unsigned)size, bytes);
+            rec_check_load(rs, addr, size, bytes);
         else
-            rec_load(rs, addr, (unsigned)size, NULL);
+            rec_load(rs, addr, size, NULL);
         return;
     }
     /* A store: Unicorn passes the value (up to 8 bytes), little-endian. */
     if (size > 8)
         crec_pcache_forget(rs->pc, addr, (uint64_t)size);
     else
-        crec_pcache_store(rs->pc, addr, value, (unsigned)size);
+        crec_pcache_store(rs->pc, addr, (uint64_t)value, (unsigned)size);
     rec_mark_dirty(rs, addr, (uint64_t)size);
-}
-
-static void rec_mem_hook(uc_engine *uc, uc_mem_type type, uint64_t addr, int size,
-                         int64_t value, void *ctx)
-{
-    (void)uc;
-    rec_access(ctx, type != UC_MEM_READ, addr, size, (uint64_t)value);
-}
-
-static void rec_xaccess(void *ctx, crec_emu_cpu *cpu, int store, uint64_t addr, unsigned size,
-                        uint64_t value)
-{
-    (void)cpu;
-    rec_access(ctx, store, addr, (int)size, value);
 }
 
 /*
@@ -194,11 +175,10 @@ static void rec_xaccess(void *ctx, crec_emu_cpu *cpu, int store, uint64_t addr, 
  * READS stream as a value no cache predicted, so a replay from the key
  * frame gets it at the same point.
  */
-static void rec_xstate(void *ctx, crec_emu_cpu *cpu, uint8_t *bytes, unsigned len)
+static void rec_xstate(void *ctx, uint8_t *bytes, unsigned len)
 {
     struct rec_session *rs = ctx;
 
-    (void)cpu;
     if (crec_fmt_read_encode(&rs->reads, rs->hits, bytes, len) != CREC_OK || rs->reads.nomem) {
         crec_error err;
         crec_error_set(&err, CREC_ERR_NOMEM, "out of memory buffering the read stream");
@@ -230,8 +210,7 @@ static int rec_keyframe(struct rec_session *rs, uint64_t icount, uint64_t rip)
         return CREC_ERR_IO;
     kf.tid = rs->tid;
     kf.global_icount = kf.thread_icount = icount;
-    if (crec_emu_regs_get(rs->cpu, &kf.regs) != CREC_OK) {
-        crec_error_set(&err, CREC_ERR_EMU, "can't read the registers for a key frame");
+    if (crec_emu_regs_get(rs->cpu, &kf.regs, &err) != CREC_OK) {
         rec_fail(rs, &err);
         return CREC_ERR_EMU;
     }
@@ -285,15 +264,16 @@ static void rec_sync(struct rec_session *rs)
 }
 
 /*
- * Every block start: take a key frame when one is due, and notice a
- * SIGINT/SIGTERM, which ends the recording cleanly at this point.
+ * Every block start: take a key frame when one is due, and notice that the
+ * caller asked to stop (crec_record_options.stop: the CLI's SIGINT or
+ * SIGTERM), which ends the recording cleanly at this point.
  */
 static void rec_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t icount)
 {
     struct rec_session *rs = ctx;
     uint64_t before = icount - ninsns;
 
-    if (rec_interrupted) {
+    if (rs->opt->stop && *rs->opt->stop) {
         crec_emu_stop(rs->emu);
         return;
     }
@@ -313,17 +293,24 @@ static void rec_on_syscall_enter(void *ctx, const struct crec_emu_syscall *sc)
 {
     struct rec_session *rs = ctx;
 
+    crec_error err = {0};
+
     (void)sc;
-    crec_emu_regs_get(rs->cpu, &rs->sys_regs);
+    if (crec_emu_regs_get(rs->cpu, &rs->sys_regs, &err) != CREC_OK)
+        rec_fail(rs, &err);
 }
 
 /* Registers the emulated kernel changed: what replay sets after the syscall. */
 static void rec_changed_regs(struct rec_session *rs, crec_fmt_event *ev)
 {
+    crec_error err = {0};
     crec_regs now;
     uint32_t n = 0;
 
-    crec_emu_regs_get(rs->cpu, &now);
+    if (crec_emu_regs_get(rs->cpu, &now, &err) != CREC_OK) {
+        rec_fail(rs, &err);
+        return;
+    }
     for (int i = 0; i < CREC_NGPR; i++)
         if (now.gpr[i] != rs->sys_regs.gpr[i] && i != CREC_RAX) {
             ev->u.sys.regs[n].id = (uint32_t)i;
@@ -438,7 +425,7 @@ static int rec_finish(struct rec_session *rs, const struct crec_emu_exit *ex)
 /* The CPUID leaves whose answers the header shows (the guest's features). */
 #define REC_HEADER_LEAVES 5
 
-static void rec_header(const crec_rec_options *o, struct rec_session *rs, char *const argv[],
+static void rec_header(const crec_record_options *o, struct rec_session *rs, char *const argv[],
                        char *const envp[], crec_fmt_cpuid leaves[REC_HEADER_LEAVES],
                        crec_fmt_header *h)
 {
@@ -448,7 +435,7 @@ static void rec_header(const crec_rec_options *o, struct rec_session *rs, char *
     memset(h, 0, sizeof *h);
     h->arch = CREC_FMT_ARCH_X86_64;
     h->host_order = CREC_FMT_ORDER_LITTLE;
-    h->page_size = CREC_EMU_PAGE;
+    h->page_size = CREC_PAGE_SIZE;
     h->cache_entries = (uint64_t)1 << o->cache_log2;
     h->cache_granule = CREC_PCACHE_GRANULE;
     h->keyframe_interval = rs->kf_interval;
@@ -474,11 +461,9 @@ static void rec_header(const crec_rec_options *o, struct rec_session *rs, char *
 
 static int rec_add_hooks(struct rec_session *rs, crec_error *err)
 {
-    struct crec_emu_xhooks xh = {rs, rec_xaccess, rec_xstate};
-
-    crec_emu_cpu_set_xhooks(rs->cpu, &xh);
-    if (crec_emu_cpu_hook_mem(rs->cpu, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, (void *)rec_mem_hook,
-                              rs, err) != CREC_OK)
+    crec_emu_cpu_on_xstate(rs->cpu, rec_xstate, rs);
+    if (crec_emu_cpu_hook_mem(rs->cpu, CREC_EMU_LOAD | CREC_EMU_STORE, rec_mem_hook, rs,
+                              err) != CREC_OK)
         return crec_error_set(err, CREC_ERR_EMU, "can't add the recorder's memory hooks: %s",
                               err->msg);
     /* No flush of translated code is needed (loading translates none), and
@@ -498,7 +483,7 @@ static void rec_session_free(struct rec_session *rs)
         crec_free(rs->images[i].path);
 }
 
-static int rec_start(struct rec_session *rs, const crec_rec_options *o, const char *path,
+static int rec_start(struct rec_session *rs, const crec_record_options *o, const char *path,
                      char *const argv[], char *const envp[], crec_error *err)
 {
     struct crec_emu_options eo = {0};
@@ -542,26 +527,30 @@ static int rec_start(struct rec_session *rs, const crec_rec_options *o, const ch
     return CREC_OK;
 }
 
-int crec_rec_run(const crec_rec_options *opt, const char *path, char *const argv[],
-                 char *const envp[], struct crec_emu_exit *ex, crec_rec_stats *st,
-                 crec_error *err)
+int crec_record(const crec_record_options *opt, const char *path, char *const argv[],
+                char *const envp[], crec_exit *out, crec_record_stats *st, crec_error *err)
 {
     struct rec_session rs = {0};
-    crec_rec_options o = *opt;
-    struct sigaction sa = {0}, old_int, old_term;
+    crec_record_options o = *opt;
+    struct crec_emu_exit ex;
     int rc;
 
+    memset(out, 0, sizeof *out);
+    memset(st, 0, sizeof *st);
+    if (o.cache_log2 && (o.cache_log2 < CREC_PCACHE_MIN_LOG2 || o.cache_log2 > CREC_PCACHE_MAX_LOG2))
+        return crec_error_set(err, CREC_ERR_ARG, "a prediction cache of 2^%u entries (%u to %u)",
+                              o.cache_log2, CREC_PCACHE_MIN_LOG2, CREC_PCACHE_MAX_LOG2);
     if (!o.keyframe_interval)
-        o.keyframe_interval = CREC_REC_DEFAULT_KF_INTERVAL;
+        o.keyframe_interval = CREC_RECORD_DEFAULT_KF_INTERVAL;
     if (!o.snapshot_interval)
-        o.snapshot_interval = CREC_REC_DEFAULT_SNAP_INTERVAL;
+        o.snapshot_interval = CREC_RECORD_DEFAULT_SNAP_INTERVAL;
     if (!o.cache_log2)
-        o.cache_log2 = CREC_REC_DEFAULT_CACHE_LOG2;
+        o.cache_log2 = CREC_RECORD_DEFAULT_CACHE_LOG2;
     rs.opt = &o;
     rs.tid = 1;
     rs.kf_interval = o.keyframe_interval;
     rs.snap_every = o.snapshot_interval;
-    memset(ex, 0, sizeof *ex);
+    memset(&ex, 0, sizeof ex);
 
     rc = rec_start(&rs, &o, path, argv, envp, err);
     if (rc != CREC_OK) {
@@ -569,22 +558,20 @@ int crec_rec_run(const crec_rec_options *opt, const char *path, char *const argv
         rec_session_free(&rs);
         return rc;
     }
-    rec_interrupted = 0;
-    sa.sa_handler = rec_on_signal;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
 
     /* However the run ended, what was recorded is completed and closed. */
-    rc = crec_emu_run(rs.emu, ex, err);
-    if (rc == CREC_OK && rec_interrupted && !ex->signo) {
+    rc = crec_emu_run(rs.emu, &ex, err);
+    if (rc == CREC_OK && o.stop && *o.stop && !ex.signo) {
+        int signo = (int)*o.stop;
         rs.stopped = 1;
-        ex->signo = rec_interrupted;
-        snprintf(ex->msg, sizeof ex->msg, "recording stopped by %s",
-                 rec_interrupted == SIGINT ? "SIGINT" : "SIGTERM");
+        ex.signo = signo;
+        if (signo == SIGINT || signo == SIGTERM)
+            snprintf(ex.msg, sizeof ex.msg, "recording stopped by %s",
+                     signo == SIGINT ? "SIGINT" : "SIGTERM");
+        else
+            snprintf(ex.msg, sizeof ex.msg, "recording stopped by signal %d", signo);
     }
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    if (rec_finish(&rs, ex) != CREC_OK) {
+    if (rec_finish(&rs, &ex) != CREC_OK) {
         crec_fmt_writer_free(rs.w);
         if (rc == CREC_OK && err)
             *err = rs.err;
@@ -594,6 +581,10 @@ int crec_rec_run(const crec_rec_options *opt, const char *path, char *const argv
         rc = rc == CREC_OK ? crc : rc;
     }
     *st = rs.stats;
+    out->status = ex.status;
+    out->signo = ex.signo;
+    out->stopped = rs.stopped;
+    snprintf(out->msg, sizeof out->msg, "%s", ex.msg);
     rec_session_free(&rs);
     return rc;
 }

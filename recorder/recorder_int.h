@@ -1,6 +1,7 @@
 /*
  * recorder_int.h - private to recorder/: the prediction cache and the
- * recording session.
+ * recording session.  Other modules see the recorder only through
+ * crec_record() and crec_run() in include/crec.h.
  *
  * The cache decides which guest reads the recording must log.  See
  * docs/ARCHITECTURE.md, "The prediction cache", for the rules.
@@ -186,7 +187,6 @@ static inline void crec_pcache_store(crec_pcache *pc, uint64_t addr, uint64_t va
 
 #include "emu/emu.h"
 #include "format/format.h"
-#include "recorder/recorder.h"
 
 /* A set of guest page numbers: the pages written since the last snapshot. */
 struct rec_pageset {
@@ -229,7 +229,7 @@ struct rec_code_hash {
 #define REC_MAX_SYMBOLIZED 256
 
 struct rec_session {
-    const crec_rec_options *opt;
+    const crec_record_options *opt;
     crec_fmt_writer *w;
     crec_emu *emu;
     crec_emu_cpu *cpu;
@@ -247,7 +247,7 @@ struct rec_session {
     uint64_t kf_interval;
     uint64_t snap_every;  /* key frames between snapshots */
     int started;          /* the first key frame is written */
-    int stopped;          /* crec got SIGINT/SIGTERM: the recording ends early */
+    int stopped;          /* the caller asked to stop (opt->stop): it ends early */
     double last_sync;     /* when every stream was last flushed (monotonic s) */
 
     crec_regs sys_regs;   /* registers when the current syscall began */
@@ -265,7 +265,7 @@ struct rec_session {
     crec_fmt_hash symbolized[REC_MAX_SYMBOLIZED]; /* blobs whose symbols are written */
     size_t n_symbolized;
 
-    crec_rec_stats stats;
+    crec_record_stats stats;
     int failed;           /* a write failed: `err` says why; stop recording */
     crec_error err;
 };
@@ -282,9 +282,9 @@ void rec_mark_dirty_pages(struct rec_session *rs, uint64_t addr, uint64_t len);
  */
 static inline void rec_mark_dirty(struct rec_session *rs, uint64_t addr, uint64_t len)
 {
-    uint64_t first = addr / CREC_EMU_PAGE;
+    uint64_t first = addr / CREC_PAGE_SIZE;
 
-    if (len > 0 && first + 1 == rs->last_dirty_page && (addr + len - 1) / CREC_EMU_PAGE == first)
+    if (len > 0 && first + 1 == rs->last_dirty_page && (addr + len - 1) / CREC_PAGE_SIZE == first)
         return;
     rec_mark_dirty_pages(rs, addr, len);
 }

@@ -43,7 +43,7 @@ static int elf_vaddr_of(const struct elf_view *v, const Elf64_Ehdr *eh, uint64_t
         const Elf64_Phdr *ph = elf_at(v, eh->e_phoff + (uint64_t)i * sizeof *ph, sizeof *ph);
         if (!ph || eh->e_phentsize != sizeof *ph)
             return -1;
-        if (ph->p_type == PT_LOAD && file_off >= (ph->p_offset & ~(CREC_EMU_PAGE - 1)) &&
+        if (ph->p_type == PT_LOAD && file_off >= (ph->p_offset & ~(CREC_PAGE_SIZE - 1)) &&
             file_off < ph->p_offset + ph->p_filesz) {
             *vaddr = ph->p_vaddr - (ph->p_offset - file_off);
             return 0;

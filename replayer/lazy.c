@@ -37,13 +37,13 @@ struct rep_lazy {
 static int fill_pages(struct rep_seg *s, struct rep_lazy *l, size_t p, size_t q,
                       crec_error *err)
 {
-    uint8_t page[CREC_EMU_PAGE];
-    size_t npages = (size_t)((l->len + CREC_EMU_PAGE - 1) / CREC_EMU_PAGE);
+    uint8_t page[CREC_PAGE_SIZE];
+    size_t npages = (size_t)((l->len + CREC_PAGE_SIZE - 1) / CREC_PAGE_SIZE);
     uint64_t lo = UINT64_MAX, hi = 0;
 
     for (q = q < npages ? q : npages; p < q; p++) {
-        uint64_t off = (uint64_t)p * CREC_EMU_PAGE;
-        size_t n = l->len - off < CREC_EMU_PAGE ? (size_t)(l->len - off) : CREC_EMU_PAGE;
+        uint64_t off = (uint64_t)p * CREC_PAGE_SIZE;
+        size_t n = l->len - off < CREC_PAGE_SIZE ? (size_t)(l->len - off) : CREC_PAGE_SIZE;
         int rc;
         if (l->filled[p])
             continue;
@@ -63,7 +63,7 @@ static int fill_pages(struct rep_seg *s, struct rep_lazy *l, size_t p, size_t q,
 int rep_lazy_add(struct rep_seg *s, uint64_t addr, uint64_t len, const crec_fmt_hash *blob,
                  crec_error *err)
 {
-    size_t pages = (size_t)((len + CREC_EMU_PAGE - 1) / CREC_EMU_PAGE);
+    size_t pages = (size_t)((len + CREC_PAGE_SIZE - 1) / CREC_PAGE_SIZE);
     struct rep_lazy *grown = crec_grow(s->lazy, &s->caplazy, s->nlazy + 1, sizeof *grown, 8);
     struct rep_lazy *l;
 
@@ -117,7 +117,7 @@ static int fill_at(struct rep_seg *s, uint64_t addr, crec_error *err, int *rc)
         size_t p;
         if (addr < l->addr || addr - l->addr >= l->len)
             continue;
-        p = (size_t)((addr - l->addr) / CREC_EMU_PAGE);
+        p = (size_t)((addr - l->addr) / CREC_PAGE_SIZE);
         if (l->filled[p])
             return 0;
         p -= p % REP_LAZY_GROUP;
@@ -129,8 +129,8 @@ static int fill_at(struct rep_seg *s, uint64_t addr, crec_error *err, int *rc)
 
 int rep_lazy_block(struct rep_seg *s, uint64_t addr, int *refill, crec_error *err)
 {
-    uint64_t page = addr & ~(CREC_EMU_PAGE - 1);
-    uint64_t *seen = &s->lazy_seen[(page / CREC_EMU_PAGE) % REP_LAZY_SEEN];
+    uint64_t page = addr & ~(CREC_PAGE_SIZE - 1);
+    uint64_t *seen = &s->lazy_seen[(page / CREC_PAGE_SIZE) % REP_LAZY_SEEN];
     int rc = CREC_OK, n;
 
     *refill = 0;
@@ -138,7 +138,7 @@ int rep_lazy_block(struct rep_seg *s, uint64_t addr, int *refill, crec_error *er
         return CREC_OK; /* its pages were looked at already: most blocks */
     n = fill_at(s, page, err, &rc);
     if (rc == CREC_OK) /* a block may run on into the next page */
-        n += fill_at(s, page + CREC_EMU_PAGE, err, &rc);
+        n += fill_at(s, page + CREC_PAGE_SIZE, err, &rc);
     *refill = rc == CREC_OK && n > 0;
     if (rc == CREC_OK)
         *seen = page + 1;

@@ -27,7 +27,7 @@ static int qrun_error(const crec_replay_qrun *q, crec_error *err)
     if (s->failed) {
         if (err)
             *err = s->err;
-        return s->err.code ? (int)s->err.code : CREC_ERR_CORRUPT;
+        return s->err.code;
     }
     if (s->diverged)
         return crec_error_set(err, CREC_ERR_DIVERGENCE, "replay diverged at instruction %" PRIu64
@@ -51,8 +51,9 @@ int crec_replay_query(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t n
                               ", until %" PRIu64, first, start->global_icount, until);
     q = crec_calloc(1, sizeof *q);
     if (!q)
-        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory starting a query run");
     s = &q->s;
+    s->owner = q;
     s->r = r;
     s->kfs = kfs;
     s->nkf = nkf;
@@ -96,9 +97,34 @@ int crec_replay_qrun_continue(crec_replay_qrun *q, uint64_t until, crec_error *e
     return qrun_error(q, err);
 }
 
-crec_emu_cpu *crec_replay_qrun_cpu(crec_replay_qrun *q)
+uint64_t crec_replay_qrun_icount(const crec_replay_qrun *q)
 {
-    return q->s.cpu;
+    return crec_emu_cpu_icount(q->s.cpu);
+}
+
+uint64_t crec_replay_qrun_rip(crec_replay_qrun *q)
+{
+    return crec_emu_reg_get(q->s.cpu, CREC_EMU_RIP);
+}
+
+uint64_t crec_replay_qrun_icount_at(crec_replay_qrun *q, uint64_t rip)
+{
+    return crec_emu_cpu_icount_at(q->s.cpu, rip);
+}
+
+void crec_replay_qrun_describe(crec_replay_qrun *q, uint64_t addr, char *buf, size_t size)
+{
+    crec_emu_cpu_describe(q->s.cpu, addr, buf, size);
+}
+
+int crec_replay_qrun_read(crec_replay_qrun *q, void *dst, uint64_t addr, uint64_t len)
+{
+    return crec_emu_mem_read(q->s.cpu, dst, addr, len);
+}
+
+int crec_replay_qrun_regs(crec_replay_qrun *q, crec_regs *r, crec_error *err)
+{
+    return crec_emu_regs_get(q->s.cpu, r, err);
 }
 
 void crec_replay_qrun_free(crec_replay_qrun *q)

@@ -16,11 +16,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <unicorn/unicorn.h>
 
 #include "common/common.h"
 #include "emu/emu.h"
-#include "emu/sysout.h"
 #include "format/format.h"
 #include "replayer/replayer.h"
 #include "replayer/replayer_int.h"
@@ -39,7 +37,7 @@ static void rep_diverge(struct rep_seg *s, const char *fmt, ...)
         return;
     s->diverged = 1;
     s->div.icount = crec_emu_cpu_icount(s->cpu);
-    s->div.rip = crec_emu_reg_get(s->cpu, UC_X86_REG_RIP);
+    s->div.rip = crec_emu_reg_get(s->cpu, CREC_EMU_RIP);
     crec_emu_cpu_describe(s->cpu, s->div.rip, s->div.insn, sizeof s->div.insn);
     va_start(ap, fmt);
     vsnprintf(s->div.what, sizeof s->div.what, fmt, ap);
@@ -47,14 +45,33 @@ static void rep_diverge(struct rep_seg *s, const char *fmt, ...)
     crec_emu_cpu_stop(s->cpu);
 }
 
-/* A bad file found in the middle of a replay: an error, not a divergence. */
+/* A bad file (or an engine error) found in the middle of a replay: an
+ * error, not a divergence.  The first one is what the replay reports. */
 static void rep_fail(struct rep_seg *s, const crec_error *err)
 {
     if (!s->failed && !s->diverged) {
         s->failed = 1;
         s->err = *err;
     }
-    crec_emu_cpu_stop(s->cpu);
+    if (s->cpu)
+        crec_emu_cpu_stop(s->cpu);
+}
+
+/* A corrupt file found here: through crec_error_corrupt, at this line, so
+ * that debug builds name it.  @return CREC_ERR_CORRUPT. */
+#define rep_corrupt(s, ...)                                                                   \
+    ({                                                                                        \
+        crec_error e_ = {0};                                                                  \
+        crec_error_corrupt(&e_, __VA_ARGS__);                                                 \
+        rep_fail((s), &e_);                                                                   \
+        CREC_ERR_CORRUPT;                                                                     \
+    })
+
+/* How the run ended: its error's code, or CREC_OK (also for a divergence,
+ * which the caller reads from s->diverged). */
+static int rep_outcome(const struct rep_seg *s)
+{
+    return s->failed ? (int)s->err.code : CREC_OK;
 }
 
 /* ---- the read stream ----------------------------------------------------- */
@@ -66,7 +83,7 @@ static int rep_next_hits(struct rep_seg *s)
     int rc;
 
     s->entry_off = crec_fmt_cursor_offset(s->reads); /* for a restart point here */
-    rc = crec_fmt_cursor_varint(s->reads, &s->hits_left, &err);
+    rc = crec_fmt_read_decode_hits(s->reads, &s->hits_left, &err);
     s->entry_hits = s->hits_left;
     if (rc == CREC_ERR_NOTFOUND) {
         /* No more values: every load until the end was predicted. */
@@ -89,22 +106,20 @@ static int rep_load_value(struct rep_seg *s, uint64_t addr, unsigned size)
     uint8_t *host;
     uint64_t start;
     unsigned len = crec_fmt_read_span(addr, size, &start);
-    int rc = crec_fmt_cursor_read(s->reads, span, len, &err);
+    int rc = crec_fmt_read_decode_value(s->reads, len, span, &err);
 
-    if (rc == CREC_ERR_NOTFOUND) {
-        rep_diverge(s, "a %u-byte load at 0x%" PRIx64 " needs a recorded value, but the read "
-                       "stream has ended", size, addr);
-        return -1;
-    }
     if (rc != CREC_OK) {
         rep_fail(s, &err);
         return -1;
     }
     host = crec_emu_hostpages_find(&s->hostpages, s->cpu, start, len);
-    if (host)
+    if (host) {
         memcpy(host, span, len);
-    else /* across two pages */
-        crec_emu_mem_write(s->cpu, start, span, len);
+    } else if (crec_emu_mem_write(s->cpu, start, span, len) != 0) { /* across two pages */
+        rep_corrupt(s, "the recorded value of a %u-byte load at 0x%" PRIx64
+                  " covers unmapped memory at 0x%" PRIx64, size, addr, start);
+        return -1;
+    }
     s->reads_taken++;
     return rep_next_hits(s) == CREC_OK ? 0 : -1;
 }
@@ -133,7 +148,7 @@ static inline int rep_load(struct rep_seg *s, uint64_t addr, unsigned size, uint
     if (out)
         crec_emu_mem_read(s->cpu, out, addr, size);
     if (s->on_access)
-        s->on_access(s->access_ctx, s->cpu, 'r', addr, size);
+        s->on_access(s->access_ctx, s->owner, 'r', addr, size);
     return 0;
 }
 
@@ -143,47 +158,30 @@ static inline int rep_load(struct rep_seg *s, uint64_t addr, unsigned size, uint
  * its code, and key frames sit at block starts, so both sides must cut the
  * program into the same blocks.
  */
-static void rep_mem_hook(uc_engine *uc, uc_mem_type type, uint64_t addr, int size,
-                         int64_t value, void *ctx)
-{
-    struct rep_seg *s = ctx;
-
-    (void)uc, (void)value;
-    if (type != UC_MEM_READ) { /* a store: memory holds it already */
-        if (s->on_access && size > 0)
-            s->on_access(s->access_ctx, s->cpu, 'w', addr, (uint64_t)size);
-        return;
-    }
-    if (s->echoes && crec_emu_mem_echo(s->cpu, type, addr, size))
-        return; /* a re-report of part of the last load (non-x86-64 hosts) */
-    if (size > 0 && size <= 16)
-        rep_load(s, addr, (unsigned)size, NULL);
-}
-
-/* Loads and stores of the instructions emu runs itself: as rep_mem_hook. */
-static void rep_xaccess(void *ctx, crec_emu_cpu *cpu, int store, uint64_t addr, unsigned size,
-                        uint64_t value)
+static void rep_mem_hook(void *ctx, int kind, uint64_t addr, unsigned size, uint64_t value)
 {
     struct rep_seg *s = ctx;
 
     (void)value;
-    if (store) {
+    if (kind == CREC_EMU_STORE) { /* memory holds it already */
         if (s->on_access)
-            s->on_access(s->access_ctx, cpu, 'w', addr, size);
+            s->on_access(s->access_ctx, s->owner, 'w', addr, (uint64_t)size);
         return;
     }
-    rep_load(s, addr, size, NULL);
+    if (s->echoes && crec_emu_mem_echo(s->cpu, kind, addr, size))
+        return; /* a re-report of part of the last load (non-x86-64 hosts) */
+    if (size <= 16)
+        rep_load(s, addr, size, NULL);
 }
 
 /* Register state a key frame does not hold, read first since the key
  * frame: the recorder logged it as a value no cache predicted. */
-static void rep_xstate(void *ctx, crec_emu_cpu *cpu, uint8_t *bytes, unsigned len)
+static void rep_xstate(void *ctx, uint8_t *bytes, unsigned len)
 {
     struct rep_seg *s = ctx;
     crec_error err = {0};
     int rc;
 
-    (void)cpu;
     if (s->diverged || s->failed)
         return;
     if (s->hits_left != 0) {
@@ -264,17 +262,36 @@ static int rep_map_code(struct rep_seg *s, const crec_fmt_event *ev, crec_error 
     if (rc != CREC_OK)
         return rc;
     crec_emu_cpu_flush_code(s->cpu, addr, len);
-    if (s->query && !(ev->u.mmap.prot & CREC_PROT_WRITE))
+    if (s->query && !(ev->u.mmap.prot & CREC_FMT_PROT_WRITE))
         return rep_lazy_add(s, addr, len, &ev->u.mmap.blob, err);
     rc = crec_fmt_blob_view(s->r, &ev->u.mmap.blob, &code, &n, err);
-    if (rc == CREC_OK) {
-        crec_emu_mem_write(s->cpu, addr, code, n);
-        crec_emu_cpu_flush_code(s->cpu, addr, len);
-    }
-    return rc;
+    if (rc != CREC_OK)
+        return rc;
+    if (crec_emu_mem_write(s->cpu, addr, code, n) != 0)
+        return crec_error_corrupt(err, "code for 0x%" PRIx64 " (+0x%" PRIx64 ") is not in "
+                                  "mapped memory", addr, len);
+    crec_emu_cpu_flush_code(s->cpu, addr, len);
+    return CREC_OK;
 }
 
-/* Rebuild one change of the memory map, and the code it brought. */
+static const char *mmap_op_name(uint32_t op)
+{
+    switch (op) {
+    case CREC_FMT_MM_MAP: return "map";
+    case CREC_FMT_MM_UNMAP: return "unmap";
+    case CREC_FMT_MM_PROTECT: return "mprotect";
+    case CREC_FMT_MM_BRK: return "brk";
+    case CREC_FMT_MM_REMAP: return "mremap";
+    }
+    return "memory-map change";
+}
+
+/*
+ * Rebuild one change of the memory map, and the code it brought.  The
+ * recorder made this change, so one that can't be made again means the
+ * file is wrong (or the host is out of memory): an error naming the
+ * change, never a divergence.
+ */
 static int rep_apply_mmap(struct rep_seg *s, const crec_fmt_event *ev)
 {
     crec_error err = {0};
@@ -297,14 +314,24 @@ static int rep_apply_mmap(struct rep_seg *s, const crec_fmt_event *ev)
     else
         rc = crec_emu_mem_map(s->cpu, addr, len, prot, &err);
     if (rc != CREC_OK) {
-        rep_diverge(s, "can't rebuild the memory map at 0x%" PRIx64 " (+0x%" PRIx64 "): %s",
-                    addr, len, err.msg);
-        return rc;
+        char what[300];
+        snprintf(what, sizeof what, "the memory map can't be rebuilt: %s%s of 0x%" PRIx64
+                 " (+0x%" PRIx64 ") at EVENTS offset %" PRIu64 " of thread %u",
+                 mmap_op_name(ev->u.mmap.op),
+                 ev->u.mmap.flags & CREC_FMT_EV_LISTING ? " (key frame listing)" : "", addr, len,
+                 s->ev_off, s->tid);
+        if (rc == CREC_ERR_NOMEM) { /* the host's limit, not the file's fault */
+            crec_error e;
+            crec_error_set(&e, CREC_ERR_NOMEM, "%s: %s", what, err.msg);
+            rep_fail(s, &e);
+            return CREC_ERR_NOMEM;
+        }
+        return rep_corrupt(s, "%s: %s", what, err.msg);
     }
     /* a map or an unmap changes the bytes (or takes them away) */
     if (s->on_access && !(ev->u.mmap.flags & CREC_FMT_EV_LISTING) &&
         ev->u.mmap.op != CREC_FMT_MM_PROTECT)
-        s->on_access(s->access_ctx, s->cpu, 'k', addr, len);
+        s->on_access(s->access_ctx, s->owner, 'k', addr, len);
     if (!(ev->u.mmap.flags & CREC_FMT_EV_HAS_HASH))
         return CREC_OK;
     rc = rep_map_code(s, ev, &err);
@@ -332,7 +359,7 @@ static int rep_listing(struct rep_seg *s, size_t kf, int apply)
             return CREC_OK;
         }
         if (apply && rep_apply_mmap(s, &ev) != CREC_OK)
-            return CREC_ERR_CORRUPT;
+            return rep_outcome(s);
     }
     if (rep_event_offset(s) >= end)
         return CREC_OK;
@@ -353,7 +380,7 @@ static int rep_next_non_mmap(struct rep_seg *s, crec_fmt_event *ev)
         if (ev->u.mmap.flags & CREC_FMT_EV_LISTING)
             continue; /* the listing of a key frame not at a block start (the last one) */
         if (rep_apply_mmap(s, ev) != CREC_OK)
-            return CREC_ERR_CORRUPT;
+            return rep_outcome(s);
     }
     if (rc == CREC_ERR_NOTFOUND)
         rep_diverge(s, "the program goes on, but the recording has no more events");
@@ -383,25 +410,18 @@ static const char *event_name(int kind)
 
 static void rep_set_regs(struct rep_seg *s, const crec_fmt_event *ev)
 {
-    static const int gpr_ids[CREC_NGPR] = {
-        UC_X86_REG_RAX, UC_X86_REG_RCX, UC_X86_REG_RDX, UC_X86_REG_RBX,
-        UC_X86_REG_RSP, UC_X86_REG_RBP, UC_X86_REG_RSI, UC_X86_REG_RDI,
-        UC_X86_REG_R8,  UC_X86_REG_R9,  UC_X86_REG_R10, UC_X86_REG_R11,
-        UC_X86_REG_R12, UC_X86_REG_R13, UC_X86_REG_R14, UC_X86_REG_R15,
-    };
-
-    crec_emu_reg_set(s->cpu, UC_X86_REG_RAX, (uint64_t)ev->u.sys.ret);
+    crec_emu_reg_set(s->cpu, CREC_EMU_RAX, (uint64_t)ev->u.sys.ret);
     for (uint32_t i = 0; i < ev->u.sys.nregs; i++) {
         uint32_t id = ev->u.sys.regs[i].id;
         uint64_t v = ev->u.sys.regs[i].value;
         if (id < CREC_NGPR)
-            crec_emu_reg_set(s->cpu, gpr_ids[id], v);
+            crec_emu_reg_set(s->cpu, (enum crec_emu_reg)(CREC_EMU_RAX + id), v);
         else if (id == CREC_FMT_REG_FS_BASE)
-            crec_emu_reg_set(s->cpu, UC_X86_REG_FS_BASE, v);
+            crec_emu_reg_set(s->cpu, CREC_EMU_FS_BASE, v);
         else if (id == CREC_FMT_REG_GS_BASE)
-            crec_emu_reg_set(s->cpu, UC_X86_REG_GS_BASE, v);
+            crec_emu_reg_set(s->cpu, CREC_EMU_GS_BASE, v);
         else if (id == CREC_FMT_REG_RFLAGS)
-            crec_emu_reg_set(s->cpu, UC_X86_REG_EFLAGS, v);
+            crec_emu_reg_set(s->cpu, CREC_EMU_RFLAGS, v);
     }
 }
 
@@ -423,7 +443,7 @@ static void rep_check_sent(struct rep_seg *s, const crec_fmt_event *ev)
 static void rep_on_syscall(void *ctx, crec_emu_cpu *cpu)
 {
     struct rep_seg *s = ctx;
-    uint64_t nr = crec_emu_reg_get(cpu, UC_X86_REG_RAX);
+    uint64_t nr = crec_emu_reg_get(cpu, CREC_EMU_RAX);
     crec_fmt_event ev;
 
     if (rep_next_non_mmap(s, &ev) != CREC_OK)
@@ -449,9 +469,10 @@ static void rep_on_syscall(void *ctx, crec_emu_cpu *cpu)
     rep_set_regs(s, &ev);
     if (s->on_access) {
         for (uint32_t i = 0; i < ev.u.sys.nout; i++)
-            s->on_access(s->access_ctx, cpu, 'k', ev.u.sys.out[i].addr, ev.u.sys.out[i].len);
+            s->on_access(s->access_ctx, s->owner, 'k', ev.u.sys.out[i].addr,
+                         ev.u.sys.out[i].len);
         if (ev.u.sys.flags & CREC_FMT_EV_OUT_MORE)
-            s->on_access(s->access_ctx, cpu, 'k', 0, UINT64_MAX); /* anywhere */
+            s->on_access(s->access_ctx, s->owner, 'k', 0, UINT64_MAX); /* anywhere */
     }
 }
 
@@ -502,10 +523,14 @@ static uint64_t rep_on_rdrand(void *ctx, crec_emu_cpu *cpu, int seed)
 /* Check a key frame at the start of the block at `rip` (see rec_keyframe). */
 static void rep_verify_kf(struct rep_seg *s, const crec_fmt_keyframe *kf, uint64_t rip)
 {
+    crec_error err = {0};
     crec_regs now;
     char what[300];
 
-    crec_emu_regs_get(s->cpu, &now);
+    if (crec_emu_regs_get(s->cpu, &now, &err) != CREC_OK) {
+        rep_fail(s, &err);
+        return;
+    }
     now.rip = rip;
     if (crec_regs_diff(&kf->regs, &now, what, sizeof what)) {
         rep_diverge(s, "at the key frame at instruction %" PRIu64 ": %s", kf->global_icount,
@@ -541,17 +566,20 @@ static int rep_stopped_here(struct rep_seg *s)
 static void rep_offer_point(struct rep_seg *s, uint64_t addr, uint64_t before)
 {
     crec_fmt_keyframe p = {0};
+    crec_error err = {0};
 
     p.tid = s->tid;
     p.global_icount = p.thread_icount = before;
-    if (crec_emu_regs_get(s->cpu, &p.regs) != CREC_OK)
+    if (crec_emu_regs_get(s->cpu, &p.regs, &err) != CREC_OK) {
+        rep_fail(s, &err);
         return;
+    }
     p.regs.rip = addr; /* RIP may still point into the previous block */
     p.reads_off = s->entry_off;
     p.hits_before = s->hits_left == UINT64_MAX ? 0 : s->entry_hits - s->hits_left;
     p.events_off = rep_event_offset(s);
     s->next_point = before + s->point_every;
-    s->on_point(s->access_ctx, s->cpu, &p);
+    s->on_point(s->access_ctx, s->owner, &p);
 }
 
 /* A block whose code may not be there yet (lazy.c).  @return 1 if the
@@ -627,7 +655,6 @@ static int rep_seg_open(struct rep_seg *s, crec_error *err)
         .block = rep_on_block,
         .rdrand = rep_on_rdrand,
     };
-    struct crec_emu_xhooks xh = {s, rep_xaccess, rep_xstate};
     int rc;
 
     rc = crec_emu_cpu_create(&s->cpu, &hooks, err);
@@ -635,11 +662,10 @@ static int rep_seg_open(struct rep_seg *s, crec_error *err)
      * Unicorn cuts blocks differently from the recording (measured: a key
      * frame then falls inside a block of sha256sum). */
     if (rc == CREC_OK)
-        rc = crec_emu_cpu_hook_mem(s->cpu, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE,
-                                   (void *)rep_mem_hook, s, err);
+        rc = crec_emu_cpu_hook_mem(s->cpu, CREC_EMU_LOAD | CREC_EMU_STORE, rep_mem_hook, s, err);
     if (rc != CREC_OK)
         return rc;
-    crec_emu_cpu_set_xhooks(s->cpu, &xh);
+    crec_emu_cpu_on_xstate(s->cpu, rep_xstate, s);
     s->echoes = crec_emu_mem_echoes(s->cpu);
     rc = crec_fmt_cursor_open(s->r, CREC_FMT_S_READS, kf->tid, kf->reads_off, &s->reads, err);
     if (rc == CREC_OK) /* at the key frame's listing, even when starting at a point */
@@ -648,8 +674,8 @@ static int rep_seg_open(struct rep_seg *s, crec_error *err)
     if (rc != CREC_OK)
         return rc;
     s->tid = kf->tid;
-    if (crec_emu_regs_set(s->cpu, &kf->regs) != CREC_OK)
-        return crec_error_set(err, CREC_ERR_EMU, "can't load the registers of the key frame");
+    if (crec_emu_regs_set(s->cpu, &kf->regs, err) != CREC_OK)
+        return err ? (int)err->code : CREC_ERR_EMU;
     crec_emu_cpu_set_icount(s->cpu, kf->global_icount);
     s->next_kf = s->first + 1;
     s->next_point = kf->global_icount + s->point_every;
@@ -663,7 +689,7 @@ static int rep_seg_open(struct rep_seg *s, crec_error *err)
  */
 static int rep_seg_to_point(struct rep_seg *s)
 {
-    void (*on_access)(void *, crec_emu_cpu *, int, uint64_t, uint64_t) = s->on_access;
+    crec_replay_access_fn on_access = s->on_access;
     crec_fmt_event ev;
     int rc = CREC_OK;
 
@@ -673,8 +699,12 @@ static int rep_seg_to_point(struct rep_seg *s)
         if (ev.kind == CREC_FMT_K_MMAP && !(ev.u.mmap.flags & CREC_FMT_EV_LISTING))
             rc = rep_apply_mmap(s, &ev);
     s->on_access = on_access;
+    if (rc != CREC_OK && !s->failed)
+        rep_corrupt(s, "can't reach the restart point at instruction %" PRIu64 ": the "
+                  "EVENTS stream of thread %u ends before offset %" PRIu64,
+                  s->start->global_icount, s->tid, s->start->events_off);
     if (rc != CREC_OK)
-        return s->failed ? (int)s->err.code : CREC_ERR_CORRUPT;
+        return rep_outcome(s);
     for (size_t i = 0; i < s->from_nlines; i++) /* lines no longer mapped don't matter */
         crec_emu_mem_write(s->cpu, s->from_lines[i] << 6, s->from_values + 64 * i, 64);
     return CREC_OK;
@@ -703,6 +733,7 @@ static int rep_seg_first_hits(struct rep_seg *s, crec_error *err)
 static void rep_seg_check_end(struct rep_seg *s, const struct crec_emu_stop *stop)
 {
     const crec_fmt_keyframe *last = &s->kfs[s->nkf - 1];
+    crec_error err = {0};
     crec_fmt_event ev;
     crec_regs now;
     char what[300];
@@ -732,7 +763,10 @@ static void rep_seg_check_end(struct rep_seg *s, const struct crec_emu_stop *sto
                        PRIu64, crec_emu_cpu_icount(s->cpu), s->exit.u.exit.global_icount);
         return;
     }
-    crec_emu_regs_get(s->cpu, &now);
+    if (crec_emu_regs_get(s->cpu, &now, &err) != CREC_OK) {
+        rep_fail(s, &err);
+        return;
+    }
     if (crec_regs_diff(&last->regs, &now, what, sizeof what)) {
         rep_diverge(s, "at the end: %s", what);
         return;
@@ -752,59 +786,69 @@ static int rep_seg_run_until(struct rep_seg *s)
     s->stop_at = s->until;
     do {
         if (s->refill_at) { /* a block whose code was just copied in (lazy.c) */
-            crec_emu_reg_set(s->cpu, UC_X86_REG_RIP, s->refill_at);
+            crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->refill_at);
             s->refill_at = 0;
         }
         s->stopped_at_block = 0;
         rc = crec_emu_cpu_run_until(s->cpu, s->until, &s->reached, &stop, &err);
     } while (rc == CREC_OK && s->refill_at && !s->failed && !s->diverged);
     if (rc == CREC_OK && s->stopped_at_block) /* a query reads RIP: set it now */
-        crec_emu_reg_set(s->cpu, UC_X86_REG_RIP, s->stopped_at_block);
-    if (rc != CREC_OK && !s->failed) {
-        s->err = err;
-        s->failed = 1;
-    }
+        crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->stopped_at_block);
+    if (rc == CREC_OK)
+        rc = crec_emu_cpu_error(s->cpu, &err); /* that write, if it failed */
+    if (rc != CREC_OK)
+        rep_fail(s, &err);
     s->ended = !s->reached; /* the program exited or faulted: nothing follows */
-    return s->failed ? s->err.code : CREC_OK;
+    return rep_outcome(s);
 }
 
 int rep_seg_resume(struct rep_seg *s, uint64_t until)
 {
-    if (s->failed)
-        return s->err.code;
-    if (s->diverged)
-        return CREC_OK;
+    if (s->failed || s->diverged)
+        return rep_outcome(s);
     s->until = until;
     return rep_seg_run_until(s);
+}
+
+/* Everything before the CPU runs: the CPU, the key frame's registers and
+ * memory map, the restart point's memory, the first READS entry. */
+static int rep_seg_start(struct rep_seg *s)
+{
+    crec_error err = {0};
+    int rc = rep_seg_open(s, &err);
+
+    if (rc != CREC_OK) {
+        rep_fail(s, &err);
+        return rc;
+    }
+    rc = rep_listing(s, s->first, 1);
+    if (rc != CREC_OK && !s->failed)
+        rep_corrupt(s, "the memory-map listing of the key frame at "
+                  "instruction %" PRIu64 " can't be read", s->kfs[s->first].global_icount);
+    if (s->failed || s->diverged)
+        return rep_outcome(s);
+    if (s->start != &s->kfs[s->first] && rep_seg_to_point(s) != CREC_OK)
+        return rep_outcome(s);
+    if (s->failed || s->diverged)
+        return rep_outcome(s);
+    if ((rc = rep_seg_first_hits(s, &err)) != CREC_OK)
+        rep_fail(s, &err);
+    return rep_outcome(s);
 }
 
 int rep_seg_run(struct rep_seg *s)
 {
     struct crec_emu_stop stop;
     crec_error err = {0};
-    int rc;
 
-    rc = rep_seg_open(s, &err);
-    if (rc == CREC_OK)
-        rc = rep_listing(s, s->first, 1) == CREC_OK && !s->failed ? CREC_OK : CREC_ERR_CORRUPT;
-    if (rc == CREC_OK && s->start != &s->kfs[s->first] && !s->diverged)
-        rc = rep_seg_to_point(s);
-    if (rc == CREC_OK && !s->failed && !s->diverged)
-        rc = rep_seg_first_hits(s, &err);
-    if (rc == CREC_OK && !s->failed && !s->diverged && s->query)
+    if (rep_seg_start(s) != CREC_OK || s->failed || s->diverged)
+        return rep_outcome(s);
+    if (s->query)
         return rep_seg_run_until(s);
-    if (rc == CREC_OK && !s->failed && !s->diverged)
-        rc = crec_emu_cpu_run(s->cpu, &stop, &err);
-    if (rc != CREC_OK) {
-        if (!s->failed)
-            s->err = err;
-        s->failed = 1;
-        return s->err.code;
-    }
-    if (s->failed)
-        return s->err.code;
-    if (s->diverged)
-        return CREC_OK;
+    if (crec_emu_cpu_run(s->cpu, &stop, &err) != CREC_OK)
+        rep_fail(s, &err);
+    if (s->failed || s->diverged)
+        return rep_outcome(s);
     if (!s->is_last || s->truncated) {
         /* It must have reached and checked its last key frame. */
         if (s->next_kf <= s->end_kf)
@@ -813,7 +857,7 @@ int rep_seg_run(struct rep_seg *s)
         return CREC_OK;
     }
     rep_seg_check_end(s, &stop);
-    return CREC_OK;
+    return rep_outcome(s);
 }
 
 void rep_seg_close(struct rep_seg *s)

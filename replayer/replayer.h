@@ -1,6 +1,9 @@
 /*
- * replayer.h - re-execute a recording with no OS and check that it runs
- * exactly as it did when recorded.
+ * replayer.h - re-execute a recording with no OS.  A full replay that
+ * checks the recording is public (crec_replay_run, include/crec.h); this
+ * header is the query runs index/ builds on: a replay stopped at an exact
+ * instruction count, reporting every memory access.  It speaks the
+ * replayer's own types: index/ never sees the CPU behind a run.
  */
 #ifndef CREC_REPLAYER_H
 #define CREC_REPLAYER_H
@@ -9,60 +12,19 @@
 
 #include "crec.h"
 
-/* How far a replay has got: `done` of `total` instructions to replay. */
-typedef void (*crec_replay_progress_fn)(void *ctx, uint64_t done, uint64_t total);
-
-typedef struct crec_replay_options {
-    uint64_t from;   /* start at the last key frame at or before this time */
-    unsigned jobs;   /* verify segments on this many threads (0, 1: one) */
-    /* called about ten times a second on the calling thread while the
-     * replay runs (may be NULL) */
-    crec_replay_progress_fn progress;
-    void *progress_ctx;
-} crec_replay_options;
-
-/* Where and how a replay left the recorded path. */
-typedef struct crec_divergence {
-    uint64_t icount;  /* instruction count when it was noticed */
-    uint64_t rip;
-    char insn[160];   /* the instruction at rip: bytes and disassembly */
-    char what[400];   /* what differed */
-} crec_divergence;
-
-typedef struct crec_replay_result {
-    uint64_t start_icount;    /* the key frame replay started from */
-    uint64_t instructions;    /* the recording's last instruction count */
-    uint64_t replayed;        /* instructions executed by this replay */
-    uint64_t keyframes_checked;
-    uint64_t syscalls, writes_checked;
-    int exited_by_signal;
-    uint64_t exit_value;      /* status, or the signal */
-    int truncated;            /* the file was cut short: the replay verified it
-                               * up to its last key frame (`instructions`) */
-    int diverged;
-    crec_divergence div;
-} crec_replay_result;
-
-/*! crec_replay_run() :
- *  Replay the recording at `path`.  A divergence is not an error: it is
- *  reported in res->diverged / res->div with CREC_OK.
- *  @return CREC_OK, or an error reading the file (CREC_ERR_CORRUPT, ...). */
-int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_result *res,
-                    crec_error *err);
-
 /* ---- query runs (for index/) ------------------------------------------- */
 
-#include "emu/emu.h"
 #include "format/format.h"
 
 /* One replay stopped at an exact instruction count, kept for inspection. */
 typedef struct crec_replay_qrun crec_replay_qrun;
 
-/* A guest memory access seen by a query run: kind 'r' a load (the bytes
+/* A guest memory access seen by query run q: kind 'r' a load (the bytes
  * now hold their recorded value), 'w' a store (before it happens), 'k'
  * bytes written by the kernel or a new mapping (not in replay memory;
- * addr 0 with len UINT64_MAX: anywhere). */
-typedef void (*crec_replay_access_fn)(void *ctx, crec_emu_cpu *cpu, int kind, uint64_t addr,
+ * addr 0 with len UINT64_MAX: anywhere).  q may be read with the
+ * crec_replay_qrun_* accessors below during the call. */
+typedef void (*crec_replay_access_fn)(void *ctx, crec_replay_qrun *q, int kind, uint64_t addr,
                                       uint64_t len);
 
 /* What a query run reports; every member may be NULL (0). */
@@ -74,7 +36,7 @@ typedef struct crec_replay_watch {
      * point_every instructions since the last key frame or point, strictly
      * inside a segment: registers and stream positions as a key frame,
      * which crec_replay_from can start from (with the memory it needs). */
-    void (*point)(void *ctx, crec_emu_cpu *cpu, const crec_fmt_keyframe *p);
+    void (*point)(void *ctx, crec_replay_qrun *q, const crec_fmt_keyframe *p);
     uint64_t point_every;
 } crec_replay_watch;
 
@@ -113,8 +75,31 @@ int crec_replay_query(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t n
  *  @return CREC_OK, CREC_ERR_ARG for a time before the run's, or an error. */
 int crec_replay_qrun_continue(crec_replay_qrun *q, uint64_t until, crec_error *err);
 
-/*! crec_replay_qrun_cpu() : @return the CPU, stopped where the run ended. */
-crec_emu_cpu *crec_replay_qrun_cpu(crec_replay_qrun *q);
+/*! crec_replay_qrun_icount() : @return the instructions executed: where
+ *  the run stopped, or (from a callback) the count at the current block's
+ *  end. */
+uint64_t crec_replay_qrun_icount(const crec_replay_qrun *q);
+
+/*! crec_replay_qrun_rip() : @return RIP: where the run stopped, or (from an
+ *  access callback) the instruction making the access. */
+uint64_t crec_replay_qrun_rip(crec_replay_qrun *q);
+
+/*! crec_replay_qrun_icount_at() : from an access callback: @return the
+ *  instructions executed before the instruction at `rip` of the block now
+ *  running. */
+uint64_t crec_replay_qrun_icount_at(crec_replay_qrun *q, uint64_t rip);
+
+/*! crec_replay_qrun_describe() : "BYTES (MNEMONIC OPERANDS)" of the
+ *  instruction at addr, one line, into buf. */
+void crec_replay_qrun_describe(crec_replay_qrun *q, uint64_t addr, char *buf, size_t size);
+
+/*! crec_replay_qrun_read() : copy `len` bytes of replay memory at addr.
+ *  @return 0, or -1 when a byte is not mapped. */
+int crec_replay_qrun_read(crec_replay_qrun *q, void *dst, uint64_t addr, uint64_t len);
+
+/*! crec_replay_qrun_regs() : the registers where the run stopped.
+ *  @return CREC_OK or CREC_ERR_EMU. */
+int crec_replay_qrun_regs(crec_replay_qrun *q, crec_regs *r, crec_error *err);
 
 /*! crec_replay_qrun_free() : NULL is fine. */
 void crec_replay_qrun_free(crec_replay_qrun *q);

@@ -257,3 +257,31 @@ Test(index, corrupt_body_with_valid_checksum)
     crec_idx_free(ix);
     crec_fmt_buf_free(&b);
 }
+
+/* ---- time: seek, step, tell (the CLI's WHEN+N uses them) ------------------- */
+
+Test(index, step_moves_the_current_time_within_the_recording)
+{
+    crec_recording *rec;
+    crec_error err = {0};
+    uint64_t end;
+
+    cr_assert_eq(crec_open("traces-sample/hello.crec", 0, &rec, &err), CREC_OK, "%s", err.msg);
+    end = crec_length(rec);
+    cr_assert_gt(end, 100);
+    cr_expect_eq(crec_tell(rec), 0, "a recording opens at time 0");
+    cr_assert_eq(crec_seek(rec, 50, &err), CREC_OK);
+    cr_assert_eq(crec_step(rec, 7, &err), CREC_OK);
+    cr_expect_eq(crec_tell(rec), 57);
+    cr_assert_eq(crec_step(rec, -57, &err), CREC_OK);
+    cr_expect_eq(crec_tell(rec), 0);
+    cr_expect_eq(crec_step(rec, -1, &err), CREC_ERR_ARG, "before the start");
+    cr_expect(strstr(err.msg, "can't step back 1 instructions from 0") != NULL, "%s", err.msg);
+    cr_expect_eq(crec_tell(rec), 0, "a failed step leaves the time");
+    cr_assert_eq(crec_seek(rec, end, &err), CREC_OK);
+    cr_expect_eq(crec_step(rec, 1, &err), CREC_ERR_ARG, "past the end");
+    cr_expect(strstr(err.msg, "past the end of the recording") != NULL, "%s", err.msg);
+    cr_expect_eq(crec_step(rec, INT64_MIN, &err), CREC_ERR_ARG);
+    cr_expect_eq(crec_tell(rec), end);
+    crec_close(rec);
+}

@@ -99,6 +99,8 @@ if [ -f "$d/rec.crec" ]; then
     expect_status "replay --from sort" 0 "$CREC" replay --from 3000000 "$d/rec.crec"
     expect_status "replay --from past the end" 1 "$CREC" replay --from 999999999999 "$d/rec.crec"
     one_error_line "replay --from past the end is one error line"
+else
+    fail "replay --jobs 2 and --from sort" "the recording of sort is missing"
 fi
 
 # A file, a pipe and the clock: replayed on another day, in another

@@ -33,11 +33,16 @@ static void read_streams(crec_fmt_reader *r)
                              &e);
         if (crec_fmt_cursor_open(r, si.type, si.tid, 0, &c, &e) != CREC_OK)
             continue;
-        if (si.type == CREC_FMT_S_SEQ || si.type == CREC_FMT_S_READS) {
+        if (si.type == CREC_FMT_S_SEQ) {
             uint64_t v;
             while (crec_fmt_cursor_varint(c, &v, &e) == CREC_OK)
-                if (si.type == CREC_FMT_S_READS && crec_fmt_cursor_read(c, buf, 8, &e) != CREC_OK)
-                    break;
+                ;
+        } else if (si.type == CREC_FMT_S_READS) {
+            uint64_t hits;
+            unsigned width = 1;
+            while (crec_fmt_read_decode_hits(c, &hits, &e) == CREC_OK &&
+                   crec_fmt_read_decode_value(c, width, buf, &e) == CREC_OK)
+                width = width % CREC_FMT_READ_WIDTH_MAX + 1;
         } else {
             int kind;
             const uint8_t *body;
@@ -83,9 +88,7 @@ static void decode_records(const uint8_t *p, size_t n)
         crec_fmt_header_clear(&h);
     crec_fmt_cur c = {p, n, 0};
     uint64_t a, b;
-    uint8_t v[16];
-    while (crec_fmt_read_decode(&c, 1 + (unsigned)(c.pos % 16), &a, v, &e) == CREC_OK &&
-           crec_fmt_seq_decode(&c, &a, &b, &e) == CREC_OK)
+    while (crec_fmt_seq_decode(&c, &a, &b, &e) == CREC_OK)
         ;
 }
 

@@ -19,9 +19,23 @@
 
 #include "crec.h"
 #include "format/format_int.h"
-#include "replayer/replayer.h"
 
 static char path[64], idx_path[80];
+
+/* An error must say what failed (docs/ARCHITECTURE.md, Errors). */
+static void check_message(int rc, const crec_error *err, const char *what)
+{
+    if (rc != CREC_OK && err->msg[0] == '\0') {
+        fprintf(stderr, "fuzz_replay: %s failed with code %d (%s) and no message\n", what, rc,
+                crec_strerror(rc));
+        abort();
+    }
+    if (rc != CREC_OK && (int)err->code != rc) {
+        fprintf(stderr, "fuzz_replay: %s returned %d but its error says %d: %s\n", what, rc,
+                (int)err->code, err->msg);
+        abort();
+    }
+}
 
 static int write_input(const uint8_t *data, size_t size)
 {
@@ -51,14 +65,24 @@ static void query(void)
     uint8_t buf[16], known[16];
     int source;
 
-    if (crec_open(path, 0, &rec, &err) != CREC_OK)
+    int rc = crec_open(path, 0, &rec, &err);
+
+    check_message(rc, &err, "crec_open");
+    if (rc != CREC_OK)
         return;
-    if (crec_seek(rec, crec_length(rec) / 2, &err) == CREC_OK &&
-        crec_read_registers(rec, &regs, &err) == CREC_OK)
-        crec_read_memory(rec, regs.gpr[CREC_RSP], sizeof buf, buf, known, &source, &err);
-    if (crec_seek(rec, crec_length(rec), &err) == CREC_OK &&
-        crec_read_registers(rec, &regs, &err) == CREC_OK)
-        crec_read_memory(rec, regs.gpr[CREC_RSP], sizeof buf, buf, known, &source, &err);
+    for (int end = 0; end < 2; end++) {
+        rc = crec_seek(rec, end ? crec_length(rec) : crec_length(rec) / 2, &err);
+        check_message(rc, &err, "crec_seek");
+        if (rc == CREC_OK) {
+            rc = crec_read_registers(rec, &regs, &err);
+            check_message(rc, &err, "crec_read_registers");
+        }
+        if (rc == CREC_OK) {
+            rc = crec_read_memory(rec, regs.gpr[CREC_RSP], sizeof buf, buf, known, &source,
+                                  &err);
+            check_message(rc, &err, "crec_read_memory");
+        }
+    }
     crec_close(rec);
 }
 
@@ -72,7 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (write_input(data, size) != 0)
         return 0;
     o.jobs = 1;
-    crec_replay_run(path, &o, &res, &err);
+    check_message(crec_replay_run(path, &o, &res, &err), &err, "crec_replay_run");
     query();
     unlink(idx_path);
     return 0;

@@ -27,7 +27,6 @@
 
 #include "common/common.h"
 #include "crec.h"
-#include "emu/emu.h"
 #include "index/index.h"
 #include "index/index_int.h"
 #include "replayer/replayer.h"
@@ -104,9 +103,9 @@ static void scan_listing0(crec_recording *rec, const crec_fmt_keyframe *kf0, cre
         a = ev.u.mmap.addr, n = ev.u.mmap.len;
         if (a <= rsp0 && rsp0 < a + n)
             ranges_add(&stack, a, n);
-        else if ((ev.u.mmap.prot & CREC_PROT_WRITE) && code_end && a - code_end < (2 << 20))
+        else if ((ev.u.mmap.prot & CREC_FMT_PROT_WRITE) && code_end && a - code_end < (2 << 20))
             ranges_add(&globals, a, n);
-        if (ev.u.mmap.prot & CREC_PROT_EXEC)
+        if (ev.u.mmap.prot & CREC_FMT_PROT_EXEC)
             code_end = a + n;
     }
 }
@@ -128,7 +127,7 @@ static void scan_map(crec_recording *rec, const crec_fmt_keyframe *kf0)
             (ev.u.mmap.flags & CREC_FMT_EV_LISTING))
             continue;
         if (ev.u.mmap.op == CREC_FMT_MM_BRK ||
-            (ev.u.mmap.op == CREC_FMT_MM_MAP && (ev.u.mmap.prot & CREC_PROT_WRITE) &&
+            (ev.u.mmap.op == CREC_FMT_MM_MAP && (ev.u.mmap.prot & CREC_FMT_PROT_WRITE) &&
              !(ev.u.mmap.flags & CREC_FMT_EV_HAS_NAME)))
             ranges_add(&heap, ev.u.mmap.addr, ev.u.mmap.len);
     }
@@ -167,7 +166,7 @@ static int pick(crec_recording *rec, unsigned how, struct query *q)
         return 1;
     }
     if (how == 1 && rec->nsnap > 0) {
-        q->addr = rec->snap[rnd() % rec->nsnap].addr + rnd() % (QX_PAGE - QLEN);
+        q->addr = rec->snap[rnd() % rec->nsnap].addr + rnd() % (CREC_PAGE_SIZE - QLEN);
     } else if (g->ntouch > 0) {
         q->addr = (g->touch[rnd() % g->ntouch] << CREC_IDX_LINE_SHIFT) + rnd() % 64;
     } else {
@@ -215,7 +214,7 @@ static int cmp_time(const void *a, const void *b)
     return x->t < y->t ? -1 : x->t > y->t;
 }
 
-static void oracle_access(void *ctx, crec_emu_cpu *cpu, int kind, uint64_t a, uint64_t l)
+static void oracle_access(void *ctx, crec_replay_qrun *run, int kind, uint64_t a, uint64_t l)
 {
     struct oracle *o = ctx;
     size_t lo = 0, hi = o->n;
@@ -235,13 +234,13 @@ static void oracle_access(void *ctx, crec_emu_cpu *cpu, int kind, uint64_t a, ui
         for (int b = 0; b < QLEN; b++)
             if (q->addr + b >= a && q->addr + b < end) {
                 q->st[b] = (uint8_t)kind;
-                q->kt[b] = crec_emu_cpu_icount(cpu);
+                q->kt[b] = crec_replay_qrun_icount(run);
             }
     }
 }
 
 /* What the oracle says of byte b of q, with the run stopped at q->t. */
-static int oracle_byte(crec_recording *rec, crec_emu_cpu *cpu, const struct query *q, int b,
+static int oracle_byte(crec_recording *rec, crec_replay_qrun *run, const struct query *q, int b,
                        uint8_t *v)
 {
     uint64_t a = q->addr + b;
@@ -251,18 +250,18 @@ static int oracle_byte(crec_recording *rec, crec_emu_cpu *cpu, const struct quer
     if (qx_code_bytes(rec, a, 1, v, &is_code, NULL) == CREC_OK && is_code)
         return 1;
     if (q->st[b] == 'r' || q->st[b] == 'w')
-        return crec_emu_mem_read(cpu, v, a, 1) == 0;
-    p = qx_snap_find(rec, a & ~(QX_PAGE - 1), q->t);
+        return crec_replay_qrun_read(run, v, a, 1) == 0;
+    p = qx_snap_find(rec, a & ~(CREC_PAGE_SIZE - 1), q->t);
     if (!p || (q->st[b] == 'k' && p->icount < q->kt[b]))
         return 0;
     return qx_snap_byte(rec, p, a, v, NULL) == CREC_OK;
 }
 
-static int compare(crec_recording *rec, crec_emu_cpu *cpu, const struct query *q)
+static int compare(crec_recording *rec, crec_replay_qrun *run, const struct query *q)
 {
     for (int b = 0; b < QLEN; b++) {
         uint8_t v = 0;
-        int known = oracle_byte(rec, cpu, q, b, &v);
+        int known = oracle_byte(rec, run, q, b, &v);
         if (known != q->known[b] || (known && v != q->val[b])) {
             printf("differ 0x%" PRIx64 "@%" PRIu64 " (%s) byte %d: index %s%02x (path %d), "
                    "sequential replay %s%02x (last access '%c' at %" PRIu64 ")\n",
@@ -292,12 +291,12 @@ static int run_oracle(crec_recording *rec, crec_fmt_reader *r, const crec_fmt_ke
     rc = crec_replay_query(r, kfs, nkf, 0, NULL, bytime[0]->t, &w, &q, &err);
     for (size_t i = 0; rc == CREC_OK && i < n; i++) {
         rc = crec_replay_qrun_continue(q, bytime[i]->t, &err);
-        if (rc == CREC_OK && crec_emu_cpu_icount(crec_replay_qrun_cpu(q)) != bytime[i]->t)
+        if (rc == CREC_OK && crec_replay_qrun_icount(q) != bytime[i]->t)
             rc = crec_error_set(&err, CREC_ERR_DIVERGENCE, "the sequential replay stopped at "
-                                "%" PRIu64 ", not %" PRIu64,
-                                crec_emu_cpu_icount(crec_replay_qrun_cpu(q)), bytime[i]->t);
+                                "%" PRIu64 ", not %" PRIu64, crec_replay_qrun_icount(q),
+                                bytime[i]->t);
         if (rc == CREC_OK)
-            *bad += compare(rec, crec_replay_qrun_cpu(q), bytime[i]);
+            *bad += compare(rec, q, bytime[i]);
     }
     if (rc != CREC_OK)
         fprintf(stderr, "crec_xcheck: sequential replay: %s\n", err.msg);

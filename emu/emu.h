@@ -7,14 +7,17 @@
  *            engine in x86-64 mode, guest memory that we own and map with
  *            uc_mem_map_ptr, the full register state, exact instruction
  *            counting, CPUID answered by a callback and RDTSC trapped into a
- *            callback, and which bytes a syscall sends out.  Files: cpu.c,
- *            mem.c, blocks.c, cpuid.c, sysout.c, ucfix.c.  They never
- *            reference the syscall or ELF code.
+ *            callback, the instructions crec executes itself (AVX and up,
+ *            RDRAND), and which bytes a syscall sends out.  Files: cpu.c,
+ *            mem.c, blocks.c, cpuid.c, sysout.c, ucfix.c, xdecode.c,
+ *            xinsn.c, xfloat.c.  They never reference the syscall or ELF
+ *            code.
  *
  *   the OS   (crec_emu_*): a process on top of a CPU - the ELF loader, the
  *            initial stack, the Linux syscall layer and the observer that
  *            the recorder fills.  Files: loader.c, process.c, syscall.c,
- *            sys_*.c (one per syscall family), strace.c, sysnames.c.
+ *            sys_*.c (one per syscall family), wait.c (timed waits),
+ *            procfs.c (/proc/self), strace.c, sysnames.c.
  *            docs/EMU.md describes what is emulated.
  *
  * Time is the instruction count: a `rep`-prefixed instruction counts once

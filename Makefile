@@ -13,7 +13,7 @@
 # Every module is one folder; all its .c files go into libcrec.a.  The cli
 # folder builds the `crec` command on top of it.
 
-MODULES   := common format emu recorder replayer index
+MODULES   := common format emu recorder replayer index analysis
 SANITIZE  ?= 0
 CC        ?= cc
 
@@ -31,9 +31,10 @@ endif
 DEBUGFLAGS := $(if $(filter 1,$(DEBUG)),-DCREC_DEBUG)
 
 # Debian package that provides each pkg-config module we need.
-PKGS_BUILD := libunicorn-dev libcapstone-dev libzstd-dev libxxhash-dev pkg-config
-PKGS_TEST  := libcriterion-dev busybox-static lua5.4 sqlite3 gzip clang faketime
-PKG_MODS   := unicorn capstone libzstd libxxhash
+PKGS_BUILD := libunicorn-dev libcapstone-dev libzstd-dev libxxhash-dev libdw-dev pkg-config
+PKGS_TEST  := libcriterion-dev busybox-static lua5.4 sqlite3 gzip clang faketime valgrind \
+              g++ python3
+PKG_MODS   := unicorn capstone libzstd libxxhash libdw
 
 DEPS_CFLAGS = $(shell pkg-config --cflags $(PKG_MODS) 2>/dev/null)
 DEPS_LIBS   = $(shell pkg-config --libs $(PKG_MODS) 2>/dev/null)
@@ -52,8 +53,8 @@ CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # Programs the tests run as guests (built natively, outside the sanitizer).
-GUEST_SRC := $(wildcard tests/guests/*.c)
-GUEST_BIN := $(GUEST_SRC:tests/guests/%.c=build/guests/%)
+GUEST_SRC := $(wildcard tests/guests/*.c) $(wildcard tests/guests/*.cpp)
+GUEST_BIN := $(patsubst tests/guests/%.cpp,build/guests/%,$(GUEST_SRC:tests/guests/%.c=build/guests/%))
 # Test tools that use libcrec directly (e.g. to tamper with a recording).
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tests/%.c=$(BUILD)/%)
@@ -97,6 +98,10 @@ $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libcrec.a | deps
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -MMD -MP -MF $@.d -o $@ $< $(BUILD)/libcrec.a $(LDLIBS)
 
 build/guests/%: tests/guests/%.c
+	@mkdir -p $(dir $@)
+	sh tests/guests/build.sh $< $@
+
+build/guests/%: tests/guests/%.cpp
 	@mkdir -p $(dir $@)
 	sh tests/guests/build.sh $< $@
 

@@ -46,6 +46,42 @@ int cmd_replay(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_query(int argc, char **argv);
 int cmd_when(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
+int cmd_calls(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
+int cmd_backtrace(int argc, char **argv);
+int cmd_syscalls(int argc, char **argv);
+int cmd_find(int argc, char **argv);
+int cmd_printf(int argc, char **argv);
+
+/* ---- shared by the analysis commands (cli/analysis.c) ---------------------- */
+
+/* The options every analysis command takes: --from, --to, --thread,
+ * --debug-dir (0 / NULL when not given; to defaults to the end). */
+struct cli_range {
+    const char *from, *to;
+    unsigned long thread;
+    const char *debug_dir;
+};
+
+/*! cli_analysis_open() : open FILE with its symbols, and turn --from/--to
+ *  into times.  On failure the message is printed.  @return EXIT_OK or
+ *  EXIT_FAIL. */
+int cli_analysis_open(const char *cmd, const char *path, const struct cli_range *r,
+                      crec_recording **rec, crec_symtab **sym, uint64_t *from, uint64_t *to);
+
+/*! cli_thread() : parse --thread N into r->thread.  @return EXIT_OK or a
+ *  usage error (printed). */
+int cli_thread(const char *cmd, const char *arg, struct cli_range *r);
+
+/*! cli_output_gone() : @return 1 when stdout can take no more (its reader
+ *  went away: `crec trace | head`): the command then stops quietly. */
+int cli_output_gone(void);
+
+/*! cli_finish() : close what cli_analysis_open opened; flush stdout.
+ *  @return rc, or EXIT_FAIL when stdout failed for another reason than a
+ *  reader that went away. */
+int cli_finish(crec_recording *rec, crec_symtab *sym, int rc);
 
 /* `crec query`'s work once FILE is known (cmd_query.c), shared with `crec
  * replay FILE --query ...`: answer every WHAT@WHEN of queries[0..n) in the

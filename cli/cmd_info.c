@@ -90,6 +90,32 @@ static void print_header(FILE *out, const char *name, const crec_info *h)
             (unsigned long long)h->cache_entries, (unsigned long long)h->cache_granule);
 }
 
+/* A crash: the signal, the faulting instruction and address, and where
+ * to look next. */
+static void print_crash(FILE *out, const char *name)
+{
+    crec_recording *rec = NULL;
+    crec_symbol s;
+    crec_crash c;
+    char where[300] = "";
+    const char *sig;
+
+    if (crec_open(name, 0, &rec, NULL) != CREC_OK || crec_crash_info(rec, &c, NULL) != CREC_OK) {
+        crec_close(rec);
+        return;
+    }
+    sig = sigabbrev_np(c.signo);
+    if (crec_symbolize(rec, c.rip, &s, NULL) == CREC_OK && s.name)
+        snprintf(where, sizeof where, s.offset ? " %s+0x%llx" : " %s", s.name,
+                 (unsigned long long)s.offset);
+    fprintf(out, "crash:         SIG%s at instruction %llu, 0x%llx%s: %s\n", sig ? sig : "?",
+            (unsigned long long)c.t, (unsigned long long)c.rip, where, c.insn);
+    if (c.has_addr)
+        fprintf(out, "               faulting address 0x%llx\n", (unsigned long long)c.addr);
+    fprintf(out, "               'crec backtrace %s' shows how it got there\n", name);
+    crec_close(rec);
+}
+
 static void print_text(FILE *out, const char *name, const crec_info *s)
 {
     print_header(out, name, s);
@@ -102,6 +128,8 @@ static void print_text(FILE *out, const char *name, const crec_info *s)
     if (s->exited)
         fprintf(out, "exit:          %s %llu\n", exit_text(s->exit_how),
                 (unsigned long long)s->exit_value);
+    if (s->exited && s->exit_how == CREC_EXIT_SIGNAL && strcmp(name, "-") != 0)
+        print_crash(out, name);
     fprintf(out, "records:       %llu events, %llu code mappings, %llu symbols, %llu blobs\n",
             (unsigned long long)s->events, (unsigned long long)s->code_mappings,
             (unsigned long long)s->symbols, (unsigned long long)s->blobs);

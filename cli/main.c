@@ -20,6 +20,15 @@ static const struct cli_command commands[] = {
     {"info", "describe a recording: header, threads, streams, sizes", cmd_info},
     {"query", "the value of memory or a register at any instruction count", cmd_query},
     {"when", "every instruction count at which a memory value changed", cmd_when},
+    {"trace", "every instruction of a range: symbol, source line, disassembly", cmd_trace},
+    {"calls", "every call of a function with its arguments and result; the call tree",
+     cmd_calls},
+    {"profile", "an exact profile by instruction count (callgrind, speedscope, folded)",
+     cmd_profile},
+    {"backtrace", "the blocks that led to a crash or a time, and the call stack", cmd_backtrace},
+    {"syscalls", "every syscall of the recording, strace style", cmd_syscalls},
+    {"find", "the next or previous time at which a condition holds", cmd_find},
+    {"printf", "a printf added after the run, evaluated where it would have run", cmd_printf},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

@@ -378,7 +378,7 @@ static int block_learn(crec_emu_cpu *cpu, uint64_t addr, uint32_t size, struct e
     struct xi_insn xi;
     cs_insn *insn;
     int added = 0, prev_site = 0;
-    long n = 0;
+    long n = 0, nrun = 0, run = 0; /* run: sites in a row from the first */
 
     if (size > 4096)
         size = 4096;
@@ -397,9 +397,17 @@ static int block_learn(crec_emu_cpu *cpu, uint64_t addr, uint32_t size, struct e
         if (xi.kind != XI_NONE && xi_is_site(&xi)) {
             if (!prev_site || at == addr)
                 added |= trap_xsite(cpu, at);
+            /* the first run of them ends the block's visit (xinsn.c) */
+            if ((at < addr + size || !size) && (nrun == 0 || (prev_site && run > 0)) &&
+                run < EMU_XI_BATCH)
+                nrun = n, run++;
+            else if (run > 0)
+                run = -1; /* done */
             prev_site = 1;
             continue;
         }
+        if (run > 0)
+            run = -1;
         prev_site = 0;
         if (xi.kind == XI_NONE && (insn->id == X86_INS_RDTSC || insn->id == X86_INS_RDTSCP))
             added |= trap_rdtsc(cpu, at);
@@ -411,6 +419,7 @@ static int block_learn(crec_emu_cpu *cpu, uint64_t addr, uint32_t size, struct e
     out->addr = addr;
     out->size = size;
     out->ninsns = (uint32_t)n;
+    out->nrun = nrun > 0 && nrun < n ? (uint32_t)nrun : 0;
     if (added) {
         uc_ctl_remove_cache(cpu->uc, addr, addr + (size ? size : 1));
         cpu->restart_at = addr;
@@ -457,6 +466,7 @@ void emu_block_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
     cpu->cur_block = addr;
     cpu->cur_block_n = b.ninsns;
     cpu->cur_block_size = size;
+    cpu->cur_block_run = b.nrun;
     if (cpu->hooks.block) {
         cpu->in_block_hook = 1;
         cpu->hooks.block(cpu->hooks.ctx, addr, b.ninsns, cpu->icount);
@@ -480,6 +490,26 @@ uint64_t crec_emu_cpu_icount_at(crec_emu_cpu *cpu, uint64_t rip)
         return before;
     n = emu_count_insns(cpu, cpu->cur_block, cpu->cur_block_size, rip);
     return n < 0 ? before : before + (uint64_t)n;
+}
+
+uint32_t crec_emu_cpu_block_insns(crec_emu_cpu *cpu)
+{
+    uint32_t n = cpu->cur_block_n;
+
+    /* Instructions crec executes itself leave the block after their run. */
+    if (cpu->cur_block_run && cpu->cur_block_run < n)
+        n = cpu->cur_block_run;
+    /* An emulated RDTSC leaves its block (rdtsc_hook): the rest does not run. */
+    for (size_t i = 0; i < cpu->n_rdtsc; i++) {
+        uint64_t site = cpu->rdtsc_sites[i];
+        long before;
+        if (site < cpu->cur_block || site >= cpu->cur_block + cpu->cur_block_size)
+            continue;
+        before = emu_count_insns(cpu, cpu->cur_block, cpu->cur_block_size, site);
+        if (before >= 0 && (uint64_t)before + 1 < n)
+            n = (uint32_t)before + 1;
+    }
+    return n;
 }
 
 /* The bounded code hook on the instruction that must not run. */

@@ -261,7 +261,7 @@ int emu_xinsn_fast(void *uc, uint64_t addr)
 
     if (!cpu || (void *)cpu->uc != uc || !emu_xsite_has(cpu, addr))
         return 0;
-    emu_xinsn_site(cpu, addr);
+    emu_xinsn_site(cpu, addr, 0);
     return 1;
 }
 
@@ -354,6 +354,9 @@ static int engine_clean(crec_emu_cpu *cpu)
             bad = 1;
     for (size_t i = 0; i < cpu->n_rdtsc; i++)
         if (uc_hook_del(cpu->uc, cpu->rdtsc_hooks[i]) != UC_ERR_OK)
+            bad = 1;
+    for (size_t i = 0; i < cpu->n_code_hooks; i++)
+        if (uc_hook_del(cpu->uc, cpu->code_hooks[i]->uc) != UC_ERR_OK)
             bad = 1;
     if (cpu->h_until && uc_hook_del(cpu->uc, cpu->h_until) != UC_ERR_OK)
         bad = 1;
@@ -489,6 +492,37 @@ int crec_emu_cpu_hook_mem(crec_emu_cpu *cpu, int kinds, crec_emu_mem_fn fn, void
     return CREC_OK;
 }
 
+static void client_code_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
+{
+    const struct emu_code_hook *h = ud;
+
+    (void)uc;
+    h->fn(h->ctx, addr, size);
+}
+
+int crec_emu_cpu_hook_code(crec_emu_cpu *cpu, uint64_t begin, uint64_t end, crec_emu_code_fn fn,
+                           void *ctx, crec_error *err)
+{
+    struct emu_code_hook **grown = crec_grow(cpu->code_hooks, &cpu->cap_code_hooks,
+                                             cpu->n_code_hooks + 1, sizeof *grown, 8);
+    struct emu_code_hook *h;
+    uc_err ue;
+
+    if (!grown)
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for a code hook");
+    cpu->code_hooks = grown;
+    if (!(h = crec_calloc(1, sizeof *h)))
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for a code hook");
+    h->fn = fn, h->ctx = ctx, h->begin = begin, h->end = end;
+    ue = uc_hook_add(cpu->uc, &h->uc, UC_HOOK_CODE, (void *)client_code_hook, h, begin, end);
+    if (ue != UC_ERR_OK) {
+        crec_free(h);
+        return crec_error_set(err, CREC_ERR_EMU, "uc_hook_add: %s", uc_strerror(ue));
+    }
+    grown[cpu->n_code_hooks++] = h;
+    return CREC_OK;
+}
+
 void crec_emu_cpu_free(crec_emu_cpu *cpu)
 {
     if (!cpu)
@@ -497,6 +531,9 @@ void crec_emu_cpu_free(crec_emu_cpu *cpu)
         engine_give(cpu); /* before the host memory it maps goes away */
     emu_mem_free_all(cpu);
     emu_blocks_free(cpu);
+    for (size_t i = 0; i < cpu->n_code_hooks; i++)
+        crec_free(cpu->code_hooks[i]);
+    crec_free(cpu->code_hooks);
     if (cpu->cs)
         cs_close(&cpu->cs);
     crec_free(cpu);

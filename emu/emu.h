@@ -129,6 +129,12 @@ int crec_emu_cpu_run_until(crec_emu_cpu *cpu, uint64_t t, int *reached,
  *  that has not run yet). */
 uint64_t crec_emu_cpu_icount_at(crec_emu_cpu *cpu, uint64_t rip);
 
+/*! crec_emu_cpu_block_insns() : from the block hook: how many instructions
+ *  of the block now starting run before control leaves it (an emulated
+ *  RDTSC leaves its block, so a block holding one runs only up to it; so
+ *  does a run of instructions crec executes itself, after the run). */
+uint32_t crec_emu_cpu_block_insns(crec_emu_cpu *cpu);
+
 /*! crec_emu_cpu_describe() : "BYTES (MNEMONIC OPERANDS)" of the instruction
  *  at addr, one line, into buf. */
 void crec_emu_cpu_describe(crec_emu_cpu *cpu, uint64_t addr, char *buf, size_t size);
@@ -188,6 +194,21 @@ int crec_emu_cpu_xstate_touched(const crec_emu_cpu *cpu);
 
 /*! crec_emu_cpu_xinsns() : @return instructions crec executed itself. */
 uint64_t crec_emu_cpu_xinsns(const crec_emu_cpu *cpu);
+
+/* A code hook: the instruction of `size` bytes at `addr` is about to run. */
+typedef void (*crec_emu_code_fn)(void *ctx, uint64_t addr, unsigned size);
+
+/*! crec_emu_cpu_hook_code() :
+ *  Call `fn` with `ctx` before each instruction in [begin, end] (begin >
+ *  end: every instruction, which makes the CPU about 10x slower; a bounded
+ *  hook costs nothing outside its range).  Any number; crec_emu_cpu_free
+ *  removes them.  Add them before running, as crec_emu_cpu_hook_mem.  A
+ *  hook that calls crec_emu_cpu_stop ends the run soon after (the rest of
+ *  the block may still run).  The instructions crec executes itself are
+ *  hooked too (a stop from their hook comes before them).
+ *  @return CREC_OK, CREC_ERR_NOMEM or CREC_ERR_EMU. */
+int crec_emu_cpu_hook_code(crec_emu_cpu *cpu, uint64_t begin, uint64_t end, crec_emu_code_fn fn,
+                           void *ctx, crec_error *err);
 
 /*! crec_emu_ucfix_used() : @return 1 once a guest store has gone through
  *  crec's replacement for Unicorn 2.0.1's page collection (emu/ucfix.c),

@@ -41,7 +41,14 @@ struct emu_block {
     uint64_t addr;  /* 0: empty slot */
     uint32_t size;  /* bytes, as Unicorn reported */
     uint32_t ninsns;
+    /* instructions that run before control leaves it at instructions crec
+     * executes itself (xinsn.c: up to the end of their run); 0: all */
+    uint32_t nrun;
 };
+
+/* At most this many instructions crec executes itself in a row are carried
+ * out in one visit (xinsn.c); blocks.c counts them the same way. */
+#define EMU_XI_BATCH 64
 
 /* An instruction crec executes itself (xinsn.c), and its code hook. */
 struct emu_xsite {
@@ -51,6 +58,17 @@ struct emu_xsite {
 
 /* Hooks a client added with crec_emu_cpu_hook_mem (removed at free). */
 #define EMU_MAX_CLIENT_HOOKS 4
+
+/* A client's code hook (crec_emu_cpu_hook_code): Unicorn's handle, the
+ * client's callback and its range (xinsn.c calls it for the instructions
+ * crec executes itself).  Each is allocated alone, so that Unicorn keeps a
+ * pointer that the array growing does not move. */
+struct emu_code_hook {
+    uc_hook uc;
+    crec_emu_code_fn fn;
+    void *ctx;
+    uint64_t begin, end; /* begin > end: every instruction */
+};
 
 struct emu_client_hook {
     uc_hook uc;
@@ -67,6 +85,8 @@ struct crec_emu_cpu {
     uc_hook h_block, h_syscall, h_cpuid, h_invalid, h_mem, h_intr;
     struct emu_client_hook client_hooks[EMU_MAX_CLIENT_HOOKS];
     size_t n_client_hooks;
+    struct emu_code_hook **code_hooks; /* crec_emu_cpu_hook_code's, any number */
+    size_t n_code_hooks, cap_code_hooks;
 
     struct emu_map *maps; /* sorted by start, no overlap */
     size_t n_maps, cap_maps;
@@ -86,6 +106,7 @@ struct crec_emu_cpu {
     uint64_t cur_block;       /* address of the block running now */
     uint32_t cur_block_n;     /* its instruction count (already in icount) */
     uint32_t cur_block_size;
+    uint32_t cur_block_run;   /* its emu_block.nrun */
 
     uint64_t *rdtsc_sites;    /* instructions with a bounded code hook */
     uc_hook *rdtsc_hooks;     /* the hook of each site */
@@ -154,11 +175,12 @@ void emu_until_stop(crec_emu_cpu *cpu, uint64_t addr);
 void emu_describe_insn(crec_emu_cpu *cpu, uint64_t addr, char *buf, size_t size);
 
 /* xinsn.c and blocks.c: the instructions crec executes itself.
- * emu_xinsn_site: one is about to run at addr (from its code hook);
+ * emu_xinsn_site: one is about to run at addr (from its code hook;
+ * hooked: Unicorn called the client's code hooks on addr already);
  * emu_xinsn_hook: that code hook; emu_xinsn_fast: ucfix's dispatch of a
  * code hook call, 1 if addr was one of ours (run) on the engine running
  * on this thread; emu_xsite_has: addr has a site hook. */
-void emu_xinsn_site(crec_emu_cpu *cpu, uint64_t addr);
+void emu_xinsn_site(crec_emu_cpu *cpu, uint64_t addr, int hooked);
 void emu_xinsn_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud);
 int emu_xinsn_fast(void *uc, uint64_t addr);
 int emu_xsite_has(const crec_emu_cpu *cpu, uint64_t addr);

@@ -376,3 +376,8 @@ const char *emu_syscall_name(uint64_t nr)
         return names[nr];
     return "?";
 }
+
+const char *crec_syscall_name(uint64_t nr)
+{
+    return emu_syscall_name(nr);
+}

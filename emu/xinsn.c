@@ -21,7 +21,7 @@
 
 /* Consecutive instructions carried out in one visit (each one reached
  * through a hook would cost a trip out of the translated block). */
-#define XI_BATCH 64
+#define XI_BATCH EMU_XI_BATCH
 
 static const int gpr_uc[16] = {
     UC_X86_REG_RAX, UC_X86_REG_RCX, UC_X86_REG_RDX, UC_X86_REG_RBX,
@@ -2338,24 +2338,53 @@ static int fetch(crec_emu_cpu *cpu, uint64_t rip, struct xi_insn *in)
 }
 
 /*
+ * The client's code hooks (crec_emu_cpu_hook_code) whose range holds the
+ * instruction at rip, which crec is about to carry out: they see it as
+ * they see Unicorn's, with RIP at it, the count of what ran before it and
+ * the registers as they are.  @return 1 if one of them stopped the run.
+ */
+static int client_code(struct xi_ctx *c, uint64_t rip)
+{
+    crec_emu_cpu *cpu = c->cpu;
+    int told = 0;
+
+    for (size_t i = 0; i < cpu->n_code_hooks; i++) {
+        const struct emu_code_hook *h = cpu->code_hooks[i];
+        if (h->begin <= h->end && (rip < h->begin || rip > h->end))
+            continue;
+        if (!told) {
+            xmm_flush(c);
+            c->lo_valid = 0; /* the hook may write registers */
+            emu_reg_set(cpu, UC_X86_REG_RIP, rip);
+            told = 1;
+        }
+        h->fn(h->ctx, rip, c->in.len);
+    }
+    return cpu->stop_requested;
+}
+
+/*
  * A hooked instruction is about to run at addr: carry it out, and the
  * ones after it that are ours too, then leave the translated block (a
  * write of RIP does that) at the first one that is not.  The block was
  * counted whole when it began: the count becomes what ran before addr,
- * plus what ran here; the block at the new RIP counts itself.
+ * plus what ran here; the block at the new RIP counts itself.  A stop
+ * asked for before one of them (a hook earlier in the block, or a client's
+ * code hook on it) comes before it: Unicorn would go on with the rest of
+ * its block, but that would raise #UD here.
  */
-void emu_xinsn_site(crec_emu_cpu *cpu, uint64_t addr)
+void emu_xinsn_site(crec_emu_cpu *cpu, uint64_t addr, int hooked)
 {
     struct xi_ctx c;
-    uint64_t at, rip = addr;
+    uint64_t at, rip = addr, end = UINT64_MAX;
     unsigned done = 0;
 
     if (cpu->xstop_pending) {
         uc_emu_stop(cpu->uc);
         return;
     }
-    if (cpu->stop_requested || cpu->restart_at)
-        return;
+    if (cpu->restart_at)
+        return; /* the block does not run: it is entered again */
     memset(&c, 0, sizeof c);
     c.cpu = cpu;
     /* A stale hook (the code there changed): TCG runs what is there now. */
@@ -2369,10 +2398,18 @@ void emu_xinsn_site(crec_emu_cpu *cpu, uint64_t addr)
     /* from here the count is exact by itself: what ran before the next
      * instruction (crec_emu_cpu_icount_at answers it during the accesses) */
     cpu->icount = at;
+    /* the run stays in the block (crec_emu_cpu_block_insns counts it so) */
+    if (addr >= cpu->cur_block && addr < cpu->cur_block + cpu->cur_block_size)
+        end = cpu->cur_block + cpu->cur_block_size;
     cpu->cur_block = addr, cpu->cur_block_n = 0, cpu->cur_block_size = 0;
+    cpu->cur_block_run = 0;
     emu_reg_set(cpu, UC_X86_REG_RIP, addr);
     for (;;) {
         c.rip = rip;
+        if (cpu->stop_requested || (!(hooked && done == 0) && client_code(&c, rip))) {
+            c.stop = 1; /* before this one, which does not run */
+            break;
+        }
         xi_exec(&c);
         if (c.stop)
             break;
@@ -2380,7 +2417,7 @@ void emu_xinsn_site(crec_emu_cpu *cpu, uint64_t addr)
         cpu->xinsns++;
         rip += c.in.len;
         if (++done >= XI_BATCH || (cpu->until_armed && cpu->icount >= cpu->until) ||
-            cpu->stop_requested || fetch(cpu, rip, &c.in) != 0)
+            rip >= end || fetch(cpu, rip, &c.in) != 0)
             break;
     }
     xmm_flush(&c);
@@ -2393,11 +2430,12 @@ void emu_xinsn_site(crec_emu_cpu *cpu, uint64_t addr)
     emu_reg_set(cpu, UC_X86_REG_RIP, rip);
 }
 
-/* The code hook on a site (used when ucfix's dispatch is not in effect). */
+/* The code hook on a site (used when ucfix's dispatch is not in effect:
+ * Unicorn calls the client's code hooks added before it first). */
 void emu_xinsn_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
 {
     (void)uc, (void)size;
-    emu_xinsn_site(ud, addr);
+    emu_xinsn_site(ud, addr, 1);
 }
 
 /* ---- the state kept here, for the client ----------------------------------------- */

@@ -369,4 +369,470 @@ int crec_watch(crec_recording *rec, uint64_t addr, size_t len,
 int crec_index_info(crec_recording *rec, uint64_t *index_bytes, uint64_t *trace_bytes,
                     int *built, crec_error *err);
 
+/* ------------------------------------------------------------------------ */
+/* Execution: replay part of a recording and watch it (docs/API.md)        */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * crec_exec_run() replays [from, to) and calls an observer at every block,
+ * instruction, memory access or syscall it asks for.  Times are as above:
+ * the instruction "at t" is instruction number t+1, which runs from state t
+ * to state t+1.  Thread ids are 1 until recordings hold several threads.
+ */
+
+/* A replay in progress; passed to observer callbacks, valid only inside them. */
+typedef struct crec_exec crec_exec;
+
+enum crec_access_kind {
+    CREC_ACCESS_READ = 'r',
+    CREC_ACCESS_WRITE = 'w',
+    CREC_ACCESS_KERNEL = 'k', /* a syscall or a change of the memory map wrote it */
+};
+
+typedef struct crec_access {
+    uint64_t t;            /* the instruction that made it (runs from t to t+1) */
+    uint32_t tid;          /* its thread */
+    int kind;              /* enum crec_access_kind */
+    uint64_t addr;
+    uint64_t len;          /* 1..16 for READ/WRITE; any for KERNEL (addr 0 and
+                              len UINT64_MAX: anywhere) */
+    const uint8_t *value;  /* READ: bytes loaded; WRITE: bytes stored;
+                              KERNEL: NULL (crec_exec_read after it) */
+} crec_access;
+
+typedef struct crec_syscall_info {
+    uint64_t t;            /* the `syscall` instruction (runs from t to t+1) */
+    uint32_t tid;
+    uint64_t nr, args[6];
+    int64_t ret;           /* value or -errno */
+} crec_syscall_info;
+
+/* A range of guest addresses [addr, addr+len). */
+typedef struct crec_range {
+    uint64_t addr, len;
+} crec_range;
+
+/* crec_observer flags. */
+#define CREC_EXEC_READS_MEMORY 1 /* the client calls crec_exec_read: the run keeps
+                                    track of which bytes replay memory holds, so
+                                    that reads are answered from it (without the
+                                    flag each read is a query of its own: right,
+                                    but far slower) */
+
+/* What a run reports.  Every callback may be NULL; a non-zero return stops
+ * the run there (*stopped of crec_exec_run says where). */
+typedef struct crec_observer {
+    void *ctx;
+    unsigned flags;        /* CREC_EXEC_* */
+    /* Before the instruction at time t runs (the state is the state at t).
+     * Every instruction (a code hook: about 10x slower), or, when n_addrs
+     * > 0, only those at one of the addresses `addrs` (any order; free
+     * elsewhere: gdb breakpoints, function entries). */
+    int (*insn)(void *ctx, crec_exec *x, uint64_t t, uint32_t tid, uint64_t rip);
+    const uint64_t *addrs;
+    size_t n_addrs;
+    /* Before a basic block of `ninsns` instructions starting at t runs (a
+     * block cut short by `to` reports only the instructions before it). */
+    int (*block)(void *ctx, crec_exec *x, uint64_t t, uint32_t tid, uint64_t addr,
+                 uint32_t ninsns);
+    /* A memory access.  WRITE: before it happens (crec_exec_read shows the
+     * old bytes); READ and KERNEL: after.  When n_ranges > 0, only accesses
+     * that meet one of `ranges` are reported (gdb watchpoints). */
+    int (*access)(void *ctx, crec_exec *x, const crec_access *a);
+    const crec_range *ranges;
+    size_t n_ranges;
+    /* After a syscall, with its result (registers are after it). */
+    int (*syscall)(void *ctx, crec_exec *x, const crec_syscall_info *s);
+} crec_observer;
+
+/*! crec_exec_run() :
+ *  Replay [from, to) (to past the end: to the end) reporting to obs.
+ *  *stopped (may be NULL): where it stopped - `to`, the end of the
+ *  recording, or the point where a callback returned non-zero (insn and
+ *  block: t, before that instruction; access and syscall: t+1, after the
+ *  instruction that made it).  The replay starts at the restart point
+ *  before `from` (crec_restart_before) and reports nothing before `from`;
+ *  a `from` before the first key frame (a recording whose start was
+ *  dropped) is that key frame.
+ *  @return CREC_OK, CREC_ERR_ARG for from > to or from past the end, or an
+ *  error (a callback's stop is not one). */
+int crec_exec_run(crec_recording *rec, uint64_t from, uint64_t to, const crec_observer *obs,
+                  uint64_t *stopped, crec_error *err);
+
+/*! crec_exec_regs() : the registers at the callback's point (RIP: the
+ *  instruction about to run; in a syscall callback, the one after it).
+ *  @return CREC_OK or an error. */
+int crec_exec_regs(crec_exec *x, crec_regs *r, crec_error *err);
+
+/*! crec_exec_reg() : one register at the callback's point, cheaply: 0..15
+ *  enum crec_gpr, or CREC_REG_RIP, _RFLAGS, _FS_BASE, _GS_BASE.
+ *  @return its value (0 for another id). */
+#define CREC_REG_RIP 16
+#define CREC_REG_RFLAGS 17
+#define CREC_REG_FS_BASE 18
+#define CREC_REG_GS_BASE 19
+uint64_t crec_exec_reg(crec_exec *x, int reg);
+
+/*! crec_exec_read() :
+ *  Memory at the callback's point.  Bytes the replay has not seen (never
+ *  loaded or stored since the run started, or written by the kernel since)
+ *  come from the query engine, so the answer always equals
+ *  crec_read_memory at that time; known[] (may be NULL) as there.
+ *  @return CREC_OK, CREC_ERR_ARG when no byte was ever mapped, or an error. */
+int crec_exec_read(crec_exec *x, uint64_t addr, size_t len, uint8_t *buf, uint8_t *known,
+                   crec_error *err);
+
+/*! crec_exec_time() : @return the time of the callback's point (the t the
+ *  callback was given; after a syscall, t+1). */
+uint64_t crec_exec_time(const crec_exec *x);
+
+/*! crec_restart_before() : the latest time <= t at which a replay starts
+ *  without replaying anything earlier (a key frame or an index restart
+ *  point).  Backward searches run [restart_before(t), t), keep the last
+ *  hit, and step back one restart point when there is none. */
+uint64_t crec_restart_before(crec_recording *rec, uint64_t t);
+
+/*! crec_last_write() : the last write to a byte of [addr, addr+len) by an
+ *  instruction before `before` (or by the kernel during a syscall before
+ *  it), as *t: the time at which the written value is new (the write was
+ *  instruction *t - 1), as crec_when reports it.  A store of the same value
+ *  counts.  Only the spans the index says store to the range are replayed
+ *  (gdb's reverse watchpoints).  @return CREC_OK, CREC_ERR_NOTFOUND when
+ *  nothing wrote it before `before`, or an error. */
+int crec_last_write(crec_recording *rec, uint64_t addr, uint64_t len, uint64_t before,
+                    uint64_t *t, crec_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* What the recording holds besides its run: modules, symbols, syscalls     */
+/* ------------------------------------------------------------------------ */
+
+/* An executable mapping of the recorded program (a CODE record). */
+typedef struct crec_module {
+    const char *path;      /* the file it was mapped from ("" if none) */
+    uint64_t addr, len;    /* where it was mapped */
+    uint64_t file_off;     /* the offset in the file of its first byte */
+    int on_disk;           /* the file is still there, with the same bytes there */
+} crec_module;
+
+/*! crec_modules() : the executable mappings, in the order they were made
+ *  (the program's first when it is not static-pie; then ld.so, libraries).
+ *  *out stays valid until crec_close.  @return CREC_OK or an error. */
+int crec_modules(crec_recording *rec, const crec_module **out, size_t *n, crec_error *err);
+
+/* A symbol at an address, as crec_symbolize finds it. */
+typedef struct crec_symbol {
+    const char *name;      /* NULL: no symbol covers the address */
+    uint64_t addr;         /* its run-time address */
+    uint64_t size;         /* 0 if the ELF did not say */
+    uint64_t offset;       /* the address asked for, minus addr */
+    const crec_module *module; /* the mapping holding the address, or NULL */
+} crec_symbol;
+
+/*! crec_symbolize() : the function symbol covering addr (or the nearest
+ *  one before it in the same mapping, when the ELF gave no size), from the
+ *  symbol tables stored in the recording.  Strings stay valid until
+ *  crec_close.  @return CREC_OK (sym->name NULL when none) or an error. */
+int crec_symbolize(crec_recording *rec, uint64_t addr, crec_symbol *sym, crec_error *err);
+
+/*! crec_symbols() : call fn for every function symbol at its run-time
+ *  address (fn returning non-zero stops).  @return CREC_OK or an error. */
+int crec_symbols(crec_recording *rec, int (*fn)(void *ctx, const crec_symbol *s), void *ctx,
+                 crec_error *err);
+
+/*! crec_program_path() : the path of the recorded program (argv[0] as crec
+ *  record resolved it: the first module that is not the dynamic loader).
+ *  @return a string valid until crec_close ("" if unknown). */
+const char *crec_program_path(crec_recording *rec);
+
+/*! crec_initial_auxv() : the auxiliary vector the program started with, as
+ *  the kernel lays it out (pairs of little-endian u64, AT_NULL last), read
+ *  from the initial stack at time 0.  *len: bytes.  *out is malloc'd: free().
+ *  @return CREC_OK, CREC_ERR_NOTFOUND, or an error. */
+int crec_initial_auxv(crec_recording *rec, uint8_t **out, size_t *len, crec_error *err);
+
+/*! crec_syscalls() : call fn for every syscall of the recording, in order,
+ *  without replaying (fn returning non-zero stops); s->t as in the
+ *  observer.  @return CREC_OK or an error. */
+int crec_syscalls(crec_recording *rec, int (*fn)(void *ctx, const crec_syscall_info *s),
+                  void *ctx, crec_error *err);
+
+/* How a recording ended (EXIT record), and where. */
+typedef struct crec_ending {
+    int how;               /* 0 exit status, 1 killed by a signal, 2 recording
+                              stopped (SIGINT/SIGTERM to crec), -1 unknown (cut) */
+    uint64_t value;        /* the status or the signal */
+    uint64_t t;            /* the time at the end */
+    uint32_t tid;
+    uint64_t rip;          /* 1 (signal): the instruction that faulted */
+} crec_end;
+
+/*! crec_ending() : how the recording ended.  @return CREC_OK or an error. */
+int crec_ending(crec_recording *rec, crec_end *e, crec_error *err);
+
+/*! crec_syscall_name() : @return the x86-64 Linux name of syscall nr ("?"
+ *  for a number Linux does not have). */
+const char *crec_syscall_name(uint64_t nr);
+
+/* ------------------------------------------------------------------------ */
+/* Analysis from replay (analysis/; docs/USAGE.md: trace, calls, profile,    */
+/* backtrace, syscalls, find, printf)                                        */
+/* ------------------------------------------------------------------------ */
+
+/* Symbols and source lines of a recording, cached: the symbol tables stored
+ * in the recording, and the DWARF line tables of the program's files while
+ * they are still on disk with the same bytes (or found under a debug
+ * directory by build id or name). */
+typedef struct crec_symtab crec_symtab;
+
+/*! crec_symtab_open() : debug_dir (may be NULL) is searched for separate
+ *  debug files (DIR/.build-id/xx/rest.debug, DIR/PATH, DIR/BASENAME) too.
+ *  @return CREC_OK and *out, or an error. */
+int crec_symtab_open(crec_recording *rec, const char *debug_dir, crec_symtab **out,
+                     crec_error *err);
+
+/*! crec_symtab_free() : NULL is fine. */
+void crec_symtab_free(crec_symtab *s);
+
+/* Where an address is: function, module, source line.  Strings stay valid
+ * until crec_symtab_free. */
+typedef struct crec_place {
+    const char *func;      /* NULL: no symbol */
+    uint64_t func_addr, offset;
+    const char *module;    /* NULL: not in a code mapping */
+    const char *file;      /* NULL: no source line known */
+    unsigned line;
+} crec_place;
+
+/*! crec_symtab_place() : @return CREC_OK (fields NULL where unknown). */
+int crec_symtab_place(crec_symtab *s, uint64_t addr, crec_place *p);
+
+/*! crec_symtab_name() : "func+0x12", "func", or "[unknown 0x...]" into buf. */
+void crec_symtab_name(crec_symtab *s, uint64_t addr, char *buf, size_t size);
+
+/*! crec_symtab_resolve() : an address from "0x401000", "1234", "main",
+ *  "main+0x10".  @return CREC_OK, or CREC_ERR_NOTFOUND naming it. */
+int crec_symtab_resolve(crec_symtab *s, const char *what, uint64_t *addr, crec_error *err);
+
+/*! crec_symtab_disasm() : the instruction at addr, as Capstone prints it
+ *  ("mov rax, qword ptr [rbp - 8]"), and its length.  @return CREC_OK, or
+ *  CREC_ERR_NOTFOUND for bytes that are no instruction or not code. */
+int crec_symtab_disasm(crec_symtab *s, uint64_t addr, char *text, size_t size,
+                       unsigned *len, crec_error *err);
+
+/* ---- the shadow call stack ---------------------------------------------- */
+
+/* One frame of the shadow call stack. */
+typedef struct crec_frame {
+    uint64_t fn;           /* the function's entry (where the call went) */
+    uint64_t t;            /* when it was entered (the state at the entry) */
+    uint64_t sp;           /* RSP at the entry: the frame is gone once RSP is above it */
+    uint64_t ret;          /* the return address (0 for a tail call or the root) */
+    uint64_t site;         /* the call instruction (0 for the root) */
+    int tail;              /* entered by a jmp to a function start (a tail call) */
+    uint64_t args[6];      /* rdi, rsi, rdx, rcx, r8, r9 at the entry */
+} crec_frame;
+
+/* How a frame left. */
+enum crec_leave { CREC_LEAVE_RET = 0,      /* a ret (rax is its value) */
+                  CREC_LEAVE_UNWOUND = 1,  /* RSP went above it: longjmp, C++ unwinding */
+                  CREC_LEAVE_END = 2 };    /* the run ended inside it */
+
+/* What crec_calls_run reports; every callback may be NULL; non-zero stops. */
+typedef struct crec_calls_observer {
+    void *ctx;
+    uint32_t tid;          /* only this thread (0: all) */
+    /* a frame was pushed: stack[0..depth] is the stack, stack[depth] the new one */
+    int (*enter)(void *ctx, crec_exec *x, const crec_frame *stack, size_t depth);
+    /* stack[depth] leaves at time t; rv = rax after a ret */
+    int (*leave)(void *ctx, crec_exec *x, const crec_frame *stack, size_t depth, uint64_t t,
+                 int how, uint64_t rv);
+    /* a block of n instructions at t runs in stack[depth] */
+    int (*block)(void *ctx, crec_exec *x, const crec_frame *stack, size_t depth, uint64_t t,
+                 uint64_t addr, uint32_t n);
+    /* a syscall (the `syscall` instruction at t ran in stack[depth]) */
+    int (*syscall)(void *ctx, crec_exec *x, const crec_frame *stack, size_t depth,
+                   const crec_syscall_info *si);
+} crec_calls_observer;
+
+/*! crec_calls_run() :
+ *  Replay [from, to) block by block keeping a shadow call stack: a call
+ *  pushes a frame; a ret, and also a longjmp or a C++ unwind, pops every
+ *  frame whose entry RSP is below the current RSP; a jmp from one function
+ *  to the start of another is a tail call (a frame with the same RSP,
+ *  popped with its caller), except from a stub that has no symbol of its
+ *  own (a PLT entry), which takes the target's name.  Frames entered
+ *  before `from` are not known: the stack starts with a root frame there.
+ *  @return CREC_OK or an error. */
+int crec_calls_run(crec_recording *rec, crec_symtab *sym, uint64_t from, uint64_t to,
+                   const crec_calls_observer *obs, crec_error *err);
+
+/* ---- profile -------------------------------------------------------------- */
+
+typedef struct crec_profile crec_profile;
+
+/* One function of a profile (instructions: a deterministic clock). */
+typedef struct crec_profile_fn {
+    const char *name;      /* "fib", "[syscall:read]", "[unknown 0x401000]" */
+    uint64_t addr;         /* entry (0 for a syscall) */
+    uint64_t calls;
+    uint64_t self;         /* instructions in it, not in what it called */
+    uint64_t inclusive;    /* in it and what it called (recursion counted once) */
+    uint64_t min, max;     /* inclusive instructions of one call */
+    double mean;
+} crec_profile_fn;
+
+/*! crec_profile_run() : an exact profile of [from, to) of thread tid (0:
+ *  all).  speedscope 1: keep every enter and leave for
+ *  crec_profile_write_speedscope.  @return CREC_OK and *out, or an error. */
+int crec_profile_run(crec_recording *rec, crec_symtab *sym, uint64_t from, uint64_t to,
+                     uint32_t tid, int speedscope, crec_profile **out, crec_error *err);
+
+/*! crec_profile_functions() : the functions (in no set order); *total is
+ *  every instruction of the range.  @return how many. */
+size_t crec_profile_functions(const crec_profile *p, const crec_profile_fn **fns,
+                              uint64_t *total);
+
+/*! crec_profile_write_folded() / _callgrind() / _speedscope() : folded
+ *  stacks ("main;parse;read 1200"), callgrind's format (for
+ *  callgrind_annotate, KCachegrind), or speedscope's evented JSON.
+ *  @return CREC_OK, or CREC_ERR_IO when writing failed. */
+int crec_profile_write_folded(const crec_profile *p, FILE *out, crec_error *err);
+int crec_profile_write_callgrind(const crec_profile *p, FILE *out, crec_error *err);
+int crec_profile_write_speedscope(const crec_profile *p, FILE *out, crec_error *err);
+
+/*! crec_profile_free() : NULL is fine. */
+void crec_profile_free(crec_profile *p);
+
+/* ---- expressions: find's conditions and printf's arguments ----------------- */
+
+/* A parsed expression over registers and memory: numbers, registers (rax,
+ * eax, ax, al, rip, ...), symbols, + - * / % & | ^ << >>, comparisons,
+ * && || !, and memory reads *(u8|u16|u32|u64|i8|...|char|int|long*)E,
+ * and the cast (char*)E that makes a string for printf's %s. */
+typedef struct crec_expr crec_expr;
+
+/*! crec_expr_parse() : @return CREC_OK and *out, or CREC_ERR_ARG with where
+ *  the text went wrong. */
+int crec_expr_parse(crec_symtab *sym, const char *text, crec_expr **out, crec_error *err);
+
+/*! crec_expr_free() : NULL is fine. */
+void crec_expr_free(crec_expr *e);
+
+/*! crec_expr_uses_registers() : @return 1 if it reads a register. */
+int crec_expr_uses_registers(const crec_expr *e);
+
+/*! crec_expr_memory() : the one constant address range the expression
+ *  reads, if it reads exactly one and no register.  @return 1 and *r, or 0. */
+int crec_expr_memory(const crec_expr *e, crec_range *r);
+
+/*! crec_expr_eval() : the value at a callback's point.  *known 0: some
+ *  byte it read is unknown (??).  @return CREC_OK or an error. */
+int crec_expr_eval(const crec_expr *e, crec_exec *x, uint64_t *value, int *known,
+                   crec_error *err);
+
+/* ---- find ------------------------------------------------------------------ */
+
+/* A condition of crec find. */
+typedef struct crec_cond crec_cond;
+
+/*! crec_cond_parse() : "enter FUNC", "leave FUNC", "exec ADDR", "syscall
+ *  NAME|NR", or an expression that becomes true ("*(u32*)counter == 5",
+ *  "rax > 100").  @return CREC_OK and *out, or CREC_ERR_ARG. */
+int crec_cond_parse(crec_symtab *sym, const char *text, crec_cond **out, crec_error *err);
+
+/*! crec_cond_free() : NULL is fine. */
+void crec_cond_free(crec_cond *c);
+
+/*! crec_find() :
+ *  The times in (from, end] (backward: [0, from)) at which the condition
+ *  holds: for an event, the time before it (enter, exec, syscall: before
+ *  the instruction; leave: after the ret); for an expression, the time at
+ *  which it becomes true.  fn is called for each, nearest first (fn
+ *  returning non-zero stops; without `all` only the first is reported).
+ *  A memory expression replays only the spans the index says write its
+ *  address; syscalls need no replay.  @return CREC_OK or an error. */
+int crec_find(crec_recording *rec, const crec_cond *c, uint64_t from, int backward, int all,
+              int (*fn)(void *ctx, uint64_t t, uint32_t tid), void *ctx, crec_error *err);
+
+/* ---- retroactive printf ------------------------------------------------------ */
+
+/* A printf statement added after the run: a location, a format and its
+ * arguments.  Values are captured at each execution of the location and
+ * formatted only when the output is read (crec_printf_format). */
+typedef struct crec_printf crec_printf;
+
+/* One execution of the location, its arguments as captured: numbers, and
+ * the bytes of strings (formatting happens later). */
+typedef struct crec_printf_hit crec_printf_hit;
+
+/*! crec_printf_parse() : location (function or address), format, args.
+ *  @return CREC_OK and *out, or CREC_ERR_ARG (a %-conversion without an
+ *  argument, an argument without one, a bad expression). */
+int crec_printf_parse(crec_symtab *sym, const char *location, const char *format,
+                      char *const *args, size_t nargs, crec_printf **out, crec_error *err);
+
+/*! crec_printf_free() : NULL is fine. */
+void crec_printf_free(crec_printf *p);
+
+/*! crec_printf_run() : replay [from, to) stopping at the location, and call
+ *  fn with each hit's captured values (valid during the call).
+ *  @return CREC_OK or an error. */
+int crec_printf_run(crec_recording *rec, const crec_printf *p, uint64_t from, uint64_t to,
+                    int (*fn)(void *ctx, const crec_printf_hit *h), void *ctx, crec_error *err);
+
+/*! crec_printf_hit_time() : @return the hit's time; *tid its thread. */
+uint64_t crec_printf_hit_time(const crec_printf_hit *h, uint32_t *tid);
+
+/*! crec_printf_format() : the hit, formatted as the program's printf would
+ *  (%d %i %u %x %X %o %c %s %p %%, with flags, width, precision and the
+ *  h/l/ll/z length modifiers), into out.  @return the length it needs. */
+size_t crec_printf_format(const crec_printf *p, const crec_printf_hit *h, char *out,
+                          size_t size);
+
+/* ---- back-trace --------------------------------------------------------------- */
+
+/* A run of blocks before the back-trace's time: one block, or a loop of
+ * `period` blocks that ran `reps` times in a row. */
+typedef struct crec_bt_run {
+    uint64_t t;            /* its first block's time */
+    uint32_t period;       /* blocks in one turn (1..8) */
+    uint64_t reps;         /* turns (1: it ran once) */
+    uint64_t addr[8];      /* the blocks of one turn */
+    uint32_t ninsns[8];
+} crec_bt_run;
+
+typedef struct crec_backtrace {
+    uint64_t at;           /* the time of the back-trace */
+    crec_bt_run *runs;     /* the last blocks before `at`, loops collapsed, oldest first */
+    size_t nruns;
+    crec_frame *stack;     /* the call stack at `at`, outermost first */
+    size_t depth;
+} crec_backtrace;
+
+/*! crec_backtrace_run() : the last `last` runs of blocks before `at` and
+ *  the shadow call stack there, from a replay of [0, at).
+ *  @return CREC_OK and *out (crec_backtrace_free), or an error. */
+int crec_backtrace_run(crec_recording *rec, crec_symtab *sym, uint64_t at, size_t last,
+                       crec_backtrace **out, crec_error *err);
+
+/*! crec_backtrace_free() : NULL is fine. */
+void crec_backtrace_free(crec_backtrace *b);
+
+/* A recording that ended by a fatal signal: where and why. */
+typedef struct crec_crash {
+    int signo;             /* the signal */
+    uint64_t t;            /* the end: the faulting instruction is the one at t */
+    uint64_t rip;          /* its address */
+    char insn[160];        /* its disassembly */
+    int has_addr;          /* it accesses memory: ... */
+    uint64_t addr;         /* ... at this address (worked out from its operand) */
+} crec_crash;
+
+/*! crec_crash_info() : read from the recording (its end and the EXIT
+ *  record; the format has no field for the faulting address, so it is
+ *  worked out from the instruction's memory operand and the registers).
+ *  @return CREC_OK and *c when the recording ended by a signal,
+ *  CREC_ERR_NOTFOUND when it did not, or an error. */
+int crec_crash_info(crec_recording *rec, crec_crash *c, crec_error *err);
+
 #endif /* CREC_H */

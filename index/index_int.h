@@ -9,6 +9,7 @@
 
 #include "format/format.h"
 #include "index/index.h"
+#include "replayer/replayer.h"
 
 
 /* A page of a snapshot. */
@@ -23,6 +24,16 @@ struct qx_code {
     uint64_t addr, len;
     crec_fmt_hash blob;
     uint8_t *bytes;
+    char *path;        /* the file it was mapped from ("" if none) */
+    uint64_t file_off;
+};
+
+/* A function symbol at its run-time address (program.c). */
+struct qx_sym {
+    uint64_t addr, size;
+    uint32_t type;
+    size_t code;       /* the code mapping it lies in */
+    char *name;
 };
 
 /* One mapping of a key frame's memory-map listing. */
@@ -61,6 +72,12 @@ struct crec_recording {
     const uint64_t *syscalls; /* icount of each SYSCALL record, in order */
     size_t nsyscalls;
     uint64_t *own_mapped, *own_syscalls; /* ... when not the index's */
+
+    int program_loaded;      /* program.c: modules and symbols, on first need */
+    crec_module *modules;    /* one per code mapping */
+    struct qx_sym *syms;     /* sorted by address */
+    size_t nsyms;
+    char *program_path;
 
     size_t listing_kf;       /* 1 + the key frame whose map `listing` holds, 0: none */
     struct qx_mapping *listing;
@@ -104,5 +121,20 @@ int qx_ever_mapped(crec_recording *rec, uint64_t addr, size_t len, int *yes, cre
  *  (*found 1, buf filled), if there is one.  @return CREC_OK or an error. */
 int qx_code_bytes(crec_recording *rec, uint64_t addr, size_t len, uint8_t *buf, int *found,
                   crec_error *err);
+
+/* program.c: free what crec_modules and crec_symbolize loaded. */
+void qx_program_free(crec_recording *rec);
+
+/* query.c */
+
+/*! qx_restore_lines() : where a run starting at point span sp starts, with
+ *  the memory it restores (from->lines and ->values are crec_malloc'd: the
+ *  caller frees them).  @return CREC_OK or an error. */
+int qx_restore_lines(crec_recording *rec, size_t sp, crec_replay_from *from, crec_error *err);
+
+/*! qx_read_at() : crec_read_memory at time t, whatever the current time.
+ *  known must not be NULL.  @return as crec_read_memory. */
+int qx_read_at(crec_recording *rec, uint64_t t, uint64_t addr, size_t len, uint8_t *buf,
+               uint8_t *known, int *source, crec_error *err);
 
 #endif /* CREC_INDEX_INT_H */

@@ -106,7 +106,7 @@ static int run_checked(crec_recording *rec, size_t kf, const crec_replay_from *f
 
 /* The memory a run starting at point span sp restores: the lines of every
  * point span of its segment up to it, in order (later ones win). */
-static int restore_lines(crec_recording *rec, size_t sp, crec_replay_from *from,
+int qx_restore_lines(crec_recording *rec, size_t sp, crec_replay_from *from,
                          crec_error *err)
 {
     const crec_idx *ix = rec->ix;
@@ -149,7 +149,7 @@ static int run_span(crec_recording *rec, size_t sp, uint64_t until, crec_replay_
 
     if (!rec->ix->spans[sp].at_point)
         return run_checked(rec, rec->ix->spans[sp].kf, NULL, until, fn, ctx, q, err);
-    rc = restore_lines(rec, sp, &from, err);
+    rc = qx_restore_lines(rec, sp, &from, err);
     if (rc == CREC_OK)
         rc = run_checked(rec, rec->ix->spans[sp].kf, &from, until, fn, ctx, q, err);
     crec_free((void *)from.lines);
@@ -409,6 +409,12 @@ static int read_at(crec_recording *rec, uint64_t t, uint64_t addr, size_t len, u
     *source = answer_source(&a);
     answer_free(&a, &tr);
     return rc;
+}
+
+int qx_read_at(crec_recording *rec, uint64_t t, uint64_t addr, size_t len, uint8_t *buf,
+               uint8_t *known, int *source, crec_error *err)
+{
+    return read_at(rec, t, addr, len, buf, known, source, err);
 }
 
 int crec_read_memory(crec_recording *rec, uint64_t addr, size_t len, uint8_t *buf,

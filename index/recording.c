@@ -136,6 +136,14 @@ static int load_code(crec_recording *rec, crec_error *err)
         rec->code[rec->ncode].len = cd.len;
         rec->code[rec->ncode].blob = cd.blob;
         rec->code[rec->ncode].bytes = NULL;
+        rec->code[rec->ncode].file_off = cd.file_off;
+        rec->code[rec->ncode].path = crec_malloc(cd.name_len + 1);
+        if (!rec->code[rec->ncode].path) {
+            rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+            break;
+        }
+        memcpy(rec->code[rec->ncode].path, cd.name, cd.name_len);
+        rec->code[rec->ncode].path[cd.name_len] = 0;
         rec->ncode++;
     }
     crec_fmt_cursor_free(c);
@@ -353,8 +361,11 @@ void crec_close(crec_recording *rec)
     if (!rec)
         return;
     crec_idx_free(rec->ix);
-    for (size_t i = 0; i < rec->ncode; i++)
+    qx_program_free(rec);
+    for (size_t i = 0; i < rec->ncode; i++) {
         crec_free(rec->code[i].bytes);
+        crec_free(rec->code[i].path);
+    }
     crec_free(rec->code);
     crec_free(rec->snap);
     crec_free(rec->snap_kf);

@@ -20,11 +20,16 @@
 # host: the cross build compiles with -DCREC_NO_RECORDER, which takes
 # `record` and `run` out of cli/main.c's command table.
 
-S390X_MODULES := common format replayer index
+S390X_MODULES := common format replayer index analysis
 S390X_EMU     := emu/cpu.c emu/mem.c emu/blocks.c emu/cpuid.c emu/sysout.c emu/ucfix.c \
-                 emu/xdecode.c emu/xinsn.c emu/xfloat.c
+                 emu/sysnames.c emu/xdecode.c emu/xinsn.c emu/xfloat.c
 S390X_CLI     := cli/main.c cli/cmd_info.c cli/cmd_replay.c cli/cmd_query.c \
-                 cli/cmd_when.c cli/cmd_trace.c cli/cmd_profile.c
+                 cli/cmd_when.c cli/analysis.c cli/cmd_trace.c cli/cmd_profile.c \
+                 cli/cmd_calls.c cli/cmd_backtrace.c cli/cmd_syscalls.c cli/cmd_find.c \
+                 cli/cmd_printf.c
+# analysis/ is built without libdw there (-DCREC_NO_DWARF: no source lines),
+# so its pkg-config modules are the native ones less libdw.
+S390X_PKG_MODS := $(filter-out libdw,$(PKG_MODS))
 
 S390X_BUILD   := build-s390x
 S390X_CC      := s390x-linux-gnu-gcc
@@ -36,11 +41,12 @@ S390X_PKGS    := gcc-s390x-linux-gnu libc6-dev-s390x-cross qemu-user pkg-config 
                  libunicorn-dev:s390x libcapstone-dev:s390x libzstd-dev:s390x \
                  libxxhash-dev:s390x
 
-S390X_DEPS_CFLAGS = $(shell $(S390X_PKGCFG) --cflags $(PKG_MODS) 2>/dev/null)
-S390X_DEPS_LIBS   = $(shell $(S390X_PKGCFG) --libs $(PKG_MODS) 2>/dev/null)
+S390X_DEPS_CFLAGS = $(shell $(S390X_PKGCFG) --cflags $(S390X_PKG_MODS) 2>/dev/null)
+S390X_DEPS_LIBS   = $(shell $(S390X_PKGCFG) --libs $(S390X_PKG_MODS) 2>/dev/null)
 S390X_CFLAGS  := -O2 -g -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
                  -Wno-missing-field-initializers
-S390X_CPPFLAGS = -Iinclude -I. -D_GNU_SOURCE -DCREC_NO_RECORDER $(S390X_DEPS_CFLAGS)
+S390X_CPPFLAGS = -Iinclude -I. -D_GNU_SOURCE -DCREC_NO_RECORDER -DCREC_NO_DWARF \
+                 $(S390X_DEPS_CFLAGS)
 
 S390X_LIB_SRC := $(foreach m,$(S390X_MODULES),$(wildcard $(m)/*.c)) $(S390X_EMU)
 S390X_CLI_SRC := $(wildcard $(S390X_CLI))

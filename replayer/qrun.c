@@ -75,6 +75,7 @@ int crec_replay_query(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t n
         s->access_ctx = w->ctx;
         s->on_point = w->point_every ? w->point : NULL;
         s->point_every = w->point_every;
+        s->exec = w->exec;
     }
     rep_seg_run(s);
     int rc = qrun_error(q, err);
@@ -124,7 +125,11 @@ int crec_replay_qrun_read(crec_replay_qrun *q, void *dst, uint64_t addr, uint64_
 
 int crec_replay_qrun_regs(crec_replay_qrun *q, crec_regs *r, crec_error *err)
 {
-    return crec_emu_regs_get(q->s.cpu, r, err);
+    int rc = crec_emu_regs_get(q->s.cpu, r, err);
+
+    if (rc == CREC_OK && q->s.rip_fix) /* Unicorn's RIP is stale in this callback */
+        r->rip = q->s.rip_fix;
+    return rc;
 }
 
 void crec_replay_qrun_free(crec_replay_qrun *q)

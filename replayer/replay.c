@@ -149,6 +149,11 @@ static inline int rep_load(struct rep_seg *s, uint64_t addr, unsigned size, uint
         crec_emu_mem_read(s->cpu, out, addr, size);
     if (s->on_access)
         s->on_access(s->access_ctx, s->owner, 'r', addr, size);
+    if (s->exec) {
+        if (!out && crec_emu_mem_read(s->cpu, scratch, addr, size) == 0)
+            out = scratch;
+        rep_exec_access(s, 'r', addr, size, out);
+    }
     return 0;
 }
 
@@ -162,10 +167,15 @@ static void rep_mem_hook(void *ctx, int kind, uint64_t addr, unsigned size, uint
 {
     struct rep_seg *s = ctx;
 
-    (void)value;
     if (kind == CREC_EMU_STORE) { /* memory holds it already */
         if (s->on_access)
             s->on_access(s->access_ctx, s->owner, 'w', addr, (uint64_t)size);
+        if (s->exec && size <= 8) {
+            uint8_t v[8];
+            for (int i = 0; i < 8; i++) /* little-endian, as the guest stores it */
+                v[i] = (uint8_t)(value >> (8 * i));
+            rep_exec_access(s, 'w', addr, (uint64_t)size, v);
+        }
         return;
     }
     if (s->echoes && crec_emu_mem_echo(s->cpu, kind, addr, size))
@@ -332,6 +342,9 @@ static int rep_apply_mmap(struct rep_seg *s, const crec_fmt_event *ev)
     if (s->on_access && !(ev->u.mmap.flags & CREC_FMT_EV_LISTING) &&
         ev->u.mmap.op != CREC_FMT_MM_PROTECT)
         s->on_access(s->access_ctx, s->owner, 'k', addr, len);
+    if (s->exec && !(ev->u.mmap.flags & CREC_FMT_EV_LISTING) &&
+        ev->u.mmap.op != CREC_FMT_MM_PROTECT)
+        rep_exec_access(s, 'k', addr, len, NULL);
     if (!(ev->u.mmap.flags & CREC_FMT_EV_HAS_HASH))
         return CREC_OK;
     rc = rep_map_code(s, ev, &err);
@@ -474,6 +487,8 @@ static void rep_on_syscall(void *ctx, crec_emu_cpu *cpu)
         if (ev.u.sys.flags & CREC_FMT_EV_OUT_MORE)
             s->on_access(s->access_ctx, s->owner, 'k', 0, UINT64_MAX); /* anywhere */
     }
+    if (s->exec)
+        rep_exec_syscall(s, &ev);
 }
 
 static void rep_on_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf, uint32_t out[4])
@@ -639,6 +654,8 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
     if (before >= s->stop_at && (!s->is_last || s->truncated || rep_stopped_here(s))) {
         crec_emu_cpu_stop(s->cpu);
         s->stopped_at_block = addr; /* RIP may still point into the previous block */
+    } else if (s->exec) {
+        rep_exec_block(s, addr, ninsns, before);
     }
 }
 
@@ -667,6 +684,8 @@ static int rep_seg_open(struct rep_seg *s, crec_error *err)
         return rc;
     crec_emu_cpu_on_xstate(s->cpu, rep_xstate, s);
     s->echoes = crec_emu_mem_echoes(s->cpu);
+    if (s->exec && (rc = rep_exec_open(s, err)) != CREC_OK)
+        return rc;
     rc = crec_fmt_cursor_open(s->r, CREC_FMT_S_READS, kf->tid, kf->reads_off, &s->reads, err);
     if (rc == CREC_OK) /* at the key frame's listing, even when starting at a point */
         rc = crec_fmt_cursor_open(s->r, CREC_FMT_S_EVENTS, kf->tid,
@@ -690,15 +709,18 @@ static int rep_seg_open(struct rep_seg *s, crec_error *err)
 static int rep_seg_to_point(struct rep_seg *s)
 {
     crec_replay_access_fn on_access = s->on_access;
+    const struct crec_replay_exec *exec = s->exec;
     crec_fmt_event ev;
     int rc = CREC_OK;
 
     s->on_access = NULL; /* what happened before the point is not the run's */
+    s->exec = NULL;
     while (rc == CREC_OK && rep_event_offset(s) < s->start->events_off &&
            (rc = rep_next_event(s, &ev)) == CREC_OK)
         if (ev.kind == CREC_FMT_K_MMAP && !(ev.u.mmap.flags & CREC_FMT_EV_LISTING))
             rc = rep_apply_mmap(s, &ev);
     s->on_access = on_access;
+    s->exec = exec;
     if (rc != CREC_OK && !s->failed)
         rep_corrupt(s, "can't reach the restart point at instruction %" PRIu64 ": the "
                   "EVENTS stream of thread %u ends before offset %" PRIu64,

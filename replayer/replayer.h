@@ -27,6 +27,8 @@ typedef struct crec_replay_qrun crec_replay_qrun;
 typedef void (*crec_replay_access_fn)(void *ctx, crec_replay_qrun *q, int kind, uint64_t addr,
                                       uint64_t len);
 
+struct crec_replay_exec;
+
 /* What a query run reports; every member may be NULL (0). */
 typedef struct crec_replay_watch {
     crec_replay_access_fn access;            /* every guest memory access */
@@ -38,6 +40,7 @@ typedef struct crec_replay_watch {
      * which crec_replay_from can start from (with the memory it needs). */
     void (*point)(void *ctx, crec_replay_qrun *q, const crec_fmt_keyframe *p);
     uint64_t point_every;
+    const struct crec_replay_exec *exec; /* an execution run (below), or NULL */
 } crec_replay_watch;
 
 /*
@@ -97,12 +100,72 @@ void crec_replay_qrun_describe(crec_replay_qrun *q, uint64_t addr, char *buf, si
  *  @return 0, or -1 when a byte is not mapped. */
 int crec_replay_qrun_read(crec_replay_qrun *q, void *dst, uint64_t addr, uint64_t len);
 
-/*! crec_replay_qrun_regs() : the registers where the run stopped.
+/*! crec_replay_qrun_regs() : the registers where the run stopped, or (from
+ *  an execution callback, below) at the callback's point: RIP the
+ *  instruction about to run; after a syscall, the one after it.
  *  @return CREC_OK or CREC_ERR_EMU. */
 int crec_replay_qrun_regs(crec_replay_qrun *q, crec_regs *r, crec_error *err);
 
 /*! crec_replay_qrun_free() : NULL is fine. */
 void crec_replay_qrun_free(crec_replay_qrun *q);
+
+/* ---- execution runs (for index/exec.c: crec_exec_run) ------------------- */
+
+/*
+ * What an execution run tells its client, besides what crec_replay_watch
+ * does.  Every callback may be NULL.  Inside one, crec_replay_qrun_regs,
+ * _reg, _read, _time and _tid describe the state at that point, and
+ * crec_replay_qrun_halt ends the run (no callback follows).
+ */
+typedef struct crec_replay_exec {
+    void *ctx;
+    /* a block of ninsns instructions starting at addr is about to run; t
+     * instructions ran before it */
+    void (*block)(void *ctx, crec_replay_qrun *q, uint64_t t, uint64_t addr, uint32_t ninsns);
+    /* the instruction at rip is about to run, t instructions ran before it:
+     * every instruction when every_insn (a code hook everywhere, ~10x
+     * slower), else those at one of the n_addrs addresses (bounded hooks,
+     * free elsewhere) */
+    void (*insn)(void *ctx, crec_replay_qrun *q, uint64_t t, uint64_t rip);
+    int every_insn;
+    const uint64_t *addrs;
+    size_t n_addrs;
+    /* a memory access: 'r' a load (memory now holds the loaded bytes,
+     * `value`), 'w' a store (before it; `value` the bytes stored), 'k' the
+     * kernel or a map change wrote the range (value NULL; addr 0 with len
+     * UINT64_MAX: anywhere) */
+    void (*access)(void *ctx, crec_replay_qrun *q, int kind, uint64_t addr, uint64_t len,
+                   const uint8_t *value);
+    /* a syscall has run (its results are in the registers) */
+    void (*syscall)(void *ctx, crec_replay_qrun *q, uint64_t t, uint64_t nr,
+                    const uint64_t args[6], int64_t ret);
+} crec_replay_exec;
+
+/*! crec_replay_qrun_halt() : from an execution callback: end the run; no
+ *  callback is made after this one. */
+void crec_replay_qrun_halt(crec_replay_qrun *q);
+
+/*! crec_replay_qrun_halted() : @return 1 once crec_replay_qrun_halt was called. */
+int crec_replay_qrun_halted(const crec_replay_qrun *q);
+
+/*! crec_replay_qrun_time() : in an insn or access callback: the instructions
+ *  run before the one now running (for 'k': the syscall's). */
+uint64_t crec_replay_qrun_time(crec_replay_qrun *q);
+
+/*! crec_replay_qrun_tid() : @return the thread the run replays. */
+uint32_t crec_replay_qrun_tid(const crec_replay_qrun *q);
+
+/*! crec_replay_qrun_reg() : one register: 0..15 enum crec_gpr, then
+ *  CREC_FMT_REG_RIP, _RFLAGS, _FS_BASE, _GS_BASE.  @return its value (0 for
+ *  another id). */
+uint64_t crec_replay_qrun_reg(crec_replay_qrun *q, int id);
+
+/*! crec_replay_qrun_write() : put into replay memory bytes the client knows
+ *  (from the query engine) that the run does not hold.  Harmless to the
+ *  replay: it relies only on bytes it loaded or stored since it started,
+ *  and a later load that was not predicted overwrites them from READS.
+ *  @return 0, -1 if unmapped. */
+int crec_replay_qrun_write(crec_replay_qrun *q, uint64_t addr, uint64_t len, const uint8_t *buf);
 
 /*! crec_replay_load_keyframes() : every KEYFRAME record, in order; *out is
  *  crec_malloc'd.  @return CREC_OK or an error. */

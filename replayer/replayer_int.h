@@ -84,6 +84,15 @@ struct rep_seg {
     const uint8_t *from_values;
     size_t from_nlines;
     uint64_t entry_off, entry_hits; /* the READS entry being used: where, its hits */
+
+    /* execution runs (qexec.c): the client, and where the run is */
+    const struct crec_replay_exec *exec;
+    int halted;                  /* the client ended the run: report nothing more */
+    int in_syscall;              /* a syscall's results are being applied */
+    uint64_t blk_t, blk_addr;    /* the block running: instructions before it */
+    uint32_t blk_k;              /* ... and its instructions seen by the code hook */
+    int blk_seen;                /* blk_t/blk_addr were reported already */
+    uint64_t rip_fix;            /* the RIP a callback sees where Unicorn's is stale */
 };
 
 /* session.c: every KEYFRAME record, in order (*out is crec_malloc'd). */
@@ -108,6 +117,14 @@ int rep_lazy_add(struct rep_seg *s, uint64_t addr, uint64_t len, const crec_fmt_
 int rep_lazy_settle(struct rep_seg *s, uint64_t addr, uint64_t len, crec_error *err);
 int rep_lazy_block(struct rep_seg *s, uint64_t addr, int *refill, crec_error *err);
 void rep_lazy_free(struct rep_seg *s);
+
+/* qexec.c: execution runs.  rep_exec_open adds the code hooks the client
+ * wants; the others report to s->exec (each does nothing once halted). */
+int rep_exec_open(struct rep_seg *s, crec_error *err);
+void rep_exec_block(struct rep_seg *s, uint64_t addr, uint32_t ninsns, uint64_t before);
+void rep_exec_access(struct rep_seg *s, int kind, uint64_t addr, uint64_t len,
+                     const uint8_t *value);
+void rep_exec_syscall(struct rep_seg *s, const crec_fmt_event *ev);
 
 /* regs.c: describe the first difference between two register states in
  * `what`.  @return 1 if they differ, 0 if they are the same. */

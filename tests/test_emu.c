@@ -309,6 +309,109 @@ Test(emu, avx_fault_stops_with_the_instruction_uncounted)
     crec_emu_cpu_free(cpu);
 }
 
+struct cseen {
+    crec_emu_cpu *cpu;
+    uint64_t addrs[16], counts[16];
+    unsigned n, sizes[16];
+    uint64_t stop_at; /* stop before the instruction there (0: never) */
+};
+
+static void c_insn(void *ctx, uint64_t addr, unsigned size)
+{
+    struct cseen *c = ctx;
+
+    if (c->n < 16) {
+        c->addrs[c->n] = addr, c->sizes[c->n] = size;
+        c->counts[c->n] = crec_emu_cpu_icount_at(c->cpu, addr);
+        c->n++;
+    }
+    cr_expect_eq(crec_emu_reg_get(c->cpu, CREC_EMU_RIP), addr);
+    if (addr == c->stop_at)
+        crec_emu_cpu_stop(c->cpu);
+}
+
+/* nop; vpaddd xmm0, xmm1, xmm2; vpaddd xmm0, xmm0, xmm0; nop; syscall */
+static const uint8_t hooked_vex[] = {0x90, 0xc5, 0xf1, 0xfe, 0xc2, 0xc5, 0xf9, 0xfe,
+                                     0xc0, 0x90, 0x0f, 0x05};
+
+Test(emu, code_hooks_see_the_instructions_crec_executes)
+{
+    struct cseen c = {0};
+    int n = 0;
+    crec_emu_cpu *cpu = cpu_with(hooked_vex, sizeof hooked_vex, &n);
+    static const uint64_t want[] = {CODE, CODE + 1, CODE + 5, CODE + 9, CODE + 10};
+
+    c.cpu = cpu;
+    cr_assert_eq(crec_emu_cpu_hook_code(cpu, 1, 0, c_insn, &c, NULL), CREC_OK);
+    cr_expect_eq(run_to_syscall(cpu), 5);
+    cr_expect_eq(crec_emu_cpu_xinsns(cpu), 2);
+    cr_assert_eq(c.n, 5);
+    for (unsigned i = 0; i < 5; i++) {
+        cr_expect_eq(c.addrs[i], want[i], "instruction %u at %#llx", i,
+                     (unsigned long long)c.addrs[i]);
+        cr_expect_eq(c.counts[i], i, "count before instruction %u", i);
+    }
+    cr_expect_eq(c.sizes[1], 4);
+    crec_emu_cpu_free(cpu);
+}
+
+Test(emu, a_code_hook_stops_before_an_instruction_crec_executes)
+{
+    struct cseen c = {0};
+    struct crec_emu_stop stop;
+    uint64_t x0[2] = {1, 1}, x1[2] = {10, 10}, x2[2] = {100, 100}, r[2];
+    int n = 0;
+    crec_emu_cpu *cpu = cpu_with(hooked_vex, sizeof hooked_vex, &n);
+
+    c.cpu = cpu, c.stop_at = CODE + 5; /* the second vpaddd */
+    cr_assert_eq(crec_emu_cpu_hook_code(cpu, CODE + 5, CODE + 5, c_insn, &c, NULL), CREC_OK);
+    xmm_set(cpu, 0, x0);
+    xmm_set(cpu, 1, x1);
+    xmm_set(cpu, 2, x2);
+    cr_assert_eq(crec_emu_cpu_run(cpu, &stop, NULL), CREC_OK);
+    cr_expect_eq(stop.why, CREC_STOP_REQUESTED);
+    cr_expect_eq(crec_emu_reg_get(cpu, CREC_EMU_RIP), CODE + 5);
+    cr_expect_eq(crec_emu_cpu_icount(cpu), 2, "nop and the first vpaddd ran");
+    cr_expect_eq(c.n, 1);
+    xmm_get(cpu, 0, r);
+    cr_expect_eq(r[0], 110, "the first vpaddd's result, the second not run");
+    /* going on runs the rest */
+    c.stop_at = 0;
+    cr_expect_eq(run_to_syscall(cpu), 5);
+    xmm_get(cpu, 0, r);
+    cr_expect_eq(r[0], 220);
+    cr_expect_eq(c.n, 2);
+    crec_emu_cpu_free(cpu);
+}
+
+static crec_emu_cpu *blk_cpu;
+static uint64_t blk_sum;
+
+static void blk_seen(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t icount)
+{
+    (void)ctx, (void)addr, (void)ninsns, (void)icount;
+    blk_sum += crec_emu_cpu_block_insns(blk_cpu);
+}
+
+Test(emu, block_insns_end_at_the_run_crec_executes)
+{
+    struct crec_emu_cpu_hooks h = {.syscall = stop_at_syscall, .block = blk_seen};
+    crec_error err = {0};
+    int n = 0;
+
+    h.ctx = &n;
+    cr_assert_eq(crec_emu_cpu_create(&blk_cpu, &h, &err), CREC_OK);
+    crec_emu_mem_map(blk_cpu, CODE, 0x1000, CREC_PROT_READ | CREC_PROT_EXEC, &err);
+    crec_emu_mem_write(blk_cpu, CODE, hooked_vex, sizeof hooked_vex);
+    crec_emu_reg_set(blk_cpu, CREC_EMU_RIP, CODE);
+    blk_sum = 0;
+    cr_expect_eq(run_to_syscall(blk_cpu), 5);
+    /* the first block is left after the two vpaddd; the rest is a new block */
+    cr_expect_eq(blk_sum, 5, "every instruction in one block, got %llu",
+                 (unsigned long long)blk_sum);
+    crec_emu_cpu_free(blk_cpu);
+}
+
 static void mem_hook(void *ctx, int kind, uint64_t a, unsigned sz, uint64_t v)
 {
     (void)ctx, (void)kind, (void)a, (void)sz, (void)v;

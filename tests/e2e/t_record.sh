@@ -92,6 +92,19 @@ if [ -f "$d/rec.crec" ]; then
         "$CREC" replay --jobs 2 "$d/rec.crec"
 fi
 
+# The analysis commands see the instructions crec executes itself: the
+# profile counts every instruction once, a trace shows each of them.
+d=$TMP/case-vec-native
+if [ -f "$d/rec.crec" ]; then
+    n=$("$CREC" info "$d/rec.crec" | awk '/^instructions:/ { print $2 }')
+    p=$("$CREC" profile "$d/rec.crec" 2>&1 | awk '/^total:/ { print $2 }')
+    expect_eq "profile of vec-native counts its $n instructions once" "$n" "$p"
+    nv=$("$CREC" trace "$d/rec.crec" 2>/dev/null | grep -c ' v[a-z0-9]* .*[xyz]mm')
+    if [ "${nv:-0}" -gt 1000 ]; then
+        pass "trace of vec-native shows the vector instructions ($nv)"
+    else fail "trace of vec-native shows the vector instructions" "$nv"; fi
+fi
+
 # Parallel replay and replay from a key frame give the same verdict.
 d=$TMP/case-sort
 if [ -f "$d/rec.crec" ]; then

@@ -55,6 +55,65 @@ static int write_input(const uint8_t *data, size_t size)
     return fclose(f);
 }
 
+/* The execution API and what the recording says of its program: a short
+ * run with every callback, symbols, syscalls, the ending and a crash. */
+static int on_block(void *ctx, crec_exec *x, uint64_t t, uint32_t tid, uint64_t addr, uint32_t n)
+{
+    uint8_t b[16];
+
+    (void)ctx, (void)t, (void)tid, (void)n;
+    crec_exec_read(x, crec_exec_reg(x, CREC_RSP), sizeof b, b, NULL, NULL);
+    return addr == 0;
+}
+
+static int on_access(void *ctx, crec_exec *x, const crec_access *a)
+{
+    (void)ctx, (void)x;
+    return a->len > 16 && a->kind != CREC_ACCESS_KERNEL;
+}
+
+static int on_sys(void *ctx, const crec_syscall_info *s)
+{
+    (void)ctx;
+    return s->nr > 1000;
+}
+
+static void execute(crec_recording *rec)
+{
+    crec_observer o = {.flags = CREC_EXEC_READS_MEMORY, .block = on_block, .access = on_access};
+    const crec_module *mods;
+    crec_error err = {0};
+    crec_symbol sym;
+    crec_crash crash;
+    crec_end end;
+    uint8_t *auxv;
+    size_t n, len;
+    uint64_t t;
+    int rc;
+
+    rc = crec_exec_run(rec, crec_length(rec) / 3, crec_length(rec) / 3 + 2000, &o, NULL, &err);
+    check_message(rc, &err, "crec_exec_run");
+    rc = crec_modules(rec, &mods, &n, &err);
+    check_message(rc, &err, "crec_modules");
+    if (rc == CREC_OK && n > 0) {
+        rc = crec_symbolize(rec, mods[0].addr + mods[0].len / 2, &sym, &err);
+        check_message(rc, &err, "crec_symbolize");
+    }
+    crec_program_path(rec);
+    rc = crec_initial_auxv(rec, &auxv, &len, &err);
+    check_message(rc, &err, "crec_initial_auxv");
+    if (rc == CREC_OK)
+        free(auxv);
+    rc = crec_syscalls(rec, on_sys, NULL, &err);
+    check_message(rc, &err, "crec_syscalls");
+    rc = crec_ending(rec, &end, &err);
+    check_message(rc, &err, "crec_ending");
+    rc = crec_crash_info(rec, &crash, &err);
+    check_message(rc, &err, "crec_crash_info");
+    rc = crec_last_write(rec, 0x7fffffffe000, 8, crec_length(rec), &t, &err);
+    check_message(rc, &err, "crec_last_write");
+}
+
 /* A few queries of the kinds a user runs: registers at the middle and the
  * end, and the memory at the stack pointer there (which builds the index). */
 static void query(void)
@@ -83,6 +142,7 @@ static void query(void)
             check_message(rc, &err, "crec_read_memory");
         }
     }
+    execute(rec);
     crec_close(rec);
 }
 

@@ -6,14 +6,14 @@
 #   make test SANITIZE=1   the same under AddressSanitizer + UBSan (build-san/)
 #   make DEBUG=1    a debug build (build-debug/): corruption errors name the
 #                   source line of the check that failed (common.h)
-#   make fuzz       run the libFuzzer targets: reader, replay (FUZZ_SECONDS=300 each)
+#   make fuzz       run the libFuzzer targets: reader, replay, gdb (FUZZ_SECONDS=300 each)
 #   make bench      benchmarks (see bench/README.md)
 #   make format     clang-format every C file
 #
 # Every module is one folder; all its .c files go into libcrec.a.  The cli
 # folder builds the `crec` command on top of it.
 
-MODULES   := common format emu recorder replayer index analysis
+MODULES   := common format emu recorder replayer index analysis gdb
 SANITIZE  ?= 0
 CC        ?= cc
 
@@ -33,7 +33,7 @@ DEBUGFLAGS := $(if $(filter 1,$(DEBUG)),-DCREC_DEBUG)
 # Debian package that provides each pkg-config module we need.
 PKGS_BUILD := libunicorn-dev libcapstone-dev libzstd-dev libxxhash-dev libdw-dev pkg-config
 PKGS_TEST  := libcriterion-dev busybox-static lua5.4 sqlite3 gzip clang faketime valgrind \
-              g++ python3
+              g++ python3 gdb
 PKG_MODS   := unicorn capstone libzstd libxxhash libdw
 
 DEPS_CFLAGS = $(shell pkg-config --cflags $(PKG_MODS) 2>/dev/null)
@@ -130,6 +130,7 @@ demo: all
 # and emu's CPU layer, as the replay-only build of mk/s390x.mk).
 FUZZ_SECONDS ?= 300
 FUZZ_REPLAY_SECONDS ?= $(FUZZ_SECONDS)
+FUZZ_GDB_SECONDS ?= $(FUZZ_SECONDS)
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -I. -D_GNU_SOURCE \
                -DCREC_FUZZ -DCREC_DEBUG
 FUZZ_SRC := $(foreach m,common format,$(wildcard $(m)/*.c))
@@ -144,9 +145,16 @@ build-fuzz/fuzz_replay: tests/fuzz/fuzz_replay.c $(FUZZ_REPLAY_SRC) | deps-test
 	@mkdir -p build-fuzz
 	clang $(FUZZ_CFLAGS) $(DEPS_CFLAGS) -o $@ $^ $(DEPS_LIBS) -lpthread -lm
 
-fuzz: build-fuzz/fuzz_reader build-fuzz/fuzz_replay
+# fuzz_gdb: the gdb server's packet parser and every packet handler, on
+# traces-sample/segv.crec.
+build-fuzz/fuzz_gdb: tests/fuzz/fuzz_gdb.c $(FUZZ_REPLAY_SRC) $(wildcard gdb/*.c) | deps-test
+	@mkdir -p build-fuzz
+	clang $(FUZZ_CFLAGS) $(DEPS_CFLAGS) -o $@ $^ $(DEPS_LIBS) -lpthread -lm
+
+fuzz: build-fuzz/fuzz_reader build-fuzz/fuzz_replay build-fuzz/fuzz_gdb
 	@sh tests/fuzz/run.sh build-fuzz/fuzz_reader $(FUZZ_SECONDS) tests/fuzz/corpus-reader
 	@sh tests/fuzz/run.sh build-fuzz/fuzz_replay $(FUZZ_REPLAY_SECONDS) tests/fuzz/corpus-replay
+	@sh tests/fuzz/run.sh build-fuzz/fuzz_gdb $(FUZZ_GDB_SECONDS) tests/fuzz/corpus-gdb
 
 # --- benchmarks ------------------------------------------------------------
 # What bench/run.sh runs besides crec (bench/README.md).

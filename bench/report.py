@@ -3,7 +3,7 @@
 
 usage: report.py DATA_DIR RESULTS_DIR [--quick 0|1] [--rounds N] [--crec CREC]
 
-Reads DATA_DIR/{raw,sizes,gdb,scaling,index,failures,phases}.tsv and
+Reads DATA_DIR/{raw,sizes,gdb,gdb_reverse,scaling,index,failures,phases}.tsv and
 query.json; writes RESULTS_DIR/latest.md, latest.json, latest.png (the
 ratios) and latest-scaling.png, and a copy of each in
 RESULTS_DIR/runs/YYYYMMDD-HHMM[-quick]/ (report.md, report.json, ratios.png,
@@ -388,12 +388,26 @@ def md_footer(doc):
     return lines
 
 
+def md_gdb_reverse(rows):
+    lines = ["", "## crec gdb: moving in time on a long recording", ""]
+    if not rows:
+        return lines + ["Not measured (see Failures)."]
+    lines += ["tests/guests/gdb_loop (bench/gdb_reverse.sh): gdb in batch mode against `crec gdb`, "
+              "each command timed by gdb's python.  cold: the first motion of a session, from the "
+              "end; warm: after one continue from the start to the end.", ""]
+    body = [[r["session"], r["command"], f"{float(r['seconds']):.3f} s",
+             f"{int(r['from']):,}", f"{int(r['to']):,}",
+             f"{int(r['from']) - int(r['to']):,}"] for r in rows]
+    return lines + table(["session", "command", "wall time", "from", "to", "instructions back"], body)
+
+
 def markdown(doc):
     modes = [m for m in MODES if any(m in w["modes"] or m in w.get("failed", {})
                                      for w in doc["workloads"].values())]
     lines = [f"# crec benchmarks, {doc['date']}", ""]
     lines += md_times(doc, modes) + md_ratios(doc) + md_recordings(doc) + md_rss(doc, modes)
     lines += md_query(doc.get("query")) + md_gdb(doc["gdb_record_full"])
+    lines += md_gdb_reverse(doc.get("gdb_reverse"))
     lines += md_scaling(doc["scaling"]) + md_xinsn(doc) + md_targets(doc) + md_footer(doc)
     return "\n".join(lines) + "\n"
 
@@ -541,6 +555,7 @@ def build_doc(data_dir, args):
             "quick": args.quick == 1, "rounds": args.rounds, "crec_commit": commit_of(args.crec),
             "host": host_facts(data_dir), "workloads": workloads,
             "gdb_record_full": summarise_gdb(read_tsv(os.path.join(data_dir, "gdb.tsv"))),
+            "gdb_reverse": read_tsv(os.path.join(data_dir, "gdb_reverse.tsv")),
             "scaling": summarise_scaling(read_tsv(os.path.join(data_dir, "scaling.tsv"))),
             "query": read_json(os.path.join(data_dir, "query.json")),
             "failures": failures,

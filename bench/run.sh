@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make bench: time every workload natively, under qemu-x86_64 and under
 # crec, alternating modes within each round so that machine noise hits all
-# modes alike; then gdb's record full against crec record, the scaling of
+# modes alike; then gdb's record full against crec record, crec gdb's
+# reverse motions on a long recording (bench/gdb_reverse.sh), the scaling of
 # record with instruction count, index builds and query latency.  `make
 # bench` first installs what this needs (PKGS_BENCH in the Makefile).
 # Writes bench/results/latest.{md,json,png}, latest-scaling.png and a copy
@@ -168,6 +169,11 @@ phase_done modes
 # --- 2. gdb's record full against crec record ------------------------------
 bash "$BENCH_SRC/gdb.sh" >gdb.tsv 2>gdb.log || fail gdb "record full" "$(tail -c 300 gdb.log)"
 phase_done gdb
+
+# --- 2b. crec gdb: reverse motions on a recording of 1.1e9 instructions ------
+bash "$BENCH_SRC/gdb_reverse.sh" >gdb_reverse.tsv 2>gdb_reverse.log ||
+    fail gdb_reverse "crec gdb" "$(tail -c 300 gdb_reverse.log)"
+phase_done gdb_reverse
 
 # --- 3. scaling: crec record of sha256sum at four input sizes ---------------
 # The sizes alternate within each round, as the modes do above.

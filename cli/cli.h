@@ -53,6 +53,7 @@ int cmd_backtrace(int argc, char **argv);
 int cmd_syscalls(int argc, char **argv);
 int cmd_find(int argc, char **argv);
 int cmd_printf(int argc, char **argv);
+int cmd_gdb(int argc, char **argv);
 
 /* ---- shared by the analysis commands (cli/analysis.c) ---------------------- */
 

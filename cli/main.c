@@ -29,6 +29,7 @@ static const struct cli_command commands[] = {
     {"syscalls", "every syscall of the recording, strace style", cmd_syscalls},
     {"find", "the next or previous time at which a condition holds", cmd_find},
     {"printf", "a printf added after the run, evaluated where it would have run", cmd_printf},
+    {"gdb", "debug a recording with gdb, forwards and backwards in time", cmd_gdb},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

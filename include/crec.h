@@ -835,4 +835,58 @@ typedef struct crec_crash {
  *  CREC_ERR_NOTFOUND when it did not, or an error. */
 int crec_crash_info(crec_recording *rec, crec_crash *c, crec_error *err);
 
+/* ------------------------------------------------------------------------ */
+/* The gdb server: time-travel debugging from gdb (gdb/, docs/GDB.md)        */
+/* ------------------------------------------------------------------------ */
+
+/*! crec_recorded_cpuid() : the CPUID answer the recorded program was given
+ *  for (leaf, subleaf): out[0..3] = eax, ebx, ecx, edx.
+ *  @return CREC_OK, or CREC_ERR_NOTFOUND when the header has no such leaf. */
+int crec_recorded_cpuid(crec_recording *rec, uint32_t leaf, uint32_t subleaf, uint32_t out[4]);
+
+/*! crec_find_access() :
+ *  The access to one of `ranges` nearest to time t: backward, the last one
+ *  made by an instruction before t; forward, the first made at or after
+ *  t.  Only stores and kernel writes when writes_only; only those that
+ *  `match` (may be NULL) accepts.  The index leads the search to the spans
+ *  that touch the ranges, newest first backward, and only those are
+ *  replayed.  *hit is as an observer sees it, without `value`.
+ *  @return CREC_OK with *found 1 and *hit, or *found 0; or an error. */
+int crec_find_access(crec_recording *rec, const crec_range *ranges, size_t n, int writes_only,
+                     int (*match)(void *ctx, const crec_access *a), void *ctx, uint64_t t,
+                     int backward, crec_access *hit, int *found, crec_error *err);
+
+/* A socket on 127.0.0.1 that a gdb connects to.  Opaque. */
+typedef struct crec_gdb crec_gdb;
+
+typedef struct crec_gdb_options {
+    const char *path;  /* the recording's file name (`monitor info recording`) */
+    /* `monitor seek T`: turn T into a time (NULL: a plain instruction count);
+     * the crec command passes the parser of `crec query`'s WHEN. */
+    int (*parse_time)(crec_recording *rec, const char *s, uint64_t *t, crec_error *err);
+    /* Called every 100 ms while no gdb has connected yet: returning 0 gives
+     * up (NULL: wait for ever). */
+    int (*still_waiting)(void *ctx);
+    void *ctx;
+    FILE *log;         /* every packet, both ways (NULL: none) */
+} crec_gdb_options;
+
+/*! crec_gdb_listen() : listen on 127.0.0.1:port (0: a free port the
+ *  system picks; crec_gdb_port() tells which).
+ *  @return CREC_OK and *out, CREC_ERR_ARG (bad port) or CREC_ERR_IO. */
+int crec_gdb_listen(int port, crec_gdb **out, crec_error *err);
+
+/*! crec_gdb_port() : @return the port g listens on. */
+int crec_gdb_port(const crec_gdb *g);
+
+/*! crec_gdb_serve() : wait for one gdb to connect and serve it the
+ *  recording over the GDB remote serial protocol until it detaches, kills
+ *  or goes away (any of which is a normal end).  `o` may be NULL.
+ *  @return CREC_OK, or an error (gdb never connected, out of memory). */
+int crec_gdb_serve(crec_gdb *g, crec_recording *rec, const crec_gdb_options *o,
+                   crec_error *err);
+
+/*! crec_gdb_close() : stop listening.  NULL is fine. */
+void crec_gdb_close(crec_gdb *g);
+
 #endif /* CREC_H */

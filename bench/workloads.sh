@@ -36,8 +36,10 @@ bench_text() {
 bench_inputs() {
     if [ "$QUICK" = 1 ]; then
         n_sha=1000000 n_sort=5000 n_gzip=100000 n_lua='7 1' n_sql=1000 n_py=1000 n_kern=100000
+        n_avx=150 n_vex=200000
     else
         n_sha=8000000 n_sort=25000 n_gzip=1000000 n_lua='7 4' n_sql=5000 n_py=10000 n_kern=500000
+        n_avx=1500 n_vex=2000000
     fi
     bench_text "$n_sha" "sha.in.$n_sha"
     bench_text "$n_gzip" "gzip.in.$n_gzip"
@@ -64,4 +66,9 @@ bench_workloads() {
     printf 'sqlite3\t@ %s :memory: -init /dev/null < sql.in.%s\n' "$(command -v sqlite3)" "$n_sql"
     printf 'python3\t@ /usr/bin/python3 -B wordcount.py %s\n' "$n_py"
     printf 'memkernel\t@ %s %s\n' "$GUESTS/bench_memkernel" "$n_kern"
+    # instructions crec executes itself (docs/EMU.md): an AVX2 kernel, and
+    # a loop with one VEX instruction an iteration against its SSE twin
+    printf 'avx2\t@ %s %s avx2\n' "$GUESTS/bench_avx2" "$n_avx"
+    printf 'vex1\t@ %s %s vex1\n' "$GUESTS/bench_avx2" "$n_vex"
+    printf 'sse1\t@ %s %s sse1\n' "$GUESTS/bench_avx2" "$n_vex"
 }

@@ -22,6 +22,9 @@
 #include <xxhash.h>
 
 #include "emu/emu_int.h"
+#include "emu/xinsn.h"
+
+static void xsites_forget(crec_emu_cpu *cpu, uint64_t addr, uint64_t len);
 
 static size_t block_slot(uint64_t addr, size_t cap)
 {
@@ -44,6 +47,7 @@ void emu_blocks_free(crec_emu_cpu *cpu)
     cpu->rdtsc_sites = NULL;
     crec_free(cpu->rdtsc_hooks);
     cpu->rdtsc_hooks = NULL;
+    emu_xsites_free(cpu, 0);
 }
 
 static void block_put(struct emu_block *tab, size_t cap, const struct emu_block *b)
@@ -74,9 +78,11 @@ static int blocks_grow(crec_emu_cpu *cpu)
 void emu_blocks_forget(crec_emu_cpu *cpu, uint64_t addr, uint64_t len)
 {
     struct emu_block *old = cpu->blocks;
+
     size_t cap = cpu->blocks_cap, kept = 0;
     struct emu_block *n = crec_calloc(cap, sizeof *n);
 
+    xsites_forget(cpu, addr, len);
     if (!n) { /* can't rebuild: forget everything, which is always safe */
         memset(old, 0, cap * sizeof *old);
         cpu->blocks_used = 0;
@@ -96,15 +102,54 @@ void emu_blocks_forget(crec_emu_cpu *cpu, uint64_t addr, uint64_t len)
     cpu->blocks_used = kept;
 }
 
+/*
+ * The next instruction of [*code, *code + *left) at *pc: Capstone's
+ * decode, or, for an encoding Capstone 4.0.2 does not know (some AVX-512
+ * ones), xdecode's length.  *xi tells what crec must run itself (kind
+ * XI_NONE for everything TCG runs).  @return its length, 0 if neither
+ * knows it.
+ */
+static unsigned insn_next(crec_emu_cpu *cpu, const uint8_t **code, size_t *left, uint64_t *pc,
+                          cs_insn *insn, struct xi_insn *xi)
+{
+    const uint8_t *start = *code;
+    unsigned len, at = 0;
+
+    xi->kind = XI_NONE;
+    if (cs_disasm_iter(cpu->cs, code, left, pc, insn)) {
+        len = insn->size;
+        /* past the legacy prefixes and REX: VEX, EVEX or 0f c7 (rdrand)? */
+        while (at < len && (start[at] == 0x66 || start[at] == 0x67 || start[at] == 0xf2 ||
+                            start[at] == 0xf3 || start[at] == 0xf0 || start[at] == 0x2e ||
+                            start[at] == 0x3e || start[at] == 0x26 || start[at] == 0x36 ||
+                            start[at] == 0x64 || start[at] == 0x65))
+            at++;
+        if (at < len && (start[at] & 0xf0) == 0x40)
+            at++;
+        if (at < len && (start[at] == 0xc4 || start[at] == 0xc5 || start[at] == 0x62 ||
+                         (start[at] == 0x0f && at + 1 < len && start[at + 1] == 0xc7)))
+            xi_decode(start, len, xi);
+        return len;
+    }
+    len = xi_decode(start, *left > 15 ? 15 : (unsigned)*left, xi);
+    if (len) {
+        *code += len, *left -= len, *pc += len;
+    }
+    return len;
+}
+
 long emu_count_insns(crec_emu_cpu *cpu, uint64_t addr, uint64_t size, uint64_t upto)
 {
     uint8_t buf[4096 + 16];
     const uint8_t *code = buf;
     size_t left;
     uint64_t pc = addr;
+    struct xi_insn xi;
     cs_insn *insn;
     long n = 0;
 
+    if (upto <= addr)
+        return 0;
     if (size > 4096)
         size = 4096;
     if (crec_emu_mem_read(cpu, buf, addr, size) != 0)
@@ -113,10 +158,10 @@ long emu_count_insns(crec_emu_cpu *cpu, uint64_t addr, uint64_t size, uint64_t u
     insn = cs_malloc(cpu->cs);
     if (!insn)
         return -1;
-    while (pc < upto && left > 0 && cs_disasm_iter(cpu->cs, &code, &left, &pc, insn))
+    while (pc < upto && left > 0 && insn_next(cpu, &code, &left, &pc, insn, &xi))
         n++;
     if (pc < upto && left > 0)
-        n++; /* an instruction Capstone does not know still counts as one */
+        n++; /* an instruction nobody knows still counts as one */
     cs_free(insn, 1);
     return n;
 }
@@ -134,13 +179,18 @@ void emu_describe_insn(crec_emu_cpu *cpu, uint64_t addr, char *buf, size_t size)
         return;
     }
     size_t n = cs_disasm(cpu->cs, code, got, addr, 1, &insn);
-    size_t len = n ? insn[0].size : (got < 4 ? got : 4);
+    struct xi_insn xi;
+    unsigned xlen = n ? 0 : xi_decode(code, (unsigned)got, &xi);
+    size_t len = n ? insn[0].size : xlen ? xlen : (got < 4 ? got : 4);
     off = 0;
     for (size_t i = 0; i < len && off + 3 < size; i++)
         off += snprintf(buf + off, size - off, "%s%02x", i ? " " : "", code[i]);
     if (n)
         snprintf(buf + off, size - off, " (%s%s%s)", insn[0].mnemonic,
                  insn[0].op_str[0] ? " " : "", insn[0].op_str);
+    else if (xlen)
+        snprintf(buf + off, size - off, " (%s, map %u opcode %02x)",
+                 (xi.kind & 0x7f) == XI_EVEX ? "EVEX" : "VEX", xi.map, xi.op);
     else
         snprintf(buf + off, size - off, " (not decodable)");
     if (n)
@@ -242,24 +292,6 @@ static void privileged_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *u
     uc_emu_stop(uc);
 }
 
-/* Whether the bytes may hold an RDTSC (0f 31), an RDTSCP (0f 01 f9) or a
- * privileged instruction: when they don't, which is almost always, no
- * decoding is needed to know that the block has none. */
-static int may_hold_special(const uint8_t *code, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        uint8_t b = code[i], c = i + 1 < n ? code[i + 1] : 0;
-        if (b == 0xfa || b == 0xfb || (b >= 0xe4 && b <= 0xe7) || (b >= 0xec && b <= 0xef) ||
-            (b >= 0x6c && b <= 0x6f)) /* cli sti in out ins outs */
-            return 1;
-        if (b == 0x0f && (c == 0x31 || c == 0x01 || c == 0x00 || c == 0x30 || c == 0x32 ||
-                          c == 0x33 || c == 0x06 || c == 0x07 || c == 0x08 || c == 0x09 ||
-                          c == 0x35 || (c >= 0x20 && c <= 0x23) || c == 0x38))
-            return 1;
-    }
-    return 0;
-}
-
 /* Room for one more RDTSC site (and its hook). */
 static int rdtsc_grow(crec_emu_cpu *cpu)
 {
@@ -278,41 +310,21 @@ static int rdtsc_grow(crec_emu_cpu *cpu)
     return 0;
 }
 
-/* Add bounded hooks for the RDTSCs and privileged instructions of a new
- * block.  Returns 1 if any. */
-static int trap_special(crec_emu_cpu *cpu, uint64_t addr, uint32_t size)
+/* A bounded code hook on an RDTSC or a privileged instruction (fn: its
+ * hook).  @return 1 if one was added. */
+static int trap_special(crec_emu_cpu *cpu, uint64_t addr, void *fn)
 {
-    uint8_t buf[4096];
-    const uint8_t *code = buf;
-    size_t left = size > sizeof buf ? sizeof buf : size;
-    uint64_t pc = addr;
-    cs_insn *insn;
-    int added = 0;
+    uc_hook h;
 
-    if (crec_emu_mem_read(cpu, buf, addr, left) != 0 || !may_hold_special(buf, left))
+    if (rdtsc_known(cpu, addr))
         return 0;
-    insn = cs_malloc(cpu->cs);
-    if (!insn)
+    if (cpu->n_rdtsc == cpu->cap_rdtsc && rdtsc_grow(cpu) != 0)
         return 0;
-    while (cs_disasm_iter(cpu->cs, &code, &left, &pc, insn)) {
-        int is_rdtsc = insn->id == X86_INS_RDTSC || insn->id == X86_INS_RDTSCP;
-        uc_hook h;
-        if (!is_rdtsc && !privileged(insn))
-            continue;
-        if (rdtsc_known(cpu, insn->address))
-            continue;
-        if (cpu->n_rdtsc == cpu->cap_rdtsc && rdtsc_grow(cpu) != 0)
-            break;
-        if (uc_hook_add(cpu->uc, &h, UC_HOOK_CODE,
-                        is_rdtsc ? (void *)rdtsc_hook : (void *)privileged_hook, cpu,
-                        insn->address, insn->address) != UC_ERR_OK)
-            continue;
-        cpu->rdtsc_hooks[cpu->n_rdtsc] = h;
-        cpu->rdtsc_sites[cpu->n_rdtsc++] = insn->address;
-        added = 1;
-    }
-    cs_free(insn, 1);
-    return added;
+    if (uc_hook_add(cpu->uc, &h, UC_HOOK_CODE, fn, cpu, addr, addr) != UC_ERR_OK)
+        return 0;
+    cpu->rdtsc_hooks[cpu->n_rdtsc] = h;
+    cpu->rdtsc_sites[cpu->n_rdtsc++] = addr;
+    return 1;
 }
 
 /*
@@ -341,16 +353,161 @@ static uint64_t block_sum(crec_emu_cpu *cpu, uint64_t addr, uint32_t size)
     return h ? h : 1;
 }
 
-/* Decode a block seen for the first time. */
+/* ---- instructions crec runs itself (xinsn.c) ------------------------------- */
+
+static size_t xsite_slot(uint64_t addr, size_t cap)
+{
+    return (size_t)((addr * 0x9E3779B97F4A7C15ull) >> 24) & (cap - 1);
+}
+
+int emu_xsite_has(const crec_emu_cpu *cpu, uint64_t addr)
+{
+    size_t i;
+
+    if (!cpu->xsites_cap)
+        return 0;
+    for (i = xsite_slot(addr, cpu->xsites_cap); cpu->xsites[i].addr; i = (i + 1) & (cpu->xsites_cap - 1))
+        if (cpu->xsites[i].addr == addr)
+            return 1;
+    return 0;
+}
+
+static void xsite_put(struct emu_xsite *tab, size_t cap, const struct emu_xsite *x)
+{
+    size_t i = xsite_slot(x->addr, cap);
+
+    while (tab[i].addr)
+        i = (i + 1) & (cap - 1);
+    tab[i] = *x;
+}
+
+/* Hook a site.  @return 1 if a hook was added. */
+static int trap_xsite(crec_emu_cpu *cpu, uint64_t addr)
+{
+    struct emu_xsite x = {addr, 0};
+
+    if (emu_xsite_has(cpu, addr))
+        return 0;
+    if ((cpu->n_xsites + 1) * 2 > cpu->xsites_cap) {
+        size_t cap = cpu->xsites_cap ? 2 * cpu->xsites_cap : 64;
+        struct emu_xsite *n = crec_calloc(cap, sizeof *n);
+        if (!n)
+            return 0;
+        for (size_t i = 0; i < cpu->xsites_cap; i++)
+            if (cpu->xsites[i].addr)
+                xsite_put(n, cap, &cpu->xsites[i]);
+        crec_free(cpu->xsites);
+        cpu->xsites = n;
+        cpu->xsites_cap = cap;
+    }
+    if (uc_hook_add(cpu->uc, &x.hook, UC_HOOK_CODE, (void *)emu_xinsn_hook, cpu, addr, addr) !=
+        UC_ERR_OK)
+        return 0;
+    xsite_put(cpu->xsites, cpu->xsites_cap, &x);
+    cpu->n_xsites++;
+    return 1;
+}
+
+/* Drop the sites in [addr, addr+len) (len 0: all), hooks included. */
+static void xsites_forget(crec_emu_cpu *cpu, uint64_t addr, uint64_t len)
+{
+    struct emu_xsite *old = cpu->xsites;
+    size_t cap = cpu->xsites_cap;
+
+    if (!cpu->n_xsites)
+        return;
+    cpu->xsites = crec_calloc(cap, sizeof *cpu->xsites);
+    if (!cpu->xsites) { /* keep them all: a stale site is only a wasted hook */
+        cpu->xsites = old;
+        return;
+    }
+    cpu->n_xsites = 0;
+    for (size_t i = 0; i < cap; i++) {
+        if (!old[i].addr)
+            continue;
+        if (len == 0 || (old[i].addr >= addr && old[i].addr < addr + len)) {
+            uc_hook_del(cpu->uc, old[i].hook);
+            continue;
+        }
+        xsite_put(cpu->xsites, cap, &old[i]);
+        cpu->n_xsites++;
+    }
+    crec_free(old);
+}
+
+void emu_xsites_free(crec_emu_cpu *cpu, int del_hooks)
+{
+    if (del_hooks)
+        xsites_forget(cpu, 0, 0);
+    crec_free(cpu->xsites);
+    cpu->xsites = NULL;
+    cpu->xsites_cap = cpu->n_xsites = 0;
+}
+
+/*
+ * Decode a block seen for the first time: count its instructions, and put
+ * a bounded code hook on each RDTSC/RDTSCP and on the first of each run of
+ * instructions crec executes itself (the hook runs the whole run).  A hook
+ * applies only to code translated after it, so when one is added the
+ * block's translation is dropped, and the run loop enters it again.  The
+ * bytes are read past the block's end: TCG ends a block in the middle of
+ * an instruction it can't decode.
+ */
 static int block_learn(crec_emu_cpu *cpu, uint64_t addr, uint32_t size, struct emu_block *out)
 {
-    long n = emu_count_insns(cpu, addr, size, addr + size);
+    uint8_t buf[4096 + 16];
+    const uint8_t *code = buf;
+    size_t got = 0, left;
+    uint64_t pc = addr, end;
+    struct xi_insn xi;
+    cs_insn *insn;
+    int added = 0, prev_site = 0;
+    long n = 0, nrun = 0, run = 0; /* run: sites in a row from the first */
 
+    if (size > 4096)
+        size = 4096;
+    while (got < size + 16 && crec_emu_mem_read(cpu, buf + got, addr + got, 1) == 0)
+        got++;
+    end = addr + (size ? size : 1);
+    left = got;
+    insn = cs_malloc(cpu->cs);
+    while (insn && pc < end && left > 0) {
+        uint64_t at = pc;
+        unsigned len = insn_next(cpu, &code, &left, &pc, insn, &xi);
+        if (!len)
+            break;
+        if (at < addr + size || !size)
+            n++;
+        if (xi.kind != XI_NONE && xi_is_site(&xi)) {
+            if (!prev_site || at == addr)
+                added |= trap_xsite(cpu, at);
+            /* the first run of them ends the block's visit (xinsn.c) */
+            if ((at < addr + size || !size) && (nrun == 0 || (prev_site && run > 0)) &&
+                run < EMU_XI_BATCH)
+                nrun = n, run++;
+            else if (run > 0)
+                run = -1; /* done */
+            prev_site = 1;
+            continue;
+        }
+        if (run > 0)
+            run = -1;
+        prev_site = 0;
+        if (xi.kind == XI_NONE && (insn->id == X86_INS_RDTSC || insn->id == X86_INS_RDTSCP))
+            added |= trap_special(cpu, at, (void *)rdtsc_hook);
+        else if (xi.kind == XI_NONE && privileged(insn))
+            added |= trap_special(cpu, at, (void *)privileged_hook);
+    }
+    if (pc < addr + size && left > 0)
+        n++; /* an instruction nobody knows still counts as one */
+    if (insn)
+        cs_free(insn, 1);
     out->addr = addr;
     out->size = size;
-    out->ninsns = n < 0 ? 1 : (uint32_t)n;
+    out->ninsns = (uint32_t)n;
+    out->nrun = nrun > 0 && nrun < n ? (uint32_t)nrun : 0;
     out->sum = block_sum(cpu, addr, size);
-    if (trap_special(cpu, addr, size)) {
+    if (added) {
         uc_ctl_remove_cache(cpu->uc, addr, addr + (size ? size : 1));
         cpu->restart_at = addr;
         uc_emu_stop(cpu->uc);
@@ -370,6 +527,10 @@ void emu_block_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
     struct emu_block b;
 
     (void)uc;
+    if (cpu->xstop_pending) { /* see emu_int.h: the block must not run */
+        uc_emu_stop(cpu->uc);
+        return;
+    }
     if (cpu->restart_at)
         return; /* stopping: this block will be entered again */
     for (;;) {
@@ -392,6 +553,7 @@ void emu_block_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
     cpu->cur_block = addr;
     cpu->cur_block_n = b.ninsns;
     cpu->cur_block_size = size;
+    cpu->cur_block_run = b.nrun;
     if (cpu->hooks.block) {
         cpu->in_block_hook = 1;
         cpu->hooks.block(cpu->hooks.ctx, addr, b.ninsns, cpu->icount);
@@ -421,6 +583,9 @@ uint32_t crec_emu_cpu_block_insns(crec_emu_cpu *cpu)
 {
     uint32_t n = cpu->cur_block_n;
 
+    /* Instructions crec executes itself leave the block after their run. */
+    if (cpu->cur_block_run && cpu->cur_block_run < n)
+        n = cpu->cur_block_run;
     /* An emulated RDTSC leaves its block (rdtsc_hook): the rest does not run. */
     for (size_t i = 0; i < cpu->n_rdtsc; i++) {
         uint64_t site = cpu->rdtsc_sites[i];
@@ -442,6 +607,11 @@ static void until_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
     (void)uc, (void)size;
     if (!cpu->until_armed || crec_emu_cpu_icount_at(cpu, addr) != cpu->until)
         return;
+    emu_until_stop(cpu, addr);
+}
+
+void emu_until_stop(crec_emu_cpu *cpu, uint64_t addr)
+{
     cpu->until_armed = 0;
     cpu->icount = cpu->until;
     cpu->cur_block_n = 0, cpu->cur_block_size = 0;

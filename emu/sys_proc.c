@@ -118,10 +118,11 @@ static int64_t sys_sysinfo(crec_emu *e, const uint64_t a[6])
     return emu_copy_out(e, a[0], &si, sizeof si);
 }
 
-/* One CPU, so that sort, xz and friends don't try to start threads. */
+/* The CPUs of the model (one for now), as /proc/cpuinfo and /sys say: the
+ * kernel's mask is one long for up to 64 CPUs. */
 static int64_t sys_sched_getaffinity(crec_emu *e, const uint64_t a[6])
 {
-    uint64_t mask = 1;
+    uint64_t mask = emu_ncpus(e) >= 64 ? ~0ull : (1ull << emu_ncpus(e)) - 1;
     if (a[1] < 8 || (a[1] & 7))
         return -EINVAL;
     return emu_copy_out(e, a[2], &mask, 8) ?: 8;
@@ -178,12 +179,14 @@ static int64_t sys_getrandom(crec_emu *e, const uint64_t a[6])
 
 static int64_t sys_prctl(crec_emu *e, const uint64_t a[6])
 {
-    static char name[16] = "guest";
     switch (a[0]) {
     case 15: /* PR_SET_NAME */
-        return emu_copy_in(e, name, a[1], 15) ? -EFAULT : 0;
+        if (emu_string_in(e, a[1], e->comm, sizeof e->comm) == -EFAULT)
+            return -EFAULT;
+        e->comm[15] = '\0';
+        return 0;
     case 16: /* PR_GET_NAME */
-        return emu_copy_out(e, a[1], name, 16);
+        return emu_copy_out(e, a[1], e->comm, 16);
     case 3: /* PR_GET_DUMPABLE */
         return 1;
     default:

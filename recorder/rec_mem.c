@@ -84,6 +84,17 @@ void rec_mark_dirty_pages(struct rec_session *rs, uint64_t addr, uint64_t len)
         return;
     rs->last_dirty_page = first + 1;
     code_hashes_touch(rs, addr, len);
+    if (last - first + 1 >= REC_DIRTY_BIG_PAGES && !rs->dirty_all) {
+        struct rec_range *n = crec_grow(rs->dirty_big, &rs->cap_dirty_big, rs->n_dirty_big + 1,
+                                        sizeof *n, 16);
+        if (!n) {
+            rs->dirty_all = 1;
+            return;
+        }
+        rs->dirty_big = n;
+        rs->dirty_big[rs->n_dirty_big++] = (struct rec_range){first * CREC_PAGE_SIZE, (last - first + 1) * CREC_PAGE_SIZE};
+        return;
+    }
     for (uint64_t p = first; p <= last && !rs->dirty_all; p++)
         if (rec_pageset_add(&rs->dirty, p) != CREC_OK)
             rs->dirty_all = 1; /* no memory to track pages: take them all */
@@ -221,11 +232,12 @@ int rec_on_mem_event(struct rec_session *rs, const struct crec_emu_mem_event *me
     ev.u.mmap.addr = mev->addr;
     ev.u.mmap.len = mev->len;
     ev.u.mmap.prot = (uint64_t)mev->prot;
-    /* New or vanished bytes: the cache's knowledge of the range is void. */
-    if (mev->kind != CREC_MEM_MPROTECT) {
+    /* New or vanished bytes: the cache's knowledge of the range is void,
+     * and new bytes go in the next snapshot (vanished ones can't). */
+    if (mev->kind != CREC_MEM_MPROTECT)
         crec_pcache_forget(rs->pc, mev->addr, mev->len);
+    if (mev->kind != CREC_MEM_MPROTECT && mev->kind != CREC_MEM_MUNMAP)
         rec_mark_dirty(rs, mev->addr, mev->len);
-    }
     code_hashes_touch(rs, mev->addr, mev->len);
     if (!mev->became_exec || mev->kind == CREC_MEM_MUNMAP)
         return rec_event(rs, &ev);
@@ -369,16 +381,40 @@ static int snap_add_page(struct snap_build *b, uint64_t addr)
     return CREC_OK;
 }
 
+static int snap_resident(void *ctx, uint64_t page)
+{
+    return snap_add_page(ctx, page) != CREC_OK;
+}
+
 static int snap_mapping(void *ctx, const struct crec_emu_mapping *m)
 {
     struct snap_build *b = ctx;
 
     if (m->prot & CREC_PROT_EXEC)
         return 0; /* see snap_add_page */
+    /* a big mapping: only what host memory holds (see REC_DIRTY_BIG_PAGES) */
+    if ((m->end - m->start) / CREC_PAGE_SIZE >= REC_DIRTY_BIG_PAGES)
+        return crec_emu_mem_resident(b->rs->cpu, m->start, m->end - m->start, snap_resident, b);
     for (uint64_t a = m->start; a < m->end; a += CREC_PAGE_SIZE)
         if (snap_add_page(b, a) != CREC_OK)
             return 1;
     return 0;
+}
+
+/* A page of a big dirty range that is also in the page set was taken
+ * already. */
+static int snap_big_page(void *ctx, uint64_t page)
+{
+    struct snap_build *b = ctx;
+    struct rec_pageset *s = &b->rs->dirty;
+    uint64_t key = page / CREC_PAGE_SIZE + 1;
+
+    if (s->cap)
+        for (size_t j = (key * 0x9E3779B97F4A7C15ull) & (s->cap - 1); s->slots[j];
+             j = (j + 1) & (s->cap - 1))
+            if (s->slots[j] == key)
+                return 0;
+    return snap_add_page(b, page) != CREC_OK;
 }
 
 int rec_write_snapshot(struct rec_session *rs, uint64_t icount, int full)
@@ -393,6 +429,9 @@ int rec_write_snapshot(struct rec_session *rs, uint64_t icount, int full)
         for (size_t i = 0; i < rs->dirty.cap && !rs->failed; i++)
             if (rs->dirty.slots[i])
                 snap_add_page(&b, (rs->dirty.slots[i] - 1) * CREC_PAGE_SIZE);
+        for (size_t i = 0; i < rs->n_dirty_big && !rs->failed; i++)
+            crec_emu_mem_resident(rs->cpu, rs->dirty_big[i].addr, rs->dirty_big[i].len,
+                                  snap_big_page, &b);
     }
     if (!rs->failed) {
         crec_fmt_buf_reset(&rs->scratch);
@@ -404,6 +443,7 @@ int rec_write_snapshot(struct rec_session *rs, uint64_t icount, int full)
     }
     crec_free(b.snap.pages);
     pageset_clear(&rs->dirty);
+    rs->n_dirty_big = 0;
     rs->dirty_all = 0;
     rs->last_dirty_page = 0;
     rs->stats.snapshots++;

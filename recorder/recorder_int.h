@@ -194,6 +194,19 @@ struct rec_pageset {
     size_t cap, used;
 };
 
+/*
+ * Ranges too large to list page by page (REC_DIRTY_BIG_PAGES or more): a
+ * new mapping of a reservation, a whole heap given back with
+ * MADV_DONTNEED.  The next snapshot takes only the pages of them that host
+ * memory holds: a page nothing has touched reads as zeros and costs
+ * nothing, neither here nor in the recording (docs/ARCHITECTURE.md).
+ */
+#define REC_DIRTY_BIG_PAGES 16384 /* 64 MiB */
+
+struct rec_range {
+    uint64_t addr, len;
+};
+
 /* An executable piece of a file, mapped before recording began (the loader's). */
 struct rec_image {
     uint64_t addr, len, file_off;
@@ -242,6 +255,8 @@ struct rec_session {
     crec_regs sys_regs;   /* registers when the current syscall began */
     struct crec_emu_observer observer;
     struct rec_pageset dirty;
+    struct rec_range *dirty_big; /* big ranges changed since the last snapshot */
+    size_t n_dirty_big, cap_dirty_big;
     int dirty_all;        /* the next snapshot must take every page */
     uint64_t last_dirty_page;
 

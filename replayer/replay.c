@@ -185,6 +185,35 @@ static void rep_mem_hook(void *ctx, int kind, uint64_t addr, unsigned size, uint
         rep_load(s, addr, size, NULL);
 }
 
+/* Register state a key frame does not hold, read first since the key
+ * frame: the recorder logged it as a value no cache predicted. */
+static void rep_xstate(void *ctx, uint8_t *bytes, unsigned len)
+{
+    struct rep_seg *s = ctx;
+    crec_error err = {0};
+    int rc;
+
+    if (s->diverged || s->failed)
+        return;
+    if (s->hits_left != 0) {
+        rep_diverge(s, "the program read vector or mask register state that the recording "
+                       "has no value for");
+        return;
+    }
+    rc = crec_fmt_cursor_read(s->reads, bytes, len, &err);
+    if (rc == CREC_ERR_NOTFOUND) {
+        rep_diverge(s, "vector or mask register state needs a recorded value, but the read "
+                       "stream has ended");
+        return;
+    }
+    if (rc != CREC_OK) {
+        rep_fail(s, &err);
+        return;
+    }
+    s->reads_taken++;
+    rep_next_hits(s);
+}
+
 static int rep_kernel_read(void *ctx, uint64_t addr, unsigned len, uint8_t *out)
 {
     return rep_load(ctx, addr, len, out);
@@ -644,6 +673,13 @@ static uint64_t rep_on_rdtsc(void *ctx, crec_emu_cpu *cpu)
     return ev.u.rdtsc.value;
 }
 
+/* RDRAND/RDSEED: the value recorded in an RDTSC event (docs/FORMAT.md). */
+static uint64_t rep_on_rdrand(void *ctx, crec_emu_cpu *cpu, int seed)
+{
+    (void)seed;
+    return rep_on_rdtsc(ctx, cpu);
+}
+
 /* ---- key frames ---------------------------------------------------------- */
 
 /* Check a key frame at the start of the block at `rip` (see rec_keyframe). */
@@ -760,6 +796,7 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
         size_t k = s->next_kf++;
         const crec_fmt_keyframe *kf = &s->kfs[k];
         s->next_point = kf->global_icount + s->point_every;
+        crec_emu_cpu_xstate_forget(s->cpu); /* as the recorder did here */
         if (s->query) { /* no checks; just pass its map listing */
             if (rep_listing(s, k, 0) != CREC_OK)
                 return;
@@ -780,8 +817,9 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
         if (rep_listing(s, k, 0) != CREC_OK)
             return;
     }
+    /* no restart point once vector state a point can't hold was used */
     if (s->on_point && before >= s->next_point && s->next_kf < s->nkf &&
-        before < s->kfs[s->next_kf].global_icount)
+        before < s->kfs[s->next_kf].global_icount && !crec_emu_cpu_xstate_touched(s->cpu))
         rep_offer_point(s, addr, before);
     if (before >= s->stop_at && (!s->is_last || s->truncated || rep_stopped_here(s))) {
         crec_emu_cpu_stop(s->cpu);
@@ -802,6 +840,7 @@ static int rep_seg_open(struct rep_seg *s, crec_error *err)
         .cpuid = rep_on_cpuid,
         .rdtsc = rep_on_rdtsc,
         .block = rep_on_block,
+        .rdrand = rep_on_rdrand,
     };
     int rc;
 
@@ -813,6 +852,7 @@ static int rep_seg_open(struct rep_seg *s, crec_error *err)
         rc = crec_emu_cpu_hook_mem(s->cpu, CREC_EMU_LOAD | CREC_EMU_STORE, rep_mem_hook, s, err);
     if (rc != CREC_OK)
         return rc;
+    crec_emu_cpu_on_xstate(s->cpu, rep_xstate, s);
     s->echoes = crec_emu_mem_echoes(s->cpu);
     if (s->exec && (rc = rep_exec_open(s, err)) != CREC_OK)
         return rc;

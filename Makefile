@@ -6,7 +6,7 @@
 #   make test SANITIZE=1   the same under AddressSanitizer + UBSan (build-san/)
 #   make DEBUG=1    a debug build (build-debug/): corruption errors name the
 #                   source line of the check that failed (common.h)
-#   make fuzz       run the libFuzzer targets: reader, replay, gdb (FUZZ_SECONDS=300 each)
+#   make fuzz       run the libFuzzer targets: reader, replay, gdb, fields (FUZZ_SECONDS=300 each)
 #   make bench      benchmarks (see bench/README.md)
 #   make format     clang-format every C file
 #
@@ -131,11 +131,13 @@ demo: all
 FUZZ_SECONDS ?= 300
 FUZZ_REPLAY_SECONDS ?= $(FUZZ_SECONDS)
 FUZZ_GDB_SECONDS ?= $(FUZZ_SECONDS)
+FUZZ_FIELDS_SECONDS ?= $(FUZZ_SECONDS)
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -I. -D_GNU_SOURCE \
                -DCREC_FUZZ -DCREC_DEBUG
 FUZZ_SRC := $(foreach m,common format,$(wildcard $(m)/*.c))
 FUZZ_REPLAY_SRC := $(foreach m,common format replayer index,$(wildcard $(m)/*.c)) \
-                   emu/cpu.c emu/mem.c emu/blocks.c emu/cpuid.c emu/sysout.c emu/ucfix.c
+                   emu/cpu.c emu/mem.c emu/blocks.c emu/cpuid.c emu/sysout.c emu/ucfix.c \
+                   emu/xdecode.c emu/xinsn.c emu/xfloat.c
 build-fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c $(FUZZ_SRC) | deps-test
 	@mkdir -p build-fuzz
 	clang $(FUZZ_CFLAGS) $(DEPS_CFLAGS) -o $@ $^ $(DEPS_LIBS)
@@ -150,10 +152,18 @@ build-fuzz/fuzz_gdb: tests/fuzz/fuzz_gdb.c $(FUZZ_REPLAY_SRC) $(wildcard gdb/*.c
 	@mkdir -p build-fuzz
 	clang $(FUZZ_CFLAGS) $(DEPS_CFLAGS) -o $@ $^ $(DEPS_LIBS) -lpthread -lm
 
-fuzz: build-fuzz/fuzz_reader build-fuzz/fuzz_replay build-fuzz/fuzz_gdb
+# fuzz_fields: a real recording with decoded fields changed and checksums
+# right; each input within a time and memory budget (run.sh's last arguments).
+build-fuzz/fuzz_fields: tests/fuzz/fuzz_fields.c tests/tools/refield.h $(FUZZ_REPLAY_SRC) | deps-test
+	@mkdir -p build-fuzz
+	clang $(FUZZ_CFLAGS) $(DEPS_CFLAGS) -o $@ tests/fuzz/fuzz_fields.c $(FUZZ_REPLAY_SRC) \
+	    $(DEPS_LIBS) -lpthread -lm
+
+fuzz: build-fuzz/fuzz_reader build-fuzz/fuzz_replay build-fuzz/fuzz_gdb build-fuzz/fuzz_fields
 	@sh tests/fuzz/run.sh build-fuzz/fuzz_reader $(FUZZ_SECONDS) tests/fuzz/corpus-reader
 	@sh tests/fuzz/run.sh build-fuzz/fuzz_replay $(FUZZ_REPLAY_SECONDS) tests/fuzz/corpus-replay
 	@sh tests/fuzz/run.sh build-fuzz/fuzz_gdb $(FUZZ_GDB_SECONDS) tests/fuzz/corpus-gdb
+	@sh tests/fuzz/run.sh build-fuzz/fuzz_fields $(FUZZ_FIELDS_SECONDS) tests/fuzz/corpus-fields 10 2048 512
 
 # --- benchmarks ------------------------------------------------------------
 # What bench/run.sh runs besides crec (bench/README.md).

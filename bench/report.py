@@ -320,6 +320,27 @@ def md_scaling(s):
     return lines
 
 
+def md_xinsn(doc):
+    """The cost of an instruction crec executes itself: vex1 and sse1 run the
+    same loop of 9 instructions an iteration, one of them VEX-encoded (crec
+    executes it) or its SSE form (Unicorn's TCG does)."""
+    w = doc["workloads"]
+    if "vex1" not in w or "sse1" not in w:
+        return []
+    v, s_ = w["vex1"]["modes"], w["sse1"]["modes"]
+    n = (w["vex1"].get("instructions") or 0) / 9
+    rows = []
+    for mode in ("crec-run", "crec-record", "crec-replay"):
+        if mode in v and mode in s_ and n:
+            cost = (v[mode]["median_s"] - s_[mode]["median_s"]) / n * 1e9
+            rows.append([MODE_LABEL[mode], f"{cost:.0f} ns"])
+    if not rows:
+        return []
+    return ["", "## Instructions crec executes itself", "",
+            "One VEX instruction an iteration (vex1) against its SSE form (sse1), same loop: "
+            "(wall time difference) / iterations.", ""] + table(["mode", "per instruction"], rows)
+
+
 def md_targets(doc):
     rows = []
     for w, m in doc["workloads"].items():
@@ -387,7 +408,7 @@ def markdown(doc):
     lines += md_times(doc, modes) + md_ratios(doc) + md_recordings(doc) + md_rss(doc, modes)
     lines += md_query(doc.get("query")) + md_gdb(doc["gdb_record_full"])
     lines += md_gdb_reverse(doc.get("gdb_reverse"))
-    lines += md_scaling(doc["scaling"]) + md_targets(doc) + md_footer(doc)
+    lines += md_scaling(doc["scaling"]) + md_xinsn(doc) + md_targets(doc) + md_footer(doc)
     return "\n".join(lines) + "\n"
 
 

@@ -37,9 +37,11 @@ bench_inputs() {
     if [ "$QUICK" = 1 ]; then
         n_sha=1000000 n_sort=5000 n_gzip=100000 n_lua='7 1' n_sql=1000 n_py=1000 n_kern=100000
         n_thr=20000
+        n_avx=150 n_vex=200000
     else
         n_sha=8000000 n_sort=25000 n_gzip=1000000 n_lua='7 4' n_sql=5000 n_py=10000 n_kern=500000
         n_thr=100000
+        n_avx=1500 n_vex=2000000
     fi
     bench_text "$n_sha" "sha.in.$n_sha"
     bench_text "$n_gzip" "gzip.in.$n_gzip"
@@ -70,4 +72,9 @@ bench_workloads() {
     # program in the recorded order, crec-replay-j2 each thread alone on 2
     # host threads
     printf 'threads\t@ %s 4 %s\n' "$GUESTS/threads_counter" "$n_thr"
+    # instructions crec executes itself (docs/EMU.md): an AVX2 kernel, and
+    # a loop with one VEX instruction an iteration against its SSE twin
+    printf 'avx2\t@ %s %s avx2\n' "$GUESTS/bench_avx2" "$n_avx"
+    printf 'vex1\t@ %s %s vex1\n' "$GUESTS/bench_avx2" "$n_vex"
+    printf 'sse1\t@ %s %s sse1\n' "$GUESTS/bench_avx2" "$n_vex"
 }

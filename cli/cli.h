@@ -135,6 +135,10 @@ int cli_parse_when_thread(crec_recording *rec, const char *when, uint64_t *t, ui
  * (building the index of `path`) has got; elsewhere, nothing. */
 void cli_show_progress(crec_recording *rec, const char *path);
 
+/* Close a recording, first telling the user on stderr if its index file
+ * could not be used and was rebuilt (crec_index_note). */
+void cli_close_recording(crec_recording *rec);
+
 /* A value as --format F prints it: `k[i]` 0 shows byte i as ??. */
 void cli_format_value(const uint8_t *b, const uint8_t *k, size_t len, const char *fmt,
                       char *out, size_t size);
@@ -153,6 +157,18 @@ int cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 /* "crec: FILE: message" to stderr, unless the message already names the
  * file; return EXIT_FAIL. */
 int cli_fail_file(const char *name, const crec_error *e);
+
+/* Block SIGPIPE and SIGXFSZ for crec itself, before running a program:
+ * a write by the program to a closed pipe (or past `ulimit -f`) then fails
+ * with EPIPE (EFBIG) and the emulator gives the program the signal, as
+ * Linux would; a write of the recording that fails is an error crec
+ * reports.  Blocked, not ignored: the program inherits ignored signals. */
+void cli_block_write_signals(void);
+
+/* Print s as a JSON string: quotes, backslashes and control characters
+ * escaped, and each byte that is not part of valid UTF-8 as U+FFFD (a
+ * recording's argv or a query may hold any bytes; JSON holds only text). */
+void cli_json_str(FILE *out, const char *s);
 
 /* A monotonic clock in seconds, for timing a command. */
 double cli_now(void);

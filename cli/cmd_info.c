@@ -187,27 +187,13 @@ static void print_text(FILE *out, const char *name, const crec_info *s)
 
 /* ---- JSON --------------------------------------------------------------- */
 
-static void json_str(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(out, "\\%c", *p);
-        else if (*p < 0x20 || *p == 0x7f)
-            fprintf(out, "\\u%04x", *p);
-        else
-            fputc(*p, out);
-    }
-    fputc('"', out);
-}
-
 static void json_strings(FILE *out, char *const *v, size_t n)
 {
     fputc('[', out);
     for (size_t i = 0; i < n; i++) {
         if (i)
             fputs(", ", out);
-        json_str(out, v[i]);
+        cli_json_str(out, v[i]);
     }
     fputc(']', out);
 }
@@ -220,9 +206,9 @@ static void json_u64(FILE *out, const char *key, uint64_t v)
 static void json_header(FILE *out, const char *name, const crec_info *h)
 {
     fputs("{\n  \"file\": ", out);
-    json_str(out, name);
+    cli_json_str(out, name);
     fprintf(out, ",\n  \"format_version\": %u,\n  \"crec_version\": ", h->format_version);
-    json_str(out, h->crec_version);
+    cli_json_str(out, h->crec_version);
     fprintf(out, ",\n  \"arch\": \"x86-64\",\n  \"host_byte_order\": \"%s\",\n",
             h->big_endian_host ? "big" : "little");
     json_u64(out, "page_size", h->page_size);
@@ -301,7 +287,7 @@ static void print_json(FILE *out, const char *name, const crec_info *s)
     fputs("\n  ],\n  \"truncated\": ", out);
     if (s->truncated) {
         fprintf(out, "{\"at\": %llu, \"why\": ", (unsigned long long)s->truncated_at);
-        json_str(out, s->truncated_why);
+        cli_json_str(out, s->truncated_why);
         fputs("}\n}\n", out);
     } else {
         fputs("false\n}\n", out);

@@ -332,6 +332,17 @@ void cli_show_progress(crec_recording *rec, const char *path)
         crec_set_progress(rec, progress_line, (void *)path);
 }
 
+void cli_close_recording(crec_recording *rec)
+{
+    const char *note = rec ? crec_index_note(rec) : NULL;
+
+    if (note) {
+        fflush(stdout);
+        fprintf(stderr, "crec: note: %s\n", note);
+    }
+    crec_close(rec);
+}
+
 /* ---- printing -------------------------------------------------------------- */
 
 void cli_format_value(const uint8_t *b, const uint8_t *k, size_t len, const char *fmt,
@@ -385,20 +396,6 @@ static const char *source_name(int src, int no_index)
     case CREC_SRC_SNAPSHOT: return "snapshot";
     }
     return "unknown";
-}
-
-static void json_str(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            printf("\\u%04x", *s);
-        else
-            putchar(*s);
-    }
-    putchar('"');
 }
 
 /* One WHAT@WHEN of the command line, parsed, and then its answer. */
@@ -489,7 +486,7 @@ static void query_print_all(const struct query *q, const char *fmt, int json, in
         cli_format_value(v->bytes, v->known, q->len, fmt, out, sizeof out);
         if (json) {
             printf("%s{\"value\": ", i ? ", " : "");
-            json_str(out);
+            cli_json_str(stdout, out);
             if (v->recorded)
                 printf(", \"recorded\": true, \"path\": \"%s\"}", q->path);
             else
@@ -516,7 +513,7 @@ static void query_print_all(const struct query *q, const char *fmt, int json, in
 static void query_json_open(const struct query *q, int first)
 {
     printf("%s\n {\"query\": ", first ? "" : ",");
-    json_str(q->arg);
+    cli_json_str(stdout, q->arg);
 }
 
 static void query_print(const struct query *q, const char *fmt, int json, int first)
@@ -538,7 +535,7 @@ static void query_print(const struct query *q, const char *fmt, int json, int fi
     if (!q->w.is_reg)
         printf("\"addr\": %" PRIu64 ", \"size\": %zu, ", q->w.addr, q->len);
     printf("\"value\": ");
-    json_str(out);
+    cli_json_str(stdout, out);
     printf(", \"path\": \"%s\"}", q->path);
 }
 
@@ -547,7 +544,7 @@ static void query_print_error(const struct query *q, const char *msg, int first)
 {
     query_json_open(q, first);
     printf(", \"error\": ");
-    json_str(msg);
+    cli_json_str(stdout, msg);
     printf("}");
 }
 
@@ -641,7 +638,7 @@ int cli_query_run(const char *path, char **args, size_t n, uint64_t size, const 
         rc = cli_fail(EXIT_FAIL, "%s: %s", qs[failed].arg, err.msg);
     }
     free(qs);
-    crec_close(rec);
+    cli_close_recording(rec);
     return rc;
 }
 

@@ -2,12 +2,14 @@
  * cmd_record.c - `crec record`: run a program under the emulator and write
  * a recording of it.
  */
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -40,7 +42,16 @@ static const char record_usage[] =
     "                              length that may end inside a block, the next thread\n"
     "                              drawn at random, now and then one starved (races\n"
     "                              show up); the seed is stored in the recording\n"
+    "  --env-clear                 start the program with an empty environment\n"
+    "  -e, --env NAME=VALUE        set NAME in the program's environment (again and\n"
+    "                              again for more)\n"
+    "  --force                     write FILE even if it is the program itself or a\n"
+    "                              file that is not a recording\n"
     "  -h, --help                  show this help\n"
+    "\n"
+    "A recording holds the program's environment, its arguments and every byte it\n"
+    "read (files, standard input, the network): share it as you would share those.\n"
+    "--env-clear and -e choose the environment it holds.\n"
     "\n"
     "SIGINT or SIGTERM stops the recording: the file is completed where the\n"
     "program was, and crec exits 128+N.  A program whose threads are all\n"
@@ -61,6 +72,71 @@ static void default_output(const char *prog, char *buf, size_t size)
 {
     const char *base = strrchr(prog, '/');
     snprintf(buf, size, "%s.crec", base ? base + 1 : prog);
+}
+
+/*
+ * The environment the program starts with: crec's own, or none with
+ * --env-clear, then each -e NAME=VALUE in order (a later one for the same
+ * NAME wins).  @return a NULL-terminated array, or NULL for bad usage
+ * (printed) or no memory.
+ */
+static char **build_env(int clear, char **sets, size_t nsets)
+{
+    size_t n = 0, k;
+    char **env;
+
+    for (k = 0; !clear && environ[k]; k++)
+        ;
+    env = calloc(k + nsets + 1, sizeof *env);
+    if (!env)
+        return NULL;
+    for (size_t i = 0; i < k; i++)
+        env[n++] = environ[i];
+    for (size_t i = 0; i < nsets; i++) {
+        const char *eq = strchr(sets[i], '=');
+        size_t name = eq ? (size_t)(eq - sets[i]) : 0, j;
+        if (name == 0) {
+            cli_usage_error("record", "-e wants NAME=VALUE, not '%s'", sets[i]);
+            free(env);
+            return NULL;
+        }
+        for (j = 0; j < n && !(strncmp(env[j], sets[i], name + 1) == 0); j++)
+            ;
+        env[j] = sets[i];
+        n += j == n;
+    }
+    env[n] = NULL;
+    return env;
+}
+
+/*
+ * May the recording be written to `out`?  Not over the program being
+ * recorded, nor over an existing file that is not a recording (a typo in
+ * -o must not destroy a file), unless --force.  A device or a FIFO is
+ * written, not replaced.  @return EXIT_OK, or the usage error printed.
+ */
+static int check_output(const char *out, const char *prog, int force)
+{
+    struct stat so, sp;
+    char head[8] = {0};
+    ssize_t n = 0;
+    int fd;
+
+    if (force || stat(out, &so) != 0 || !S_ISREG(so.st_mode))
+        return EXIT_OK;
+    if (stat(prog, &sp) == 0 && so.st_dev == sp.st_dev && so.st_ino == sp.st_ino)
+        return cli_usage_error("record", "%s is the program being recorded; --force writes "
+                               "over it", out);
+    if (so.st_size == 0)
+        return EXIT_OK;
+    if ((fd = open(out, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) >= 0) {
+        n = read(fd, head, sizeof head);
+        close(fd);
+    }
+    if (n == (ssize_t)sizeof head && memcmp(head, "\x89" "CREC\r\n\x1a", 8) == 0)
+        return EXIT_OK; /* a recording, recorded again */
+    return cli_usage_error("record", "%s exists and is not a recording; --force writes over it",
+                           out);
 }
 
 static void print_stats(const char *out, const crec_record_stats *st, double secs)
@@ -87,6 +163,9 @@ int cmd_record(int argc, char **argv)
         {"cpus", required_argument, NULL, 'C'},
         {"slice", required_argument, NULL, 'L'},
         {"chaos", required_argument, NULL, 'Z'},
+        {"env-clear", no_argument, NULL, 'E'},
+        {"env", required_argument, NULL, 'e'},
+        {"force", no_argument, NULL, 'f'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -95,15 +174,25 @@ int cmd_record(int argc, char **argv)
     struct sigaction sa = {0}, old_int, old_term;
     crec_exit ex;
     crec_error err = {0};
-    char path[PATH_MAX], out[PATH_MAX];
+    char path[PATH_MAX], out[PATH_MAX], **env, *sets[argc]; /* -e: one per argument at most */
     double t0, secs;
-    int c, stats = 0, rc;
+    int c, stats = 0, force = 0, env_clear = 0, rc;
+    size_t nsets = 0;
     uint64_t v;
 
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+o:e:h", longopts, NULL)) != -1) {
         switch (c) {
+        case 'E':
+            env_clear = 1;
+            break;
+        case 'e':
+            sets[nsets++] = optarg;
+            break;
+        case 'f':
+            force = 1;
+            break;
         case 'o':
             o.out_path = optarg;
             break;
@@ -165,8 +254,12 @@ int cmd_record(int argc, char **argv)
         if (o.out_fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
             return cli_fail(EXIT_CREC_FAILED, "can't set up standard output for the recording");
         o.out_path = "<standard output>";
-        signal(SIGPIPE, SIG_IGN); /* a reader that goes away is an I/O error */
     }
+    if (o.out_fd < 0 && check_output(o.out_path, path, force) != EXIT_OK)
+        return EXIT_USAGE;
+    if (!(env = build_env(env_clear, sets, nsets)))
+        return nsets ? EXIT_USAGE : cli_fail(EXIT_CREC_FAILED, "out of memory");
+    cli_block_write_signals();
     /* The command owns the process's signals: SIGINT and SIGTERM ask the
      * recorder to stop, and the recording is completed. */
     record_stop = 0;
@@ -175,8 +268,9 @@ int cmd_record(int argc, char **argv)
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
     t0 = cli_now();
-    rc = crec_record(&o, path, argv + optind, environ, &ex, &st, &err);
+    rc = crec_record(&o, path, argv + optind, env, &ex, &st, &err);
     secs = cli_now() - t0;
+    free(env);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     if (rc != CREC_OK)

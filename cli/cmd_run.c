@@ -54,6 +54,7 @@ static int run(char **argv, const crec_run_options *opt, int stats)
         return cli_fail(EXIT_NOT_FOUND, "%s", err.msg);
     if (rc != CREC_OK)
         return cli_fail(EXIT_NOT_EXEC, "%s", err.msg);
+    cli_block_write_signals();
     t0 = cli_now();
     rc = crec_run(opt, path, argv, environ, &ex, &n, &err);
     dt = cli_now() - t0;

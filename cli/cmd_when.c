@@ -109,6 +109,6 @@ int cmd_when(int argc, char **argv)
         crec_read_memory(rec, what.addr, what.len, b, k, &src, &err) != CREC_OK ||
         crec_watch(rec, what.addr, what.len, print_change, &w, &err) != CREC_OK)
         rc = cli_fail(EXIT_FAIL, "%s", err.msg);
-    crec_close(rec);
+    cli_close_recording(rec);
     return rc;
 }

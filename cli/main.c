@@ -2,6 +2,7 @@
  * main.c - `crec`: dispatch to a subcommand, and the top-level --help.
  */
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -150,6 +151,62 @@ double cli_now(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The length of the valid UTF-8 sequence at p (1..4), or 0 if the bytes
+ * there are not one (overlong, a surrogate, past U+10FFFF, cut short). */
+static int utf8_len(const unsigned char *p)
+{
+    unsigned c = p[0], n, min, cp;
+
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        n = 2, min = 0x80, cp = c & 0x1f;
+    else if (c >= 0xe0 && c <= 0xef)
+        n = 3, min = 0x800, cp = c & 0x0f;
+    else if (c >= 0xf0 && c <= 0xf4)
+        n = 4, min = 0x10000, cp = c & 0x07;
+    else
+        return 0;
+    for (unsigned i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80) /* also stops at the terminating NUL */
+            return 0;
+        cp = cp << 6 | (p[i] & 0x3f);
+    }
+    return cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) ? 0 : (int)n;
+}
+
+void cli_json_str(FILE *out, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+
+    fputc('"', out);
+    while (*p) {
+        int n = utf8_len(p);
+        if (n == 0) {
+            fputs("\\ufffd", out); /* a byte that is not UTF-8: JSON can't hold it */
+            p++;
+        } else if (*p == '"' || *p == '\\') {
+            fprintf(out, "\\%c", *p++);
+        } else if (*p < 0x20 || *p == 0x7f) {
+            fprintf(out, "\\u%04x", *p++);
+        } else {
+            fwrite(p, 1, (size_t)n, out);
+            p += n;
+        }
+    }
+    fputc('"', out);
+}
+
+void cli_block_write_signals(void)
+{
+    sigset_t set;
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    sigaddset(&set, SIGXFSZ);
+    sigprocmask(SIG_BLOCK, &set, NULL);
 }
 
 int cli_fail_file(const char *name, const crec_error *e)

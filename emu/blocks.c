@@ -17,9 +17,14 @@
  * RDTSC we add a bounded hook on it, drop the block's translation, stop, and
  * let the run loop restart at the block's start (DESIGN.md option b).
  */
+#include <signal.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "emu/emu_int.h"
+#include "emu/xinsn.h"
+
+static void xsites_forget(crec_emu_cpu *cpu, uint64_t addr, uint64_t len);
 
 static size_t block_slot(uint64_t addr, size_t cap)
 {
@@ -44,6 +49,7 @@ void emu_blocks_free(crec_emu_cpu *cpu)
     cpu->rdtsc_sites = NULL;
     crec_free(cpu->rdtsc_hooks);
     cpu->rdtsc_hooks = NULL;
+    emu_xsites_free(cpu, 0);
 }
 
 static void block_put(struct emu_block *tab, size_t cap, const struct emu_block *b)
@@ -74,9 +80,11 @@ static int blocks_grow(crec_emu_cpu *cpu)
 void emu_blocks_forget(crec_emu_cpu *cpu, uint64_t addr, uint64_t len)
 {
     struct emu_block *old = cpu->blocks;
+
     size_t cap = cpu->blocks_cap, kept = 0;
     struct emu_block *n = crec_calloc(cap, sizeof *n);
 
+    xsites_forget(cpu, addr, len);
     if (!n) { /* can't rebuild: forget everything, which is always safe */
         memset(old, 0, cap * sizeof *old);
         cpu->blocks_used = 0;
@@ -96,15 +104,54 @@ void emu_blocks_forget(crec_emu_cpu *cpu, uint64_t addr, uint64_t len)
     cpu->blocks_used = kept;
 }
 
+/*
+ * The next instruction of [*code, *code + *left) at *pc: Capstone's
+ * decode, or, for an encoding Capstone 4.0.2 does not know (some AVX-512
+ * ones), xdecode's length.  *xi tells what crec must run itself (kind
+ * XI_NONE for everything TCG runs).  @return its length, 0 if neither
+ * knows it.
+ */
+static unsigned insn_next(crec_emu_cpu *cpu, const uint8_t **code, size_t *left, uint64_t *pc,
+                          cs_insn *insn, struct xi_insn *xi)
+{
+    const uint8_t *start = *code;
+    unsigned len, at = 0;
+
+    xi->kind = XI_NONE;
+    if (cs_disasm_iter(cpu->cs, code, left, pc, insn)) {
+        len = insn->size;
+        /* past the legacy prefixes and REX: VEX, EVEX or 0f c7 (rdrand)? */
+        while (at < len && (start[at] == 0x66 || start[at] == 0x67 || start[at] == 0xf2 ||
+                            start[at] == 0xf3 || start[at] == 0xf0 || start[at] == 0x2e ||
+                            start[at] == 0x3e || start[at] == 0x26 || start[at] == 0x36 ||
+                            start[at] == 0x64 || start[at] == 0x65))
+            at++;
+        if (at < len && (start[at] & 0xf0) == 0x40)
+            at++;
+        if (at < len && (start[at] == 0xc4 || start[at] == 0xc5 || start[at] == 0x62 ||
+                         (start[at] == 0x0f && at + 1 < len && start[at + 1] == 0xc7)))
+            xi_decode(start, len, xi);
+        return len;
+    }
+    len = xi_decode(start, *left > 15 ? 15 : (unsigned)*left, xi);
+    if (len) {
+        *code += len, *left -= len, *pc += len;
+    }
+    return len;
+}
+
 long emu_count_insns(crec_emu_cpu *cpu, uint64_t addr, uint64_t size, uint64_t upto)
 {
     uint8_t buf[4096 + 16];
     const uint8_t *code = buf;
     size_t left;
     uint64_t pc = addr;
+    struct xi_insn xi;
     cs_insn *insn;
     long n = 0;
 
+    if (upto <= addr)
+        return 0;
     if (size > 4096)
         size = 4096;
     if (crec_emu_mem_read(cpu, buf, addr, size) != 0)
@@ -113,10 +160,10 @@ long emu_count_insns(crec_emu_cpu *cpu, uint64_t addr, uint64_t size, uint64_t u
     insn = cs_malloc(cpu->cs);
     if (!insn)
         return -1;
-    while (pc < upto && left > 0 && cs_disasm_iter(cpu->cs, &code, &left, &pc, insn))
+    while (pc < upto && left > 0 && insn_next(cpu, &code, &left, &pc, insn, &xi))
         n++;
     if (pc < upto && left > 0)
-        n++; /* an instruction Capstone does not know still counts as one */
+        n++; /* an instruction nobody knows still counts as one */
     cs_free(insn, 1);
     return n;
 }
@@ -134,13 +181,18 @@ void emu_describe_insn(crec_emu_cpu *cpu, uint64_t addr, char *buf, size_t size)
         return;
     }
     size_t n = cs_disasm(cpu->cs, code, got, addr, 1, &insn);
-    size_t len = n ? insn[0].size : (got < 4 ? got : 4);
+    struct xi_insn xi;
+    unsigned xlen = n ? 0 : xi_decode(code, (unsigned)got, &xi);
+    size_t len = n ? insn[0].size : xlen ? xlen : (got < 4 ? got : 4);
     off = 0;
     for (size_t i = 0; i < len && off + 3 < size; i++)
         off += snprintf(buf + off, size - off, "%s%02x", i ? " " : "", code[i]);
     if (n)
         snprintf(buf + off, size - off, " (%s%s%s)", insn[0].mnemonic,
                  insn[0].op_str[0] ? " " : "", insn[0].op_str);
+    else if (xlen)
+        snprintf(buf + off, size - off, " (%s, map %u opcode %02x)",
+                 (xi.kind & 0x7f) == XI_EVEX ? "EVEX" : "VEX", xi.map, xi.op);
     else
         snprintf(buf + off, size - off, " (not decodable)");
     if (n)
@@ -187,16 +239,59 @@ static void rdtsc_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
     cpu->cur_block_size = 0;
 }
 
-/* Whether the bytes hold 0f 31 (RDTSC) or 0f 01 f9 (RDTSCP) anywhere: when
- * they don't, which is almost always, no decoding is needed to know that
- * the block has neither. */
-static int may_hold_rdtsc(const uint8_t *code, size_t n)
+/*
+ * Privileged instructions.  Unicorn runs the guest at CPL 0, so it carries
+ * them out; at CPL 3 Linux gets #GP and kills the program with SIGSEGV.
+ * Each gets a bounded code hook, as an RDTSC does, that stops the run with
+ * that fault before it executes (on record and replay alike).  HLT needs
+ * none: Unicorn stops after it (cpu.c).
+ */
+static const char *privileged(const cs_insn *insn)
 {
-    for (size_t i = 0; i + 1 < n; i++)
-        if (code[i] == 0x0f &&
-            (code[i + 1] == 0x31 || (i + 2 < n && code[i + 1] == 0x01 && code[i + 2] == 0xf9)))
-            return 1;
-    return 0;
+    switch (insn->id) {
+    case X86_INS_CLI: case X86_INS_STI: case X86_INS_IN: case X86_INS_OUT:
+    case X86_INS_INSB: case X86_INS_INSW: case X86_INS_INSD: case X86_INS_OUTSB:
+    case X86_INS_OUTSW: case X86_INS_OUTSD: case X86_INS_RDMSR: case X86_INS_WRMSR:
+    case X86_INS_INVD: case X86_INS_WBINVD: case X86_INS_SWAPGS: case X86_INS_CLTS:
+    case X86_INS_LGDT: case X86_INS_LIDT: case X86_INS_LLDT: case X86_INS_LTR:
+    case X86_INS_LMSW: case X86_INS_INVLPG: case X86_INS_SYSRET: case X86_INS_SYSEXIT:
+    case X86_INS_RDPMC: case X86_INS_XSETBV: case X86_INS_INVPCID:
+        return insn->mnemonic;
+    case X86_INS_MOV: { /* opcode 0f 20..23: to or from a control or debug register */
+        uint16_t i = 0;
+        while (i < insn->size && (insn->bytes[i] == 0x66 || insn->bytes[i] == 0x67 ||
+                                  insn->bytes[i] == 0xf0 || insn->bytes[i] == 0xf2 ||
+                                  insn->bytes[i] == 0xf3 || insn->bytes[i] == 0x2e ||
+                                  insn->bytes[i] == 0x36 || insn->bytes[i] == 0x3e ||
+                                  insn->bytes[i] == 0x26 || insn->bytes[i] == 0x64 ||
+                                  insn->bytes[i] == 0x65 || (insn->bytes[i] & 0xf0) == 0x40))
+            i++; /* prefixes and REX */
+        return i + 1 < insn->size && insn->bytes[i] == 0x0f && insn->bytes[i + 1] >= 0x20 &&
+                       insn->bytes[i + 1] <= 0x23
+                   ? "mov to or from a control register"
+                   : NULL;
+    }
+    default:
+        return NULL;
+    }
+}
+
+/* The bounded code hook on a privileged instruction: #GP, before it runs. */
+static void privileged_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
+{
+    crec_emu_cpu *cpu = ud;
+    struct crec_emu_stop *f = &cpu->fault;
+    char what[96];
+
+    (void)size;
+    emu_describe_insn(cpu, addr, what, sizeof what);
+    memset(f, 0, sizeof *f);
+    f->why = CREC_STOP_TRAP;
+    f->signo = SIGSEGV;
+    f->rip = addr;
+    snprintf(f->what, sizeof f->what, "privileged instruction %s", what);
+    cpu->fault_seen = 1; /* describe_stop uncounts it and what follows */
+    uc_emu_stop(uc);
 }
 
 /* Room for one more RDTSC site (and its hook). */
@@ -217,38 +312,138 @@ static int rdtsc_grow(crec_emu_cpu *cpu)
     return 0;
 }
 
-/* Add bounded hooks for the RDTSCs of a new block.  Returns 1 if any. */
-static int trap_rdtsc(crec_emu_cpu *cpu, uint64_t addr, uint32_t size)
+/* A bounded code hook on an RDTSC or a privileged instruction (fn: its
+ * hook).  @return 1 if one was added. */
+static int trap_special(crec_emu_cpu *cpu, uint64_t addr, void *fn)
+{
+    uc_hook h;
+
+    if (rdtsc_known(cpu, addr))
+        return 0;
+    if (cpu->n_rdtsc == cpu->cap_rdtsc && rdtsc_grow(cpu) != 0)
+        return 0;
+    if (uc_hook_add(cpu->uc, &h, UC_HOOK_CODE, fn, cpu, addr, addr) != UC_ERR_OK)
+        return 0;
+    cpu->rdtsc_hooks[cpu->n_rdtsc] = h;
+    cpu->rdtsc_sites[cpu->n_rdtsc++] = addr;
+    return 1;
+}
+
+/*
+ * A block in memory that is writable as well as executable may be
+ * rewritten in place by the program, into code of the same size but other
+ * instructions; Unicorn translates it again at the same address and size,
+ * and only its bytes tell that the count memoised for it is stale.  So for
+ * such blocks the memo keeps a hash of the bytes, checked every time the
+ * block runs.  @return the hash (never 0), or 0 for code not writable.
+ */
+static uint64_t block_sum(crec_emu_cpu *cpu, uint64_t addr, uint32_t size)
 {
     uint8_t buf[4096];
-    const uint8_t *code = buf;
-    size_t left = size > sizeof buf ? sizeof buf : size;
-    uint64_t pc = addr;
-    cs_insn *insn;
-    int added = 0;
+    const void *p;
+    uint64_t h;
+    int prot = crec_emu_mem_prot(cpu, addr);
 
-    if (crec_emu_mem_read(cpu, buf, addr, left) != 0 || !may_hold_rdtsc(buf, left))
+    if (prot < 0 || !(prot & CREC_PROT_WRITE))
         return 0;
-    insn = cs_malloc(cpu->cs);
-    if (!insn)
+    if (size > sizeof buf)
+        size = sizeof buf;
+    p = crec_emu_mem_host(cpu, addr, size ? size : 1, CREC_PROT_READ);
+    if (!p && crec_emu_mem_read(cpu, buf, addr, size) == 0)
+        p = buf;
+    h = p ? XXH3_64bits(p, size) : 1;
+    return h ? h : 1;
+}
+
+/* ---- instructions crec runs itself (xinsn.c) ------------------------------- */
+
+static size_t xsite_slot(uint64_t addr, size_t cap)
+{
+    return (size_t)((addr * 0x9E3779B97F4A7C15ull) >> 24) & (cap - 1);
+}
+
+int emu_xsite_has(const crec_emu_cpu *cpu, uint64_t addr)
+{
+    size_t i;
+
+    if (!cpu->xsites_cap)
         return 0;
-    while (cs_disasm_iter(cpu->cs, &code, &left, &pc, insn)) {
-        uc_hook h;
-        if (insn->id != X86_INS_RDTSC && insn->id != X86_INS_RDTSCP)
-            continue;
-        if (rdtsc_known(cpu, insn->address))
-            continue;
-        if (cpu->n_rdtsc == cpu->cap_rdtsc && rdtsc_grow(cpu) != 0)
-            break;
-        if (uc_hook_add(cpu->uc, &h, UC_HOOK_CODE, (void *)rdtsc_hook, cpu, insn->address,
-                        insn->address) != UC_ERR_OK)
-            continue;
-        cpu->rdtsc_hooks[cpu->n_rdtsc] = h;
-        cpu->rdtsc_sites[cpu->n_rdtsc++] = insn->address;
-        added = 1;
+    for (i = xsite_slot(addr, cpu->xsites_cap); cpu->xsites[i].addr; i = (i + 1) & (cpu->xsites_cap - 1))
+        if (cpu->xsites[i].addr == addr)
+            return 1;
+    return 0;
+}
+
+static void xsite_put(struct emu_xsite *tab, size_t cap, const struct emu_xsite *x)
+{
+    size_t i = xsite_slot(x->addr, cap);
+
+    while (tab[i].addr)
+        i = (i + 1) & (cap - 1);
+    tab[i] = *x;
+}
+
+/* Hook a site.  @return 1 if a hook was added. */
+static int trap_xsite(crec_emu_cpu *cpu, uint64_t addr)
+{
+    struct emu_xsite x = {addr, 0};
+
+    if (emu_xsite_has(cpu, addr))
+        return 0;
+    if ((cpu->n_xsites + 1) * 2 > cpu->xsites_cap) {
+        size_t cap = cpu->xsites_cap ? 2 * cpu->xsites_cap : 64;
+        struct emu_xsite *n = crec_calloc(cap, sizeof *n);
+        if (!n)
+            return 0;
+        for (size_t i = 0; i < cpu->xsites_cap; i++)
+            if (cpu->xsites[i].addr)
+                xsite_put(n, cap, &cpu->xsites[i]);
+        crec_free(cpu->xsites);
+        cpu->xsites = n;
+        cpu->xsites_cap = cap;
     }
-    cs_free(insn, 1);
-    return added;
+    if (uc_hook_add(cpu->uc, &x.hook, UC_HOOK_CODE, (void *)emu_xinsn_hook, cpu, addr, addr) !=
+        UC_ERR_OK)
+        return 0;
+    xsite_put(cpu->xsites, cpu->xsites_cap, &x);
+    cpu->n_xsites++;
+    return 1;
+}
+
+/* Drop the sites in [addr, addr+len) (len 0: all), hooks included. */
+static void xsites_forget(crec_emu_cpu *cpu, uint64_t addr, uint64_t len)
+{
+    struct emu_xsite *old = cpu->xsites;
+    size_t cap = cpu->xsites_cap;
+
+    if (!cpu->n_xsites)
+        return;
+    cpu->xsites = crec_calloc(cap, sizeof *cpu->xsites);
+    if (!cpu->xsites) { /* keep them all: a stale site is only a wasted hook */
+        cpu->xsites = old;
+        return;
+    }
+    cpu->n_xsites = 0;
+    for (size_t i = 0; i < cap; i++) {
+        if (!old[i].addr)
+            continue;
+        if (len == 0 || (old[i].addr >= addr && old[i].addr < addr + len)) {
+            uc_hook_del(cpu->uc, old[i].hook);
+            continue;
+        }
+        xsite_put(cpu->xsites, cap, &old[i]);
+        cpu->n_xsites++;
+    }
+    crec_free(old);
+}
+
+void emu_xsites_free(crec_emu_cpu *cpu, int del_hooks)
+{
+    if (del_hooks)
+        xsites_forget(cpu, 0, 0);
+    crec_free(cpu->xsites);
+    cpu->xsites = NULL;
+    cpu->xsites_cap = cpu->n_xsites = 0;
 }
 
 /*
@@ -288,53 +483,85 @@ static uint16_t atomics_keep(crec_emu_cpu *cpu, const uint16_t *idx, unsigned n)
     return (uint16_t)(at + 1);
 }
 
-/* Count the instructions of a new block and find its atomic ones. */
-static long block_decode(crec_emu_cpu *cpu, uint64_t addr, uint64_t size, uint16_t *atomics)
-{
-    uint8_t buf[4096];
-    const uint8_t *code = buf;
-    size_t left = size > sizeof buf ? sizeof buf : size;
-    uint64_t pc = addr;
-    uint16_t idx[EMU_BLOCK_MAX_INSNS];
-    unsigned nat = 0;
-    cs_insn *insn;
-    long n = 0;
-
-    *atomics = 0;
-    if (crec_emu_mem_read(cpu, buf, addr, left) != 0)
-        return -1;
-    insn = cs_malloc(cpu->cs);
-    if (!insn)
-        return -1;
-    while (left > 0 && cs_disasm_iter(cpu->cs, &code, &left, &pc, insn)) {
-        if (insn_atomic(insn) && nat < EMU_BLOCK_MAX_INSNS && n < 0xffff)
-            idx[nat++] = (uint16_t)n;
-        n++;
-    }
-    if (left > 0)
-        n++; /* an instruction Capstone does not know still counts as one */
-    cs_free(insn, 1);
-    if (nat)
-        *atomics = atomics_keep(cpu, idx, nat);
-    return n;
-}
-
-/* Decode a block seen for the first time. */
+/*
+ * Decode a block seen for the first time: count its instructions, and put
+ * a bounded code hook on each RDTSC/RDTSCP and on the first of each run of
+ * instructions crec executes itself (the hook runs the whole run).  A hook
+ * applies only to code translated after it, so when one is added the
+ * block's translation is dropped, and the run loop enters it again.  The
+ * bytes are read past the block's end: TCG ends a block in the middle of
+ * an instruction it can't decode.
+ */
 static int block_learn(crec_emu_cpu *cpu, uint64_t addr, uint32_t size, struct emu_block *out)
 {
-    uint16_t atomics;
-    long n = block_decode(cpu, addr, size, &atomics);
+    uint8_t buf[4096 + 16];
+    const uint8_t *code = buf;
+    size_t got = 0, left;
+    uint64_t pc = addr, end;
+    struct xi_insn xi;
+    cs_insn *insn;
+    int added = 0, prev_site = 0;
+    long n = 0, nrun = 0, run = 0; /* run: sites in a row from the first */
+    uint16_t idx[EMU_BLOCK_MAX_INSNS];
+    unsigned nat = 0;
 
+    if (size > 4096)
+        size = 4096;
+    while (got < size + 16 && crec_emu_mem_read(cpu, buf + got, addr + got, 1) == 0)
+        got++;
+    end = addr + (size ? size : 1);
+    left = got;
+    insn = cs_malloc(cpu->cs);
+    while (insn && pc < end && left > 0) {
+        uint64_t at = pc;
+        unsigned len = insn_next(cpu, &code, &left, &pc, insn, &xi);
+        if (!len)
+            break;
+        if (at < addr + size || !size) {
+            /* the atomic ones are the block's sequencing points (threads) */
+            if (xi.kind == XI_NONE && insn_atomic(insn) && nat < EMU_BLOCK_MAX_INSNS &&
+                n < 0xffff)
+                idx[nat++] = (uint16_t)n;
+            n++;
+        }
+        if (xi.kind != XI_NONE && xi_is_site(&xi)) {
+            if (!prev_site || at == addr)
+                added |= trap_xsite(cpu, at);
+            /* the first run of them ends the block's visit (xinsn.c) */
+            if ((at < addr + size || !size) && (nrun == 0 || (prev_site && run > 0)) &&
+                run < EMU_XI_BATCH)
+                nrun = n, run++;
+            else if (run > 0)
+                run = -1; /* done */
+            prev_site = 1;
+            continue;
+        }
+        if (run > 0)
+            run = -1;
+        prev_site = 0;
+        if (xi.kind == XI_NONE && (insn->id == X86_INS_RDTSC || insn->id == X86_INS_RDTSCP))
+            added |= trap_special(cpu, at, (void *)rdtsc_hook);
+        else if (xi.kind == XI_NONE && privileged(insn))
+            added |= trap_special(cpu, at, (void *)privileged_hook);
+    }
+    if (pc < addr + size && left > 0)
+        n++; /* an instruction nobody knows still counts as one */
+    if (insn)
+        cs_free(insn, 1);
     out->addr = addr;
     out->size = size;
-    out->ninsns = n <= 0 ? 1 : n > 0xffff ? 0xffff : (uint16_t)n;
-    out->atomics = n < 0 ? 0 : atomics;
-    if (trap_rdtsc(cpu, addr, size)) {
+    out->ninsns = (uint32_t)n;
+    out->nrun = nrun > 0 && nrun < n ? (uint32_t)nrun : 0;
+    out->atomics = 0;
+    out->sum = block_sum(cpu, addr, size);
+    if (added) {
         uc_ctl_remove_cache(cpu->uc, addr, addr + (size ? size : 1));
         cpu->restart_at = addr;
         uc_emu_stop(cpu->uc);
         return 1;
     }
+    if (nat) /* kept once the block is learnt, not for a visit that starts again */
+        out->atomics = atomics_keep(cpu, idx, nat);
     if (cpu->blocks_used * 2 >= cpu->blocks_cap && blocks_grow(cpu) != 0)
         return 0;
     block_put(cpu->blocks, cpu->blocks_cap, out);
@@ -349,6 +576,10 @@ void emu_block_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
     struct emu_block b;
 
     (void)uc;
+    if (cpu->xstop_pending) { /* see emu_int.h: the block must not run */
+        uc_emu_stop(cpu->uc);
+        return;
+    }
     if (cpu->restart_at)
         return; /* stopping: this block will be entered again */
     if (cpu->until_stop_rip) { /* an exact stop went on here: stop before it */
@@ -357,12 +588,12 @@ void emu_block_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
     }
     for (;;) {
         const struct emu_block *s = &cpu->blocks[i];
-        if (s->addr == addr && s->size == size) {
+        if (s->addr == addr && s->size == size && (!s->sum || s->sum == block_sum(cpu, addr, size))) {
             b = *s;
             break;
         }
         if (s->addr == 0 || s->addr == addr) {
-            /* new, or same start and a new size (retranslated code) */
+            /* new, or same start and a new size or new bytes (retranslated code) */
             if (s->addr == addr)
                 emu_blocks_forget(cpu, addr, 1);
             if (block_learn(cpu, addr, size, &b))
@@ -376,6 +607,7 @@ void emu_block_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
     cpu->cur_block_n = b.ninsns;
     cpu->cur_block_size = size;
     cpu->cur_atomics = b.atomics ? cpu->atomic_lists + b.atomics - 1 : NULL;
+    cpu->cur_block_run = b.nrun;
     if (cpu->hooks.block) {
         cpu->in_block_hook = 1;
         cpu->hooks.block(cpu->hooks.ctx, addr, b.ninsns, cpu->icount);
@@ -415,6 +647,9 @@ uint32_t crec_emu_cpu_block_insns(crec_emu_cpu *cpu)
 {
     uint32_t n = cpu->cur_block_n;
 
+    /* Instructions crec executes itself leave the block after their run. */
+    if (cpu->cur_block_run && cpu->cur_block_run < n)
+        n = cpu->cur_block_run;
     /* An emulated RDTSC leaves its block (rdtsc_hook): the rest does not run. */
     for (size_t i = 0; i < cpu->n_rdtsc; i++) {
         uint64_t site = cpu->rdtsc_sites[i];
@@ -436,6 +671,11 @@ static void until_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
     (void)uc, (void)size;
     if (!cpu->until_armed || crec_emu_cpu_icount_at(cpu, addr) != cpu->until)
         return;
+    emu_until_stop(cpu, addr);
+}
+
+void emu_until_stop(crec_emu_cpu *cpu, uint64_t addr)
+{
     cpu->until_armed = 0;
     cpu->until_hook_is_stale = 1;
     cpu->icount = cpu->until;

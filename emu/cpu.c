@@ -227,6 +227,10 @@ static bool hook_mem_invalid(uc_engine *uc, uc_mem_type type, uint64_t addr, int
     struct crec_emu_stop *f = &cpu->fault;
 
     (void)uc, (void)size, (void)value;
+    /* a chunk of a lazy mapping not given to Unicorn yet (mem.c) */
+    if ((type == UC_MEM_READ_UNMAPPED || type == UC_MEM_WRITE_UNMAPPED) &&
+        emu_mem_fault_in(cpu, addr))
+        return true;
     memset(f, 0, sizeof *f);
     f->why = CREC_STOP_FAULT;
     f->signo = SIGSEGV;
@@ -241,8 +245,24 @@ static bool hook_mem_invalid(uc_engine *uc, uc_mem_type type, uint64_t addr, int
     case UC_MEM_FETCH_PROT: f->access = 'x', f->rip = addr; break;
     default: f->access = '?'; break;
     }
+    /* a PROT_NONE mapping is no Unicorn region (mem.c): mapped, protected */
+    if (f->unmapped && crec_emu_mem_prot(cpu, addr) >= 0)
+        f->unmapped = 0;
     cpu->fault_seen = 1;
     return false;
+}
+
+/* The CPU whose engine runs on this thread (for emu_xinsn_fast). */
+static _Thread_local crec_emu_cpu *emu_running;
+
+int emu_xinsn_fast(void *uc, uint64_t addr)
+{
+    crec_emu_cpu *cpu = emu_running;
+
+    if (!cpu || (void *)cpu->uc != uc || !emu_xsite_has(cpu, addr))
+        return 0;
+    emu_xinsn_site(cpu, addr, 0);
+    return 1;
 }
 
 static void hook_intr(uc_engine *uc, uint32_t intno, void *ud)
@@ -340,6 +360,7 @@ static int engine_clean(crec_emu_cpu *cpu)
             bad = 1;
     if (cpu->h_until && uc_hook_del(cpu->uc, cpu->h_until) != UC_ERR_OK)
         bad = 1;
+    emu_xsites_free(cpu, 1);
     if (uc_mem_regions(cpu->uc, &regions, &n) != UC_ERR_OK)
         return -1;
     for (uint32_t i = 0; i < n; i++) {
@@ -462,6 +483,7 @@ int crec_emu_cpu_hook_mem(crec_emu_cpu *cpu, int kinds, crec_emu_mem_fn fn, void
     h = &cpu->client_hooks[cpu->n_client_hooks];
     h->fn = fn;
     h->ctx = ctx;
+    h->kinds = kinds;
     /* begin > end: everywhere */
     ue = uc_hook_add(cpu->uc, &h->uc, types, (void *)client_mem_hook, h, 1, 0);
     if (ue != UC_ERR_OK)
@@ -491,7 +513,7 @@ int crec_emu_cpu_hook_code(crec_emu_cpu *cpu, uint64_t begin, uint64_t end, crec
     cpu->code_hooks = grown;
     if (!(h = crec_calloc(1, sizeof *h)))
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for a code hook");
-    h->fn = fn, h->ctx = ctx;
+    h->fn = fn, h->ctx = ctx, h->begin = begin, h->end = end;
     ue = uc_hook_add(cpu->uc, &h->uc, UC_HOOK_CODE, (void *)client_code_hook, h, begin, end);
     if (ue != UC_ERR_OK) {
         crec_free(h);
@@ -646,11 +668,15 @@ int crec_emu_cpu_run(crec_emu_cpu *cpu, struct crec_emu_stop *stop, crec_error *
     memset(stop, 0, sizeof *stop);
     for (;;) {
         uint64_t rip = emu_reg_get(cpu, UC_X86_REG_RIP);
+        crec_emu_cpu *outer = emu_running;
         if (cpu->engine_err != UC_ERR_OK)
             return crec_emu_cpu_error(cpu, err);
         cpu->stop_requested = cpu->fault_seen = cpu->intr_seen = 0;
         cpu->restart_at = 0;
+        cpu->xstop_pending = 0;
+        emu_running = cpu;
         ue = uc_emu_start(cpu->uc, rip, (uint64_t)-1, 0, 0);
+        emu_running = outer;
         if (cpu->until_stop_rip) { /* RIP is stale after a stop in a block hook */
             emu_reg_set(cpu, UC_X86_REG_RIP, cpu->until_stop_rip);
             cpu->until_stop_rip = 0;

@@ -7,14 +7,17 @@
  *            engine in x86-64 mode, guest memory that we own and map with
  *            uc_mem_map_ptr, the full register state, exact instruction
  *            counting, CPUID answered by a callback and RDTSC trapped into a
- *            callback, and which bytes a syscall sends out.  Files: cpu.c,
- *            mem.c, blocks.c, cpuid.c, sysout.c, ucfix.c.  They never
- *            reference the syscall or ELF code.
+ *            callback, the instructions crec executes itself (AVX and up,
+ *            RDRAND), and which bytes a syscall sends out.  Files: cpu.c,
+ *            mem.c, blocks.c, cpuid.c, sysout.c, ucfix.c, xdecode.c,
+ *            xinsn.c, xfloat.c.  They never reference the syscall or ELF
+ *            code.
  *
  *   the OS   (crec_emu_*): a process on top of a CPU - the ELF loader, the
  *            initial stack, the Linux syscall layer and the observer that
  *            the recorder fills.  Files: loader.c, process.c, syscall.c,
- *            sys_*.c (one per syscall family), strace.c, sysnames.c.
+ *            sys_*.c (one per syscall family), wait.c (timed waits),
+ *            procfs.c (/proc/self), strace.c, sysnames.c.
  *            docs/EMU.md describes what is emulated.
  *
  * Time is the instruction count: a `rep`-prefixed instruction counts once
@@ -56,6 +59,9 @@ struct crec_emu_cpu_hooks {
     uint64_t (*rdtsc)(void *ctx, crec_emu_cpu *cpu);
     /* A block starts; `icount` already includes its `ninsns`. */
     void (*block)(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t icount);
+    /* The value RDRAND (seed 0) or RDSEED (seed 1) returns, with CF=1.
+     * Absent: 0. */
+    uint64_t (*rdrand)(void *ctx, crec_emu_cpu *cpu, int seed);
 };
 
 /* Why crec_emu_cpu_run returned. */
@@ -152,7 +158,8 @@ uint64_t crec_emu_cpu_icount_at(crec_emu_cpu *cpu, uint64_t rip);
 
 /*! crec_emu_cpu_block_insns() : from the block hook: how many instructions
  *  of the block now starting run before control leaves it (an emulated
- *  RDTSC leaves its block, so a block holding one runs only up to it). */
+ *  RDTSC leaves its block, so a block holding one runs only up to it; so
+ *  does a run of instructions crec executes itself, after the run). */
 uint32_t crec_emu_cpu_block_insns(crec_emu_cpu *cpu);
 
 /*! crec_emu_cpu_describe() : "BYTES (MNEMONIC OPERANDS)" of the instruction
@@ -183,6 +190,38 @@ typedef void (*crec_emu_mem_fn)(void *ctx, int kind, uint64_t addr, unsigned siz
 int crec_emu_cpu_hook_mem(crec_emu_cpu *cpu, int kinds, crec_emu_mem_fn fn, void *ctx,
                           crec_error *err);
 
+/*
+ * Instructions crec executes itself, because Unicorn 2.0.1 can't (AVX,
+ * AVX2, FMA, F16C and AVX-512 encodings, RDRAND/RDSEED; docs/EMU.md).
+ * Their loads and stores go to the hooks of crec_emu_cpu_hook_mem, as
+ * Unicorn's own do (a wide access in 8-byte pieces, in address order; a
+ * load before memory is read, so a replayer can still put the recorded
+ * bytes there).  The register state they use that crec_regs (and so a key
+ * frame) does not hold comes through this callback.
+ */
+
+/* The first read since crec_emu_cpu_xstate_forget of a piece of the
+ * register state crec_regs does not hold (bits 128 and up of zmm0-15,
+ * zmm16-31, k0-7): `len` (at most 16) bytes, which a recorder logs as they
+ * are and a replayer overwrites with the recorded ones. */
+typedef void (*crec_emu_xstate_fn)(void *ctx, uint8_t *bytes, unsigned len);
+
+/*! crec_emu_cpu_on_xstate() : install that callback (NULL: none). */
+void crec_emu_cpu_on_xstate(crec_emu_cpu *cpu, crec_emu_xstate_fn fn, void *ctx);
+
+/*! crec_emu_cpu_xstate_forget() : at a key frame: every piece of the state
+ *  crec_regs does not hold is unknown again (its next read goes through
+ *  crec_emu_cpu_on_xstate). */
+void crec_emu_cpu_xstate_forget(crec_emu_cpu *cpu);
+
+/*! crec_emu_cpu_xstate_touched() : @return 1 if that state was read or
+ *  written since crec_emu_cpu_xstate_forget (a restart point taken now
+ *  would not hold it). */
+int crec_emu_cpu_xstate_touched(const crec_emu_cpu *cpu);
+
+/*! crec_emu_cpu_xinsns() : @return instructions crec executed itself. */
+uint64_t crec_emu_cpu_xinsns(const crec_emu_cpu *cpu);
+
 /* A code hook: the instruction of `size` bytes at `addr` is about to run. */
 typedef void (*crec_emu_code_fn)(void *ctx, uint64_t addr, unsigned size);
 
@@ -192,7 +231,8 @@ typedef void (*crec_emu_code_fn)(void *ctx, uint64_t addr, unsigned size);
  *  hook costs nothing outside its range).  Any number; crec_emu_cpu_free
  *  removes them.  Add them before running, as crec_emu_cpu_hook_mem.  A
  *  hook that calls crec_emu_cpu_stop ends the run soon after (the rest of
- *  the block may still run).
+ *  the block may still run).  The instructions crec executes itself are
+ *  hooked too (a stop from their hook comes before them).
  *  @return CREC_OK, CREC_ERR_NOMEM or CREC_ERR_EMU. */
 int crec_emu_cpu_hook_code(crec_emu_cpu *cpu, uint64_t begin, uint64_t end, crec_emu_code_fn fn,
                            void *ctx, crec_error *err);
@@ -269,6 +309,14 @@ int crec_emu_mem_map_host(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int pr
 
 /*! crec_emu_mem_unmap() : unmap every page of the range; holes are fine. */
 int crec_emu_mem_unmap(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, crec_error *err);
+
+/*! crec_emu_mem_move() :
+ *  mremap: move the pages of [old, old+olen), which must lie in one
+ *  mapping, to [to, to+nlen) (whatever was there is replaced), without
+ *  copying them; a growth reads as zeros.  @return CREC_OK, CREC_ERR_ARG
+ *  (not one mapping: nothing changed) or CREC_ERR_NOMEM / CREC_ERR_EMU. */
+int crec_emu_mem_move(crec_emu_cpu *cpu, uint64_t old, uint64_t olen, uint64_t to, uint64_t nlen,
+                      crec_error *err);
 
 /*! crec_emu_mem_protect() : change protection of every mapped page in the
  *  range.  @return CREC_ERR_ARG when part of the range is not mapped (and
@@ -352,6 +400,14 @@ int crec_emu_mem_echo(crec_emu_cpu *cpu, int kind, uint64_t addr, unsigned size)
  *  see the re-reports crec_emu_mem_echo() filters; 0 when they can't, and
  *  a hook that runs on every load may skip that call. */
 int crec_emu_mem_echoes(crec_emu_cpu *cpu);
+
+/*! crec_emu_mem_resident() :
+ *  Call fn(ctx, page) for each page of [addr, addr+len) that is mapped,
+ *  not PROT_NONE, and that host memory holds: pages nothing ever touched
+ *  are left out (an anonymous one reads as zeros).  Stops when fn returns non-zero.
+ *  @return what fn returned last, or -1 (out of memory). */
+int crec_emu_mem_resident(crec_emu_cpu *cpu, uint64_t addr, uint64_t len,
+                          int (*fn)(void *ctx, uint64_t page), void *ctx);
 
 /* One guest mapping, as crec_emu_mem_foreach reports it. */
 struct crec_emu_mapping {
@@ -487,6 +543,8 @@ struct crec_emu_observer {
     /* The CPU passes from one thread to another, the new one's registers
      * now in it. */
     void (*on_switch)(void *ctx, const struct crec_emu_switch *sw);
+    /* the value RDRAND/RDSEED returned (not deterministic: recorded) */
+    void (*on_rdrand)(void *ctx, uint64_t value);
 };
 
 struct crec_emu_options {

@@ -14,6 +14,7 @@
 
 #include "common/common.h"
 #include "emu/emu.h"
+#include "emu/xinsn.h"
 
 /* ---- the CPU (cpu.c, mem.c, blocks.c) ----------------------------------- */
 
@@ -26,7 +27,13 @@ struct emu_map {
     uint64_t start, end; /* guest, page-aligned */
     uint8_t *host;       /* host address of `start` */
     int prot;
+    int lazy;            /* Unicorn regions made as it is used (mem.c) */
 };
+
+/* A mapping this big (and not executable) is given to Unicorn in chunks
+ * when first touched, not whole: see mem.c. */
+#define EMU_LAZY_MIN (64ull << 20)
+#define EMU_CHUNK (2ull << 20)
 
 #define EMU_MAP_HINTS 64
 
@@ -34,9 +41,23 @@ struct emu_map {
 struct emu_block {
     uint64_t addr;  /* 0: empty slot */
     uint32_t size;  /* bytes, as Unicorn reported */
-    uint16_t ninsns;
-    uint16_t atomics; /* 0: no atomic instruction; else 1 + where its list
+    uint32_t ninsns;
+    uint32_t atomics; /* 0: no atomic instruction; else 1 + where its list
                          starts in crec_emu_cpu.atomic_lists */
+    uint64_t sum;   /* code that is writable too: a hash of its bytes, 0 otherwise */
+    /* instructions that run before control leaves it at instructions crec
+     * executes itself (xinsn.c: up to the end of their run); 0: all */
+    uint32_t nrun;
+};
+
+/* At most this many instructions crec executes itself in a row are carried
+ * out in one visit (xinsn.c); blocks.c counts them the same way. */
+#define EMU_XI_BATCH 64
+
+/* An instruction crec executes itself (xinsn.c), and its code hook. */
+struct emu_xsite {
+    uint64_t addr; /* 0: empty slot */
+    uc_hook hook;
 };
 
 /* QEMU ends a translation block after at most this many instructions. */
@@ -45,19 +66,22 @@ struct emu_block {
 /* Hooks a client added with crec_emu_cpu_hook_mem (removed at free). */
 #define EMU_MAX_CLIENT_HOOKS 4
 
-/* A client's code hook (crec_emu_cpu_hook_code): Unicorn's handle and the
- * client's callback.  Each is allocated alone, so that Unicorn keeps a
+/* A client's code hook (crec_emu_cpu_hook_code): Unicorn's handle, the
+ * client's callback and its range (xinsn.c calls it for the instructions
+ * crec executes itself).  Each is allocated alone, so that Unicorn keeps a
  * pointer that the array growing does not move. */
 struct emu_code_hook {
     uc_hook uc;
     crec_emu_code_fn fn;
     void *ctx;
+    uint64_t begin, end; /* begin > end: every instruction */
 };
 
 struct emu_client_hook {
     uc_hook uc;
     crec_emu_mem_fn fn;
     void *ctx;
+    int kinds; /* CREC_EMU_LOAD | CREC_EMU_STORE (xinsn.c reports to them too) */
 };
 
 struct crec_emu_cpu {
@@ -78,6 +102,10 @@ struct crec_emu_cpu {
      * found last for such a page (checked before use) */
     size_t map_hints[EMU_MAP_HINTS];
     int ever_exec;        /* some mapping was executable: flushes must scan */
+    /* mem.c: the chunks of lazy mappings that are Unicorn regions (open
+     * addressing, chunk start + 1; 0 empty) */
+    uint64_t *chunks;
+    size_t chunks_cap, n_chunks;
 
     struct emu_block *blocks; /* open addressing, power-of-two size */
     size_t blocks_cap, blocks_used;
@@ -92,6 +120,7 @@ struct crec_emu_cpu {
     uint64_t cur_block;       /* address of the block running now */
     uint32_t cur_block_n;     /* its instruction count (already in icount) */
     uint32_t cur_block_size;
+    uint32_t cur_block_run;   /* its emu_block.nrun */
 
     uint64_t *rdtsc_sites;    /* instructions with a bounded code hook */
     uc_hook *rdtsc_hooks;     /* the hook of each site */
@@ -105,7 +134,9 @@ struct crec_emu_cpu {
 
     int stop_requested;
     int in_block_hook;        /* hooks.block is running */
-    int fault_seen;           /* set by the invalid-memory hook */
+    int fault_seen;           /* `fault` holds a stop a hook prepared: an invalid
+                                 memory access, or an instruction crec could not
+                                 execute itself (xinsn.c) */
     struct crec_emu_stop fault;
     int intr_seen;
     uint32_t intno;
@@ -115,6 +146,19 @@ struct crec_emu_cpu {
     int data_mmio;
     unsigned echo_left, echo_size;
     uint64_t echo_next;
+
+    /* xinsn.c: instructions crec executes itself, found by blocks.c */
+    struct emu_xsite *xsites; /* open addressing by address */
+    size_t xsites_cap, n_xsites;
+    struct xi_state xs;       /* register state Unicorn can't hold */
+    int xreporting;           /* xinsn.c is calling the memory hooks */
+    crec_emu_xstate_fn xstate_fn; /* crec_emu_cpu_on_xstate */
+    void *xstate_ctx;
+    uint64_t xinsns;          /* instructions executed there */
+    /* xinsn.c prepared a stop (fault_seen) after writing RIP, which makes
+     * Unicorn 2.0.1 drop the stop request and go on at RIP: the next hook
+     * asks again (emu_block_hook, emu_xinsn_site) */
+    int xstop_pending;
 
     /* crec_emu_cpu_run_until (blocks.c): query runs only */
     int until_armed;          /* stop once `until` instructions have run */
@@ -142,8 +186,26 @@ void emu_blocks_forget(crec_emu_cpu *cpu, uint64_t addr, uint64_t len);
 void emu_block_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud);
 /* Instructions of [addr, addr+size) before `upto`; -1 on decode trouble. */
 long emu_count_insns(crec_emu_cpu *cpu, uint64_t addr, uint64_t size, uint64_t upto);
+/* A query run's stop before the instruction at addr, which is the
+ * `until`-th (crec_emu_cpu_run_until). */
+void emu_until_stop(crec_emu_cpu *cpu, uint64_t addr);
 /* Format "BYTES  MNEMONIC OPS" for the instruction at addr into buf. */
 void emu_describe_insn(crec_emu_cpu *cpu, uint64_t addr, char *buf, size_t size);
+
+/* xinsn.c and blocks.c: the instructions crec executes itself.
+ * emu_xinsn_site: one is about to run at addr (from its code hook;
+ * hooked: Unicorn called the client's code hooks on addr already);
+ * emu_xinsn_hook: that code hook; emu_xinsn_fast: ucfix's dispatch of a
+ * code hook call, 1 if addr was one of ours (run) on the engine running
+ * on this thread; emu_xsite_has: addr has a site hook. */
+void emu_xinsn_site(crec_emu_cpu *cpu, uint64_t addr, int hooked);
+void emu_xinsn_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud);
+int emu_xinsn_fast(void *uc, uint64_t addr);
+int emu_xsite_has(const crec_emu_cpu *cpu, uint64_t addr);
+/* Free the table of sites; del_hooks: delete their hooks from the engine. */
+void emu_xsites_free(crec_emu_cpu *cpu, int del_hooks);
+/* ucfix.c: 1 once some engine got the CPU features crec adds (POPCNT...). */
+int emu_ucfix_features(void);
 
 /* ucfix.c: Unicorn's calls that open, close or change the regions of an
  * engine.  Call Unicorn's own never: ucfix.c keeps a cache of which region
@@ -158,15 +220,19 @@ uc_err emu_uc_mem_unmap(uc_engine *uc, uint64_t addr, size_t len);
 void emu_mem_free_all(crec_emu_cpu *cpu);
 /* Whether data pages are mapped as MMIO on this host (see mem.c). */
 int emu_mem_data_mmio_default(void);
+/* An access Unicorn found unmapped at addr: if it lies in a lazy mapping,
+ * its chunk becomes a region and 1 is returned (the access goes on). */
+int emu_mem_fault_in(crec_emu_cpu *cpu, uint64_t addr);
 /* 0 if every byte of the range is mapped with at least `prot`, else -1. */
 int emu_mem_check(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot);
+/* How many bytes from addr on (at most len) are mapped with at least `prot`:
+ * what a read or write reaches before it would fault. */
+uint64_t emu_mem_span(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot);
 
 /* ---- the OS (process.c, loader.c, syscall.c, sys_*.c) ------------------- */
 
 #define EMU_MAX_FDS 1024
 #define EMU_STACK_TOP 0x7ffffffff000ull
-#define EMU_STACK_SIZE (8ull << 20)
-#define EMU_MMAP_TOP 0x7ffff7fff000ull  /* top-down mmap base, as with no ASLR */
 #define EMU_MMAP_BOTTOM 0x10000ull
 #define EMU_PIE_BASE 0x555555554000ull
 
@@ -293,9 +359,10 @@ void emu_thread_exit(crec_emu *e, int status);
 /* A syscall that may wait on a guest fd: block the thread (EMU_BLOCKED) when
  * other threads could run meanwhile and the fd has nothing; 0 to go on. */
 int64_t emu_fd_wait(crec_emu *e, uint64_t nr, const uint64_t a[6]);
-/* Now on CLOCK_MONOTONIC, in ns. */
+/* wait.c: now on CLOCK_MONOTONIC, in ns; a CLOCK_REALTIME or
+ * CLOCK_MONOTONIC time, or a time from now, as a CLOCK_MONOTONIC deadline
+ * for emu_block (-1: never). */
 int64_t emu_now_ns(void);
-/* A CLOCK_REALTIME or CLOCK_MONOTONIC time as a CLOCK_MONOTONIC deadline. */
 int64_t emu_deadline_abs(int clock_realtime, const struct timespec *ts);
 int64_t emu_deadline_rel(const struct timespec *ts);
 /* Run the handler of syscall sc and return its result (syscall.c). */
@@ -313,10 +380,16 @@ int emu_signal_queue(crec_emu *e, struct emu_thread *t, const struct emu_siginfo
 int emu_timers_fire(crec_emu *e, int64_t now);
 /* sys_timer.c: the nearest expiry that sends a signal (-1: none). */
 int64_t emu_timers_next(const crec_emu *e);
-/* sys_proc.c: a signal to the process, as a default action or nothing. */
-int64_t emu_signal_self(crec_emu *e, int sig);
 /* sys_proc.c: what is not there yet: one line (or a stop, --strict), and ret. */
 int64_t emu_not_yet(crec_emu *e, const char *what, int64_t ret);
+
+/* The file a guest mapping came from, for /proc/self/maps (procfs.c). */
+struct emu_named {
+    uint64_t start, end, off;
+    uint64_t dev, ino;
+    char *path;
+    int shared;
+};
 
 struct crec_emu {
     crec_emu_cpu *cpu;
@@ -326,6 +399,9 @@ struct crec_emu {
 
     int fds[EMU_MAX_FDS];     /* guest fd -> host fd, -1 free */
     uint64_t brk_start, brk_cur, brk_reserved; /* brk_reserved: end of host reservation */
+    /* the stack's size (RLIMIT_STACK), and the top of the mmap area below
+     * it, as Linux lays them out with no ASLR (process.c) */
+    uint64_t stack_size, mmap_top;
     uint8_t *brk_host;        /* host reservation for the heap */
     char exe[4096];           /* the program's path, for /proc/self/exe */
     struct emu_sigaction sigs[65];
@@ -337,6 +413,16 @@ struct crec_emu {
     uint64_t fs_base_dummy;
     struct emu_sched sched;
 
+    /* procfs.c: what /proc/self shows besides the memory map */
+    uint64_t arg_start, arg_end, env_start, env_end, start_stack;
+    uint8_t auxv[64 * 16];
+    size_t auxv_len;
+    char comm[16];             /* the name (prctl PR_SET_NAME) */
+    struct emu_named *named;   /* names of file mappings, sorted by start */
+    size_t n_named, cap_named;
+    uint8_t synth[EMU_MAX_FDS];     /* the fd is a /proc/self/fd listing */
+    uint64_t synth_pos[EMU_MAX_FDS];
+
     /* the syscall in progress */
     struct crec_emu_syscall sc;
     unsigned char unsupported_seen[512 / 8];
@@ -347,6 +433,19 @@ struct crec_emu {
     int fatal;                /* crec must stop: err holds why */
     crec_error err;
 };
+
+/* wait.c: every timed wait of the guest, on the monotonic clock (ns). */
+#define EMU_FOREVER UINT64_MAX
+/* now + rel (a past or zero rel: now; too far: EMU_FOREVER) */
+uint64_t emu_deadline_after(const struct timespec *rel);
+void emu_deadline_left(uint64_t deadline, struct timespec *left);
+/* Block until one of the host descriptors fds[0..n) is ready (revents
+ * set) or the deadline passes (EMU_FOREVER: never; a past one: just
+ * look).  The one place where a guest thread waits.  @return how many are
+ * ready, 0 at the deadline, -EINTR when a signal to crec ended it, or
+ * -errno. */
+struct pollfd;
+int emu_block_until(crec_emu *e, uint64_t deadline, struct pollfd *fds, unsigned n);
 
 /* A syscall handler: args in a[0..5]; returns the result or -errno. */
 typedef int64_t (*emu_sys_fn)(crec_emu *e, const uint64_t a[6]);
@@ -392,11 +491,37 @@ void emu_mem_event(crec_emu *e, enum crec_emu_mem_kind kind, uint64_t addr, uint
 /* The same for a mapping of the file `path` (the ELF loader's segments). */
 void emu_mem_event_path(crec_emu *e, enum crec_emu_mem_kind kind, uint64_t addr, uint64_t len,
                         int prot, const char *path, uint64_t off);
+/* A signal the guest sends itself (or the kernel sends it, as SIGPIPE
+ * after a write to a closed pipe): its disposition's action; `why` ends
+ * the message if it kills the guest.  @return 0 or -EINVAL. */
+int64_t emu_signal_self(crec_emu *e, int sig, const char *why);
 /* End the guest: exit status or fatal signal. */
 void emu_exit(crec_emu *e, int status, int signo, const char *msg);
 
 int emu_load_elf(crec_emu *e, const char *path, char *const argv[], char *const envp[],
                  crec_error *err);
+
+/* procfs.c: /proc/self and the CPU's /proc and /sys files.
+ * emu_procfs_open: 1 (or 2 for the /proc/self/fd directory) with *hostfd
+ * set when path is one of them, 0 when it is not, or -errno.
+ * emu_procfs_readlink: the link's length (out gets it, cut at size), -1 if
+ * path is not one of them, or -errno.  emu_named_*: file names of the
+ * guest's mappings. */
+int emu_procfs_open(crec_emu *e, const char *path, int flags, int *hostfd);
+int emu_procfs_readlink(crec_emu *e, const char *path, char *out, size_t size);
+int emu_synthdir_fd(crec_emu *e);
+int64_t emu_synthdir_getdents(crec_emu *e, int gfd, uint64_t addr, uint64_t size);
+void emu_named_map(crec_emu *e, uint64_t addr, uint64_t len, int hostfd, const char *path,
+                   uint64_t off, int shared);
+void emu_named_unmap(crec_emu *e, uint64_t addr, uint64_t len);
+void emu_named_free(crec_emu *e);
+
+/* The CPUs the guest is shown (--cpus): /proc/cpuinfo, /sys,
+ * sched_getaffinity. */
+static inline int emu_ncpus(const crec_emu *e)
+{
+    return e->sched.cpus > 0 ? (int)e->sched.cpus : 1;
+}
 
 #define EMU_PAGE_DOWN(x) ((x) & ~(CREC_PAGE_SIZE - 1))
 #define EMU_PAGE_UP(x) (((x) + CREC_PAGE_SIZE - 1) & ~(CREC_PAGE_SIZE - 1))

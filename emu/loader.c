@@ -4,7 +4,8 @@
  *
  * The layout is the kernel's with ASLR off, so that it is the same on
  * every run: a PIE at 0x555555554000, the interpreter (the host's own
- * ld.so) at the top of the mmap area below 0x7ffff7fff000, the stack
+ * ld.so) at the top of the mmap area (0x7ffff7fff000 for a stack of up to
+ * 127 MiB, lower for a bigger one: process.c), the stack (RLIMIT_STACK)
  * ending at 0x7ffffffff000, brk just after the program.  No vDSO: glibc
  * then makes real syscalls for the time, which we emulate.
  *
@@ -146,7 +147,7 @@ static int elf_load_file(crec_emu *e, const char *path, struct elf_image *im, in
         if (!is_interp) {
             base = EMU_PIE_BASE;
         } else if (crec_emu_mem_find_free(e->cpu, im->hi - im->lo, EMU_MMAP_BOTTOM,
-                                          EMU_MMAP_TOP, &base) != 0) {
+                                          e->mmap_top, &base) != 0) {
             close(fd);
             return crec_error_set(err, CREC_ERR_NOMEM, "%s: no room to load it", path);
         }
@@ -196,7 +197,7 @@ static int build_stack(crec_emu *e, const char *execfn, char *const argv[], char
     size_t argc = count(argv), envc = count(envp), n = 0;
     uint64_t *vec, execfn_at, platform, random, lid[4];
     uint32_t cpuid1[4];
-    int rc = crec_emu_mem_map(e->cpu, EMU_STACK_TOP - EMU_STACK_SIZE, EMU_STACK_SIZE,
+    int rc = crec_emu_mem_map(e->cpu, EMU_STACK_TOP - e->stack_size, e->stack_size,
                               CREC_PROT_READ | CREC_PROT_WRITE, err);
 
     if (rc)
@@ -253,6 +254,18 @@ static int build_stack(crec_emu *e, const char *execfn, char *const argv[], char
     s.sp &= ~15ull;
     if (crec_emu_mem_write(e->cpu, s.sp, vec, n * 8) != 0)
         s.bad = 1;
+    /* what /proc/self/{cmdline,environ,auxv,stat} show (procfs.c) */
+    e->arg_start = argc ? argp[0] : execfn_at;
+    e->env_start = envc ? argp[argc] : (argc ? argp[argc - 1] + strlen(argv[argc - 1]) + 1
+                                             : execfn_at);
+    e->arg_end = e->env_start;
+    e->env_end = envc ? argp[argc + envc - 1] + strlen(envp[envc - 1]) + 1 : e->env_start;
+    e->start_stack = s.sp;
+    {
+        size_t aux_at = 1 + argc + 1 + envc + 1, aux_n = n - aux_at;
+        e->auxv_len = aux_n * 8 > sizeof e->auxv ? sizeof e->auxv : aux_n * 8;
+        memcpy(e->auxv, vec + aux_at, e->auxv_len);
+    }
     crec_free(argp);
     crec_free(vec);
     if (s.bad)
@@ -313,6 +326,8 @@ static int load_any(crec_emu *e, const char *path, char *const argv[], char *con
     /* what /proc/self/exe says: the canonical path, as the kernel has it */
     if (!realpath(path, e->exe))
         snprintf(e->exe, sizeof e->exe, "%s", path);
+    /* the process's name, as the kernel takes it from the file name */
+    snprintf(e->comm, sizeof e->comm, "%s", strrchr(path, '/') ? strrchr(path, '/') + 1 : path);
     rc = build_stack(e, path, argv, envp, &prog, interp_base, err);
     if (rc)
         return rc;

@@ -8,6 +8,21 @@
  * whole Unicorn region, give the cut pages back to the host, and map the
  * pieces that remain.  That keeps our list and Unicorn's in step one to
  * one, and never relies on Unicorn splitting a pointer-backed region.
+ *
+ * Except for PROT_NONE: such a mapping (a reservation, often huge: Go,
+ * JVMs, AddressSanitizer) is in our list but is no Unicorn region at all,
+ * so that reserving costs nothing and committing a piece maps only the
+ * piece.  The guest can't touch it either way; hook_mem_invalid (cpu.c)
+ * reports its faults as protection faults, as Linux does.
+ *
+ * And except for big ones (EMU_LAZY_MIN and up, not executable): those
+ * are "lazy".  Unicorn 2.0.1 unmaps a region page by page (memory_unmap
+ * walks every page to flush it: seconds for a few GiB, a day for
+ * AddressSanitizer's 16 TiB shadow), and any cut of a mapping unmaps its
+ * region.  A lazy mapping becomes regions EMU_CHUNK at a time, the first
+ * time the guest touches a chunk (emu_mem_fault_in, from the invalid-
+ * memory hook, after which the access goes on); a cut drops only the
+ * chunks it has.  Untouched memory costs nothing, in Unicorn or the host.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -95,9 +110,12 @@ static int is_mmio(const crec_emu_cpu *cpu, int prot)
     return cpu->data_mmio && (prot & CREC_PROT_READ) && !(prot & CREC_PROT_EXEC);
 }
 
-/* Give the Unicorn region of one of our mappings a new shape. */
+/* Give the Unicorn region of one of our mappings a new shape (none for
+ * PROT_NONE: see the top of this file). */
 static int uc_region_map(crec_emu_cpu *cpu, const struct emu_map *m)
 {
+    if (m->prot == 0)
+        return UC_ERR_OK;
     if (is_mmio(cpu, m->prot))
         return emu_uc_mmio_map(cpu->uc, m->start, m->end - m->start, mmio_read, m->host,
                            (m->prot & CREC_PROT_WRITE) ? mmio_write : NULL, m->host);
@@ -118,6 +136,10 @@ int crec_emu_mem_echo(crec_emu_cpu *cpu, int kind, uint64_t addr, unsigned size)
 
     if (!cpu->data_mmio || kind != CREC_EMU_LOAD)
         return 0;
+    if (cpu->xreporting) { /* crec's own instructions' loads: never echoed */
+        cpu->echo_left = 0;
+        return 0;
+    }
     if (cpu->echo_left > 0 && addr == cpu->echo_next && sz == cpu->echo_size) {
         cpu->echo_left--;
         cpu->echo_next += sz;
@@ -139,6 +161,110 @@ int crec_emu_mem_echoes(crec_emu_cpu *cpu)
     return cpu->data_mmio;
 }
 
+/* ---- lazy mappings -------------------------------------------------------- */
+
+static int lazy_size(uint64_t len, int prot)
+{
+    return len >= EMU_LAZY_MIN && prot && !(prot & CREC_PROT_EXEC);
+}
+
+static size_t chunk_slot(uint64_t key, size_t cap)
+{
+    return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 28) & (cap - 1);
+}
+
+static void chunk_put(uint64_t *tab, size_t cap, uint64_t key)
+{
+    size_t i = chunk_slot(key, cap);
+    while (tab[i])
+        i = (i + 1) & (cap - 1);
+    tab[i] = key;
+}
+
+/* Make the chunk of mapping m that holds addr a region. */
+static int chunk_map(crec_emu_cpu *cpu, const struct emu_map *m, uint64_t addr)
+{
+    uint64_t a = addr & ~(EMU_CHUNK - 1), b = a + EMU_CHUNK;
+    struct emu_map c;
+
+    if (a < m->start)
+        a = m->start;
+    if (b > m->end)
+        b = m->end;
+    if ((cpu->n_chunks + 1) * 2 > cpu->chunks_cap) {
+        size_t cap = cpu->chunks_cap ? 2 * cpu->chunks_cap : 256;
+        uint64_t *n = crec_calloc(cap, sizeof *n);
+        if (!n)
+            return -1;
+        for (size_t i = 0; i < cpu->chunks_cap; i++)
+            if (cpu->chunks[i])
+                chunk_put(n, cap, cpu->chunks[i]);
+        crec_free(cpu->chunks);
+        cpu->chunks = n;
+        cpu->chunks_cap = cap;
+    }
+    c = (struct emu_map){a, b, m->host + (a - m->start), m->prot, 0};
+    if (uc_region_map(cpu, &c) != UC_ERR_OK)
+        return -1;
+    chunk_put(cpu->chunks, cpu->chunks_cap, a + 1);
+    cpu->n_chunks++;
+    return 0;
+}
+
+/* Unmap the chunks of [a, b) that are regions. */
+static void chunks_drop(crec_emu_cpu *cpu, uint64_t a, uint64_t b)
+{
+    uint64_t *old = cpu->chunks;
+    size_t cap = cpu->chunks_cap, n = 0;
+
+    if (!cpu->n_chunks)
+        return;
+    cpu->chunks = crec_calloc(cap, sizeof *cpu->chunks);
+    if (!cpu->chunks) { /* rebuild in place is not possible: keep the table */
+        cpu->chunks = old;
+        for (size_t i = 0; i < cap; i++)
+            if (old[i] && old[i] - 1 >= a && old[i] - 1 < b) {
+                uc_mem_region *r;
+                uint32_t k;
+                if (uc_mem_regions(cpu->uc, &r, &k) == UC_ERR_OK) {
+                    for (uint32_t j = 0; j < k; j++)
+                        if (r[j].begin == old[i] - 1)
+                            emu_uc_mem_unmap(cpu->uc, r[j].begin, r[j].end - r[j].begin + 1);
+                    uc_free(r);
+                }
+            }
+        return;
+    }
+    for (size_t i = 0; i < cap; i++) {
+        uint64_t start;
+        if (!old[i])
+            continue;
+        start = old[i] - 1;
+        if (start >= a && start < b) {
+            uint64_t end = (start | (EMU_CHUNK - 1)) + 1;
+            if (end > b)
+                end = b;
+            emu_uc_mem_unmap(cpu->uc, start, end - start);
+            continue;
+        }
+        chunk_put(cpu->chunks, cap, old[i]);
+        n++;
+    }
+    cpu->n_chunks = n;
+    crec_free(old);
+}
+
+int emu_mem_fault_in(crec_emu_cpu *cpu, uint64_t addr)
+{
+    size_t i = map_lower(cpu, addr);
+    const struct emu_map *m;
+
+    if (i >= cpu->n_maps || cpu->maps[i].start > addr || !cpu->maps[i].lazy)
+        return 0;
+    m = &cpu->maps[i];
+    return chunk_map(cpu, m, addr) == 0;
+}
+
 /* Forget translated code in a mapping that was executable: called while
  * it is still mapped, since Unicorn looks the page up to invalidate it. */
 static void forget_code(crec_emu_cpu *cpu, const struct emu_map *m, uint64_t a, uint64_t b)
@@ -151,8 +277,9 @@ static void forget_code(crec_emu_cpu *cpu, const struct emu_map *m, uint64_t a, 
 
 /*
  * Cut [a, b) out of mapping i, which overlaps it.  The pieces left on
- * either side stay mapped; with `keep` the cut part is mapped again with
- * prot `newprot` (mprotect), otherwise its host pages are released.
+ * either side stay mapped; with `keep` 1 the cut part is mapped again with
+ * prot `newprot` (mprotect), with 0 its host pages are released, with 2
+ * they are left alone (crec_emu_mem_move takes them).
  * Returns the number of entries that now stand where i stood.
  */
 static int map_cut(crec_emu_cpu *cpu, size_t i, uint64_t a, uint64_t b, int keep, int newprot,
@@ -169,22 +296,28 @@ static int map_cut(crec_emu_cpu *cpu, size_t i, uint64_t a, uint64_t b, int keep
     if (keep && m.prot == newprot)
         return 1;
     forget_code(cpu, &m, a, b);
-    ue = emu_uc_mem_unmap(cpu->uc, m.start, m.end - m.start);
+    ue = UC_ERR_OK;
+    if (m.lazy)
+        chunks_drop(cpu, m.start, m.end); /* the pieces fault them in again */
+    else if (m.prot)
+        ue = emu_uc_mem_unmap(cpu->uc, m.start, m.end - m.start);
     if (ue != UC_ERR_OK)
         return crec_error_set(err, CREC_ERR_EMU, "uc_mem_unmap(0x%llx): %s",
                               (unsigned long long)m.start, uc_strerror(ue)),
                -1;
     if (m.start < a)
-        piece[n++] = (struct emu_map){m.start, a, m.host, m.prot};
-    if (keep)
-        piece[n++] = (struct emu_map){a, b, m.host + (a - m.start), newprot};
-    else
+        piece[n++] = (struct emu_map){m.start, a, m.host, m.prot, 0};
+    if (keep == 1)
+        piece[n++] = (struct emu_map){a, b, m.host + (a - m.start), newprot, 0};
+    else if (keep == 0)
         munmap(m.host + (a - m.start), b - a);
+    /* keep == 2: the host pages leave with the caller (crec_emu_mem_move) */
     if (b < m.end)
-        piece[n++] = (struct emu_map){b, m.end, m.host + (b - m.start), m.prot};
+        piece[n++] = (struct emu_map){b, m.end, m.host + (b - m.start), m.prot, 0};
     map_delete(cpu, i);
     for (int k = 0; k < n; k++) {
-        ue = uc_region_map(cpu, &piece[k]);
+        piece[k].lazy = lazy_size(piece[k].end - piece[k].start, piece[k].prot);
+        ue = piece[k].lazy ? UC_ERR_OK : uc_region_map(cpu, &piece[k]);
         if (ue != UC_ERR_OK || map_insert(cpu, i + k, &piece[k]) != 0) {
             crec_error_set(err, ue ? CREC_ERR_EMU : CREC_ERR_NOMEM,
                            "remapping guest 0x%llx: %s", (unsigned long long)piece[k].start,
@@ -207,6 +340,30 @@ int crec_emu_mem_unmap(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, crec_erro
         i += n; /* past the pieces left on either side of the cut */
     }
     return CREC_OK;
+}
+
+int crec_emu_mem_move(crec_emu_cpu *cpu, uint64_t old, uint64_t olen, uint64_t to, uint64_t nlen,
+                      crec_error *err)
+{
+    size_t i = map_lower(cpu, old);
+    uint8_t *host, *moved;
+    int prot;
+
+    if (i >= cpu->n_maps || cpu->maps[i].start > old || cpu->maps[i].end < old + olen)
+        return crec_error_set(err, CREC_ERR_ARG, "mremap of 0x%llx: not one mapping",
+                              (unsigned long long)old);
+    host = cpu->maps[i].host + (old - cpu->maps[i].start);
+    prot = cpu->maps[i].prot;
+    if (map_cut(cpu, i, old, old + olen, 2, 0, err) < 0)
+        return err ? err->code : CREC_ERR_EMU;
+    /* the host moves the pages (and zero-fills a growth), as Linux does */
+    moved = mremap(host, olen, nlen, MREMAP_MAYMOVE);
+    if (moved == MAP_FAILED) {
+        crec_emu_mem_map_host(cpu, old, olen, prot, host, NULL);
+        return crec_error_set(err, CREC_ERR_NOMEM, "mremap of 0x%llx: %s",
+                              (unsigned long long)old, strerror(errno));
+    }
+    return crec_emu_mem_map_host(cpu, to, nlen, prot, moved, err);
 }
 
 int crec_emu_mem_protect(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot,
@@ -236,19 +393,20 @@ int crec_emu_mem_protect(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int pro
 int crec_emu_mem_map_host(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot,
                           void *host, crec_error *err)
 {
-    struct emu_map m = {addr, addr + len, host, prot};
+    struct emu_map m = {addr, addr + len, host, prot, lazy_size(len, prot)};
     uc_err ue;
     int rc = crec_emu_mem_unmap(cpu, addr, len, err);
 
     if (rc != CREC_OK)
         return rc;
-    ue = uc_region_map(cpu, &m);
+    ue = m.lazy ? UC_ERR_OK : uc_region_map(cpu, &m);
     if (ue != UC_ERR_OK)
         return crec_error_set(err, CREC_ERR_EMU, "uc_mem_map_ptr(0x%llx, 0x%llx): %s",
                               (unsigned long long)addr, (unsigned long long)len,
                               uc_strerror(ue));
     if (map_insert(cpu, map_lower(cpu, addr), &m) != 0) {
-        emu_uc_mem_unmap(cpu->uc, addr, len);
+        if (prot && !m.lazy)
+            emu_uc_mem_unmap(cpu->uc, addr, len);
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
     }
     if (prot & CREC_PROT_EXEC)
@@ -280,6 +438,9 @@ void emu_mem_free_all(crec_emu_cpu *cpu)
 {
     for (size_t i = 0; i < cpu->n_maps; i++)
         munmap(cpu->maps[i].host, cpu->maps[i].end - cpu->maps[i].start);
+    crec_free(cpu->chunks);
+    cpu->chunks = NULL;
+    cpu->chunks_cap = cpu->n_chunks = 0;
     crec_free(cpu->maps);
     cpu->maps = NULL;
     cpu->n_maps = cpu->cap_maps = 0;
@@ -387,6 +548,35 @@ int crec_emu_mem_foreach(crec_emu_cpu *cpu,
     return rc;
 }
 
+int crec_emu_mem_resident(crec_emu_cpu *cpu, uint64_t addr, uint64_t len,
+                          int (*fn)(void *ctx, uint64_t page), void *ctx)
+{
+    static const uint64_t chunk = 1 << 16; /* pages per mincore call */
+    uint64_t end = addr + len;
+    size_t i = map_lower(cpu, addr);
+    unsigned char *vec = NULL;
+    int rc = 0;
+
+    for (; i < cpu->n_maps && cpu->maps[i].start < end && rc == 0; i++) {
+        const struct emu_map *m = &cpu->maps[i];
+        uint64_t a = m->start > addr ? m->start : addr, b = m->end < end ? m->end : end;
+        if (m->prot == 0)
+            continue; /* the guest can't read it: a reservation's pages don't count */
+        for (uint64_t at = a; at < b && rc == 0; at += chunk * CREC_PAGE_SIZE) {
+            uint64_t n = (b - at) / CREC_PAGE_SIZE < chunk ? (b - at) / CREC_PAGE_SIZE : chunk;
+            if (!vec && !(vec = crec_malloc(chunk)))
+                return -1;
+            if (mincore(m->host + (at - m->start), n * CREC_PAGE_SIZE, vec) != 0)
+                memset(vec, 1, n); /* can't tell: take every page */
+            for (uint64_t k = 0; k < n && rc == 0; k++)
+                if (vec[k] & 1)
+                    rc = fn(ctx, at + k * CREC_PAGE_SIZE);
+        }
+    }
+    crec_free(vec);
+    return rc;
+}
+
 int emu_mem_check(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot)
 {
     uint64_t end = addr + len;
@@ -400,4 +590,15 @@ int emu_mem_check(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot)
         addr = cpu->maps[i++].end;
     }
     return 0;
+}
+
+uint64_t emu_mem_span(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot)
+{
+    uint64_t at = addr, end = addr + len < addr ? UINT64_MAX : addr + len;
+    size_t i = map_lower(cpu, addr);
+
+    while (at < end && i < cpu->n_maps && cpu->maps[i].start <= at &&
+           (cpu->maps[i].prot & prot) == prot)
+        at = cpu->maps[i++].end;
+    return (at < end ? at : end) - addr;
 }

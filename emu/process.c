@@ -9,10 +9,34 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "emu/emu_int.h"
+
+/* ---- the standard streams crec was given ---------------------------------- */
+
+/* Bit i: fd i (0-2) was closed when crec started.  Such an fd is taken at
+ * once (by /dev/null), before crec opens anything that would land on it
+ * (its log, a recording), and the guest gets it closed, as it would run
+ * natively: `crec run -- echo hi >&-` fails as `echo hi >&-` does. */
+static unsigned emu_std_closed;
+
+__attribute__((constructor)) static void emu_std_note(void)
+{
+    for (int i = 0; i < 3; i++) {
+        if (fcntl(i, F_GETFD) != -1 || errno != EBADF)
+            continue;
+        emu_std_closed |= 1u << i;
+        int fd = open("/dev/null", O_RDWR);
+        if (fd >= 0 && fd != i) { /* a lower one is still closed: it comes next */
+            dup2(fd, i);
+            close(fd);
+        }
+    }
+}
 
 /* ---- CPU callbacks that also tell the observer -------------------------- */
 
@@ -33,6 +57,21 @@ static uint64_t os_rdtsc(void *ctx, crec_emu_cpu *cpu)
     return v;
 }
 
+/* RDRAND/RDSEED: the host kernel's randomness (what the instruction would
+ * give, and what a recording must keep). */
+static uint64_t os_rdrand(void *ctx, crec_emu_cpu *cpu, int seed)
+{
+    crec_emu *e = ctx;
+    uint64_t v = 0;
+
+    (void)cpu, (void)seed;
+    if (getrandom(&v, sizeof v, 0) != sizeof v)
+        v = (uint64_t)crec_emu_cpu_icount(cpu) * 0x9E3779B97F4A7C15ull; /* never short in practice */
+    if (e->obs.on_rdrand)
+        e->obs.on_rdrand(e->obs.ctx, v);
+    return v;
+}
+
 /* A block starts: the scheduler may stop the CPU before it (the observer
  * then sees the block when it runs, later). */
 static void os_block(void *ctx, uint64_t addr, uint32_t n, uint64_t icount)
@@ -43,6 +82,29 @@ static void os_block(void *ctx, uint64_t addr, uint32_t n, uint64_t icount)
         return;
     if (e->obs.on_block)
         e->obs.on_block(e->obs.ctx, addr, n, icount);
+}
+
+/*
+ * The stack as RLIMIT_STACK (crec's own, which the guest inherits) says,
+ * and the mmap area below it as Linux places it without ASLR: the stack
+ * limit and a 1 MiB guard gap below the stack top, but at least 128 MiB
+ * (an unlimited stack is taken as 1 GiB).
+ */
+static void stack_layout(crec_emu *e)
+{
+    struct rlimit rl;
+    uint64_t size = 8ull << 20, gap;
+
+    if (getrlimit(RLIMIT_STACK, &rl) == 0)
+        size = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (1ull << 30) ? 1ull << 30
+                                                                         : rl.rlim_cur;
+    if (size < (128ull << 10))
+        size = 128ull << 10;
+    e->stack_size = EMU_PAGE_UP(size);
+    gap = e->stack_size + (1ull << 20);
+    if (gap < (128ull << 20))
+        gap = 128ull << 20;
+    e->mmap_top = EMU_STACK_TOP - gap;
 }
 
 int crec_emu_create(crec_emu **out, const struct crec_emu_options *opt, crec_error *err)
@@ -63,6 +125,7 @@ int crec_emu_create(crec_emu **out, const struct crec_emu_options *opt, crec_err
     h.syscall = emu_syscall_entry;
     h.cpuid = os_cpuid;
     h.rdtsc = os_rdtsc;
+    h.rdrand = os_rdrand;
     h.block = os_block;
     rc = crec_emu_cpu_create(&e->cpu, &h, err);
     if (rc == CREC_OK)
@@ -74,10 +137,20 @@ int crec_emu_create(crec_emu **out, const struct crec_emu_options *opt, crec_err
         return rc;
     }
     /* The guest gets its own copies of 0, 1 and 2: when it closes them at
-     * exit (coreutils does), crec's own stderr stays open for its messages. */
+     * exit (coreutils does), crec's own stderr stays open for its messages.
+     * One that was closed when crec started is closed for the guest too. */
     for (int i = 0; i < EMU_MAX_FDS; i++)
-        e->fds[i] = i < 3 ? fcntl(i, F_DUPFD_CLOEXEC, 3) : -1;
+        e->fds[i] = i < 3 && !(emu_std_closed >> i & 1) ? fcntl(i, F_DUPFD_CLOEXEC, 3) : -1;
     e->umask_v = 022;
+    /* A signal ignored when crec started stays ignored across execve(2):
+     * the program starts with it ignored, as it would natively. */
+    for (int sig = 1; sig <= 64; sig++) {
+        struct sigaction old;
+        if (sig != SIGKILL && sig != SIGSTOP && sigaction(sig, NULL, &old) == 0 &&
+            old.sa_handler == SIG_IGN)
+            e->sigs[sig].handler = 1; /* SIG_IGN */
+    }
+    stack_layout(e);
     *out = e;
     return CREC_OK;
 }
@@ -91,6 +164,7 @@ void crec_emu_free(crec_emu *e)
             close(e->fds[i]);
     emu_sched_free(e);
     crec_emu_cpu_free(e->cpu);
+    emu_named_free(e);
     crec_free(e);
 }
 
@@ -140,7 +214,14 @@ static void fatal_stop(crec_emu *e, const struct crec_emu_stop *s)
     char msg[256];
     const char *name = sigabbrev_np(s->signo);
 
-    if (s->why == CREC_STOP_FAULT && s->access != '?')
+    if (s->why == CREC_STOP_FAULT && s->unmapped &&
+        s->addr < EMU_STACK_TOP - e->stack_size &&
+        s->addr >= EMU_STACK_TOP - e->stack_size - (1ull << 20))
+        snprintf(msg, sizeof msg, "guest killed by SIG%s at 0x%llx: stack overflow (%s 0x%llx, "
+                 "below the %llu KiB stack; ulimit -s sets its size)", name,
+                 (unsigned long long)s->rip, access_text(s), (unsigned long long)s->addr,
+                 (unsigned long long)(e->stack_size >> 10));
+    else if (s->why == CREC_STOP_FAULT && s->access != '?')
         snprintf(msg, sizeof msg, "guest killed by SIG%s at 0x%llx (%s 0x%llx)", name,
                  (unsigned long long)s->rip, access_text(s), (unsigned long long)s->addr);
     else if (s->why == CREC_STOP_ILLEGAL)
@@ -257,6 +338,7 @@ void emu_mem_event_path(crec_emu *e, enum crec_emu_mem_kind kind, uint64_t addr,
                         int prot, const char *path, uint64_t off)
 {
     struct crec_emu_mem_event ev = {kind, addr, len, prot, 0, -1, off, path};
+    emu_named_map(e, addr, len, -1, path, off, 0);
     if (!e->obs.on_mem)
         return;
     ev.became_exec = (kind != CREC_MEM_MUNMAP) && (prot & CREC_PROT_EXEC);
@@ -271,6 +353,10 @@ void emu_mem_event(crec_emu *e, enum crec_emu_mem_kind kind, uint64_t addr, uint
     int hostfd = fd >= 0 ? emu_fd_host(e, (uint64_t)fd) : -1;
     ssize_t n;
 
+    /* anonymous memory (or none) where names were: a file mapping names
+     * itself (sys_mmap), a change of protection keeps them */
+    if (kind != CREC_MEM_MPROTECT && fd < 0)
+        emu_named_unmap(e, addr, len);
     if (!e->obs.on_mem)
         return;
     ev.became_exec = (kind != CREC_MEM_MUNMAP) && (prot & CREC_PROT_EXEC);

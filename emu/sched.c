@@ -40,42 +40,6 @@
 
 #include "emu/emu_int.h"
 
-/* ---- time ------------------------------------------------------------------ */
-
-int64_t emu_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t ts_ns(const struct timespec *ts)
-{
-    if (ts->tv_sec > INT64_MAX / 1000000000 - 1)
-        return INT64_MAX / 2;
-    return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
-}
-
-int64_t emu_deadline_rel(const struct timespec *ts)
-{
-    int64_t d = ts_ns(ts);
-    return d >= INT64_MAX / 2 ? -1 : emu_now_ns() + d;
-}
-
-int64_t emu_deadline_abs(int clock_realtime, const struct timespec *ts)
-{
-    struct timespec now;
-    int64_t at = ts_ns(ts);
-
-    if (at >= INT64_MAX / 2)
-        return -1;
-    if (!clock_realtime)
-        return at;
-    clock_gettime(CLOCK_REALTIME, &now);
-    return emu_now_ns() + (at - ts_ns(&now));
-}
-
 /* ---- the random source of --chaos (splitmix64) ------------------------------ */
 
 static uint64_t chaos_next(struct emu_sched *s)
@@ -494,8 +458,9 @@ static int wake_outside(crec_emu *e, int64_t wait_ns)
     if (wait_ns < 0 && nfd == 0)
         return 0; /* nothing can come: the caller sees a deadlock */
     {
-        struct timespec ts = {wait_ns / 1000000000, wait_ns % 1000000000};
-        int r = ppoll(fds, nfd, wait_ns < 0 ? NULL : &ts, NULL);
+        /* the one host wait of the guest's threads (wait.c) */
+        int r = emu_block_until(e, wait_ns < 0 ? EMU_FOREVER : (uint64_t)(now + wait_ns),
+                                fds, (unsigned)nfd);
         for (nfds_t i = 0; r > 0 && i < nfd; i++)
             if (fds[i].revents && who[i]->state == EMU_TH_BLOCKED) {
                 emu_wake(e, who[i], 0);

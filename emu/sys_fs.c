@@ -11,8 +11,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <string.h>
+#include <linux/fs.h>
 #include <sys/ioctl.h>
-#include <sys/select.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -34,7 +34,6 @@
 #define G_LOFF 8          /* loff_t, off_t */
 #define G_STATX 256       /* struct statx */
 #define G_STATFS 120      /* struct statfs */
-#define G_XATTR_MAX 65536 /* XATTR_SIZE_MAX */
 #define G_POLL_MAX 256    /* pollfds handled in one poll */
 #define G_FD_SETSIZE 1024 /* FD_SETSIZE */
 
@@ -68,14 +67,17 @@ static int dirfd_host(crec_emu *e, uint64_t fd)
 /* read/pread into a guest buffer; off < 0: no offset. */
 static int64_t do_read(crec_emu *e, int h, uint64_t buf, uint64_t n, int64_t off)
 {
-    void *p = emu_buf(e, buf, n, CREC_PROT_WRITE);
+    void *p;
     long r;
 
     if (n == 0)
         return R(off < 0 ? read(h, NULL, 0) : pread(h, NULL, 0, off));
+    /* A buffer that runs off the end of its mapping: Linux transfers what
+     * fits before the fault, and fails with EFAULT only when nothing does. */
+    if ((n = emu_mem_span(e->cpu, buf, n, CREC_PROT_WRITE)) == 0)
+        return -EFAULT;
+    p = emu_buf(e, buf, n, CREC_PROT_WRITE);
     if (!p) {
-        if (emu_mem_check(e->cpu, buf, n, CREC_PROT_WRITE) != 0)
-            return -EFAULT;
         if (n > BOUNCE_MAX)
             n = BOUNCE_MAX;
         p = crec_malloc(n);
@@ -96,13 +98,19 @@ static int64_t do_read(crec_emu *e, int h, uint64_t buf, uint64_t n, int64_t off
 
 static int64_t do_write(crec_emu *e, int h, uint64_t buf, uint64_t n, int64_t off)
 {
-    const void *p = emu_buf(e, buf, n, CREC_PROT_READ);
+    const void *p;
     void *tmp = NULL;
     long r;
 
-    if (n && !p) {
-        if (emu_mem_check(e->cpu, buf, n, CREC_PROT_READ) != 0)
+    if (n) { /* as for read: what fits is sent, but a pipe takes all or nothing */
+        uint64_t fit = emu_mem_span(e->cpu, buf, n, CREC_PROT_READ);
+        struct stat st;
+        if (fit == 0 || (fit < n && fstat(h, &st) == 0 && S_ISFIFO(st.st_mode)))
             return -EFAULT;
+        n = fit;
+    }
+    p = emu_buf(e, buf, n, CREC_PROT_READ);
+    if (n && !p) {
         if (n > BOUNCE_MAX)
             n = BOUNCE_MAX;
         p = tmp = crec_malloc(n);
@@ -205,10 +213,19 @@ static int64_t sys_pwritev(crec_emu *e, const uint64_t a[6]) { return do_vec(e, 
 
 static int64_t do_openat(crec_emu *e, uint64_t dirfd, uint64_t path, uint64_t flags, uint64_t mode)
 {
-    int d = dirfd_host(e, dirfd), h;
+    int d = dirfd_host(e, dirfd), h, r, g;
     PATH(p, path);
     if (d == -1)
         return -EBADF;
+    /* /proc/self and the CPU's files describe the guest (procfs.c) */
+    if (p[0] == '/' && (r = emu_procfs_open(e, p, (int)flags, &h)) != 0) {
+        if (r < 0)
+            return r;
+        g = emu_fd_install(e, h, 0);
+        if (g >= 0 && r == 2)
+            e->synth[g] = 1, e->synth_pos[g] = 0;
+        return g;
+    }
     h = openat(d, p, (int)flags | O_CLOEXEC, (mode_t)mode);
     if (h < 0)
         return -errno;
@@ -234,6 +251,7 @@ static int64_t sys_close(crec_emu *e, const uint64_t a[6])
 {
     HOSTFD(h, a[0]);
     e->fds[a[0]] = -1;
+    e->synth[a[0]] = 0;
     return close(h) == 0 || errno == EINTR ? 0 : -errno;
 }
 
@@ -258,6 +276,7 @@ static int64_t do_dup3(crec_emu *e, uint64_t oldfd, uint64_t newfd, int flags)
     if (e->fds[newfd] >= 0)
         close(e->fds[newfd]);
     e->fds[newfd] = n;
+    e->synth[newfd] = 0;
     return (int64_t)newfd;
 }
 
@@ -341,39 +360,80 @@ static int64_t sys_fcntl(crec_emu *e, const uint64_t a[6])
     }
 }
 
+/*
+ * ioctls crec knows: how the argument travels.  IN/OUT: a buffer of
+ * `size` bytes copied in or out around the host's ioctl; VAL: the argument
+ * is a number; NONE: there is none; FD: a guest descriptor (FICLONE).
+ */
+enum ioctl_arg { ARG_NONE, ARG_VAL, ARG_IN, ARG_OUT, ARG_FD };
+
+static const struct {
+    unsigned long req;
+    enum ioctl_arg how;
+    unsigned size;
+} ioctls[] = {
+    {TCGETS, ARG_OUT, G_TERMIOS},      {TCSETS, ARG_IN, G_TERMIOS},
+    {TCSETSW, ARG_IN, G_TERMIOS},      {TCSETSF, ARG_IN, G_TERMIOS},
+    {TIOCGWINSZ, ARG_OUT, G_WINSIZE},  {TIOCSWINSZ, ARG_IN, G_WINSIZE},
+    {TIOCGPGRP, ARG_OUT, G_PID},       {TIOCSPGRP, ARG_IN, G_PID},
+    {TIOCGSID, ARG_OUT, G_PID},        {TIOCOUTQ, ARG_OUT, 4},
+    {TIOCSCTTY, ARG_VAL, 0},  {TIOCNOTTY, ARG_NONE, 0}, {TCSBRK, ARG_VAL, 0},
+    {TCXONC, ARG_VAL, 0},     {TCFLSH, ARG_VAL, 0},     {TIOCGPTN, ARG_OUT, 4},
+    {TIOCSPTLCK, ARG_IN, 4},  {FIONREAD, ARG_OUT, 4},   {FIONBIO, ARG_IN, 4},
+    {FIOASYNC, ARG_IN, 4},    {FICLONE, ARG_FD, 0},
+};
+
+/* An ioctl crec does not know: no result the program can rely on. */
+static int64_t ioctl_unknown(crec_emu *e, const uint64_t a[6])
+{
+    if (e->opt.strict) {
+        crec_error_set(&e->err, CREC_ERR_UNSUPPORTED,
+                       "unsupported ioctl 0x%llx on fd %llu (--strict)", (unsigned long long)a[1],
+                       (unsigned long long)a[0]);
+        e->fatal = 1;
+        crec_emu_cpu_stop(e->cpu);
+    } else if (e->opt.strace) {
+        fprintf(e->log, "crec: ioctl 0x%llx on fd %llu is not emulated: -ENOTTY\n",
+                (unsigned long long)a[1], (unsigned long long)a[0]);
+    }
+    return -ENOTTY;
+}
+
 static int64_t sys_ioctl(crec_emu *e, const uint64_t a[6])
 {
     unsigned char buf[64];
     HOSTFD(h, a[0]);
+
     switch (a[1]) {
-    case TCGETS:
-        if (ioctl(h, TCGETS, buf) != 0)
-            return -errno;
-        return emu_copy_out(e, a[2], buf, G_TERMIOS);
-    case TIOCGWINSZ:
-        if (ioctl(h, TIOCGWINSZ, buf) != 0)
-            return -errno;
-        return emu_copy_out(e, a[2], buf, G_WINSIZE);
-    case TIOCGPGRP:
-        if (ioctl(h, TIOCGPGRP, buf) != 0)
-            return -errno;
-        return emu_copy_out(e, a[2], buf, G_PID);
-    case FIONREAD:
-        if (ioctl(h, FIONREAD, buf) != 0)
-            return -errno;
-        return emu_copy_out(e, a[2], buf, 4);
-    case TCSETS:
-    case TCSETSW:
-    case TCSETSF:
-        if (emu_copy_in(e, buf, a[2], G_TERMIOS) != 0)
-            return -EFAULT;
-        return ioctl(h, a[1], buf) ? -errno : 0;
     case FIOCLEX:
     case FIONCLEX:
-        return 0;
+        return 0; /* close-on-exec has no meaning without exec */
     default:
-        return -ENOTTY;
+        break;
     }
+    for (size_t i = 0; i < sizeof ioctls / sizeof ioctls[0]; i++) {
+        int other;
+        if (ioctls[i].req != (unsigned long)(uint32_t)a[1])
+            continue;
+        switch (ioctls[i].how) {
+        case ARG_NONE:
+            return R(ioctl(h, ioctls[i].req));
+        case ARG_VAL:
+            return R(ioctl(h, ioctls[i].req, (unsigned long)a[2]));
+        case ARG_FD:
+            other = emu_fd_host(e, a[2]);
+            return other < 0 ? -EBADF : R(ioctl(h, ioctls[i].req, other));
+        case ARG_IN:
+            if (emu_copy_in(e, buf, a[2], ioctls[i].size) != 0)
+                return -EFAULT;
+            return R(ioctl(h, ioctls[i].req, buf));
+        case ARG_OUT:
+            if (ioctl(h, ioctls[i].req, buf) != 0)
+                return -errno;
+            return emu_copy_out(e, a[2], buf, ioctls[i].size);
+        }
+    }
+    return ioctl_unknown(e, a);
 }
 
 /* ---- metadata ------------------------------------------------------------ */
@@ -444,12 +504,20 @@ static int64_t sys_fstatfs(crec_emu *e, const uint64_t a[6])
 static int64_t sys_lseek(crec_emu *e, const uint64_t a[6])
 {
     HOSTFD(h, a[0]);
+    if (e->synth[a[0]]) { /* rewinddir of /proc/self/fd: back to an entry */
+        if ((int)a[2] != SEEK_SET || (int64_t)a[1] < 0)
+            return -EINVAL;
+        e->synth_pos[a[0]] = a[1];
+        return (int64_t)a[1];
+    }
     return R(lseek(h, (off_t)a[1], (int)a[2]));
 }
 
 static int64_t sys_getdents64(crec_emu *e, const uint64_t a[6])
 {
     HOSTFD(h, a[0]);
+    if (e->synth[a[0]])
+        return emu_synthdir_getdents(e, (int)a[0], a[1], a[2]);
     uint64_t n = a[2] > BOUNCE_MAX ? BOUNCE_MAX : a[2];
     void *p = crec_malloc(n ? n : 1);
     long r;
@@ -521,9 +589,11 @@ static int64_t do_readlinkat(crec_emu *e, uint64_t dirfd, uint64_t path, uint64_
     PATH(p, path);
     if ((int64_t)size <= 0)
         return -EINVAL;
-    if (strcmp(p, "/proc/self/exe") == 0) { /* the guest, not crec */
-        n = (long)strlen(e->exe);
-        memcpy(out, e->exe, (size_t)n);
+    if (p[0] == '/' && (n = emu_procfs_readlink(e, p, out, sizeof out)) != -1) {
+        if (n < 0) /* /proc/self/exe, fd/N: the guest's, not crec's */
+            return n;
+        if (n > (long)sizeof out)
+            n = sizeof out;
     } else {
         if (d == -1 && p[0] != '/')
             return -EBADF;
@@ -756,68 +826,44 @@ static int64_t sys_sendfile(crec_emu *e, const uint64_t a[6])
     return r;
 }
 
-/* ---- extended attributes: passed through so that `ls -l` shows the same ---- */
+/* ---- extended attributes ------------------------------------------------------------ */
 
-static int64_t do_getxattr(crec_emu *e, const uint64_t a[6], int nr)
+/*
+ * The guest's files behave as on a file system without extended
+ * attributes: every call is refused with ENOTSUP once the file is found
+ * (so `cp -a` and `sed -i`, which copy them when they can, go on quietly;
+ * `ls -l` shows no ACL mark).  Path calls look the path up first, as Linux
+ * does: a missing file is ENOENT.
+ */
+static int64_t xattr_path(crec_emu *e, uint64_t path, int follow)
 {
-    char name[256], *val = NULL;
-    int64_t ret;
-    long r;
-    int h = -1;
-    char p[PATH_SZ];
-
-    if (nr == SYS_fgetxattr) {
-        h = emu_fd_host(e, a[0]);
-        if (h < 0)
-            return -EBADF;
-    } else if (emu_string_in(e, a[0], p, sizeof p) < 0) {
-        return -EFAULT;
-    }
-    if (emu_string_in(e, a[1], name, sizeof name) < 0)
-        return -EFAULT;
-    if (a[3] && !(val = crec_malloc(a[3] > G_XATTR_MAX ? G_XATTR_MAX : a[3])))
-        return -ENOMEM;
-    r = nr == SYS_fgetxattr ? syscall(nr, h, name, val, a[3] > G_XATTR_MAX ? G_XATTR_MAX : a[3])
-                            : syscall(nr, p, name, val, a[3] > G_XATTR_MAX ? G_XATTR_MAX : a[3]);
-    ret = R(r);
-    if (r > 0 && a[3] && emu_copy_out(e, a[2], val, (uint64_t)r) != 0)
-        ret = -EFAULT;
-    crec_free(val);
-    return ret;
+    struct stat st;
+    PATH(p, path);
+    if ((follow ? stat(p, &st) : lstat(p, &st)) != 0)
+        return -errno;
+    return -ENOTSUP;
 }
 
-static int64_t sys_getxattr(crec_emu *e, const uint64_t a[6]) { return do_getxattr(e, a, SYS_getxattr); }
-static int64_t sys_lgetxattr(crec_emu *e, const uint64_t a[6]) { return do_getxattr(e, a, SYS_lgetxattr); }
-static int64_t sys_fgetxattr(crec_emu *e, const uint64_t a[6]) { return do_getxattr(e, a, SYS_fgetxattr); }
+static int64_t sys_getxattr(crec_emu *e, const uint64_t a[6]) { return xattr_path(e, a[0], 1); }
+static int64_t sys_lgetxattr(crec_emu *e, const uint64_t a[6]) { return xattr_path(e, a[0], 0); }
 
-static int64_t do_listxattr(crec_emu *e, const uint64_t a[6], int nr)
+static int64_t sys_fgetxattr(crec_emu *e, const uint64_t a[6])
 {
-    char p[PATH_SZ], *val = NULL;
-    uint64_t n = a[2] > G_XATTR_MAX ? G_XATTR_MAX : a[2];
-    int64_t ret;
-    long r;
-    if (emu_string_in(e, a[0], p, sizeof p) < 0)
-        return -EFAULT;
-    if (n && !(val = crec_malloc(n)))
-        return -ENOMEM;
-    r = syscall(nr, p, val, n);
-    ret = R(r);
-    if (r > 0 && n && emu_copy_out(e, a[1], val, (uint64_t)r) != 0)
-        ret = -EFAULT;
-    crec_free(val);
-    return ret;
+    HOSTFD(h, a[0]);
+    (void)h;
+    return -ENOTSUP;
 }
-
-static int64_t sys_listxattr(crec_emu *e, const uint64_t a[6]) { return do_listxattr(e, a, SYS_listxattr); }
-static int64_t sys_llistxattr(crec_emu *e, const uint64_t a[6]) { return do_listxattr(e, a, SYS_llistxattr); }
 
 /* ---- waiting on descriptors --------------------------------------------------- */
 
-static int64_t do_poll(crec_emu *e, uint64_t addr, uint64_t n, int timeout_ms)
+/* poll/ppoll: guest pollfds turned into host ones, waited on in
+ * emu_block_until, and back.  A guest fd that is not open is POLLNVAL. */
+static int64_t do_poll(crec_emu *e, uint64_t addr, uint64_t n, uint64_t deadline)
 {
     struct pollfd fds[G_POLL_MAX];
     int gfd[G_POLL_MAX];
-    long r;
+    int64_t r;
+
     if (n > G_POLL_MAX)
         return -EINVAL;
     if (n && emu_copy_in(e, fds, addr, n * sizeof *fds) != 0)
@@ -825,14 +871,13 @@ static int64_t do_poll(crec_emu *e, uint64_t addr, uint64_t n, int timeout_ms)
     for (uint64_t i = 0; i < n; i++) {
         gfd[i] = fds[i].fd;
         fds[i].fd = gfd[i] < 0 ? -1 : emu_fd_host(e, (uint64_t)gfd[i]);
-        if (gfd[i] >= 0 && fds[i].fd < 0)
-            fds[i].fd = -1; /* reported as POLLNVAL below */
+        fds[i].revents = 0;
     }
-    r = poll(fds, n, timeout_ms);
+    r = emu_block_until(e, deadline, fds, (unsigned)n);
     if (r < 0)
-        return -errno;
+        return r;
     for (uint64_t i = 0; i < n; i++) {
-        if (gfd[i] >= 0 && emu_fd_host(e, (uint64_t)gfd[i]) < 0) {
+        if (gfd[i] >= 0 && fds[i].fd < 0) {
             fds[i].revents = POLLNVAL;
             r++;
         }
@@ -841,79 +886,138 @@ static int64_t do_poll(crec_emu *e, uint64_t addr, uint64_t n, int timeout_ms)
     return emu_copy_out(e, addr, fds, n * sizeof *fds) ?: r;
 }
 
-/* select: guest fd_sets are rebuilt with host descriptors and back. */
-static int64_t do_select(crec_emu *e, const uint64_t a[6], struct timespec *ts)
+/* The guest's timespec of ppoll/pselect6 as a deadline (NULL: none). */
+static int64_t deadline_in(crec_emu *e, uint64_t addr, uint64_t *deadline)
+{
+    struct timespec ts;
+
+    *deadline = EMU_FOREVER;
+    if (!addr)
+        return 0;
+    if (emu_copy_in(e, &ts, addr, sizeof ts) != 0)
+        return -EFAULT;
+    if (ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec >= 1000000000)
+        return -EINVAL;
+    *deadline = emu_deadline_after(&ts);
+    return 0;
+}
+
+/* The time left, written back as Linux does for select, pselect6, ppoll. */
+static void time_left_out(crec_emu *e, uint64_t addr, uint64_t deadline, int micro)
+{
+    struct timespec left;
+    int64_t tv[2];
+
+    if (!addr || deadline == EMU_FOREVER)
+        return;
+    emu_deadline_left(deadline, &left);
+    if (!micro) {
+        emu_copy_out(e, addr, &left, sizeof left);
+        return;
+    }
+    tv[0] = left.tv_sec, tv[1] = left.tv_nsec / 1000;
+    emu_copy_out(e, addr, tv, sizeof tv);
+}
+
+/* select: the guest's fd_sets as host pollfds (read: POLLIN, write:
+ * POLLOUT, except: POLLPRI), and back with the kernel's rules. */
+static int64_t do_select(crec_emu *e, const uint64_t a[6], uint64_t deadline)
 {
     uint64_t gset[3][G_FD_SETSIZE / 64] = {{0}}, nbytes;
-    fd_set hset[3];
-    int n = (int)a[0], hmax = -1, r;
+    struct pollfd pf[G_FD_SETSIZE];
+    short gfd[G_FD_SETSIZE];
+    int n = (int)a[0], np = 0, ready = 0;
+    int64_t r;
 
     if (n < 0 || n > G_FD_SETSIZE)
         return -EINVAL;
     nbytes = (uint64_t)(n + 63) / 64 * 8;
-    for (int k = 0; k < 3; k++) {
-        FD_ZERO(&hset[k]);
+    for (int k = 0; k < 3; k++)
         if (a[1 + k] && nbytes && emu_copy_in(e, gset[k], a[1 + k], nbytes) != 0)
             return -EFAULT;
-        for (int fd = 0; fd < n; fd++) {
-            if (!(gset[k][fd / 64] >> (fd % 64) & 1))
-                continue;
-            int h = emu_fd_host(e, (uint64_t)fd);
-            if (h < 0 || h >= FD_SETSIZE)
-                return -EBADF;
-            FD_SET(h, &hset[k]);
-            if (h > hmax)
-                hmax = h;
-        }
+    for (int fd = 0; fd < n; fd++) {
+        short ev = 0;
+        for (int k = 0; k < 3; k++)
+            if (gset[k][fd / 64] >> (fd % 64) & 1)
+                ev |= k == 0 ? POLLIN : k == 1 ? POLLOUT : POLLPRI;
+        if (!ev)
+            continue;
+        pf[np].fd = emu_fd_host(e, (uint64_t)fd);
+        if (pf[np].fd < 0)
+            return -EBADF;
+        pf[np].events = ev;
+        pf[np].revents = 0;
+        gfd[np++] = (short)fd;
     }
-    r = pselect(hmax + 1, &hset[0], &hset[1], &hset[2], ts, NULL);
+    r = emu_block_until(e, deadline, pf, (unsigned)np);
     if (r < 0)
-        return -errno;
-    for (int k = 0; k < 3; k++) {
-        for (int fd = 0; fd < n; fd++)
-            if (gset[k][fd / 64] >> (fd % 64) & 1 && !FD_ISSET(emu_fd_host(e, (uint64_t)fd), &hset[k]))
-                gset[k][fd / 64] &= ~(1ull << (fd % 64));
+        return r;
+    memset(gset, 0, sizeof gset);
+    for (int i = 0; i < np; i++) {
+        short ev = pf[i].events, re = pf[i].revents;
+        uint64_t bit = 1ull << (gfd[i] % 64);
+        if ((ev & POLLIN) && (re & (POLLIN | POLLHUP | POLLERR)))
+            gset[0][gfd[i] / 64] |= bit, ready++;
+        if ((ev & POLLOUT) && (re & (POLLOUT | POLLERR)))
+            gset[1][gfd[i] / 64] |= bit, ready++;
+        if ((ev & POLLPRI) && (re & POLLPRI))
+            gset[2][gfd[i] / 64] |= bit, ready++;
+    }
+    for (int k = 0; k < 3; k++)
         if (a[1 + k] && nbytes && emu_copy_out(e, a[1 + k], gset[k], nbytes) != 0)
             return -EFAULT;
-    }
-    return r;
+    return ready;
 }
 
 static int64_t sys_select(crec_emu *e, const uint64_t a[6])
 {
-    struct timespec ts;
-    int64_t tv[2];
+    uint64_t deadline = EMU_FOREVER;
+    int64_t tv[2], r;
+
     if (a[4]) {
+        struct timespec ts;
         if (emu_copy_in(e, tv, a[4], sizeof tv) != 0)
             return -EFAULT;
+        if (tv[0] < 0 || tv[1] < 0 || tv[1] >= 1000000)
+            return -EINVAL;
         ts.tv_sec = tv[0], ts.tv_nsec = tv[1] * 1000;
+        deadline = emu_deadline_after(&ts);
     }
-    return do_select(e, a, a[4] ? &ts : NULL);
+    r = do_select(e, a, deadline);
+    time_left_out(e, a[4], deadline, 1);
+    return r;
 }
 
 static int64_t sys_pselect6(crec_emu *e, const uint64_t a[6])
 {
-    struct timespec ts;
-    if (a[4] && emu_copy_in(e, &ts, a[4], sizeof ts) != 0)
-        return -EFAULT;
-    return do_select(e, a, a[4] ? &ts : NULL); /* the signal mask is ignored */
+    uint64_t deadline;
+    int64_t r = deadline_in(e, a[4], &deadline);
+
+    if (r)
+        return r;
+    r = do_select(e, a, deadline); /* the signal mask is ignored: no signals yet */
+    time_left_out(e, a[4], deadline, 0);
+    return r;
 }
 
 static int64_t sys_poll(crec_emu *e, const uint64_t a[6])
 {
-    return do_poll(e, a[0], a[1], (int)a[2]);
+    int ms = (int)a[2];
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+
+    return do_poll(e, a[0], a[1], ms < 0 ? EMU_FOREVER : emu_deadline_after(&ts));
 }
 
 static int64_t sys_ppoll(crec_emu *e, const uint64_t a[6])
 {
-    struct timespec ts;
-    int ms = -1;
-    if (a[2]) {
-        if (emu_copy_in(e, &ts, a[2], sizeof ts) != 0)
-            return -EFAULT;
-        ms = (int)(ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-    }
-    return do_poll(e, a[0], a[1], ms);
+    uint64_t deadline;
+    int64_t r = deadline_in(e, a[2], &deadline);
+
+    if (r)
+        return r;
+    r = do_poll(e, a[0], a[1], deadline);
+    time_left_out(e, a[2], deadline, 0);
+    return r;
 }
 
 void emu_sys_fs_register(struct emu_sys *t, size_t n)
@@ -986,8 +1090,15 @@ void emu_sys_fs_register(struct emu_sys *t, size_t n)
     REG(getxattr, "sspu");
     REG(lgetxattr, "sspu");
     REG(fgetxattr, "fspu");
-    REG(listxattr, "spu");
-    REG(llistxattr, "spu");
+    t[SYS_listxattr] = (struct emu_sys){sys_getxattr, "spu"};
+    t[SYS_llistxattr] = (struct emu_sys){sys_lgetxattr, "spu"};
+    t[SYS_flistxattr] = (struct emu_sys){sys_fgetxattr, "fpu"};
+    t[SYS_setxattr] = (struct emu_sys){sys_getxattr, "sspux"};
+    t[SYS_lsetxattr] = (struct emu_sys){sys_lgetxattr, "sspux"};
+    t[SYS_fsetxattr] = (struct emu_sys){sys_fgetxattr, "fspux"};
+    t[SYS_removexattr] = (struct emu_sys){sys_getxattr, "ss"};
+    t[SYS_lremovexattr] = (struct emu_sys){sys_lgetxattr, "ss"};
+    t[SYS_fremovexattr] = (struct emu_sys){sys_fgetxattr, "fs"};
     REG(poll, "pud");
     REG(ppoll, "pupp");
     REG(select, "dpppp");

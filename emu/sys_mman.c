@@ -31,7 +31,7 @@ static int64_t choose_addr(crec_emu *e, uint64_t hint, uint64_t len, int low32, 
         *out = hint;
         return 0;
     }
-    if (crec_emu_mem_find_free(e->cpu, len, EMU_MMAP_BOTTOM, low32 ? 0x80000000ull : EMU_MMAP_TOP,
+    if (crec_emu_mem_find_free(e->cpu, len, EMU_MMAP_BOTTOM, low32 ? 0x80000000ull : e->mmap_top,
                                out) != 0)
         return -ENOMEM;
     return 0;
@@ -104,6 +104,8 @@ static int64_t sys_mmap(crec_emu *e, const uint64_t a[6])
             return rc;
         }
     }
+    if (h >= 0) /* /proc/self/maps names it */
+        emu_named_map(e, addr, len, h, NULL, off, (flags & MAP_TYPE) == MAP_SHARED);
     emu_mem_event(e, CREC_MEM_MMAP, addr, len, prot, h >= 0 ? (int)a[4] : -1, off);
     return (int64_t)addr;
 }
@@ -165,18 +167,23 @@ static int64_t sys_mremap(crec_emu *e, const uint64_t a[6])
     } else if (naddr & (CREC_PAGE_SIZE - 1)) {
         return -EINVAL;
     }
-    /* move: copy what is kept, then drop the old range */
-    buf = crec_malloc(olen < nlen ? olen : nlen);
-    if (!buf)
-        return -ENOMEM;
-    crec_emu_mem_read(e->cpu, buf, old, olen < nlen ? olen : nlen);
-    if (crec_emu_mem_map(e->cpu, naddr, nlen, prot, &err) != CREC_OK) {
+    /* move: the host moves the pages (a range over several mappings is
+     * copied: what is kept, then the old range dropped) */
+    if (crec_emu_mem_move(e->cpu, old, olen, naddr, nlen, &err) != CREC_OK) {
+        if (err.code != CREC_ERR_ARG)
+            return -ENOMEM;
+        buf = crec_malloc(olen < nlen ? olen : nlen);
+        if (!buf)
+            return -ENOMEM;
+        crec_emu_mem_read(e->cpu, buf, old, olen < nlen ? olen : nlen);
+        if (crec_emu_mem_map(e->cpu, naddr, nlen, prot, &err) != CREC_OK) {
+            crec_free(buf);
+            return -ENOMEM;
+        }
+        crec_emu_mem_write(e->cpu, naddr, buf, olen < nlen ? olen : nlen);
         crec_free(buf);
-        return -ENOMEM;
+        crec_emu_mem_unmap(e->cpu, old, olen, NULL);
     }
-    crec_emu_mem_write(e->cpu, naddr, buf, olen < nlen ? olen : nlen);
-    crec_free(buf);
-    crec_emu_mem_unmap(e->cpu, old, olen, NULL);
     emu_mem_event(e, CREC_MEM_MUNMAP, old, olen, 0, -1, 0);
     emu_mem_event(e, CREC_MEM_MREMAP, naddr, nlen, prot, -1, 0);
     return (int64_t)naddr;

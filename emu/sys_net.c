@@ -4,6 +4,7 @@
  * /etc/passwd: `ls -l`), and for simple clients and servers.  Control
  * messages (SCM_RIGHTS) are not translated.
  */
+#include <poll.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -303,17 +304,47 @@ static int64_t sys_epoll_ctl(crec_emu *e, const uint64_t a[6])
     return R(epoll_ctl(h, (int)a[1], t, &ev));
 }
 
-static int64_t sys_epoll_pwait(crec_emu *e, const uint64_t a[6])
+/* epoll_wait/epoll_pwait: the epoll descriptor itself is waited on in
+ * emu_block_until (it polls readable when an event is ready), then the
+ * events are taken without waiting. */
+static int64_t epoll_until(crec_emu *e, const uint64_t a[6], uint64_t deadline)
 {
     struct epoll_event ev[64];
+    struct pollfd pf;
     int n = (int)a[2] > 64 ? 64 : (int)a[2], r;
     HOSTFD(h, a[0]);
-    if (n <= 0)
+
+    if ((int)a[2] <= 0)
         return -EINVAL;
-    r = epoll_wait(h, ev, n, (int)a[3]);
+    pf.fd = h, pf.events = POLLIN, pf.revents = 0;
+    r = emu_block_until(e, deadline, &pf, 1);
+    if (r < 0)
+        return r;
+    r = epoll_wait(h, ev, n, 0);
     if (r < 0)
         return -errno;
     return emu_copy_out(e, a[1], ev, (uint64_t)r * sizeof *ev) ?: r;
+}
+
+static int64_t sys_epoll_pwait(crec_emu *e, const uint64_t a[6])
+{
+    int ms = (int)a[3];
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+
+    return epoll_until(e, a, ms < 0 ? EMU_FOREVER : emu_deadline_after(&ts));
+}
+
+static int64_t sys_epoll_pwait2(crec_emu *e, const uint64_t a[6])
+{
+    struct timespec ts;
+
+    if (!a[3])
+        return epoll_until(e, a, EMU_FOREVER);
+    if (emu_copy_in(e, &ts, a[3], sizeof ts) != 0)
+        return -EFAULT;
+    if (ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec >= 1000000000)
+        return -EINVAL;
+    return epoll_until(e, a, emu_deadline_after(&ts));
 }
 
 static int64_t sys_eventfd2(crec_emu *e, const uint64_t a[6])
@@ -346,6 +377,7 @@ void emu_sys_net_register(struct emu_sys *t, size_t n)
     REG(epoll_create, "d");
     REG(epoll_ctl, "fdfp");
     REG(epoll_pwait, "fpddpu");
+    REG(epoll_pwait2, "fpdppu");
     if (SYS_epoll_wait < n)
         t[SYS_epoll_wait] = (struct emu_sys){sys_epoll_pwait, "fpdd"};
     REG(eventfd2, "ux");

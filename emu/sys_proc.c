@@ -163,12 +163,14 @@ static int64_t sys_getrandom(crec_emu *e, const uint64_t a[6])
 
 static int64_t sys_prctl(crec_emu *e, const uint64_t a[6])
 {
-    static char name[16] = "guest";
     switch (a[0]) {
     case 15: /* PR_SET_NAME */
-        return emu_copy_in(e, name, a[1], 15) ? -EFAULT : 0;
+        if (emu_string_in(e, a[1], e->comm, sizeof e->comm) == -EFAULT)
+            return -EFAULT;
+        e->comm[15] = '\0';
+        return 0;
     case 16: /* PR_GET_NAME */
-        return emu_copy_out(e, a[1], name, 16);
+        return emu_copy_out(e, a[1], e->comm, 16);
     case 3: /* PR_GET_DUMPABLE */
         return 1;
     default:
@@ -236,7 +238,7 @@ static int default_ignored(int sig)
 }
 
 /* A signal to ourselves: the default action, or nothing. */
-int64_t emu_signal_self(crec_emu *e, int sig)
+int64_t emu_signal_self(crec_emu *e, int sig, const char *why)
 {
     char msg[128];
     if (sig == 0)
@@ -250,8 +252,8 @@ int64_t emu_signal_self(crec_emu *e, int sig)
                 sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
         return 0;
     }
-    snprintf(msg, sizeof msg, "guest killed by SIG%s (sent by itself)",
-             sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+    snprintf(msg, sizeof msg, "guest killed by SIG%s (%s)",
+             sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", why);
     emu_exit(e, 0, sig, msg);
     return 0;
 }
@@ -264,7 +266,7 @@ static int64_t sys_kill(crec_emu *e, const uint64_t a[6])
                                  (uint32_t)getuid(), 0, 0, 0};
         if (a[1] >= 1 && a[1] <= 64 && emu_signal_queue(e, NULL, &si))
             return 0; /* blocked everywhere, or waited for: pending */
-        return emu_signal_self(e, (int)a[1]);
+        return emu_signal_self(e, (int)a[1], "sent by itself");
     }
     return kill(pid, (int)a[1]) ? -errno : 0;
 }

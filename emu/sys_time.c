@@ -1,7 +1,8 @@
 /*
  * sys_time.c - clocks and sleeping.  There is no vDSO, so glibc asks for
  * the time with real syscalls; the host answers.  (The recorder logs the
- * answers; the replayer feeds them back.)
+ * answers; the replayer feeds them back.)  Sleeps wait in
+ * emu_block_until (wait.c).
  */
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -48,39 +49,63 @@ static int64_t sys_time(crec_emu *e, const uint64_t a[6])
     return t;
 }
 
-static int64_t sleep_result(crec_emu *e, int r, uint64_t rem_addr, const struct timespec *rem)
+/* A timespec from the guest, checked as the kernel checks a sleep's. */
+static int64_t timespec_in(crec_emu *e, uint64_t addr, struct timespec *ts)
 {
-    if (r == 0)
-        return 0;
-    if (r == EINTR && rem_addr)
-        emu_copy_out(e, rem_addr, rem, sizeof *rem);
-    return -r;
+    if (emu_copy_in(e, ts, addr, sizeof *ts) != 0)
+        return -EFAULT;
+    if (ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000 || ts->tv_sec < 0)
+        return -EINVAL;
+    return 0;
+}
+
+/* Sleep to the deadline; interrupted, the time left goes to rem_addr. */
+static int64_t sleep_until(crec_emu *e, uint64_t deadline, uint64_t rem_addr)
+{
+    struct timespec rem;
+    int r;
+
+    if (e->sched.nlive > 1) /* the other threads run meanwhile (sched.c) */
+        return emu_block(e, EMU_WAIT_SLEEP,
+                         deadline > (uint64_t)INT64_MAX ? -1 : (int64_t)deadline, 0);
+    r = emu_block_until(e, deadline, NULL, 0);
+
+    if (r == -EINTR && rem_addr) {
+        emu_deadline_left(deadline, &rem);
+        emu_copy_out(e, rem_addr, &rem, sizeof rem);
+    }
+    return r < 0 ? r : 0;
 }
 
 static int64_t sys_nanosleep(crec_emu *e, const uint64_t a[6])
 {
-    struct timespec req, rem = {0, 0};
-    if (emu_copy_in(e, &req, a[0], sizeof req) != 0)
-        return -EFAULT;
-    if (req.tv_nsec < 0 || req.tv_nsec >= 1000000000 || req.tv_sec < 0)
-        return -EINVAL;
-    if (e->sched.nlive > 1) /* the other threads run meanwhile */
-        return emu_block(e, EMU_WAIT_SLEEP, emu_deadline_rel(&req), 0);
-    return sleep_result(e, nanosleep(&req, &rem) ? errno : 0, a[1], &rem);
+    struct timespec req;
+    int64_t rc = timespec_in(e, a[0], &req);
+
+    return rc ? rc : sleep_until(e, emu_deadline_after(&req), a[1]);
 }
 
+/* clock_nanosleep: relative, or absolute (TIMER_ABSTIME) on the clock
+ * given, turned into a deadline on the monotonic clock. */
 static int64_t sys_clock_nanosleep(crec_emu *e, const uint64_t a[6])
 {
-    struct timespec req, rem = {0, 0};
-    if (emu_copy_in(e, &req, a[2], sizeof req) != 0)
-        return -EFAULT;
-    if (e->sched.nlive > 1 && req.tv_nsec >= 0 && req.tv_nsec < 1000000000 && req.tv_sec >= 0)
-        return emu_block(e, EMU_WAIT_SLEEP,
-                         (a[1] & TIMER_ABSTIME)
-                             ? emu_deadline_abs(a[0] == CLOCK_REALTIME, &req)
-                             : emu_deadline_rel(&req),
-                         0);
-    return sleep_result(e, clock_nanosleep((clockid_t)a[0], (int)a[1], &req, &rem), a[3], &rem);
+    clockid_t id = (clockid_t)a[0];
+    struct timespec req, now, rel;
+    int64_t rc;
+
+    if (id != CLOCK_REALTIME && id != CLOCK_MONOTONIC && id != CLOCK_BOOTTIME &&
+        id != CLOCK_TAI)
+        return id == CLOCK_THREAD_CPUTIME_ID ? -EINVAL : -ENOTSUP;
+    if ((rc = timespec_in(e, a[2], &req)) != 0)
+        return rc;
+    if (!(a[1] & TIMER_ABSTIME))
+        return sleep_until(e, emu_deadline_after(&req), a[3]);
+    clock_gettime(id, &now);
+    rel.tv_sec = req.tv_sec - now.tv_sec;
+    rel.tv_nsec = req.tv_nsec - now.tv_nsec;
+    if (rel.tv_nsec < 0)
+        rel.tv_sec--, rel.tv_nsec += 1000000000;
+    return sleep_until(e, emu_deadline_after(&rel), 0);
 }
 
 static int64_t sys_times(crec_emu *e, const uint64_t a[6])

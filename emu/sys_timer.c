@@ -188,7 +188,7 @@ static void timer_expire(crec_emu *e, int k)
     if (e->sigs[tm->signo].handler > 1 && tm->warned)
         return;
     tm->warned = 1;
-    emu_signal_self(e, tm->signo);
+    emu_signal_self(e, tm->signo, "its timer expired");
 }
 
 int emu_timers_fire(crec_emu *e, int64_t now)

@@ -9,8 +9,12 @@
  * A number with no handler returns -ENOSYS with one message per number, or
  * stops the run with --strict.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 
 #include "emu/emu_int.h"
 
@@ -55,6 +59,29 @@ static int64_t unsupported(crec_emu *e, uint64_t nr)
     return -ENOSYS;
 }
 
+/*
+ * The signal Linux sends with an error of a write-like call: SIGPIPE with
+ * EPIPE (a closed pipe or socket; send with MSG_NOSIGNAL sends none),
+ * SIGXFSZ with EFBIG (past RLIMIT_FSIZE).  crec blocks both for itself, so
+ * the host call only returns the error and the guest's disposition acts.
+ * @return the signal, or 0.
+ */
+static int write_signal(uint64_t nr, const uint64_t a[6], int64_t ret)
+{
+    switch (nr) {
+    case SYS_sendto: case SYS_sendmsg: case SYS_sendmmsg:
+        if (a[nr == SYS_sendto ? 3 : nr == SYS_sendmsg ? 2 : 3] & MSG_NOSIGNAL)
+            return 0;
+        /* fall through */
+    case SYS_write: case SYS_pwrite64: case SYS_writev: case SYS_pwritev: case SYS_pwritev2:
+    case SYS_sendfile: case SYS_splice: case SYS_tee: case SYS_vmsplice:
+    case SYS_copy_file_range: case SYS_truncate: case SYS_ftruncate: case SYS_fallocate:
+        return ret == -EPIPE ? SIGPIPE : ret == -EFBIG ? SIGXFSZ : 0;
+    default:
+        return 0;
+    }
+}
+
 int64_t emu_syscall_call(crec_emu *e, struct crec_emu_syscall *sc)
 {
     int64_t ret;
@@ -76,6 +103,10 @@ void emu_syscall_finish(crec_emu *e, int64_t ret, uint64_t next_rip)
     sc->ret = ret;
     if (e->opt.strace)
         emu_strace(e, sc->nr, sc->args, ret);
+    if (!e->done && !e->fatal && write_signal(sc->nr, sc->args, ret))
+        emu_signal_self(e, write_signal(sc->nr, sc->args, ret),
+                        ret == -EPIPE ? "it wrote to a closed pipe"
+                                      : "it wrote past the file size limit");
     if (e->done || e->fatal || e->sched.cur->state == EMU_TH_EXITED)
         return; /* exit: registers stay as they were at the syscall */
     emu_reg_set(e->cpu, UC_X86_REG_RAX, (uint64_t)ret);

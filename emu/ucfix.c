@@ -39,8 +39,32 @@
  *    only when regions do: emu_uc_open, emu_uc_close and the emu_uc_mem_*
  *    wrappers below, the only way crec changes them, empty every cache and
  *    keep this thread's off while Unicorn rearranges its regions.
+ *
+ * 4. The CPU could do more than it was allowed to.  Whatever CPU model is
+ *    asked for, 2.0.1's x86_reg_reset() overwrites the feature words that
+ *    the translator consults with a fixed set (CX8 CMOV CLFSH FXSR SSE
+ *    SSE2; SSSE3 CX16 SSE4.1 SSE4.2 AES; BMI1 BMI2 ADX SMAP; LAHF ABM), so
+ *    QEMU's own translations of POPCNT, MOVBE and PCLMULQDQ raise #UD.
+ *    crec's reset runs Unicorn's, then turns those bits (and SSE3) on in
+ *    the CPU it just made.  The feature words are found by their known
+ *    2.0.1 values (three words in a row, inside the CPU object that
+ *    cpu_x86_init() returned), never by an offset taken on trust.
+ *
+ * 6. Unmapping a region flushed the TLB one page at a time.
+ *    memory_unmap() calls tlb_flush_page() for every page of the region:
+ *    40 s for a 1 TiB one.  While crec unmaps (emu_uc_mem_unmap), the
+ *    first such call flushes the whole TLB instead, and the rest do
+ *    nothing; a whole flush drops every entry the page flushes would.
+ *
+ * 5. A code hook costs a walk of every code hook.  helper_uc_tracecode()
+ *    calls every UC_HOOK_CODE whose range holds the address, after walking
+ *    the whole list; crec hooks each instruction that it executes itself
+ *    (emu/xinsn.c), hundreds in a program built with -march=native.  Its
+ *    replacement hands those addresses straight to crec (emu_xinsn_fast)
+ *    and passes every other call on.
  */
 #include <dlfcn.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -57,6 +81,11 @@ typedef struct MemoryRegion *(*emu_mapping_fn)(struct uc_struct *uc, uint64_t ad
 typedef void (*emu_protect_fn)(struct uc_struct *uc, uint64_t ram_addr);
 typedef void (*emu_invalidate_fn)(struct uc_struct *uc, struct page_collection *pages,
                                   uint64_t start, int len, uintptr_t retaddr);
+typedef void *(*emu_cpu_init_fn)(struct uc_struct *uc);
+typedef void (*emu_reg_reset_fn)(struct uc_struct *uc);
+typedef void (*emu_tracecode_fn)(int32_t size, int index, void *handle, int64_t address);
+typedef void (*emu_flush_page_fn)(void *cpu, uint64_t addr);
+typedef void (*emu_flush_fn)(void *cpu);
 
 struct page_collection *page_collection_lock_x86_64(struct uc_struct *uc, uint64_t start,
                                                     uint64_t end);
@@ -65,6 +94,10 @@ struct MemoryRegion *memory_mapping(struct uc_struct *uc, uint64_t address);
 void tlb_protect_code_x86_64(struct uc_struct *uc, uint64_t ram_addr);
 void tb_invalidate_phys_page_fast_x86_64(struct uc_struct *uc, struct page_collection *pages,
                                          uint64_t start, int len, uintptr_t retaddr);
+void *cpu_x86_init_x86_64(struct uc_struct *uc);
+void x86_reg_reset_x86_64(struct uc_struct *uc);
+void helper_uc_tracecode(int32_t size, int index, void *handle, int64_t address);
+void tlb_flush_page_x86_64(void *cpu, uint64_t addr);
 
 /* The version these work-arounds are for: 2.0.1, any release candidate. */
 #define UCFIX_VERSION ((2u << 16) | (0u << 8) | 1u)
@@ -77,6 +110,11 @@ static emu_pc_unlock_fn ucfix_real_unlock;
 static emu_mapping_fn ucfix_real_mapping;
 static emu_protect_fn ucfix_real_protect;
 static emu_invalidate_fn ucfix_real_invalidate;
+static emu_cpu_init_fn ucfix_real_cpu_init;
+static emu_reg_reset_fn ucfix_real_reg_reset;
+static emu_tracecode_fn ucfix_real_tracecode;
+static emu_flush_page_fn ucfix_real_flush_page;
+static emu_flush_fn ucfix_real_flush;
 
 /* dlsym returns a void * that holds a function's address. */
 static void ucfix_real(const char *name, void *fn, size_t size)
@@ -96,6 +134,11 @@ static void ucfix_decide(void)
     ucfix_real("tlb_protect_code_x86_64", &ucfix_real_protect, sizeof ucfix_real_protect);
     ucfix_real("tb_invalidate_phys_page_fast_x86_64", &ucfix_real_invalidate,
                sizeof ucfix_real_invalidate);
+    ucfix_real("cpu_x86_init_x86_64", &ucfix_real_cpu_init, sizeof ucfix_real_cpu_init);
+    ucfix_real("x86_reg_reset_x86_64", &ucfix_real_reg_reset, sizeof ucfix_real_reg_reset);
+    ucfix_real("helper_uc_tracecode", &ucfix_real_tracecode, sizeof ucfix_real_tracecode);
+    ucfix_real("tlb_flush_page_x86_64", &ucfix_real_flush_page, sizeof ucfix_real_flush_page);
+    ucfix_real("tlb_flush_x86_64", &ucfix_real_flush, sizeof ucfix_real_flush);
 }
 
 int crec_emu_ucfix_used(void)
@@ -211,6 +254,65 @@ uc_err emu_uc_open(uc_engine **uc)
     return ue;
 }
 
+/* ---- 4. the CPU's feature words ------------------------------------------ */
+
+/* 2.0.1's x86_reg_reset() values of FEAT_1_EDX, FEAT_1_ECX and FEAT_7_0_EBX
+ * (QEMU's FeatureWordArray: 64-bit words, in that order). */
+#define UCFIX_F1_EDX 0x07088100ull
+#define UCFIX_F1_ECX 0x02182200ull
+#define UCFIX_F7_EBX 0x00180108ull
+/* What crec adds to FEAT_1_ECX: SSE3, PCLMULQDQ, MOVBE, POPCNT. */
+#define UCFIX_F1_ECX_ADD ((1ull << 0) | (1ull << 1) | (1ull << 22) | (1ull << 23))
+
+/* The CPU object cpu_x86_init() made last on this thread; the reset that
+ * follows it in uc_init() is the one that needs it. */
+static _Thread_local void *ucfix_new_cpu;
+static int ucfix_features_set; /* some engine got the features (for the tests) */
+
+void *cpu_x86_init_x86_64(struct uc_struct *uc)
+{
+    pthread_once(&ucfix_once, ucfix_decide);
+    ucfix_new_cpu = ucfix_real_cpu_init ? ucfix_real_cpu_init(uc) : NULL;
+    return ucfix_new_cpu;
+}
+
+void x86_reg_reset_x86_64(struct uc_struct *uc)
+{
+    uint64_t *w = ucfix_new_cpu;
+    size_t n = w ? malloc_usable_size(w) / sizeof *w : 0, found = 0, at = 0;
+
+    if (ucfix_real_reg_reset)
+        ucfix_real_reg_reset(uc);
+    if (!ucfix_on)
+        return;
+    for (size_t i = 0; i + 2 < n; i++)
+        if (w[i] == UCFIX_F1_EDX && w[i + 1] == UCFIX_F1_ECX && w[i + 2] == UCFIX_F7_EBX)
+            found++, at = i;
+    if (found != 1)
+        return; /* not the layout we know: leave the CPU as it is */
+    w[at + 1] |= UCFIX_F1_ECX_ADD;
+    __atomic_store_n(&ucfix_features_set, 1, __ATOMIC_RELAXED);
+}
+
+int emu_ucfix_features(void)
+{
+    return __atomic_load_n(&ucfix_features_set, __ATOMIC_RELAXED);
+}
+
+/* ---- 5. code hooks on crec's own instructions ----------------------------- */
+
+/* uc_hook_idx: UC_HOOK_CODE_IDX is 2, and the low 6 bits are the index. */
+#define UCFIX_HOOK_CODE_IDX 2
+#define UCFIX_HOOK_IDX_MASK 0x3f
+
+void helper_uc_tracecode(int32_t size, int index, void *handle, int64_t address)
+{
+    if (ucfix_on && size != 0 && (index & UCFIX_HOOK_IDX_MASK) == UCFIX_HOOK_CODE_IDX &&
+        emu_xinsn_fast(handle, (uint64_t)address))
+        return;
+    ucfix_real_tracecode(size, index, handle, address);
+}
+
 void emu_uc_close(uc_engine *uc)
 {
     ucfix_regions_begin();
@@ -239,12 +341,28 @@ uc_err emu_uc_mmio_map(uc_engine *uc, uint64_t addr, size_t len, uc_cb_mmio_read
     return ue;
 }
 
+/* 6: set while crec unmaps a region; then whether the TLB was flushed */
+static _Thread_local int ucfix_unmapping, ucfix_flushed;
+
+void tlb_flush_page_x86_64(void *cpu, uint64_t addr)
+{
+    if (ucfix_on && ucfix_unmapping && ucfix_real_flush) {
+        if (!ucfix_flushed)
+            ucfix_real_flush(cpu);
+        ucfix_flushed = 1;
+        return;
+    }
+    ucfix_real_flush_page(cpu, addr);
+}
+
 uc_err emu_uc_mem_unmap(uc_engine *uc, uint64_t addr, size_t len)
 {
     uc_err ue;
 
     ucfix_regions_begin();
+    ucfix_unmapping = 1, ucfix_flushed = 0;
     ue = uc_mem_unmap(uc, addr, len);
+    ucfix_unmapping = 0;
     ucfix_regions_end();
     return ue;
 }

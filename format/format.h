@@ -67,12 +67,18 @@ enum crec_fmt_kind {
 #define CREC_FMT_MAX_CHUNK (64u << 20)    /* bytes in one chunk, either form */
 #define CREC_FMT_MAX_RECORD (64u << 20)   /* bytes in one framed record body */
 #define CREC_FMT_MAX_STRING (1u << 20)    /* bytes in one string */
-#define CREC_FMT_MAX_STRINGS 65536        /* argv or envp entries */
+/* argv or envp entries: Linux starts a program with at most 6 MiB of
+ * arguments and environment, a pointer and a NUL at least each, so fewer
+ * than 700,000 strings in all. */
+#define CREC_FMT_MAX_STRINGS (1u << 20)
 #define CREC_FMT_MAX_THREADS 65536        /* distinct thread ids */
 #define CREC_FMT_MAX_STREAMS (3 * CREC_FMT_MAX_THREADS + 16)
 #define CREC_FMT_MAX_CPUID 1024           /* CPUID leaves in the header */
 #define CREC_FMT_DEFAULT_CHUNK (256u << 10) /* writer flush threshold */
 #define CREC_FMT_READ_WIDTH_MAX 16        /* bytes of one READS value */
+/* Guest memory a record names (a mapping, code, a snapshot page, a range
+ * a syscall wrote) lies below this: the x86-64 user address space. */
+#define CREC_FMT_ADDR_LIMIT (1ull << 47)
 
 /* Header values this reader honours; it refuses a file that claims others,
  * naming both values (docs/FORMAT.md §4). */
@@ -466,6 +472,17 @@ int crec_fmt_reader_open(const char *path, crec_fmt_reader **out, crec_error *er
 int crec_fmt_reader_open_mem(const void *data, size_t len, crec_fmt_reader **out,
                              crec_error *err);
 
+/*! crec_fmt_reader_spool() :
+ *  A path that can be opened again and again for the recording at `path`:
+ *  `path` itself when it is a regular file; otherwise ("-", a FIFO, a
+ *  device) the recording is read once, as a pipe, up to its last complete
+ *  chunk, into an anonymous in-memory file, and *out names it
+ *  ("/proc/self/fd/N").  Replay with jobs and the index open a recording
+ *  more than once: a pipe would give them nothing, and a FIFO would hang.
+ *  @return CREC_OK, *out and *fd (-1, or the fd to close when done), or an
+ *  error reading the recording. */
+int crec_fmt_reader_spool(const char *path, char *out, size_t size, int *fd, crec_error *err);
+
 /*! crec_fmt_reader_free() :  @return nothing; accepts NULL. */
 void crec_fmt_reader_free(crec_fmt_reader *r);
 
@@ -477,6 +494,12 @@ const crec_fmt_header *crec_fmt_reader_header(const crec_fmt_reader *r);
  *          scanning; *at is then the byte offset where valid data ends and
  *          `why` (may be NULL) receives the reason.  0 otherwise. */
 int crec_fmt_reader_truncated(const crec_fmt_reader *r, uint64_t *at, const char **why);
+
+/*! crec_fmt_kf_reached() :
+ *  @return 1 when every byte of the thread's READS and EVENTS streams
+ *          before key frame kf reached the file, so that a replay can get
+ *          there (a file cut short may have lost the chunks written last). */
+int crec_fmt_kf_reached(const crec_fmt_reader *r, const crec_fmt_keyframe *kf);
 
 /* What the reader knows about one stream. */
 typedef struct crec_fmt_stream_info {
@@ -650,7 +673,9 @@ typedef struct crec_fmt_summary {
     uint64_t nkeyframes;
     uint64_t nsnapshots;
     uint64_t nblobs, ncode, nsymbols, nevents;
-    uint64_t instructions; /* last key frame or exit event, whichever is later */
+    uint64_t instructions; /* last key frame or exit event, whichever is later;
+                              in a file cut short, the last key frame a
+                              replay can reach (crec_fmt_kf_reached) */
     int exited;            /* an EXIT event was seen: */
     uint32_t exit_how;     /*   CREC_FMT_EXIT_* */
     uint64_t exit_value;
@@ -662,6 +687,10 @@ typedef struct crec_fmt_summary {
     crec_fmt_thread_sum *thread_sums;
     uint32_t version;          /* the file's format version */
     uint32_t cur_tid;          /* private: the EVENTS stream being read */
+    /* while summarizing: */
+    crec_fmt_reader *reader;
+    int reached_all;       /* every key frame so far is reached */
+    uint64_t reached;      /* the last of them */
 } crec_fmt_summary;
 
 /*! crec_fmt_summarize() :

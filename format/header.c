@@ -20,8 +20,8 @@
  *   string   crec version that wrote the file
  *   varint   number of CPUID entries (<= 1024), then each:
  *              varint leaf, varint subleaf, u32 eax, u32 ebx, u32 ecx, u32 edx
- *   varint   argc (<= 65536), then argc strings
- *   varint   envc (<= 65536), then envc strings
+ *   varint   argc (<= 2^20), then argc strings
+ *   varint   envc (<= 2^20), then envc strings
  * version 2 only:
  *   varint   time slice (instructions, >= 1)
  *   varint   CPUs shown to the guest (1 .. 1024)
@@ -120,8 +120,9 @@ static int get_strings(crec_fmt_cur *c, char ***out, size_t *count, const char *
     if (rc)
         return rc;
     if (n > CREC_FMT_MAX_STRINGS || n > c->len - c->pos)
-        return crec_error_corrupt(err, "%s count %llu out of range", what,
-                                  (unsigned long long)n);
+        return crec_error_corrupt(err, "%s count %llu out of range (at most %u, and the "
+                                  "bytes left)", what, (unsigned long long)n,
+                                  CREC_FMT_MAX_STRINGS);
     char **v = crec_calloc((size_t)n + 1, sizeof *v);
     if (!v)
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory reading %s", what);

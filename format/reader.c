@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -656,6 +657,53 @@ int crec_fmt_reader_open(const char *path, crec_fmt_reader **out, crec_error *er
     return finish_open(r, open_common(r, err), out, err);
 }
 
+int crec_fmt_reader_spool(const char *path, char *out, size_t size, int *fd, crec_error *err)
+{
+    crec_fmt_reader *r = NULL;
+    struct stat st;
+    int rc, mfd;
+
+    *fd = -1;
+    if (strlen(path) >= size)
+        return crec_error_set(err, CREC_ERR_ARG, "%.64s...: path too long", path);
+    if (strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+        snprintf(out, size, "%s", path);
+        return CREC_OK;
+    }
+    if (strcmp(path, "-") == 0 && fstat(0, &st) == 0 && S_ISREG(st.st_mode)) {
+        snprintf(out, size, "/proc/self/fd/0"); /* a file given as standard input */
+        return CREC_OK;
+    }
+    /* Read it once, as a pipe: the scan keeps every byte it read. */
+    rc = crec_fmt_reader_open(path, &r, err);
+    if (rc != CREC_OK)
+        return rc;
+    mfd = memfd_create("crec-recording", MFD_CLOEXEC);
+    if (mfd < 0) {
+        rc = crec_error_set(err, CREC_ERR_IO, "%s: can't keep the recording read from it: %s",
+                            r->name, strerror(errno));
+        crec_fmt_reader_free(r);
+        return rc;
+    }
+    for (size_t done = 0; done < r->memlen;) {
+        ssize_t k = write(mfd, r->mem + done, r->memlen - done);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            rc = crec_error_set(err, CREC_ERR_IO, "%s: can't keep the recording read from it: "
+                                "%s", r->name, k < 0 ? strerror(errno) : "short write");
+            close(mfd);
+            crec_fmt_reader_free(r);
+            return rc;
+        }
+        done += (size_t)k;
+    }
+    crec_fmt_reader_free(r);
+    *fd = mfd;
+    snprintf(out, size, "/proc/self/fd/%d", mfd);
+    return CREC_OK;
+}
+
 void crec_fmt_reader_free(crec_fmt_reader *r)
 {
     if (!r)
@@ -695,6 +743,16 @@ int crec_fmt_reader_truncated(const crec_fmt_reader *r, uint64_t *at, const char
     if (why)
         *why = r->why;
     return r->truncated;
+}
+
+static const struct rstream *find_stream(const crec_fmt_reader *r, int type, uint32_t tid);
+
+int crec_fmt_kf_reached(const crec_fmt_reader *r, const crec_fmt_keyframe *kf)
+{
+    const struct rstream *reads = find_stream(r, CREC_FMT_S_READS, kf->tid);
+    const struct rstream *events = find_stream(r, CREC_FMT_S_EVENTS, kf->tid);
+
+    return kf->reads_off <= (reads ? reads->raw : 0) && kf->events_off <= (events ? events->raw : 0);
 }
 
 size_t crec_fmt_reader_nstreams(const crec_fmt_reader *r)

@@ -222,6 +222,18 @@ static int flags_check(uint8_t flags, uint8_t allowed, const char *what, crec_er
     return CREC_OK;
 }
 
+/* A range of guest memory must lie in the x86-64 user address space: a
+ * length of 64 TiB in a hostile file is refused here, not mapped. */
+static int range_check(uint64_t addr, uint64_t len, const char *what, crec_error *err)
+{
+    if (addr > CREC_FMT_ADDR_LIMIT || len > CREC_FMT_ADDR_LIMIT - addr)
+        return crec_error_corrupt(err, "%s 0x%llx (+0x%llx) is outside the address space "
+                                  "(0x%llx)", what, (unsigned long long)addr,
+                                  (unsigned long long)len,
+                                  (unsigned long long)CREC_FMT_ADDR_LIMIT);
+    return CREC_OK;
+}
+
 static int sys_decode(crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
 {
     uint8_t fl;
@@ -256,6 +268,8 @@ static int sys_decode(crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
         for (uint32_t i = 0; i < ev->u.sys.nout; i++) {
             RC(fmt_cur_varint(c, &ev->u.sys.out[i].addr, "syscall range address", err));
             RC(fmt_cur_varint(c, &ev->u.sys.out[i].len, "syscall range length", err));
+            RC(range_check(ev->u.sys.out[i].addr, ev->u.sys.out[i].len, "syscall written range",
+                           err));
         }
     }
     return CREC_OK;
@@ -284,6 +298,8 @@ static int mmap_decode(uint32_t version, crec_fmt_cur *c, crec_fmt_event *ev, cr
     RC(fmt_cur_varint(c, &ev->u.mmap.mflags, "mmap flags", err));
     RC(fmt_cur_varint(c, &ev->u.mmap.addr2, "mmap new address", err));
     RC(fmt_cur_varint(c, &ev->u.mmap.len2, "mmap new length", err));
+    RC(range_check(ev->u.mmap.addr, ev->u.mmap.len, "mmap range", err));
+    RC(range_check(ev->u.mmap.addr2, ev->u.mmap.len2, "mmap new range", err));
     RC(fmt_cur_u8(c, &fl, "mmap record flags", err));
     RC(flags_check(fl, CREC_FMT_EV_HAS_HASH | CREC_FMT_EV_HAS_NAME | CREC_FMT_EV_LISTING |
                            (version >= 2 ? CREC_FMT_EV_FOREIGN : 0),
@@ -498,6 +514,8 @@ int crec_fmt_snap_decode(const uint8_t *body, size_t len, crec_fmt_snapshot *s, 
     s->npages = (size_t)n;
     for (size_t i = 0; i < n; i++) {
         int rc = fmt_cur_varint(&c, &s->pages[i].addr, "snapshot page address", err);
+        if (rc == CREC_OK)
+            rc = range_check(s->pages[i].addr, CREC_PAGE_SIZE, "snapshot page", err);
         if (!rc)
             rc = fmt_cur_hash(&c, &s->pages[i].blob, "snapshot page hash", err);
         if (rc) {
@@ -534,6 +552,7 @@ int crec_fmt_code_decode(const uint8_t *body, size_t len, crec_fmt_code *m, crec
     memset(m, 0, sizeof *m);
     RC(fmt_cur_varint(&c, &m->addr, "code address", err));
     RC(fmt_cur_varint(&c, &m->len, "code length", err));
+    RC(range_check(m->addr, m->len, "code range", err));
     RC(fmt_cur_varint(&c, &m->prot, "code protection", err));
     RC(fmt_cur_varint(&c, &m->file_off, "code file offset", err));
     RC(fmt_cur_hash(&c, &m->blob, "code blob hash", err));

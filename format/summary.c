@@ -67,14 +67,22 @@ static int on_keyframe(crec_fmt_summary *s, int kind, const uint8_t *body, size_
     if (kind != CREC_FMT_K_KEYFRAME)
         return wrong_kind(kind, "KEYFRAMES", err);
     int rc = crec_fmt_kf_decode(body, len, &kf, err);
-    if (!rc && kf.global_icount > s->instructions)
+    if (rc)
+        return rc;
+    /* In a file cut short, the run ends where a replay can get: at the
+     * last key frame whose data before it all reached the file. */
+    if (s->reached_all && crec_fmt_kf_reached(s->reader, &kf))
+        s->reached = kf.global_icount;
+    else
+        s->reached_all = 0;
+    if (kf.global_icount > s->instructions)
         s->instructions = kf.global_icount;
-    if (!rc && (t = thread_sum(s, kf.tid)) != NULL) {
+    if ((t = thread_sum(s, kf.tid)) != NULL) {
         t->keyframes++;
         if (kf.thread_icount > t->instructions)
             t->instructions = kf.thread_icount;
     }
-    return rc;
+    return CREC_OK;
 }
 
 static int on_snapshot(crec_fmt_summary *s, int kind, const uint8_t *body, size_t len,
@@ -218,6 +226,8 @@ static int summarize(crec_fmt_reader *r, crec_fmt_summary *s, crec_error *err)
             (rc = walk(r, si.type, si.tid, s, on_event, &s->nevents, err)) != 0)
             return rc;
     }
+    s->reader = r;
+    s->reached_all = 1;
     if ((rc = walk(r, CREC_FMT_S_KEYFRAMES, 0, s, on_keyframe, &s->nkeyframes, err)) ||
         (rc = walk(r, CREC_FMT_S_SNAPSHOTS, 0, s, on_snapshot, &s->nsnapshots, err)) ||
         (rc = walk(r, CREC_FMT_S_CODE, 0, s, on_code, &s->ncode, err)) ||
@@ -226,6 +236,9 @@ static int summarize(crec_fmt_reader *r, crec_fmt_summary *s, crec_error *err)
         (rc = thread_times(r, s, err)))
         return rc;
     s->truncated = crec_fmt_reader_truncated(r, &s->truncated_at, &s->truncated_why);
+    if (s->truncated && !s->reached_all)
+        s->instructions = s->reached;
+    s->reader = NULL;
     return CREC_OK;
 }
 

@@ -358,6 +358,13 @@ static int write_start(crec_fmt_writer *w, const crec_fmt_header *h, crec_error 
     memcpy(pre, FMT_MAGIC, FMT_MAGIC_LEN);
     fmt_put_u32(pre + FMT_PREAMBLE_VERSION, CREC_FMT_VERSION);
     crec_fmt_buf b = {0};
+    /* what the reader refuses is never written (docs/FORMAT.md §7.1) */
+    if (h->argc > CREC_FMT_MAX_STRINGS || h->envc > CREC_FMT_MAX_STRINGS)
+        return crec_error_set(err, CREC_ERR_LIMIT, "%s: %zu %s: more than %u", w->name,
+                              h->argc > CREC_FMT_MAX_STRINGS ? h->argc : h->envc,
+                              h->argc > CREC_FMT_MAX_STRINGS ? "arguments"
+                                                             : "environment variables",
+                              CREC_FMT_MAX_STRINGS);
     if (fmt_header_encode(&b, h) != CREC_OK) {
         crec_fmt_buf_free(&b);
         return w_nomem(w, err);

@@ -496,6 +496,11 @@ typedef struct crec_value {
 int crec_read_memory_all(crec_recording *rec, uint64_t addr, size_t len, crec_value *out,
                          size_t max, size_t *n, crec_error *err);
 
+/*! crec_index_note() : why the index file PATH.idx could not be used and
+ *  was rebuilt (it could not be decoded, or a query found it wrong), for
+ *  the user to see; NULL when nothing of the kind happened. */
+const char *crec_index_note(const crec_recording *rec);
+
 /*! crec_index_info() : index statistics: its size in bytes, the size of the
  *  recording, and whether this handle built it.  Builds it if needed.
  *  @return CREC_OK or an error. */

@@ -5,6 +5,7 @@
  * An index names its recording by size and a hash of its first and last
  * 64 KiB; a stale one (another recording) or a corrupt one is rebuilt.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -124,31 +125,38 @@ int crec_idx_recording_id(const char *path, uint64_t *size, uint64_t *hash, crec
     return CREC_OK;
 }
 
+/* An index larger than this is not read (no recording has one so big). */
+#define IDX_FILE_MAX (4ull << 30)
+
+/*
+ * Read the whole index file.  Only a regular file is read, opened without
+ * blocking: a FIFO or a device planted as PATH.idx must not hang a query
+ * or feed it without end.  @return 0, or -1 when there is no usable file.
+ */
 static int read_file(const char *path, uint8_t **data, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
     uint8_t *d = NULL;
-    size_t n = 0, cap = 0;
+    size_t n = 0, size;
 
-    if (!f)
+    if (fd < 0)
         return -1;
-    for (;;) {
-        if (n == cap) {
-            cap = cap ? 2 * cap : 1 << 16;
-            uint8_t *nd = crec_realloc(d, cap);
-            if (!nd) {
-                crec_free(d);
-                fclose(f);
-                return -1;
-            }
-            d = nd;
-        }
-        size_t r = fread(d + n, 1, cap - n, f);
-        n += r;
-        if (r == 0)
-            break;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > IDX_FILE_MAX ||
+        !(d = crec_malloc(st.st_size ? (size_t)st.st_size : 1))) {
+        close(fd);
+        return -1;
     }
-    fclose(f);
+    size = (size_t)st.st_size;
+    while (n < size) {
+        ssize_t r = pread(fd, d + n, size - n, (off_t)n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
     *data = d, *len = n;
     return 0;
 }
@@ -238,17 +246,29 @@ int crec_idx_load(const char *path, uint32_t tid, const crec_fmt_keyframe *kfs, 
     snprintf(ipath, sizeof ipath, "%s.idx", path);
     if (read_file(ipath, &data, &len) != 0)
         return crec_error_set(err, CREC_ERR_NOTFOUND, "no index %s", ipath);
-    rc = find_image(data, len, tid, &at, &n) == 0 ? crec_idx_decode(data + at, n, &ix, &quiet)
-                                                   : CREC_ERR_NOTFOUND;
-    crec_free(data);
-    if (rc == CREC_OK &&
-        (ix->rec_size != size || ix->rec_hash != hash ||
-         !spans_fit(ix, kfs ? kfs : ix->kfs, kfs ? nkf : ix->nkf))) {
-        crec_idx_free(ix); /* stale: another recording */
-        rc = CREC_ERR_NOTFOUND;
+    if (find_image(data, len, tid, &at, &n) != 0) { /* not built yet, or another's */
+        crec_free(data);
+        if (tid)
+            return crec_error_set(err, CREC_ERR_NOTFOUND, "no index of thread %u in %s", tid,
+                                  ipath);
+        return crec_error_set(err, CREC_ERR_NOTFOUND, "%s is the index of threads", ipath);
     }
-    if (rc != CREC_OK)
-        return crec_error_set(err, CREC_ERR_NOTFOUND, "no usable index in %s", ipath);
+    rc = crec_idx_decode(data + at, n, &ix, &quiet);
+    crec_free(data);
+    if (rc == CREC_ERR_NOMEM)
+        return crec_error_set(err, rc, "%s: %s", ipath, quiet.msg);
+    if (rc != CREC_OK) /* there, but not readable: rebuilt, and the user told why */
+        return crec_error_set(err, CREC_ERR_CORRUPT, "%s: %s", ipath, quiet.msg);
+    if (ix->rec_size != size || ix->rec_hash != hash) {
+        crec_idx_free(ix); /* stale: another recording */
+        return crec_error_set(err, CREC_ERR_NOTFOUND, "%s is the index of another recording",
+                              ipath);
+    }
+    if (!spans_fit(ix, kfs ? kfs : ix->kfs, kfs ? nkf : ix->nkf)) {
+        crec_idx_free(ix);
+        return crec_error_set(err, CREC_ERR_CORRUPT, "%s: its spans do not fit the recording's "
+                              "key frames", ipath);
+    }
     *out = ix;
     return CREC_OK;
 }
@@ -287,18 +307,38 @@ static int add_image(const char *ipath, uint32_t tid, const crec_fmt_buf *img, c
     return 0;
 }
 
-/* Write PATH.idx (best effort: a recording on a read-only medium still
- * answers queries, it just builds its index again next time).  tid 0: the
- * file is the index; else it holds thread tid's among the others'. */
+/* Write n bytes to fd.  @return 0, or -1 after a failed or short write. */
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        p += k, n -= (size_t)k;
+    }
+    return 0;
+}
+
+/*
+ * Write PATH.idx (best effort: a recording on a read-only medium still
+ * answers queries, it just builds its index again next time).  The index
+ * is written to a new file of a name no one can guess, created with
+ * O_EXCL (mkstemp), so that a symlink or file someone else planted in the
+ * recording's directory is never followed or overwritten; then renamed.
+ * tid 0: the file is the index; else it holds thread tid's among the
+ * others'.
+ */
 static void save(const char *path, uint32_t tid, const crec_idx *ix)
 {
     char ipath[4096], tmp[4200];
     crec_fmt_buf b = {0}, all = {0};
     const crec_fmt_buf *out = &b;
-    FILE *f;
+    int fd, ok;
 
     snprintf(ipath, sizeof ipath, "%s.idx", path);
-    snprintf(tmp, sizeof tmp, "%s.tmp%d", ipath, (int)getpid());
+    snprintf(tmp, sizeof tmp, "%s.tmpXXXXXX", ipath);
     if (crec_idx_encode(ix, &b) != CREC_OK || (tid && add_image(ipath, tid, &b, &all) != 0)) {
         crec_fmt_buf_free(&b);
         crec_fmt_buf_free(&all);
@@ -306,9 +346,10 @@ static void save(const char *path, uint32_t tid, const crec_idx *ix)
     }
     if (tid)
         out = &all;
-    if ((f = fopen(tmp, "wb"))) {
-        int ok = fwrite(out->data, 1, out->len, f) == out->len;
-        ok = fclose(f) == 0 && ok;
+    if ((fd = mkostemp(tmp, O_CLOEXEC)) >= 0) {
+        /* readable by whoever can read the recording, as a plain file is */
+        ok = fchmod(fd, 0644) == 0 && write_all(fd, out->data, out->len) == 0;
+        ok = close(fd) == 0 && ok;
         if (!ok || rename(tmp, ipath) != 0)
             unlink(tmp);
     }
@@ -316,22 +357,34 @@ static void save(const char *path, uint32_t tid, const crec_idx *ix)
     crec_fmt_buf_free(&all);
 }
 
-int crec_idx_load_or_build(const char *path, uint32_t tid, const crec_fmt_keyframe *kfs,
-                           size_t nkf, crec_progress_fn progress, void *pctx, crec_idx **out,
-                           int *built, crec_error *err)
+int crec_idx_rebuild(const char *path, uint32_t tid, const crec_fmt_keyframe *kfs, size_t nkf,
+                     crec_progress_fn progress, void *pctx, crec_idx **out, crec_error *err)
 {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int rc = crec_idx_build(path, kfs, nkf, ncpu > 2 ? 2 : (unsigned)(ncpu > 0 ? ncpu : 1),
+                            progress, pctx, out, err);
+
+    if (rc == CREC_OK)
+        save(path, tid, *out);
+    return rc;
+}
+
+int crec_idx_load_or_build(const char *path, uint32_t tid, const crec_fmt_keyframe *kfs,
+                           size_t nkf, crec_progress_fn progress, void *pctx, crec_idx **out,
+                           int *built, crec_error *note, crec_error *err)
+{
+    crec_error why = {0};
     int rc;
 
     *built = 0;
-    rc = crec_idx_load(path, tid, kfs, nkf, out, err);
-    if (rc != CREC_ERR_NOTFOUND)
-        return rc;
-    rc = crec_idx_build(path, kfs, nkf, ncpu > 2 ? 2 : (unsigned)(ncpu > 0 ? ncpu : 1),
-                        progress, pctx, out, err);
-    if (rc != CREC_OK)
-        return rc;
-    *built = 1;
-    save(path, tid, *out);
-    return CREC_OK;
+    rc = crec_idx_load(path, tid, kfs, nkf, out, &why);
+    if (rc == CREC_OK)
+        return CREC_OK;
+    if (rc == CREC_ERR_CORRUPT && note)
+        *note = why;
+    else if (rc != CREC_ERR_NOTFOUND && rc != CREC_ERR_CORRUPT)
+        return crec_error_set(err, (crec_err)rc, "%s", why.msg);
+    rc = crec_idx_rebuild(path, tid, kfs, nkf, progress, pctx, out, err);
+    *built = rc == CREC_OK;
+    return rc;
 }

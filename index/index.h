@@ -141,16 +141,24 @@ int crec_idx_scan_keyframes(crec_fmt_reader *r, size_t nkf, uint64_t **offs, cre
  *  index of a recording of one thread; else it holds one index per thread
  *  of a recording of several, each in its thread's own time, and thread
  *  tid's is wanted.
- *  @return CREC_OK and *out, or CREC_ERR_NOTFOUND when there is none, it is
- *  stale or it is corrupt. */
+ *  @return CREC_OK and *out; CREC_ERR_NOTFOUND when there is none (or not
+ *  thread tid's) or it is stale (another recording's); CREC_ERR_CORRUPT,
+ *  naming PATH.idx, when it is there but can't be read. */
 int crec_idx_load(const char *path, uint32_t tid, const crec_fmt_keyframe *kfs, size_t nkf,
                   crec_idx **out, crec_error *err);
 
 /*! crec_idx_load_or_build() : read PATH.idx if it names this recording,
  *  else build it (reporting to progress, may be NULL) and (best effort)
- *  write it.  *built says which.  @return CREC_OK and *out, or an error. */
+ *  write it.  *built says which; *note (may be NULL) gets why an index
+ *  file that was there could not be read, if that is why it was rebuilt.
+ *  @return CREC_OK and *out, or an error. */
 int crec_idx_load_or_build(const char *path, uint32_t tid, const crec_fmt_keyframe *kfs,
                            size_t nkf, crec_progress_fn progress, void *pctx, crec_idx **out,
-                           int *built, crec_error *err);
+                           int *built, crec_error *note, crec_error *err);
+
+/*! crec_idx_rebuild() : build the index and (best effort) write PATH.idx,
+ *  whatever is there.  @return CREC_OK and *out, or an error. */
+int crec_idx_rebuild(const char *path, uint32_t tid, const crec_fmt_keyframe *kfs, size_t nkf,
+                     crec_progress_fn progress, void *pctx, crec_idx **out, crec_error *err);
 
 #endif /* CREC_INDEX_H */

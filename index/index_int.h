@@ -43,7 +43,8 @@ struct qx_mapping {
 };
 
 struct crec_recording {
-    char *path;
+    char *path;              /* where to open it again (crec_fmt_reader_spool) */
+    int spool_fd;            /* >= 0: the in-memory copy of a pipe's recording */
     crec_fmt_reader *r;
     crec_fmt_keyframe *kfs;
     size_t nkf;
@@ -56,6 +57,8 @@ struct crec_recording {
     unsigned flags;          /* CREC_OPEN_* */
     crec_idx *ix;            /* NULL until the first query that needs it */
     int index_built;         /* the index was built by this handle */
+    int index_dropped;       /* the index of PATH.idx failed a query: rebuild it */
+    crec_error index_note;   /* why PATH.idx was not used (crec_index_note), or empty */
     crec_progress_fn progress; /* crec_set_progress */
     void *progress_ctx;
 
@@ -150,6 +153,13 @@ uint64_t qx_global_time(const crec_recording *rec, uint32_t tid, uint64_t i);
 
 /*! qx_ensure_index() : load or build the index, once.  @return CREC_OK or an error. */
 int qx_ensure_index(crec_recording *rec, crec_error *err);
+
+/*! qx_index_retry() : a query failed with rc (err says why) while using an
+ *  index read from PATH.idx: if that index may be to blame, drop it and
+ *  everything taken from it, so that the query can run again on an index
+ *  built anew (once per handle).  @return 1 if the query should be tried
+ *  again, 0 if not (err is then the error to report). */
+int qx_index_retry(crec_recording *rec, int rc, crec_error *err);
 
 /*! qx_need_kf() : make sure key frame k has its registers (an index that
  *  was there gave the key frames without them).  @return CREC_OK or an error. */

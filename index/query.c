@@ -426,6 +426,8 @@ int crec_read_memory(crec_recording *rec, uint64_t addr, size_t len, uint8_t *bu
     if (!k)
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for a query of %zu bytes", len);
     rc = read_at(rec, rec->t, addr, len, buf, k, &src, err);
+    if (qx_index_retry(rec, rc, err))
+        rc = read_at(rec, rec->t, addr, len, buf, k, &src, err);
     if (source)
         *source = src;
     if (!known)
@@ -463,7 +465,16 @@ int crec_read_thread_registers(crec_recording *rec, uint32_t tid, crec_regs *reg
     return crec_read_registers(th, regs, err);
 }
 
+static int read_registers(crec_recording *rec, crec_regs *regs, crec_error *err);
+
 int crec_read_registers(crec_recording *rec, crec_regs *regs, crec_error *err)
+{
+    int rc = read_registers(rec, regs, err);
+
+    return qx_index_retry(rec, rc, err) ? read_registers(rec, regs, err) : rc;
+}
+
+static int read_registers(crec_recording *rec, crec_regs *regs, crec_error *err)
 {
     crec_replay_qrun *q = NULL;
     int rc;
@@ -513,6 +524,7 @@ struct watch {
     int (*fn)(void *ctx, const crec_change *c);
     void *ctx;
     int stopped;
+    uint64_t emitted;          /* changes reported so far */
 };
 
 static void watch_emit(struct watch *w, uint64_t t, uint64_t rip, const char *insn)
@@ -520,6 +532,7 @@ static void watch_emit(struct watch *w, uint64_t t, uint64_t rip, const char *in
     crec_change c = {.t = t, .rip = rip, .value = w->cur, .known = w->curk, .len = w->len};
 
     snprintf(c.insn, sizeof c.insn, "%s", insn);
+    w->emitted++;
     if (!w->stopped && w->fn(w->ctx, &c))
         w->stopped = 1;
 }
@@ -630,8 +643,25 @@ static int watch_spans(crec_recording *rec, struct watch *w, crec_error *err)
     return rc;
 }
 
+static int watch(crec_recording *rec, uint64_t addr, size_t len,
+                 int (*fn)(void *ctx, const crec_change *c), void *ctx, uint64_t *emitted,
+                 crec_error *err);
+
 int crec_watch(crec_recording *rec, uint64_t addr, size_t len,
                int (*fn)(void *ctx, const crec_change *c), void *ctx, crec_error *err)
+{
+    uint64_t emitted = 0;
+    int rc = watch(rec, addr, len, fn, ctx, &emitted, err);
+
+    /* again on an index built anew, unless changes were already reported */
+    if (emitted == 0 && qx_index_retry(rec, rc, err))
+        rc = watch(rec, addr, len, fn, ctx, &emitted, err);
+    return rc;
+}
+
+static int watch(crec_recording *rec, uint64_t addr, size_t len,
+                 int (*fn)(void *ctx, const crec_change *c), void *ctx, uint64_t *emitted,
+                 crec_error *err)
 {
     struct watch w;
     int src, rc;
@@ -655,12 +685,14 @@ int crec_watch(crec_recording *rec, uint64_t addr, size_t len,
     memset(&w, 0, sizeof w);
     w.rec = rec, w.addr = addr, w.len = len, w.fn = fn, w.ctx = ctx;
     rc = read_at(rec, 0, addr, len, w.cur, w.curk, &src, err);
+    /* every span is read: a bad index is found before anything is reported */
+    if (rc == CREC_OK && src != CREC_SRC_CODE && (rc = qx_ensure_index(rec, err)) == CREC_OK)
+        rc = crec_idx_need_all(rec->ix, err);
     if (rc != CREC_OK)
         return rc;
     watch_emit(&w, 0, 0, "(initial)");
-    if (src == CREC_SRC_CODE) /* code is not watched */
-        return CREC_OK;
-    if ((rc = qx_ensure_index(rec, err)) != CREC_OK)
-        return rc;
-    return watch_spans(rec, &w, err);
+    if (src != CREC_SRC_CODE) /* code is not watched */
+        rc = watch_spans(rec, &w, err);
+    *emitted = w.emitted;
+    return rc;
 }

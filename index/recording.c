@@ -5,10 +5,12 @@
  * that opening a recording for one query costs little.
  */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/common.h"
 #include "index/index.h"
@@ -257,6 +259,27 @@ static int adopt_index(crec_recording *rec, crec_idx *ix, crec_error *err)
 
 /* ---- opening ------------------------------------------------------------- */
 
+/* The key frames from KEYFRAMES: a file cut short ends where its replay does. */
+static int load_keyframes_from_file(crec_recording *rec, crec_error *err)
+{
+    int rc, cut;
+
+    rc = crec_replay_load_keyframes(rec->r, &rec->kfs, &rec->nkf, err);
+    if (rc == CREC_OK)
+        rec->nkf = crec_replay_reachable_keyframes(rec->r, rec->kfs, rec->nkf, &cut);
+    if (rc == CREC_OK && !(rec->kf_regs = crec_malloc(rec->nkf ? rec->nkf : 1)))
+        rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory reading the key frames");
+    if (rc == CREC_OK)
+        memset(rec->kf_regs, 1, rec->nkf);
+    return rc;
+}
+
+/* Why the index file could not be used, for crec_index_note(). */
+static void index_unusable(crec_recording *rec, const char *why)
+{
+    crec_error_set(&rec->index_note, CREC_ERR_CORRUPT, "%s; the index was rebuilt", why);
+}
+
 /*
  * The key frames: from an index that is there (registers are read when a
  * run needs them: decoding every key frame is most of what opening a long
@@ -265,29 +288,75 @@ static int adopt_index(crec_recording *rec, crec_idx *ix, crec_error *err)
 static int load_keyframes(crec_recording *rec, crec_error *err)
 {
     crec_idx *ix = NULL;
-    crec_error quiet = {0};
-    int rc, cut;
+    crec_error why = {0};
+    int rc;
 
-    if (!(rec->flags & CREC_OPEN_NO_INDEX) &&
-        crec_idx_load(rec->path, 0, NULL, 0, &ix, &quiet) == CREC_OK) {
-        rec->kfs = crec_malloc(ix->nkf * sizeof *rec->kfs);
-        rec->kf_regs = crec_calloc(ix->nkf, 1);
-        if (!rec->kfs || !rec->kf_regs) {
-            crec_idx_free(ix);
-            return crec_error_set(err, CREC_ERR_NOMEM, "out of memory opening the index");
-        }
-        memcpy(rec->kfs, ix->kfs, ix->nkf * sizeof *rec->kfs);
-        rec->nkf = ix->nkf;
-        return adopt_index(rec, ix, err);
+    if (rec->flags & CREC_OPEN_NO_INDEX)
+        return load_keyframes_from_file(rec, err);
+    rc = crec_idx_load(rec->path, 0, NULL, 0, &ix, &why);
+    if (rc == CREC_ERR_NOMEM)
+        return crec_error_set(err, rc, "%s", why.msg);
+    if (rc == CREC_ERR_CORRUPT)
+        index_unusable(rec, why.msg);
+    if (rc != CREC_OK)
+        return load_keyframes_from_file(rec, err);
+    rec->kfs = crec_malloc(ix->nkf * sizeof *rec->kfs);
+    rec->kf_regs = crec_calloc(ix->nkf, 1);
+    if (!rec->kfs || !rec->kf_regs) {
+        crec_idx_free(ix);
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory opening the index");
     }
-    rc = crec_replay_load_keyframes(rec->r, &rec->kfs, &rec->nkf, err);
-    if (rc == CREC_OK) /* a file cut short ends where its replay does */
-        rec->nkf = crec_replay_reachable_keyframes(rec->r, rec->kfs, rec->nkf, &cut);
-    if (rc == CREC_OK && !(rec->kf_regs = crec_malloc(rec->nkf ? rec->nkf : 1)))
-        rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory reading the key frames");
-    if (rc == CREC_OK)
-        memset(rec->kf_regs, 1, rec->nkf);
-    return rc;
+    memcpy(rec->kfs, ix->kfs, ix->nkf * sizeof *rec->kfs);
+    rec->nkf = ix->nkf;
+    rc = adopt_index(rec, ix, &why);
+    if (rc == CREC_OK || rc == CREC_ERR_NOMEM)
+        return rc == CREC_OK ? CREC_OK : crec_error_set(err, rc, "%s", why.msg);
+    index_unusable(rec, why.msg); /* its table of blobs does not fit the recording */
+    crec_free(rec->kfs);
+    crec_free(rec->kf_regs);
+    rec->kfs = NULL, rec->kf_regs = NULL, rec->nkf = 0;
+    return load_keyframes_from_file(rec, err);
+}
+
+int qx_index_retry(crec_recording *rec, int rc, crec_error *err)
+{
+    char why[CREC_ERROR_MSG_MAX];
+
+    if (rc == CREC_OK || rc == CREC_ERR_ARG || rc == CREC_ERR_NOMEM || !rec->ix ||
+        rec->index_built || rec->index_dropped)
+        return 0;
+    /* Everything taken from the index goes: the index, what the reader and
+     * the handle hold of it, the key frames if it gave them. */
+    snprintf(why, sizeof why, "%.150s.idx can't be used (%.300s)", rec->path, err->msg);
+    index_unusable(rec, why);
+    rec->index_dropped = 1;
+    crec_idx_free(rec->ix);
+    rec->ix = NULL;
+    if (!rec->own_mapped) {
+        rec->events_loaded = 0;
+        rec->mapped = rec->syscalls = NULL;
+        rec->nmapped = rec->nsyscalls = 0;
+    }
+    rec->regs_valid = 0;
+    rec->listing_kf = 0;
+    crec_fmt_reader_free(rec->r);
+    crec_free(rec->kfs);
+    crec_free(rec->kf_regs);
+    rec->r = NULL, rec->kfs = NULL, rec->kf_regs = NULL, rec->nkf = 0;
+    if (crec_fmt_reader_open(rec->path, &rec->r, err) != CREC_OK ||
+        load_keyframes_from_file(rec, err) != CREC_OK)
+        return 0;
+    if (rec->nkf == 0) {
+        crec_error_corrupt(err, "the recording has no key frame whose data reached the file");
+        return 0;
+    }
+    rec->end = rec->kfs[rec->nkf - 1].global_icount;
+    return 1;
+}
+
+const char *crec_index_note(const crec_recording *rec)
+{
+    return rec->index_note.msg[0] ? rec->index_note.msg : NULL;
 }
 
 int qx_need_kf(crec_recording *rec, size_t k, crec_error *err)
@@ -340,6 +409,8 @@ static int open_thread(crec_recording *rec, uint32_t tid, crec_recording **out, 
     if (n == 0)
         return CREC_OK;
     t = crec_calloc(1, sizeof *t);
+    if (t)
+        t->spool_fd = -1; /* the parent keeps the spooled copy */
     if (!t || !(t->path = crec_malloc(strlen(rec->path) + 1)) ||
         !(t->kfs = crec_malloc(n * sizeof *t->kfs)) || !(t->kf_regs = crec_malloc(n))) {
         crec_close(t);
@@ -524,6 +595,7 @@ int crec_thread_time(crec_recording *rec, uint32_t tid, uint64_t step, uint64_t 
 int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error *err)
 {
     crec_recording *rec;
+    char spooled[PATH_MAX];
     int rc;
 
     *out = NULL;
@@ -531,13 +603,24 @@ int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error
     if (!rec)
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory opening a recording");
     rec->flags = flags;
+    rec->spool_fd = -1;
     rec->path = crec_malloc(strlen(path) + 1);
     if (!rec->path) {
         crec_free(rec);
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory opening a recording");
     }
     strcpy(rec->path, path);
-    rc = crec_fmt_reader_open(path, &rec->r, err);
+    /* the index opens the recording again: a pipe or FIFO is read once, kept */
+    rc = crec_fmt_reader_spool(path, spooled, sizeof spooled, &rec->spool_fd, err);
+    if (rc == CREC_OK && strcmp(spooled, path) != 0) {
+        crec_free(rec->path);
+        if (!(rec->path = crec_malloc(strlen(spooled) + 1)))
+            rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
+        else
+            strcpy(rec->path, spooled);
+    }
+    if (rc == CREC_OK)
+        rc = crec_fmt_reader_open(rec->path, &rec->r, err);
     if (rc == CREC_OK)
         rc = load_keyframes(rec, err);
     if (rc == CREC_OK && rec->nkf == 0)
@@ -586,6 +669,8 @@ void crec_close(crec_recording *rec)
     crec_free(rec->kf_regs);
     if (!rec->borrowed_reader)
         crec_fmt_reader_free(rec->r);
+    if (rec->spool_fd >= 0)
+        close(rec->spool_fd);
     crec_free(rec->path);
     crec_free(rec);
 }
@@ -714,13 +799,24 @@ int qx_ensure_index(crec_recording *rec, crec_error *err)
             if ((rc = qx_ensure_index(rec->thr[t], err)) != CREC_OK)
                 return rc;
             rec->index_built |= rec->thr[t]->index_built;
+            if (rec->thr[t]->index_note.msg[0] && !rec->index_note.msg[0])
+                rec->index_note = rec->thr[t]->index_note;
         }
         return CREC_OK;
     }
     if (rec->ix)
         return CREC_OK;
-    rc = crec_idx_load_or_build(rec->path, rec->tid, rec->kfs, rec->nkf, rec->progress,
-                                rec->progress_ctx, &ix, &rec->index_built, err);
+    if (rec->index_dropped) { /* the file's index failed a query: build it anew */
+        rc = crec_idx_rebuild(rec->path, rec->tid, rec->kfs, rec->nkf, rec->progress, rec->progress_ctx,
+                              &ix, err);
+        rec->index_built = rc == CREC_OK;
+    } else {
+        crec_error note = {0};
+        rc = crec_idx_load_or_build(rec->path, rec->tid, rec->kfs, rec->nkf, rec->progress,
+                                    rec->progress_ctx, &ix, &rec->index_built, &note, err);
+        if (note.msg[0])
+            index_unusable(rec, note.msg);
+    }
     return rc == CREC_OK ? adopt_index(rec, ix, err) : rc;
 }
 

@@ -84,6 +84,17 @@ void rec_mark_dirty_pages(struct rec_session *rs, uint64_t addr, uint64_t len)
         return;
     rs->last_dirty_page = first + 1;
     code_hashes_touch(rs, addr, len);
+    if (last - first + 1 >= REC_DIRTY_BIG_PAGES && !rs->dirty_all) {
+        struct rec_range *n = crec_grow(rs->dirty_big, &rs->cap_dirty_big, rs->n_dirty_big + 1,
+                                        sizeof *n, 16);
+        if (!n) {
+            rs->dirty_all = 1;
+            return;
+        }
+        rs->dirty_big = n;
+        rs->dirty_big[rs->n_dirty_big++] = (struct rec_range){first * CREC_PAGE_SIZE, (last - first + 1) * CREC_PAGE_SIZE};
+        return;
+    }
     for (uint64_t p = first; p <= last && !rs->dirty_all; p++)
         if (rec_pageset_add(&rs->dirty, p) != CREC_OK)
             rs->dirty_all = 1; /* no memory to track pages: take them all */
@@ -112,31 +123,47 @@ static void code_hash_put(struct rec_session *rs, uint64_t start, uint64_t end,
     for (i = 0; i < rs->n_code_hashes; i++)
         if (!rs->code_hashes[i].valid || rs->code_hashes[i].start == start)
             break;
-    if (i == REC_MAX_CODE_HASHES)
-        return; /* full: that code is simply hashed again next time */
-    if (i == rs->n_code_hashes)
+    if (i == rs->n_code_hashes) {
+        struct rec_code_hash *p = crec_grow(rs->code_hashes, &rs->cap_code_hashes, i + 1,
+                                            sizeof *p, 16);
+        if (!p)
+            return; /* no memory: that code is simply hashed again next time */
+        rs->code_hashes = p;
         rs->n_code_hashes++;
+    }
     rs->code_hashes[i] = (struct rec_code_hash){start, end, *hash, 1};
 }
 
+/* Store the code at [addr, addr+len) (one piece, at most REC_CODE_PIECE
+ * bytes) as a blob, read in place when its host memory is contiguous. */
 static int rec_blob(struct rec_session *rs, uint64_t addr, uint64_t len, crec_fmt_hash *hash)
 {
     crec_error err = {0};
-    uint8_t *bytes = crec_malloc(len);
+    const void *host = crec_emu_mem_host(rs->cpu, addr, len, CREC_PROT_READ);
+    uint8_t *bytes = host ? NULL : crec_malloc(len);
     int rc;
 
-    if (!bytes) {
+    if (!host && !bytes) {
         crec_error_set(&err, CREC_ERR_NOMEM, "out of memory copying %llu bytes of code",
                        (unsigned long long)len);
         rec_fail(rs, &err);
         return CREC_ERR_NOMEM;
     }
-    crec_emu_mem_read(rs->cpu, bytes, addr, len);
-    rc = crec_fmt_blob_put(rs->w, bytes, len, hash, &err);
+    if (!host)
+        crec_emu_mem_read(rs->cpu, bytes, addr, len);
+    rc = crec_fmt_blob_put(rs->w, host ? host : bytes, len, hash, &err);
     crec_free(bytes);
     if (rc != CREC_OK)
         rec_fail(rs, &err);
     return rc;
+}
+
+/* The length of the piece of [start, end) that begins at `at`: code is
+ * stored in pieces, so that executable memory of any size records with
+ * bounded memory and within the size of a record. */
+static uint64_t code_piece(uint64_t at, uint64_t end)
+{
+    return end - at < REC_CODE_PIECE ? end - at : REC_CODE_PIECE;
 }
 
 /* Symbols once per code blob: the same library mapped twice is named once. */
@@ -197,6 +224,15 @@ static uint32_t mem_op(enum crec_emu_mem_kind kind)
     return CREC_FMT_MM_MAP;
 }
 
+/* A map change goes in the running thread's EVENTS and, with several
+ * threads, a FOREIGN copy in each other's (record.c). */
+static int mem_event_out(struct rec_session *rs, const crec_fmt_event *ev)
+{
+    if (rs->multi && rec_foreign_mmap(rs, ev) != CREC_OK)
+        return rs->err.code;
+    return rec_event(rs, ev);
+}
+
 int rec_on_mem_event(struct rec_session *rs, const struct crec_emu_mem_event *mev)
 {
     crec_fmt_event ev = {.kind = CREC_FMT_K_MMAP};
@@ -205,36 +241,52 @@ int rec_on_mem_event(struct rec_session *rs, const struct crec_emu_mem_event *me
     ev.u.mmap.addr = mev->addr;
     ev.u.mmap.len = mev->len;
     ev.u.mmap.prot = (uint64_t)mev->prot;
-    /* New or vanished bytes: the cache's knowledge of the range is void. */
-    if (mev->kind != CREC_MEM_MPROTECT) {
+    /* New or vanished bytes: the cache's knowledge of the range is void,
+     * and new bytes go in the next snapshot (vanished ones can't). */
+    if (mev->kind != CREC_MEM_MPROTECT)
         crec_pcache_forget(rs->pc, mev->addr, mev->len);
+    if (mev->kind != CREC_MEM_MPROTECT && mev->kind != CREC_MEM_MUNMAP)
         rec_mark_dirty(rs, mev->addr, mev->len);
-    }
     code_hashes_touch(rs, mev->addr, mev->len);
-    if (mev->became_exec && mev->kind != CREC_MEM_MUNMAP) {
-        if (rec_blob(rs, mev->addr, mev->len, &ev.u.mmap.blob) != CREC_OK)
+    if (!mev->became_exec || mev->kind == CREC_MEM_MUNMAP)
+        return mem_event_out(rs, &ev);
+    /* New code of more than one piece: the change itself, then each piece's
+     * code as a PROTECT to the same protection with its blob (replay then
+     * changes the map once, not once per piece). */
+    if (mev->len > REC_CODE_PIECE) {
+        if (mem_event_out(rs, &ev) != CREC_OK)
             return rs->err.code;
-        ev.u.mmap.flags |= CREC_FMT_EV_HAS_HASH;
-        rec_code(rs, mev->addr, mev->len, mev->prot, &ev.u.mmap.blob, mev->path, mev->offset);
+        ev.u.mmap.op = CREC_FMT_MM_PROTECT;
     }
-    if (rs->multi && rec_foreign_mmap(rs, &ev) != CREC_OK)
-        return rs->err.code;
-    return rec_event(rs, &ev);
+    ev.u.mmap.flags |= CREC_FMT_EV_HAS_HASH;
+    for (uint64_t at = mev->addr, end = mev->addr + mev->len; at < end; at += ev.u.mmap.len) {
+        ev.u.mmap.addr = at;
+        ev.u.mmap.len = code_piece(at, end);
+        if (rec_blob(rs, at, ev.u.mmap.len, &ev.u.mmap.blob) != CREC_OK)
+            return rs->err.code;
+        /* the file's symbols once, with its first piece */
+        rec_code(rs, at, ev.u.mmap.len, mev->prot, &ev.u.mmap.blob,
+                 at == mev->addr ? mev->path : NULL, mev->offset + (at - mev->addr));
+        if (mem_event_out(rs, &ev) != CREC_OK)
+            return rs->err.code;
+    }
+    return CREC_OK;
 }
 
-/* The first listing names the code the loader mapped, from its images. */
-static void listing_code(struct rec_session *rs, const struct crec_emu_mapping *m,
-                         const crec_fmt_hash *hash)
+/* The first listing names the code the loader mapped, from its images:
+ * the piece [at, at+len) of mapping m. */
+static void listing_code(struct rec_session *rs, const struct crec_emu_mapping *m, uint64_t at,
+                         uint64_t len, const crec_fmt_hash *hash)
 {
     for (size_t i = 0; i < rs->n_images; i++) {
         const struct rec_image *im = &rs->images[i];
         if (m->start >= im->addr && m->start < im->addr + im->len) {
-            rec_code(rs, m->start, m->end - m->start, m->prot, hash, im->path,
-                     im->file_off + (m->start - im->addr));
+            rec_code(rs, at, len, m->prot, hash, at == m->start ? im->path : NULL,
+                     im->file_off + (at - im->addr));
             return;
         }
     }
-    rec_code(rs, m->start, m->end - m->start, m->prot, hash, NULL, 0);
+    rec_code(rs, at, len, m->prot, hash, NULL, 0);
 }
 
 /* Before recording starts, remember where the loader put executable code. */
@@ -270,17 +322,23 @@ static int listing_one(void *ctx, const struct crec_emu_mapping *m)
     ev.u.mmap.addr = m->start;
     ev.u.mmap.len = m->end - m->start;
     ev.u.mmap.prot = (uint64_t)m->prot;
-    if (m->prot & CREC_PROT_EXEC) {
-        if (!code_hash_get(rs, m->start, m->end, &ev.u.mmap.blob)) {
-            if (rec_blob(rs, m->start, m->end - m->start, &ev.u.mmap.blob) != CREC_OK)
+    if (!(m->prot & CREC_PROT_EXEC))
+        return rec_event(rs, &ev) != CREC_OK;
+    ev.u.mmap.flags |= CREC_FMT_EV_HAS_HASH;
+    for (uint64_t at = m->start; at < m->end; at += ev.u.mmap.len) { /* code: in pieces */
+        ev.u.mmap.addr = at;
+        ev.u.mmap.len = code_piece(at, m->end);
+        if (!code_hash_get(rs, at, at + ev.u.mmap.len, &ev.u.mmap.blob)) {
+            if (rec_blob(rs, at, ev.u.mmap.len, &ev.u.mmap.blob) != CREC_OK)
                 return 1;
-            code_hash_put(rs, m->start, m->end, &ev.u.mmap.blob);
+            code_hash_put(rs, at, at + ev.u.mmap.len, &ev.u.mmap.blob);
         }
-        ev.u.mmap.flags |= CREC_FMT_EV_HAS_HASH;
         if (rs->stats.keyframes == 1)
-            listing_code(rs, m, &ev.u.mmap.blob);
+            listing_code(rs, m, at, ev.u.mmap.len, &ev.u.mmap.blob);
+        if (rec_event(rs, &ev) != CREC_OK)
+            return 1;
     }
-    return rec_event(rs, &ev) != CREC_OK;
+    return 0;
 }
 
 int rec_write_listing(struct rec_session *rs)
@@ -332,16 +390,40 @@ static int snap_add_page(struct snap_build *b, uint64_t addr)
     return CREC_OK;
 }
 
+static int snap_resident(void *ctx, uint64_t page)
+{
+    return snap_add_page(ctx, page) != CREC_OK;
+}
+
 static int snap_mapping(void *ctx, const struct crec_emu_mapping *m)
 {
     struct snap_build *b = ctx;
 
     if (m->prot & CREC_PROT_EXEC)
         return 0; /* see snap_add_page */
+    /* a big mapping: only what host memory holds (see REC_DIRTY_BIG_PAGES) */
+    if ((m->end - m->start) / CREC_PAGE_SIZE >= REC_DIRTY_BIG_PAGES)
+        return crec_emu_mem_resident(b->rs->cpu, m->start, m->end - m->start, snap_resident, b);
     for (uint64_t a = m->start; a < m->end; a += CREC_PAGE_SIZE)
         if (snap_add_page(b, a) != CREC_OK)
             return 1;
     return 0;
+}
+
+/* A page of a big dirty range that is also in the page set was taken
+ * already. */
+static int snap_big_page(void *ctx, uint64_t page)
+{
+    struct snap_build *b = ctx;
+    struct rec_pageset *s = &b->rs->dirty;
+    uint64_t key = page / CREC_PAGE_SIZE + 1;
+
+    if (s->cap)
+        for (size_t j = (key * 0x9E3779B97F4A7C15ull) & (s->cap - 1); s->slots[j];
+             j = (j + 1) & (s->cap - 1))
+            if (s->slots[j] == key)
+                return 0;
+    return snap_add_page(b, page) != CREC_OK;
 }
 
 int rec_write_snapshot(struct rec_session *rs, uint64_t icount, int full)
@@ -356,6 +438,9 @@ int rec_write_snapshot(struct rec_session *rs, uint64_t icount, int full)
         for (size_t i = 0; i < rs->dirty.cap && !rs->failed; i++)
             if (rs->dirty.slots[i])
                 snap_add_page(&b, (rs->dirty.slots[i] - 1) * CREC_PAGE_SIZE);
+        for (size_t i = 0; i < rs->n_dirty_big && !rs->failed; i++)
+            crec_emu_mem_resident(rs->cpu, rs->dirty_big[i].addr, rs->dirty_big[i].len,
+                                  snap_big_page, &b);
     }
     if (!rs->failed) {
         crec_fmt_buf_reset(&rs->scratch);
@@ -367,6 +452,7 @@ int rec_write_snapshot(struct rec_session *rs, uint64_t icount, int full)
     }
     crec_free(b.snap.pages);
     pageset_clear(&rs->dirty);
+    rs->n_dirty_big = 0;
     rs->dirty_all = 0;
     rs->last_dirty_page = 0;
     rs->stats.snapshots++;

@@ -33,13 +33,16 @@ _Static_assert(CREC_PCACHE_MIN_LOG2 == CREC_FMT_CACHE_LOG2_MIN &&
 /* How much wall time of recording a SIGKILL may lose at most (rec_sync). */
 #define REC_SYNC_SECONDS 1.0
 
+/* The recording can't go on (its file can't be written, or memory ran
+ * out): stop the program for good.  Only stopping the CPU would run the
+ * same instruction again, and fail again, for ever. */
 void rec_fail(struct rec_session *rs, const crec_error *err)
 {
     if (!rs->failed) {
         rs->failed = 1;
         rs->err = *err;
     }
-    crec_emu_cpu_stop(rs->cpu);
+    crec_emu_stop(rs->emu);
 }
 
 /* Hand the pending READS bytes to the writer. */
@@ -268,6 +271,8 @@ static int rec_load(struct rec_session *rs, uint64_t addr, unsigned size, uint8_
     return 0;
 }
 
+/* A load or a store: Unicorn's, or one of an instruction emu executes
+ * itself (AVX and up), which emu reports through the same hook. */
 static void rec_mem_hook(void *ctx, int kind, uint64_t addr, unsigned size, uint64_t value)
 {
     struct rec_session *rs = ctx;
@@ -290,6 +295,25 @@ static void rec_mem_hook(void *ctx, int kind, uint64_t addr, unsigned size, uint
     else
         crec_pcache_store(rs->pc, addr, (uint64_t)value, (unsigned)size);
     rec_mark_dirty(rs, addr, (uint64_t)size);
+}
+
+/*
+ * The first read since the key frame of register state a key frame does
+ * not hold (the upper parts of ymm/zmm, zmm16-31, k0-7): logged in the
+ * READS stream as a value no cache predicted, so a replay from the key
+ * frame gets it at the same point.
+ */
+static void rec_xstate(void *ctx, uint8_t *bytes, unsigned len)
+{
+    struct rec_session *rs = ctx;
+
+    if (crec_fmt_read_encode(&rs->reads, rs->hits, bytes, len) != CREC_OK || rs->reads.nomem) {
+        crec_error err;
+        crec_error_set(&err, CREC_ERR_NOMEM, "out of memory buffering the read stream");
+        rec_fail(rs, &err);
+    }
+    rs->hits = 0;
+    rs->stats.reads_logged++;
 }
 
 static int rec_kernel_read(void *ctx, uint64_t addr, unsigned len, uint8_t *out)
@@ -340,6 +364,7 @@ static int rec_keyframe(struct rec_session *rs, uint64_t icount, uint64_t ticoun
         return rc;
     }
     crec_pcache_flush(rs->pc);
+    crec_emu_cpu_xstate_forget(rs->cpu);
     rs->stats.keyframes++;
     return rec_write_listing(rs);
 }
@@ -524,6 +549,7 @@ static void rec_on_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf, const uint3
     rec_event(ctx, &ev);
 }
 
+/* RDTSC, and RDRAND/RDSEED (docs/FORMAT.md: an RDTSC event carries both). */
 static void rec_on_rdtsc(void *ctx, uint64_t value)
 {
     crec_fmt_event ev = {.kind = CREC_FMT_K_RDTSC};
@@ -818,6 +844,7 @@ static void rec_header(const crec_record_options *o, struct rec_session *rs, cha
 
 static int rec_add_hooks(struct rec_session *rs, crec_error *err)
 {
+    crec_emu_cpu_on_xstate(rs->cpu, rec_xstate, rs);
     if (crec_emu_cpu_hook_mem(rs->cpu, CREC_EMU_LOAD | CREC_EMU_STORE, rec_mem_hook, rs,
                               err) != CREC_OK)
         return crec_error_set(err, CREC_ERR_EMU, "can't add the recorder's memory hooks: %s",
@@ -839,6 +866,8 @@ static void rec_session_free(struct rec_session *rs)
     crec_free(rs->threads);
     crec_fmt_buf_free(&rs->scratch);
     rec_pageset_free(&rs->dirty);
+    crec_free(rs->code_hashes);
+    crec_free(rs->dirty_big);
     for (size_t i = 0; i < rs->n_images; i++)
         crec_free(rs->images[i].path);
 }
@@ -861,6 +890,7 @@ static int rec_start(struct rec_session *rs, const crec_record_options *o, const
         .on_mem = rec_on_mem,
         .on_thread = rec_on_thread,
         .on_switch = rec_on_switch,
+        .on_rdrand = rec_on_rdtsc,
     };
     eo.strace = o->strace;
     eo.strict = o->strict;
@@ -942,7 +972,9 @@ int crec_record(const crec_record_options *opt, const char *path, char *const ar
     if (rec_finish(&rs, &ex) != CREC_OK) {
         crec_fmt_writer_free(rs.w);
         if (rc == CREC_OK && err)
-            *err = rs.err;
+            crec_error_set(err, rs.err.code, "%s; the program was stopped at instruction %llu, "
+                           "and the recording is readable up to its last complete chunk",
+                           rs.err.msg, (unsigned long long)crec_emu_cpu_icount(rs.cpu));
         rc = rc == CREC_OK ? (int)rs.err.code : rc;
     } else {
         int crc = crec_fmt_writer_close(rs.w, rc == CREC_OK ? err : NULL);

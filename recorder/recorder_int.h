@@ -194,6 +194,19 @@ struct rec_pageset {
     size_t cap, used;
 };
 
+/*
+ * Ranges too large to list page by page (REC_DIRTY_BIG_PAGES or more): a
+ * new mapping of a reservation, a whole heap given back with
+ * MADV_DONTNEED.  The next snapshot takes only the pages of them that host
+ * memory holds: a page nothing has touched reads as zeros and costs
+ * nothing, neither here nor in the recording (docs/ARCHITECTURE.md).
+ */
+#define REC_DIRTY_BIG_PAGES 16384 /* 64 MiB */
+
+struct rec_range {
+    uint64_t addr, len;
+};
+
 /* An executable piece of a file, mapped before recording began (the loader's). */
 struct rec_image {
     uint64_t addr, len, file_off;
@@ -211,7 +224,9 @@ struct rec_code_hash {
     int valid;
 };
 
-#define REC_MAX_CODE_HASHES 64
+/* Code is stored in blobs of at most this many bytes: memory stays bounded
+ * and a blob fits a record whatever the size of an executable mapping. */
+#define REC_CODE_PIECE (16ull << 20)
 #define REC_MAX_IMAGES 16
 #define REC_MAX_SYMBOLIZED 256
 
@@ -269,11 +284,13 @@ struct rec_session {
 
     struct crec_emu_observer observer;
     struct rec_pageset dirty;
+    struct rec_range *dirty_big; /* big ranges changed since the last snapshot */
+    size_t n_dirty_big, cap_dirty_big;
     int dirty_all;        /* the next snapshot must take every page */
     uint64_t last_dirty_page;
 
-    struct rec_code_hash code_hashes[REC_MAX_CODE_HASHES];
-    size_t n_code_hashes;
+    struct rec_code_hash *code_hashes; /* one per piece of code (REC_CODE_PIECE) */
+    size_t n_code_hashes, cap_code_hashes;
     struct rec_image images[REC_MAX_IMAGES]; /* from the ELF loader */
     size_t n_images;
     crec_fmt_hash symbolized[REC_MAX_SYMBOLIZED]; /* blobs whose symbols are written */

@@ -90,7 +90,8 @@ static int rep_next_hits(struct rep_seg *s)
     s->entry_off = crec_fmt_cursor_offset(s->reads); /* for a restart point here */
     rc = crec_fmt_read_decode_hits(s->reads, &s->hits_left, &err);
     s->entry_hits = s->hits_left;
-    if (rc == CREC_ERR_NOTFOUND) {
+    if (rc == CREC_ERR_NOTFOUND || rc == CREC_ERR_TRUNCATED) { /* TRUNCATED: a file cut
+                                                                   short ends mid-entry */
         /* No more values: every load until the end was predicted. */
         s->hits_left = UINT64_MAX;
         return CREC_OK;
@@ -199,6 +200,35 @@ static void rep_mem_hook(void *ctx, int kind, uint64_t addr, unsigned size, uint
         rep_load(s, addr, size, NULL);
 }
 
+/* Register state a key frame does not hold, read first since the key
+ * frame: the recorder logged it as a value no cache predicted. */
+static void rep_xstate(void *ctx, uint8_t *bytes, unsigned len)
+{
+    struct rep_seg *s = ctx;
+    crec_error err = {0};
+    int rc;
+
+    if (s->diverged || s->failed)
+        return;
+    if (s->hits_left != 0) {
+        rep_diverge(s, "the program read vector or mask register state that the recording "
+                       "has no value for");
+        return;
+    }
+    rc = crec_fmt_cursor_read(s->reads, bytes, len, &err);
+    if (rc == CREC_ERR_NOTFOUND) {
+        rep_diverge(s, "vector or mask register state needs a recorded value, but the read "
+                       "stream has ended");
+        return;
+    }
+    if (rc != CREC_OK) {
+        rep_fail(s, &err);
+        return;
+    }
+    s->reads_taken++;
+    rep_next_hits(s);
+}
+
 static int rep_kernel_read(void *ctx, uint64_t addr, unsigned len, uint8_t *out)
 {
     return rep_load(ctx, addr, len, out);
@@ -224,6 +254,8 @@ static int rep_next_event(struct rep_seg *s, crec_fmt_event *ev)
     rc = crec_fmt_cursor_next(s->events, &kind, &body, &len, &err);
     if (rc == CREC_OK)
         rc = crec_fmt_ev_decode(crec_fmt_reader_header(s->r)->version, kind, body, len, ev, &err);
+    if (rc == CREC_ERR_TRUNCATED) /* a file cut short ends mid-record: its end */
+        rc = CREC_ERR_NOTFOUND;
     if (rc == CREC_ERR_NOTFOUND)
         return rc;
     if (rc != CREC_OK)
@@ -244,6 +276,120 @@ static uint64_t rep_event_offset(const struct rep_seg *s)
     return s->have_peek ? s->peek_off : crec_fmt_cursor_offset(s->events);
 }
 
+/* ---- the memory map at a key frame ---------------------------------------- */
+
+static int rep_collect_map(void *ctx, const struct crec_emu_mapping *m)
+{
+    struct rep_seg *s = ctx;
+    struct crec_emu_mapping *p = crec_grow(s->maps, &s->capmaps, s->nmaps + 1, sizeof *p, 32);
+
+    if (!p)
+        return 1;
+    s->maps = p;
+    s->maps[s->nmaps++] = *m;
+    return 0;
+}
+
+/* Forget the code hashes found right that a map change at [addr, addr+len)
+ * may have made wrong. */
+static void rep_code_ok_forget(struct rep_seg *s, uint64_t addr, uint64_t len)
+{
+    for (size_t i = 0; i < s->ncode_ok;)
+        if (s->code_ok[i].start < addr + len && addr < s->code_ok[i].end)
+            s->code_ok[i] = s->code_ok[--s->ncode_ok];
+        else
+            i++;
+}
+
+/* Do the replay's code bytes at [start, end) hash to `want`?  Code that is
+ * not writable changes only with the map, so a match is kept; code that is
+ * writable is hashed again at each key frame, up to REP_CODE_CHECK_MAX
+ * bytes (more is not compared: a JIT's big region would cost a hash per
+ * key frame).  Code not in one piece of host memory is not compared. */
+static int rep_code_matches(struct rep_seg *s, uint64_t start, uint64_t end, int prot,
+                            const crec_fmt_hash *want)
+{
+    crec_fmt_hash h;
+    const void *host;
+
+    for (size_t i = 0; i < s->ncode_ok; i++)
+        if (s->code_ok[i].start == start && s->code_ok[i].end == end)
+            return memcmp(&s->code_ok[i].hash, want, sizeof *want) == 0;
+    if (prot & CREC_FMT_PROT_WRITE) {
+        if (s->code_hashed + (end - start) > REP_CODE_CHECK_MAX)
+            return 1;
+        s->code_hashed += end - start;
+    }
+    host = crec_emu_mem_host(s->cpu, start, end - start, CREC_PROT_READ);
+    if (!host)
+        return 1;
+    h = crec_fmt_hash_bytes(host, end - start);
+    if (!(prot & CREC_FMT_PROT_WRITE)) {
+        struct rep_code_ok *p = crec_grow(s->code_ok, &s->capcode_ok, s->ncode_ok + 1,
+                                          sizeof *p, 16);
+        if (p) { /* no memory: hashed again next time */
+            s->code_ok = p;
+            s->code_ok[s->ncode_ok++] = (struct rep_code_ok){start, end, h};
+        }
+    }
+    return memcmp(&h, want, sizeof h) == 0;
+}
+
+/* Is the listed mapping exactly what the replay has there: every byte
+ * mapped with its protection, and its code?  @return NULL or what differs. */
+static const char *rep_listed_differs(struct rep_seg *s, const crec_fmt_event *ev,
+                                      uint64_t *mapped)
+{
+    uint64_t start = ev->u.mmap.addr, end = start + ev->u.mmap.len, at = start;
+
+    for (size_t i = 0; i < s->nmaps && at < end; i++) {
+        const struct crec_emu_mapping *m = &s->maps[i];
+        if (m->end <= at)
+            continue;
+        if (m->start > at || m->prot != (int)ev->u.mmap.prot)
+            return m->start > at ? "not mapped" : "mapped with another protection";
+        at = m->end;
+    }
+    if (at < end)
+        return "not mapped";
+    *mapped += end - start;
+    if ((ev->u.mmap.flags & CREC_FMT_EV_HAS_HASH) &&
+        !rep_code_matches(s, start, end, (int)ev->u.mmap.prot, &ev->u.mmap.blob))
+        return "other code";
+    return NULL;
+}
+
+/*
+ * Put code bytes in guest memory, a page only where it differs: a huge
+ * executable mapping is mostly pages of zeros, already there in memory
+ * just mapped, which writing would make the host really allocate.
+ */
+static int rep_write_code(struct rep_seg *s, uint64_t addr, const uint8_t *code, size_t n)
+{
+    uint64_t lo = UINT64_MAX, hi = 0;
+    int rc = 0;
+
+    for (size_t off = 0; off < n;) {
+        size_t k = n - off < CREC_PAGE_SIZE - (addr + off) % CREC_PAGE_SIZE
+                       ? n - off
+                       : CREC_PAGE_SIZE - (addr + off) % CREC_PAGE_SIZE;
+        uint8_t *host = crec_emu_mem_host(s->cpu, addr + off, k, 0);
+        if (!host || memcmp(host, code + off, k) != 0) {
+            if (host)
+                memcpy(host, code + off, k);
+            else if (crec_emu_mem_write(s->cpu, addr + off, code + off, k) != 0)
+                rc = -1;
+            lo = addr + off < lo ? addr + off : lo;
+            hi = addr + off + k;
+        }
+        off += k;
+    }
+    /* code translated from the bytes before (only those that changed) */
+    if (lo < hi)
+        crec_emu_cpu_flush_code(s->cpu, lo, hi - lo);
+    return rc;
+}
+
 /* The code a mapping brought: copied in now, or a page at a time as it runs. */
 static int rep_map_code(struct rep_seg *s, const crec_fmt_event *ev, crec_error *err)
 {
@@ -257,16 +403,16 @@ static int rep_map_code(struct rep_seg *s, const crec_fmt_event *ev, crec_error 
                                 " bytes, not %" PRIu64, addr, code_len, len);
     if (rc != CREC_OK)
         return rc;
-    crec_emu_cpu_flush_code(s->cpu, addr, len);
-    if (s->query && !(ev->u.mmap.prot & CREC_FMT_PROT_WRITE))
+    if (s->query && !(ev->u.mmap.prot & CREC_FMT_PROT_WRITE)) {
+        crec_emu_cpu_flush_code(s->cpu, addr, len);
         return rep_lazy_add(s, addr, len, &ev->u.mmap.blob, err);
+    }
     rc = crec_fmt_blob_view(s->r, &ev->u.mmap.blob, &code, &n, err);
     if (rc != CREC_OK)
         return rc;
-    if (crec_emu_mem_write(s->cpu, addr, code, n) != 0)
+    if (rep_write_code(s, addr, code, n) != 0)
         return crec_error_corrupt(err, "code for 0x%" PRIx64 " (+0x%" PRIx64 ") is not in "
                                   "mapped memory", addr, len);
-    crec_emu_cpu_flush_code(s->cpu, addr, len);
     return CREC_OK;
 }
 
@@ -303,6 +449,9 @@ static int rep_apply_mmap(struct rep_seg *s, const crec_fmt_event *ev)
         return rc;
     }
     crec_emu_hostpages_clear(&s->hostpages);
+    rep_code_ok_forget(s, addr, len);
+    if (ev->u.mmap.op == CREC_FMT_MM_REMAP)
+        rep_code_ok_forget(s, ev->u.mmap.addr2, ev->u.mmap.len2);
     if (ev->u.mmap.op == CREC_FMT_MM_UNMAP)
         rc = crec_emu_mem_unmap(s->cpu, addr, len, &err);
     else if (ev->u.mmap.op == CREC_FMT_MM_PROTECT)
@@ -348,17 +497,44 @@ static int rep_apply_mmap(struct rep_seg *s, const crec_fmt_event *ev)
  */
 static int rep_listing(struct rep_seg *s, size_t kf, int apply)
 {
-    uint64_t end = kf + 1 < s->nkf ? s->kfs[kf + 1].events_off : UINT64_MAX;
+    uint64_t end = kf + 1 < s->nkf ? s->kfs[kf + 1].events_off : UINT64_MAX, listed = 0, held = 0;
+    uint64_t last = 0; /* the end of the mapping listed last */
+    int check = !apply && !s->query, rc = CREC_OK;
     crec_fmt_event ev;
-    int rc = CREC_OK;
 
+    /* Passing a key frame, a full replay checks that it built the memory
+     * map listed there: a replay that starts there builds it from the list. */
+    s->nmaps = 0;
+    s->code_hashed = 0;
+    if (check && crec_emu_mem_foreach(s->cpu, rep_collect_map, s) != 0)
+        check = 0; /* no memory to hold the map: not checked */
+    for (size_t i = 0; check && i < s->nmaps; i++)
+        held += s->maps[i].end - s->maps[i].start;
     while (rep_event_offset(s) < end && (rc = rep_next_event(s, &ev)) == CREC_OK) {
-        if (ev.kind != CREC_FMT_K_MMAP || !(ev.u.mmap.flags & CREC_FMT_EV_LISTING)) {
+        const char *what;
+        /* a listing is in address order: a mapping below the last one starts
+         * the listing of a later key frame (none came between) */
+        if (ev.kind != CREC_FMT_K_MMAP || !(ev.u.mmap.flags & CREC_FMT_EV_LISTING) ||
+            ev.u.mmap.addr < last) {
             rep_unget_event(s, &ev);
-            return CREC_OK;
+            break;
         }
+        last = ev.u.mmap.addr + ev.u.mmap.len;
         if (apply && rep_apply_mmap(s, &ev) != CREC_OK)
             return rep_outcome(s);
+        if (check && (what = rep_listed_differs(s, &ev, &listed)) != NULL) {
+            rep_diverge(s, "at the key frame at instruction %" PRIu64 ": the memory map "
+                           "differs from the recorded one at 0x%" PRIx64 " (+0x%" PRIx64 "): %s",
+                        s->kfs[kf].global_icount, ev.u.mmap.addr, ev.u.mmap.len, what);
+            return CREC_ERR_DIVERGENCE;
+        }
+    }
+    /* (a file cut short may end inside the listing of its last key frame) */
+    if (check && listed != held && rc != CREC_ERR_NOTFOUND) {
+        rep_diverge(s, "at the key frame at instruction %" PRIu64 ": the replay has %" PRIu64
+                       " bytes mapped, the recording %" PRIu64, s->kfs[kf].global_icount, held,
+                    listed);
+        return CREC_ERR_DIVERGENCE;
     }
     if (rep_event_offset(s) >= end)
         return CREC_OK;
@@ -525,6 +701,13 @@ static uint64_t rep_on_rdtsc(void *ctx, crec_emu_cpu *cpu)
     return ev.u.rdtsc.value;
 }
 
+/* RDRAND/RDSEED: the value recorded in an RDTSC event (docs/FORMAT.md). */
+static uint64_t rep_on_rdrand(void *ctx, crec_emu_cpu *cpu, int seed)
+{
+    (void)seed;
+    return rep_on_rdtsc(ctx, cpu);
+}
+
 /* ---- key frames ---------------------------------------------------------- */
 
 /* Check a key frame at the start of the block at `rip` (see rec_keyframe). */
@@ -549,6 +732,39 @@ static void rep_verify_kf(struct rep_seg *s, const crec_fmt_keyframe *kf, uint64
         return;
     }
     s->keyframes_checked++;
+}
+
+/*
+ * A key frame the replay passes must say where its streams stand exactly
+ * as the replay finds them: a replay that starts there (--from, a job of
+ * --jobs, a query) trusts those offsets, so a full replay that ignored
+ * them would accept a file the others reject.
+ */
+static void rep_verify_kf_streams(struct rep_seg *s, const crec_fmt_keyframe *kf)
+{
+    uint64_t hits;
+
+    /* A whole-program replay passes the FOREIGN copies of other threads'
+     * map changes as it meets them; the key frame comes after them. */
+    if (s->whole) {
+        crec_fmt_event ev;
+        while (rep_next_event(s, &ev) == CREC_OK) {
+            if (ev.kind != CREC_FMT_K_MMAP || !(ev.u.mmap.flags & CREC_FMT_EV_FOREIGN)) {
+                rep_unget_event(s, &ev);
+                break;
+            }
+        }
+    }
+    hits = s->hits_left == UINT64_MAX ? kf->hits_before : s->entry_hits - s->hits_left;
+    if (kf->tid != s->tid)
+        rep_corrupt(s, "the key frame at instruction %" PRIu64 " is of thread %u, the replay "
+                    "of thread %u", kf->global_icount, kf->tid, s->tid);
+    else if (kf->reads_off != s->entry_off || kf->hits_before != hits ||
+             kf->events_off != rep_event_offset(s))
+        rep_corrupt(s, "the key frame at instruction %" PRIu64 " puts READS at %" PRIu64
+                    " (%" PRIu64 " hits) and EVENTS at %" PRIu64 ", but they stand at %" PRIu64
+                    " (%" PRIu64 " hits) and %" PRIu64, kf->global_icount, kf->reads_off,
+                    kf->hits_before, kf->events_off, s->entry_off, hits, rep_event_offset(s));
 }
 
 /*
@@ -735,6 +951,7 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
         size_t k = s->next_kf++;
         const crec_fmt_keyframe *kf = &s->kfs[k];
         s->next_point = kf->thread_icount + s->point_every;
+        crec_emu_cpu_xstate_forget(s->cpu); /* as the recorder did here */
         if (s->query) { /* no checks; just pass its map listing */
             if (rep_listing(s, k, 0) != CREC_OK)
                 return;
@@ -748,13 +965,16 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
             return;
         }
         rep_verify_kf(s, kf, addr);
+        if (!s->diverged && !s->failed)
+            rep_verify_kf_streams(s, kf);
         if (s->diverged || s->failed)
             return;
         if (rep_listing(s, k, 0) != CREC_OK)
             return;
     }
+    /* no restart point once vector state a point can't hold was used */
     if (s->on_point && tb >= s->next_point && s->next_kf < s->nkf &&
-        tb < s->kfs[s->next_kf].thread_icount)
+        tb < s->kfs[s->next_kf].thread_icount && !crec_emu_cpu_xstate_touched(s->cpu))
         rep_offer_point(s, addr, tb);
     if (!s->whole && tb >= s->stop_at &&
         (!s->is_last || s->truncated || rep_stopped_here(s))) {
@@ -776,6 +996,7 @@ static int rep_seg_open(struct rep_seg *s, crec_error *err)
         .cpuid = rep_on_cpuid,
         .rdtsc = rep_on_rdtsc,
         .block = rep_on_block,
+        .rdrand = rep_on_rdrand,
     };
     int rc;
 
@@ -787,6 +1008,7 @@ static int rep_seg_open(struct rep_seg *s, crec_error *err)
         rc = crec_emu_cpu_hook_mem(s->cpu, CREC_EMU_LOAD | CREC_EMU_STORE, rep_mem_hook, s, err);
     if (rc != CREC_OK)
         return rc;
+    crec_emu_cpu_on_xstate(s->cpu, rep_xstate, s);
     s->echoes = crec_emu_mem_echoes(s->cpu);
     if (s->exec && (rc = rep_exec_open(s, err)) != CREC_OK)
         return rc;
@@ -1246,6 +1468,11 @@ int rep_whole_run(struct rep_seg *s)
 
 void rep_seg_close(struct rep_seg *s)
 {
+    /* a piece closes when it ends, and again with its session */
+    crec_free(s->maps);
+    crec_free(s->code_ok);
+    s->maps = NULL, s->nmaps = s->capmaps = 0;
+    s->code_ok = NULL, s->ncode_ok = s->capcode_ok = 0;
     rep_lazy_free(s);
     crec_fmt_cursor_free(s->reads);
     crec_fmt_cursor_free(s->events);

@@ -12,6 +12,9 @@
 #include "replayer/replayer.h"
 
 #define REP_LAZY_SEEN 64
+/* At a key frame, code that is writable too is hashed again (it may have
+ * changed since); past this many bytes, it is not compared. */
+#define REP_CODE_CHECK_MAX (64ull << 20)
 
 /*
  * What a thread keeps while another one has the CPU, in a whole-program
@@ -136,6 +139,15 @@ struct rep_seg {
     uint64_t thread_keyframes;   /* key frames of threads checked at the end */
     uint64_t whole_until;        /* whole, a query run: stop at this count (0: the end) */
     int owns_whole;              /* threads' key frames, threads and slices are the run's */
+
+    /* Checking the memory map at each key frame against its listing
+     * (replay.c): the replay's mappings, and the hashes of code found equal
+     * to the listing's, kept while no map change touches them. */
+    struct crec_emu_mapping *maps;
+    size_t nmaps, capmaps;
+    struct rep_code_ok { uint64_t start, end; crec_fmt_hash hash; } *code_ok;
+    size_t ncode_ok, capcode_ok;
+    uint64_t code_hashed;        /* bytes of writable code hashed at this key frame */
 
     /* execution runs (qexec.c): the client, and where the run is */
     const struct crec_replay_exec *exec;

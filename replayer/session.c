@@ -10,9 +10,11 @@
  * reaches the end of the recording also checks how it ended.
  */
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/common.h"
 #include "replayer/replayer_int.h"
@@ -57,7 +59,15 @@ int rep_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
         len++;
     }
     crec_fmt_cursor_free(c);
-    if (rc == CREC_ERR_NOTFOUND && len == 0)
+    /* In a file cut short, KEYFRAMES may end inside the record its last
+     * chunk began (a chunk is cut when it is full): the key frames before
+     * it are the recording's. */
+    if (rc == CREC_ERR_TRUNCATED)
+        rc = CREC_ERR_NOTFOUND;
+    if (rc == CREC_ERR_NOTFOUND && len == 0 && crec_fmt_reader_truncated(r, NULL, NULL))
+        rc = crec_error_set(err, CREC_ERR_TRUNCATED, "the recording was cut short before its "
+                            "first key frame: nothing to verify");
+    else if (rc == CREC_ERR_NOTFOUND && len == 0)
         rc = crec_error_corrupt(err, "the recording has no key frame");
     else if (rc == CREC_ERR_NOTFOUND)
         rc = CREC_OK;
@@ -462,18 +472,6 @@ static int run_whole(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t nk
     return rc;
 }
 
-/* The bytes of stream (type, tid) that reached the file (0: none). */
-static uint64_t stream_bytes(const crec_fmt_reader *r, int type, uint32_t tid)
-{
-    crec_fmt_stream_info info;
-
-    for (size_t i = 0; i < crec_fmt_reader_nstreams(r); i++)
-        if (crec_fmt_reader_stream(r, i, &info, NULL) == CREC_OK && info.type == type &&
-            info.tid == tid)
-            return info.raw_bytes;
-    return 0;
-}
-
 /* Does the EVENTS stream hold the EXIT event after key frame `kf`? */
 static int has_exit(crec_fmt_reader *r, const crec_fmt_keyframe *kf)
 {
@@ -499,9 +497,7 @@ size_t crec_replay_reachable_keyframes(crec_fmt_reader *r, const crec_fmt_keyfra
     *cut = 0;
     if (!crec_fmt_reader_truncated(r, &at, NULL))
         return nkf;
-    while (n < nkf &&
-           kfs[n].reads_off <= stream_bytes(r, CREC_FMT_S_READS, kfs[n].tid) &&
-           kfs[n].events_off <= stream_bytes(r, CREC_FMT_S_EVENTS, kfs[n].tid))
+    while (n < nkf && crec_fmt_kf_reached(r, &kfs[n]))
         n++;
     *cut = n < nkf || !has_exit(r, &kfs[nkf - 1]);
     return n;
@@ -512,11 +508,20 @@ int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_
 {
     crec_fmt_reader *r = NULL;
     crec_fmt_keyframe *kfs = NULL;
+    char spooled[PATH_MAX];
     size_t nkf = 0;
-    int truncated = 0, rc;
+    int truncated = 0, spool_fd, rc;
 
     memset(res, 0, sizeof *res);
-    rc = crec_fmt_reader_open(path, &r, err);
+    /* each job opens the file again: a pipe or FIFO is read once, kept */
+    rc = crec_fmt_reader_spool(path, spooled, sizeof spooled, &spool_fd, err);
+    path = spooled;
+    if (rc == CREC_OK)
+        rc = crec_fmt_reader_open(path, &r, err);
+    /* every chunk, also of streams a replay never reads (SYMBOLS): a file
+     * that is damaged anywhere is not "verified" */
+    if (rc == CREC_OK)
+        rc = crec_fmt_reader_verify(r, err);
     if (rc == CREC_OK)
         rc = rep_load_keyframes(r, &kfs, &nkf, err);
     if (rc == CREC_OK) {
@@ -525,6 +530,11 @@ int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_
             rc = crec_error_corrupt(err, "the recording was cut short before its first key "
                                          "frame's data");
     }
+    if (rc == CREC_OK && kfs[nkf - 1].global_icount == 0) /* never "verified" */
+        rc = truncated ? crec_error_set(err, CREC_ERR_TRUNCATED, "the recording was cut short "
+                                        "before its first complete segment: nothing to verify")
+                       : crec_error_set(err, CREC_ERR_NOTFOUND, "the recording holds 0 "
+                                        "instructions: nothing to verify");
     if (rc == CREC_OK) {
         struct rep_view *views = NULL;
         size_t nviews = 0;
@@ -556,5 +566,7 @@ int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_
     }
     crec_free(kfs);
     crec_fmt_reader_free(r);
+    if (spool_fd >= 0)
+        close(spool_fd);
     return rc;
 }

@@ -120,16 +120,297 @@ Test(emu, cpuid_table_is_fixed)
     cr_expect_eq(crec_emu_reg_get(cpu, CREC_EMU_RCX), out[2]);
     cr_expect_eq(out[2] & (1u << 28), 0, "no AVX");
     cr_expect_eq(out[2] & (1u << 27), 0, "no OSXSAVE");
-    cr_expect_eq(out[2] & (1u << 30), 0, "no RDRAND");
+    cr_expect_eq(out[2] & ((1u << 12) | (1u << 29)), 0, "no FMA, F16C");
     cr_expect_neq(out[2] & (1u << 20), 0, "SSE4.2");
-    cr_expect_eq(out[2] & ((1u << 1) | (1u << 22) | (1u << 23)), 0,
-                 "no PCLMULQDQ, MOVBE, POPCNT: Unicorn 2.0.1 can't run them");
+    cr_expect_eq(out[2] & ((1u << 1) | (1u << 22) | (1u << 23) | (1u << 30)),
+                 (1u << 1) | (1u << 22) | (1u << 23) | (1u << 30),
+                 "PCLMULQDQ, MOVBE, POPCNT, RDRAND");
     crec_emu_cpuid_default(0xd, 1, out);
     cr_expect_eq(out[0] | out[1] | out[2] | out[3], 0);
     crec_emu_cpuid_default(7, 0, out);
-    cr_expect_eq(out[1] & ((1u << 5) | (1u << 16) | (1u << 18) | (1u << 29)), 0,
-                 "no AVX2, AVX-512, RDSEED, SHA");
+    cr_expect_eq(out[1] & ((1u << 5) | (1u << 16) | (1u << 29)), 0, "no AVX2, AVX-512, SHA");
+    cr_expect_eq(out[1] & ((1u << 3) | (1u << 8) | (1u << 18) | (1u << 19)),
+                 (1u << 3) | (1u << 8) | (1u << 18) | (1u << 19), "BMI1, BMI2, RDSEED, ADX");
     crec_emu_cpu_free(cpu);
+}
+
+/* xmm register i as two little-endian quadwords, through crec_regs. */
+static void xmm_set(crec_emu_cpu *cpu, int i, const uint64_t q[2])
+{
+    crec_regs r;
+    cr_assert_eq(crec_emu_regs_get(cpu, &r, NULL), CREC_OK);
+    for (int b = 0; b < 16; b++)
+        r.xmm[i][b] = (uint8_t)(q[b / 8] >> (8 * (b % 8)));
+    cr_assert_eq(crec_emu_regs_set(cpu, &r, NULL), CREC_OK);
+}
+
+static void xmm_get(crec_emu_cpu *cpu, int i, uint64_t q[2])
+{
+    crec_regs r;
+    cr_assert_eq(crec_emu_regs_get(cpu, &r, NULL), CREC_OK);
+    q[0] = q[1] = 0;
+    for (int b = 16; b-- > 0;)
+        q[b / 8] = q[b / 8] << 8 | r.xmm[i][b];
+}
+
+Test(emu, popcnt_movbe_pclmulqdq_run, .description = "TCG runs them, also on a reused engine")
+{
+    /* popcnt rax, rbx; movbe ecx, [DATA]; pclmulqdq xmm0, xmm1, 0; syscall */
+    static const uint8_t code[] = {0xf3, 0x48, 0x0f, 0xb8, 0xc3, 0x0f, 0x38, 0xf0, 0x0c, 0x25,
+                                   0x00, 0x00, 0x01, 0x00, 0x66, 0x0f, 0x3a, 0x44, 0xc1, 0x00,
+                                   0x0f, 0x05};
+    static const uint8_t word[4] = {0x12, 0x34, 0x56, 0x78};
+    uint64_t x0[2] = {3, 0}, x1[2] = {3, 0};
+
+    for (int round = 0; round < 2; round++) { /* the second takes a pooled engine */
+        int n = 0;
+        crec_emu_cpu *cpu = cpu_with(code, sizeof code, &n);
+        crec_emu_reg_set(cpu, CREC_EMU_RBX, 0xff0f);
+        crec_emu_mem_write(cpu, DATA, word, 4);
+        xmm_set(cpu, 0, x0);
+        xmm_set(cpu, 1, x1);
+        cr_expect_eq(run_to_syscall(cpu), 4);
+        cr_expect_eq(crec_emu_reg_get(cpu, CREC_EMU_RAX), 12);
+        cr_expect_eq(crec_emu_reg_get(cpu, CREC_EMU_RCX), 0x12345678);
+        uint64_t r[2];
+        xmm_get(cpu, 0, r);
+        cr_expect_eq(r[0], 5, "3 clmul 3 = 5, got %llu", (unsigned long long)r[0]);
+        crec_emu_cpu_free(cpu);
+    }
+}
+
+/* What crec's own instruction path reported. */
+struct xseen {
+    int loads, stores, xstates;
+    uint64_t load_addr, store_addr, store_value;
+};
+
+static void x_access(void *ctx, int kind, uint64_t addr, unsigned size, uint64_t value)
+{
+    struct xseen *x = ctx;
+    if (kind == CREC_EMU_STORE) {
+        if (!x->stores++)
+            x->store_addr = addr, x->store_value = value;
+    } else if (!x->loads++) {
+        x->load_addr = addr;
+    }
+    cr_expect_leq(size, 8);
+}
+
+static void x_state(void *ctx, uint8_t *bytes, unsigned len)
+{
+    ((struct xseen *)ctx)->xstates++;
+    memset(bytes, 0xab, len); /* as a replayer puts the recorded bytes */
+}
+
+Test(emu, vex_runs_in_crec_with_its_accesses_reported)
+{
+    /* vpaddd xmm0, xmm1, xmm2 (TCG would add xmm2 to xmm0); vmovdqu ymm3, [DATA];
+     * vmovdqu [DATA+64], ymm3; syscall */
+    static const uint8_t code[] = {0xc5, 0xf1, 0xfe, 0xc2, 0xc5, 0xfe, 0x6f, 0x1c, 0x25, 0x00,
+                                   0x00, 0x01, 0x00, 0xc5, 0xfe, 0x7f, 0x1c, 0x25, 0x40, 0x00,
+                                   0x01, 0x00, 0x0f, 0x05};
+    uint64_t x0[2] = {1, 1}, x1[2] = {10, 10}, x2[2] = {100, 100}, r[2];
+    uint8_t data[32], back[32];
+    struct xseen x = {0};
+    int n = 0;
+    crec_emu_cpu *cpu = cpu_with(code, sizeof code, &n);
+
+    for (int i = 0; i < 32; i++)
+        data[i] = (uint8_t)(i * 7);
+    crec_emu_mem_write(cpu, DATA, data, 32);
+    cr_assert_eq(crec_emu_cpu_hook_mem(cpu, CREC_EMU_LOAD | CREC_EMU_STORE, x_access, &x, NULL),
+                 CREC_OK);
+    crec_emu_cpu_flush_code(cpu, CODE, 0x1000); /* the hook applies to new translations */
+    crec_emu_cpu_on_xstate(cpu, x_state, &x);
+    xmm_set(cpu, 0, x0);
+    xmm_set(cpu, 1, x1);
+    xmm_set(cpu, 2, x2);
+    cr_expect_eq(run_to_syscall(cpu), 4);
+    xmm_get(cpu, 0, r);
+    cr_expect_eq(r[0], 110, "xmm1 + xmm2, got %llu", (unsigned long long)r[0]);
+    cr_expect_eq(crec_emu_cpu_xinsns(cpu), 3);
+    cr_expect_eq(x.loads, 4, "a 32-byte load is four 8-byte pieces");
+    cr_expect_eq(x.load_addr, DATA);
+    cr_expect_eq(x.stores, 4);
+    cr_expect_eq(x.store_addr, DATA + 64);
+    cr_expect_eq(x.store_value, 0x312a231c150e0700ull, "bytes 0..7, little-endian");
+    cr_expect_eq(crec_emu_mem_read(cpu, back, DATA + 64, 32), 0);
+    cr_expect_eq(memcmp(back, data, 32), 0);
+    /* the writes of vpaddd and vmovdqu made the state known: nothing asked */
+    cr_expect_eq(x.xstates, 0);
+    crec_emu_cpu_free(cpu);
+}
+
+Test(emu, vector_state_is_asked_for_after_a_key_frame)
+{
+    /* vmovdqu [DATA], ymm5; syscall */
+    static const uint8_t code[] = {0xc5, 0xfe, 0x7f, 0x2c, 0x25, 0x00, 0x00, 0x01, 0x00, 0x0f, 0x05};
+    struct xseen x = {0};
+    uint8_t back[32];
+    int n = 0;
+    crec_emu_cpu *cpu = cpu_with(code, sizeof code, &n);
+
+    crec_emu_cpu_on_xstate(cpu, x_state, &x);
+    crec_emu_cpu_xstate_forget(cpu);
+    cr_expect_eq(crec_emu_cpu_xstate_touched(cpu), 0);
+    run_to_syscall(cpu);
+    cr_expect_eq(x.xstates, 3, "bytes 16..63 of zmm5, in 16-byte pieces");
+    cr_expect_eq(crec_emu_cpu_xstate_touched(cpu), 1);
+    crec_emu_mem_read(cpu, back, DATA + 16, 16);
+    cr_expect_eq(back[0], 0xab, "the upper half came from the callback");
+    crec_emu_cpu_free(cpu);
+}
+
+static uint64_t fixed_rdrand(void *ctx, crec_emu_cpu *cpu, int seed)
+{
+    (void)ctx, (void)cpu;
+    return seed ? 0x5eed : 0x1234567890abcdefull;
+}
+
+Test(emu, rdrand_takes_the_hook_value_and_sets_cf)
+{
+    /* rdrand rax; setc bl; rdseed ecx; syscall */
+    static const uint8_t code[] = {0x48, 0x0f, 0xc7, 0xf0, 0x0f, 0x92, 0xc3,
+                                   0x0f, 0xc7, 0xf9, 0x0f, 0x05};
+    struct crec_emu_cpu_hooks h = {.syscall = stop_at_syscall, .rdrand = fixed_rdrand};
+    crec_emu_cpu *cpu;
+    crec_error err = {0};
+    int n = 0;
+
+    h.ctx = &n;
+    cr_assert_eq(crec_emu_cpu_create(&cpu, &h, &err), CREC_OK);
+    crec_emu_mem_map(cpu, CODE, 0x1000, CREC_PROT_READ | CREC_PROT_EXEC, &err);
+    crec_emu_mem_write(cpu, CODE, code, sizeof code);
+    crec_emu_reg_set(cpu, CREC_EMU_RIP, CODE);
+    crec_emu_reg_set(cpu, CREC_EMU_RCX, ~0ull);
+    cr_expect_eq(run_to_syscall(cpu), 4);
+    cr_expect_eq(crec_emu_reg_get(cpu, CREC_EMU_RAX), 0x1234567890abcdefull);
+    cr_expect_eq(crec_emu_reg_get(cpu, CREC_EMU_RBX) & 0xff, 1, "CF was 1");
+    cr_expect_eq(crec_emu_reg_get(cpu, CREC_EMU_RCX), 0x5eed, "32-bit write zero-extends");
+    crec_emu_cpu_free(cpu);
+}
+
+Test(emu, avx_fault_stops_with_the_instruction_uncounted)
+{
+    /* nop; vmovdqu ymm0, [0x10]; syscall */
+    static const uint8_t code[] = {0x90, 0xc5, 0xfe, 0x6f, 0x04, 0x25, 0x10, 0, 0, 0, 0x0f, 0x05};
+    struct crec_emu_stop stop;
+    crec_error err = {0};
+    int n = 0;
+    crec_emu_cpu *cpu = cpu_with(code, sizeof code, &n);
+
+    cr_assert_eq(crec_emu_cpu_run(cpu, &stop, &err), CREC_OK);
+    cr_expect_eq(stop.why, CREC_STOP_FAULT);
+    cr_expect_eq(stop.signo, SIGSEGV);
+    cr_expect_eq(stop.rip, CODE + 1);
+    cr_expect_eq(stop.addr, 0x10);
+    cr_expect_eq(stop.access, 'r');
+    cr_expect_eq(crec_emu_cpu_icount(cpu), 1);
+    crec_emu_cpu_free(cpu);
+}
+
+struct cseen {
+    crec_emu_cpu *cpu;
+    uint64_t addrs[16], counts[16];
+    unsigned n, sizes[16];
+    uint64_t stop_at; /* stop before the instruction there (0: never) */
+};
+
+static void c_insn(void *ctx, uint64_t addr, unsigned size)
+{
+    struct cseen *c = ctx;
+
+    if (c->n < 16) {
+        c->addrs[c->n] = addr, c->sizes[c->n] = size;
+        c->counts[c->n] = crec_emu_cpu_icount_at(c->cpu, addr);
+        c->n++;
+    }
+    cr_expect_eq(crec_emu_reg_get(c->cpu, CREC_EMU_RIP), addr);
+    if (addr == c->stop_at)
+        crec_emu_cpu_stop(c->cpu);
+}
+
+/* nop; vpaddd xmm0, xmm1, xmm2; vpaddd xmm0, xmm0, xmm0; nop; syscall */
+static const uint8_t hooked_vex[] = {0x90, 0xc5, 0xf1, 0xfe, 0xc2, 0xc5, 0xf9, 0xfe,
+                                     0xc0, 0x90, 0x0f, 0x05};
+
+Test(emu, code_hooks_see_the_instructions_crec_executes)
+{
+    struct cseen c = {0};
+    int n = 0;
+    crec_emu_cpu *cpu = cpu_with(hooked_vex, sizeof hooked_vex, &n);
+    static const uint64_t want[] = {CODE, CODE + 1, CODE + 5, CODE + 9, CODE + 10};
+
+    c.cpu = cpu;
+    cr_assert_eq(crec_emu_cpu_hook_code(cpu, 1, 0, c_insn, &c, NULL), CREC_OK);
+    cr_expect_eq(run_to_syscall(cpu), 5);
+    cr_expect_eq(crec_emu_cpu_xinsns(cpu), 2);
+    cr_assert_eq(c.n, 5);
+    for (unsigned i = 0; i < 5; i++) {
+        cr_expect_eq(c.addrs[i], want[i], "instruction %u at %#llx", i,
+                     (unsigned long long)c.addrs[i]);
+        cr_expect_eq(c.counts[i], i, "count before instruction %u", i);
+    }
+    cr_expect_eq(c.sizes[1], 4);
+    crec_emu_cpu_free(cpu);
+}
+
+Test(emu, a_code_hook_stops_before_an_instruction_crec_executes)
+{
+    struct cseen c = {0};
+    struct crec_emu_stop stop;
+    uint64_t x0[2] = {1, 1}, x1[2] = {10, 10}, x2[2] = {100, 100}, r[2];
+    int n = 0;
+    crec_emu_cpu *cpu = cpu_with(hooked_vex, sizeof hooked_vex, &n);
+
+    c.cpu = cpu, c.stop_at = CODE + 5; /* the second vpaddd */
+    cr_assert_eq(crec_emu_cpu_hook_code(cpu, CODE + 5, CODE + 5, c_insn, &c, NULL), CREC_OK);
+    xmm_set(cpu, 0, x0);
+    xmm_set(cpu, 1, x1);
+    xmm_set(cpu, 2, x2);
+    cr_assert_eq(crec_emu_cpu_run(cpu, &stop, NULL), CREC_OK);
+    cr_expect_eq(stop.why, CREC_STOP_REQUESTED);
+    cr_expect_eq(crec_emu_reg_get(cpu, CREC_EMU_RIP), CODE + 5);
+    cr_expect_eq(crec_emu_cpu_icount(cpu), 2, "nop and the first vpaddd ran");
+    cr_expect_eq(c.n, 1);
+    xmm_get(cpu, 0, r);
+    cr_expect_eq(r[0], 110, "the first vpaddd's result, the second not run");
+    /* going on runs the rest */
+    c.stop_at = 0;
+    cr_expect_eq(run_to_syscall(cpu), 5);
+    xmm_get(cpu, 0, r);
+    cr_expect_eq(r[0], 220);
+    cr_expect_eq(c.n, 2);
+    crec_emu_cpu_free(cpu);
+}
+
+static crec_emu_cpu *blk_cpu;
+static uint64_t blk_sum;
+
+static void blk_seen(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t icount)
+{
+    (void)ctx, (void)addr, (void)ninsns, (void)icount;
+    blk_sum += crec_emu_cpu_block_insns(blk_cpu);
+}
+
+Test(emu, block_insns_end_at_the_run_crec_executes)
+{
+    struct crec_emu_cpu_hooks h = {.syscall = stop_at_syscall, .block = blk_seen};
+    crec_error err = {0};
+    int n = 0;
+
+    h.ctx = &n;
+    cr_assert_eq(crec_emu_cpu_create(&blk_cpu, &h, &err), CREC_OK);
+    crec_emu_mem_map(blk_cpu, CODE, 0x1000, CREC_PROT_READ | CREC_PROT_EXEC, &err);
+    crec_emu_mem_write(blk_cpu, CODE, hooked_vex, sizeof hooked_vex);
+    crec_emu_reg_set(blk_cpu, CREC_EMU_RIP, CODE);
+    blk_sum = 0;
+    cr_expect_eq(run_to_syscall(blk_cpu), 5);
+    /* the first block is left after the two vpaddd; the rest is a new block */
+    cr_expect_eq(blk_sum, 5, "every instruction in one block, got %llu",
+                 (unsigned long long)blk_sum);
+    crec_emu_cpu_free(blk_cpu);
 }
 
 static void mem_hook(void *ctx, int kind, uint64_t a, unsigned sz, uint64_t v)

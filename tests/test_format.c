@@ -223,12 +223,13 @@ Test(format, event_roundtrip_every_kind)
             memset(&ev, 0, sizeof ev);
             ev.kind = CREC_FMT_K_MMAP;
             ev.u.mmap.op = op;
-            ev.u.mmap.addr = x;
-            ev.u.mmap.len = ~x;
+            /* guest ranges stay in the address space (the limit itself: half each) */
+            ev.u.mmap.addr = x % (CREC_FMT_ADDR_LIMIT / 2 + 1);
+            ev.u.mmap.len = ~x % (CREC_FMT_ADDR_LIMIT / 2 + 1);
             ev.u.mmap.prot = 7;
             ev.u.mmap.mflags = x;
-            ev.u.mmap.addr2 = x / 3;
-            ev.u.mmap.len2 = x / 5;
+            ev.u.mmap.addr2 = x / 3 % (CREC_FMT_ADDR_LIMIT / 2 + 1);
+            ev.u.mmap.len2 = x / 5 % (CREC_FMT_ADDR_LIMIT / 2 + 1);
             ev.u.mmap.flags = (uint32_t)(op + v) & 3;
             ev.u.mmap.blob = crec_fmt_hash_bytes(&x, sizeof x);
             ev.u.mmap.name = v ? "/usr/lib/x86_64-linux-gnu/libc.so.6" : "";
@@ -360,11 +361,12 @@ Test(format, snapshot_code_symbol_roundtrip)
     crec_error e = {0};
     for (int edge = 0; edge < 2; edge++) {
         uint64_t x = edge ? UINT64_MAX : 0;
+        uint64_t top = edge ? CREC_FMT_ADDR_LIMIT - 4096 : 0; /* the last page there is */
         crec_fmt_buf b = {0};
         size_t len;
-        crec_fmt_snap_page pages[3] = {{x, crec_fmt_hash_bytes("a", 1)},
+        crec_fmt_snap_page pages[3] = {{top, crec_fmt_hash_bytes("a", 1)},
                                        {0x1000, crec_fmt_hash_bytes("", 0)},
-                                       {x, crec_fmt_hash_bytes("b", 1)}};
+                                       {top, crec_fmt_hash_bytes("b", 1)}};
         crec_fmt_snapshot s = {x, edge ? 3 : 0, pages}, so;
         cr_assert_eq(crec_fmt_snap_encode(&b, &s), CREC_OK);
         const uint8_t *body = frame_body(&b, CREC_FMT_K_SNAPSHOT, &len);
@@ -378,12 +380,13 @@ Test(format, snapshot_code_symbol_roundtrip)
             cr_assert_eq(crec_fmt_snap_decode(body, n, &so, &e), CREC_ERR_CORRUPT);
 
         crec_fmt_buf_reset(&b);
-        crec_fmt_code m = {x, x, x, x, pages[0].blob, edge ? "/lib/ld.so" : NULL, edge ? 10 : 0},
+        crec_fmt_code m = {top, 4096 * edge, x, x, pages[0].blob, edge ? "/lib/ld.so" : NULL,
+                           edge ? 10 : 0},
                       mo;
         cr_assert_eq(crec_fmt_code_encode(&b, &m), CREC_OK);
         body = frame_body(&b, CREC_FMT_K_CODE, &len);
         cr_assert_eq(crec_fmt_code_decode(body, len, &mo, &e), CREC_OK, "%s", e.msg);
-        cr_assert(mo.addr == x && mo.len == x && mo.prot == x && mo.file_off == x);
+        cr_assert(mo.addr == m.addr && mo.len == m.len && mo.prot == x && mo.file_off == x);
         cr_assert(memcmp(&mo.blob, &m.blob, 16) == 0);
         cr_assert_eq(mo.name_len, m.name_len);
         cr_assert(memcmp(mo.name, edge ? m.name : "", mo.name_len) == 0);
@@ -1390,4 +1393,72 @@ Test(format, header_v2_and_schedule)
     cr_assert(strstr(e.msg, "gets the CPU twice"), "%s", e.msg);
     crec_fmt_reader_free(r);
     free(mem);
+}
+
+/* Guest memory a record names lies in the address space: a hostile length
+ * is refused, by name, before anything maps it. */
+Test(format, guest_ranges_past_the_address_space_refused)
+{
+    crec_fmt_event ev = {.kind = CREC_FMT_K_MMAP}, out;
+    crec_fmt_snap_page page = {CREC_FMT_ADDR_LIMIT, crec_fmt_hash_bytes("", 0)};
+    crec_fmt_snapshot snap = {7, 1, &page}, so;
+    crec_fmt_code code = {0x400000, CREC_FMT_ADDR_LIMIT, 5, 0, page.blob, "", 0}, co;
+    crec_fmt_buf b = {0};
+    crec_error e = {0};
+    const uint8_t *body;
+    size_t len;
+
+    ev.u.mmap.op = CREC_FMT_MM_MAP;
+    ev.u.mmap.addr = 0x555555554000ull;
+    ev.u.mmap.len = 1ull << 46; /* 64 TiB from there runs past 2^47 */
+    cr_assert_eq(crec_fmt_ev_encode(&b, &ev), CREC_OK);
+    body = frame_body(&b, CREC_FMT_K_MMAP, &len);
+    cr_expect_eq(crec_fmt_ev_decode(CREC_FMT_VERSION, CREC_FMT_K_MMAP, body, len, &out, &e), CREC_ERR_CORRUPT);
+    cr_expect(strstr(e.msg, "mmap range 0x555555554000 (+0x400000000000) is outside the "
+                             "address space") != NULL, "%s", e.msg);
+    ev.u.mmap.len = 1ull << 40; /* a TiB: there is room */
+    crec_fmt_buf_reset(&b);
+    cr_assert_eq(crec_fmt_ev_encode(&b, &ev), CREC_OK);
+    body = frame_body(&b, CREC_FMT_K_MMAP, &len);
+    cr_expect_eq(crec_fmt_ev_decode(CREC_FMT_VERSION, CREC_FMT_K_MMAP, body, len, &out, &e), CREC_OK, "%s", e.msg);
+    ev.u.mmap.len = 0x1000, ev.u.mmap.addr2 = UINT64_MAX - 0xfff, ev.u.mmap.len2 = 0x2000;
+    crec_fmt_buf_reset(&b);
+    cr_assert_eq(crec_fmt_ev_encode(&b, &ev), CREC_OK);
+    body = frame_body(&b, CREC_FMT_K_MMAP, &len);
+    cr_expect_eq(crec_fmt_ev_decode(CREC_FMT_VERSION, CREC_FMT_K_MMAP, body, len, &out, &e), CREC_ERR_CORRUPT);
+    cr_expect(strstr(e.msg, "mmap new range") != NULL, "%s", e.msg);
+
+    crec_fmt_buf_reset(&b);
+    cr_assert_eq(crec_fmt_snap_encode(&b, &snap), CREC_OK);
+    body = frame_body(&b, CREC_FMT_K_SNAPSHOT, &len);
+    cr_expect_eq(crec_fmt_snap_decode(body, len, &so, &e), CREC_ERR_CORRUPT);
+    cr_expect(strstr(e.msg, "snapshot page") != NULL, "%s", e.msg);
+    crec_fmt_snapshot_clear(&so);
+
+    crec_fmt_buf_reset(&b);
+    cr_assert_eq(crec_fmt_code_encode(&b, &code), CREC_OK);
+    body = frame_body(&b, CREC_FMT_K_CODE, &len);
+    cr_expect_eq(crec_fmt_code_decode(body, len, &co, &e), CREC_ERR_CORRUPT);
+    cr_expect(strstr(e.msg, "code range") != NULL, "%s", e.msg);
+    crec_fmt_buf_free(&b);
+}
+
+/* What the reader refuses the writer does not write: more argv strings
+ * than the limit is an error of the writer, not a file no one can read. */
+Test(format, writer_refuses_what_the_reader_refuses)
+{
+    static char *argv[CREC_FMT_MAX_STRINGS + 2];
+    crec_fmt_header h = {0};
+    crec_fmt_writer *w = NULL;
+    crec_error e = {0};
+
+    for (size_t i = 0; i < CREC_FMT_MAX_STRINGS + 1; i++)
+        argv[i] = "";
+    h.arch = CREC_FMT_ARCH_X86_64;
+    h.page_size = 4096;
+    h.argc = CREC_FMT_MAX_STRINGS + 1;
+    h.argv = argv;
+    cr_expect_eq(crec_fmt_writer_open("/dev/null", &h, NULL, &w, &e), CREC_ERR_LIMIT);
+    cr_expect(strstr(e.msg, "1048577 arguments: more than 1048576") != NULL, "%s", e.msg);
+    cr_expect_null(w);
 }

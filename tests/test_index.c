@@ -258,6 +258,114 @@ Test(index, corrupt_body_with_valid_checksum)
     crec_fmt_buf_free(&b);
 }
 
+/* ---- a bad index file is rebuilt, and the handle says so ------------------ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    uint8_t *d;
+
+    cr_assert(f, "open %s", path);
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    d = malloc(*len);
+    cr_assert(fread(d, 1, *len, f) == *len);
+    fclose(f);
+    return d;
+}
+
+static void spit(const char *path, const uint8_t *d, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+
+    cr_assert(f && fwrite(d, 1, len, f) == len);
+    fclose(f);
+}
+
+/* environ@end of traces-sample/hello.crec, through the index. */
+static uint64_t environ_at_end(const char *path, const char **note)
+{
+    crec_recording *rec = NULL;
+    crec_error err = {0};
+    uint64_t addr = 0, v = 0;
+    uint8_t b[8];
+
+    cr_assert_eq(crec_open(path, 0, &rec, &err), CREC_OK, "%s", err.msg);
+    cr_assert_eq(crec_lookup_symbol(rec, "environ", &addr, &err), CREC_OK, "%s", err.msg);
+    cr_assert_eq(crec_seek(rec, crec_length(rec), &err), CREC_OK);
+    cr_assert_eq(crec_read_memory(rec, addr, 8, b, NULL, NULL, &err), CREC_OK, "%s", err.msg);
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | b[i];
+    *note = crec_index_note(rec) ? strdup(crec_index_note(rec)) : NULL;
+    crec_close(rec);
+    return v;
+}
+
+/* Damage the index file at `at`, then make its checksum right again. */
+static void damage_index(const char *ipath, size_t at)
+{
+    size_t len;
+    uint8_t *d = slurp(ipath, &len);
+    uint64_t sum;
+
+    cr_assert(at < len);
+    for (size_t i = at; i < at + 16 && i < len; i++)
+        d[i] ^= 0x5a;
+    sum = XXH3_64bits(d + 56, len - 56);
+    for (int i = 0; i < 8; i++)
+        d[40 + i] = (uint8_t)(sum >> (8 * i));
+    spit(ipath, d, len);
+    free(d);
+}
+
+Test(index, bad_index_is_rebuilt)
+{
+    char dir[] = "/tmp/crec-idx-XXXXXX", path[64], ipath[80];
+    const char *note = NULL;
+    size_t len, table;
+    uint8_t *d;
+    uint64_t want;
+
+    cr_assert(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/hello.crec", dir);
+    snprintf(ipath, sizeof ipath, "%s.idx", path);
+    d = slurp("traces-sample/hello.crec", &len);
+    spit(path, d, len);
+    free(d);
+    want = environ_at_end(path, &note); /* builds and saves the index */
+    cr_expect_null(note, "%s", note);
+    d = slurp(ipath, &len);
+    table = 56 + (d[48] | d[49] << 8 | (size_t)d[50] << 16 | (size_t)d[51] << 24);
+    free(d);
+
+    /* a block that can't be decoded, found only by a query */
+    cr_assert(table + 8 < len);
+    damage_index(ipath, table + 8);
+    cr_expect_eq(environ_at_end(path, &note), want);
+    cr_expect(note && strstr(note, ".idx") && strstr(note, "rebuilt"), "%s", note);
+    free((void *)note);
+    cr_expect_eq(environ_at_end(path, &note), want);
+    cr_expect_null(note, "rebuilt and saved: %s", note);
+
+    /* a table that can't be decoded, found when the recording is opened */
+    damage_index(ipath, 60);
+    cr_expect_eq(environ_at_end(path, &note), want);
+    cr_expect(note && strstr(note, ".idx") && strstr(note, "rebuilt"), "%s", note);
+    free((void *)note);
+    cr_expect_eq(environ_at_end(path, &note), want);
+    cr_expect_null(note, "%s", note);
+
+    unlink(ipath);
+    unlink(path);
+    rmdir(dir);
+}
+
 /* ---- time: seek, step, tell (the CLI's WHEN+N uses them) ------------------- */
 
 Test(index, step_moves_the_current_time_within_the_recording)

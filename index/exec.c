@@ -313,6 +313,12 @@ int crec_exec_run(crec_recording *rec, uint64_t from, uint64_t to, const crec_ob
     size_t kf;
     int rc;
 
+    /* its runs replay one thread's streams in global time: not yet the
+     * schedule of several (replay, query, when, races and info do) */
+    if (rec->nthr > 1)
+        return crec_error_set(err, CREC_ERR_UNSUPPORTED, "a recording of %zu threads: the "
+                              "execution API (trace, calls, backtrace, profile, find, printf, "
+                              "gdb) follows one thread only, not yet several", rec->nthr);
     if (from > rec->end)
         return crec_error_set(err, CREC_ERR_ARG, "time %" PRIu64 " is past the end of the "
                               "recording (%" PRIu64 " instructions)", from, rec->end);

@@ -219,6 +219,16 @@ void crec_emu_cpu_xstate_forget(crec_emu_cpu *cpu);
  *  would not hold it). */
 int crec_emu_cpu_xstate_touched(const crec_emu_cpu *cpu);
 
+/* That state of one thread (opaque): the CPU holds the running thread's,
+ * so a switch saves the one and loads the other, as for Unicorn's
+ * registers.  A new one is zero, with nothing known. */
+typedef struct crec_emu_xstate crec_emu_xstate;
+crec_emu_xstate *crec_emu_xstate_new(void);
+void crec_emu_xstate_free(crec_emu_xstate *x);
+/*! crec_emu_cpu_xstate_save() / _load() : copy the CPU's to x, x's to the CPU. */
+void crec_emu_cpu_xstate_save(const crec_emu_cpu *cpu, crec_emu_xstate *x);
+void crec_emu_cpu_xstate_load(crec_emu_cpu *cpu, const crec_emu_xstate *x);
+
 /*! crec_emu_cpu_xinsns() : @return instructions crec executed itself. */
 uint64_t crec_emu_cpu_xinsns(const crec_emu_cpu *cpu);
 

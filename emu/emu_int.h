@@ -285,6 +285,7 @@ struct emu_thread {
     uint32_t parent;          /* id of the thread that created it (0: none) */
     int state;                /* enum emu_th_state */
     uc_context *ctx;          /* registers while another thread runs */
+    crec_emu_xstate *xs;      /* ... and the vector state crec holds itself */
     uint64_t icount;          /* instructions it ran before its current slice */
     uint64_t sigmask;
     uint64_t clear_child_tid; /* zeroed and woken at exit (CLONE_CHILD_CLEARTID) */

@@ -64,6 +64,7 @@ static void thread_free(struct emu_thread *t)
 {
     if (t->ctx)
         uc_context_free(t->ctx);
+    crec_emu_xstate_free(t->xs);
     crec_free(t->wait_fds);
     crec_free(t);
 }
@@ -81,7 +82,8 @@ struct emu_thread *emu_thread_new(crec_emu *e, crec_error *err)
         return NULL;
     }
     s->th = p;
-    if (uc_context_alloc(uc, &t->ctx) != UC_ERR_OK || uc_context_save(uc, t->ctx) != UC_ERR_OK) {
+    if (uc_context_alloc(uc, &t->ctx) != UC_ERR_OK || uc_context_save(uc, t->ctx) != UC_ERR_OK ||
+        !(t->xs = crec_emu_xstate_new())) {
         thread_free(t);
         crec_error_set(err, CREC_ERR_EMU, "can't save the registers of a new thread");
         return NULL;
@@ -90,6 +92,7 @@ struct emu_thread *emu_thread_new(crec_emu *e, crec_error *err)
     t->tid = (uint32_t)getpid() + t->id - 1; /* the first thread's tid is the pid */
     t->deadline = -1;
     t->sigmask = e->sigmask;
+    crec_emu_cpu_xstate_save(e->cpu, t->xs); /* clone copies the registers, these too */
     s->th[s->n++] = t;
     s->nlive++;
     return t;
@@ -574,9 +577,12 @@ static void switch_to(crec_emu *e, struct emu_thread *next, int exact)
     s->have_resume_rip = 0;
     cur->icount += now - s->cur_since;
     cur->sigmask = e->sigmask;
-    if (cur->state != EMU_TH_EXITED)
+    if (cur->state != EMU_TH_EXITED) {
         uc_context_save(uc, cur->ctx);
+        crec_emu_cpu_xstate_save(e->cpu, cur->xs);
+    }
     uc_context_restore(uc, next->ctx);
+    crec_emu_cpu_xstate_load(e->cpu, next->xs);
     crec_emu_cpu_set_icount(e->cpu, now); /* forget the block of the thread before */
     e->sigmask = next->sigmask;
     if (s->chaos && cur->state == EMU_TH_RUNNABLE && chaos_next(s) % 8 == 0)

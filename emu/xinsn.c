@@ -2452,6 +2452,30 @@ void crec_emu_cpu_xstate_forget(crec_emu_cpu *cpu)
     cpu->xs.touched = 0;
 }
 
+struct crec_emu_xstate {
+    struct xi_state xs;
+};
+
+crec_emu_xstate *crec_emu_xstate_new(void)
+{
+    return crec_calloc(1, sizeof(crec_emu_xstate));
+}
+
+void crec_emu_xstate_free(crec_emu_xstate *x)
+{
+    crec_free(x);
+}
+
+void crec_emu_cpu_xstate_save(const crec_emu_cpu *cpu, crec_emu_xstate *x)
+{
+    x->xs = cpu->xs;
+}
+
+void crec_emu_cpu_xstate_load(crec_emu_cpu *cpu, const crec_emu_xstate *x)
+{
+    cpu->xs = x->xs;
+}
+
 int crec_emu_cpu_xstate_touched(const crec_emu_cpu *cpu)
 {
     return cpu->xs.touched;

@@ -1318,6 +1318,12 @@ static int rep_thread_save(struct rep_seg *s, struct rep_thread *t)
         rep_fail(s, &err);
         return err.code;
     }
+    if (!t->xs && !(t->xs = crec_emu_xstate_new())) {
+        crec_error_set(&err, CREC_ERR_NOMEM, "out of memory for thread %u's vector state", t->tid);
+        rep_fail(s, &err);
+        return err.code;
+    }
+    crec_emu_cpu_xstate_save(s->cpu, t->xs); /* the recording kept it per thread */
     rep_swap_streams(s, t); /* the run's are NULL after */
     return CREC_OK;
 }
@@ -1336,11 +1342,14 @@ static int rep_thread_load(struct rep_seg *s, struct rep_thread *t)
         rep_swap_streams(s, t); /* the thread's are NULL after */
         if (crec_emu_regs_set(s->cpu, &t->regs, &err) != CREC_OK)
             rep_fail(s, &err);
+        if (t->xs)
+            crec_emu_cpu_xstate_load(s->cpu, t->xs);
         return rep_outcome(s);
     }
     /* it runs for the first time: from its first key frame, in the memory
      * that is there (its listing is the same map) */
     t->started = 1;
+    crec_emu_cpu_xstate_forget(s->cpu); /* as at the recording's first key frame of it */
     s->start = &t->kfs[0];
     s->have_peek = 0;
     s->next_kf = 1;
@@ -1482,6 +1491,8 @@ void rep_seg_close(struct rep_seg *s)
         crec_fmt_cursor_free(s->threads[i].reads);
         crec_fmt_cursor_free(s->threads[i].events);
         s->threads[i].reads = s->threads[i].events = NULL;
+        crec_emu_xstate_free(s->threads[i].xs);
+        s->threads[i].xs = NULL;
         if (s->owns_whole)
             crec_free((void *)s->threads[i].kfs);
     }

@@ -25,6 +25,7 @@ struct rep_thread {
     int started;                 /* its first key frame was loaded */
     int ended;                   /* it exited, or the recording ended it */
     crec_regs regs;
+    crec_emu_xstate *xs;         /* its vector state crec holds itself (NULL: none yet) */
     const crec_fmt_keyframe *kfs; /* its key frames (thread_icount is its time) */
     size_t nkf, next_kf, kf_checked_last;
     crec_fmt_cursor *reads, *events, *seq;

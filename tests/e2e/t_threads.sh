@@ -40,6 +40,9 @@ rr() {
 
 # 4 threads x 100000 increments of a mutex counter and an atomic counter
 rr counter "$GUESTS/threads_counter 4 100000"
+# ymm8's upper half is each thread's own across switches (and a thread
+# alone replays with its own)
+rr avx "$GUESTS/threads_avx"
 n=$("$CREC" info "$TMP/counter.crec" | sed -n 's/^threads: *//p')
 expect_eq "threads: info counts the threads" 5 "$n"
 lines=$("$CREC" info "$TMP/counter.crec" | grep -cE '^ +[0-9]+ +(-|[0-9]+) +[0-9]+ ')

@@ -273,6 +273,10 @@ static int poll_set(crec_emu *e, struct emu_thread *t, uint64_t nr, const uint64
         ms = (int)a[3];
         n = 1;
         break;
+    case 441: /* epoll_pwait2(ep, events, max, ts, mask, size) */
+        tsa = a[3];
+        n = 1;
+        break;
     }
     if (tsa) { /* a timespec (a timeval for select) */
         uint64_t ts[2];
@@ -371,12 +375,13 @@ int64_t emu_fd_wait(crec_emu *e, uint64_t nr, const uint64_t a[6])
     case 46:
         events = POLLOUT;
         break;
-    case 7:   /* poll, ppoll, select, pselect6, epoll_wait, epoll_pwait: */
+    case 7:   /* poll, ppoll, select, pselect6, epoll_wait, epoll_pwait(2): */
     case 271: /* the fds another thread may make ready */
     case 23:
     case 270:
     case 232:
     case 281:
+    case 441:
         if (poll_set(e, t, nr, a, &deadline, &zero) != 0 || zero ||
             !fds_would_wait(t->wait_fds, t->nwait_fds))
             return 0;

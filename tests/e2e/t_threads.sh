@@ -111,7 +111,7 @@ EOF
 cc -o "$TMP/pipe" "$TMP/pipe.c"
 rr pipe "./pipe"
 
-# poll, epoll_wait and select wait as blocked threads: another thread makes
+# poll, epoll_wait, epoll_pwait2 and select wait as blocked threads: another thread makes
 # the fds ready (or, for select, the timeout passes and clears the set)
 cat >"$TMP/poll.c" <<'EOF'
 #include <poll.h>
@@ -131,13 +131,15 @@ static void *waiter(void *arg)
     struct epoll_event ev = {EPOLLIN, {0}}, out;
     epoll_ctl(ep, EPOLL_CTL_ADD, p2[0], &ev);
     int r2 = epoll_wait(ep, &out, 1, -1);     /* woken by main's second write */
+    read(p2[0], &c, 1);
+    int r4 = epoll_pwait2(ep, &out, 1, NULL, NULL); /* woken by main's third write */
     fd_set rs;
     FD_ZERO(&rs);
     FD_SET(p3[0], &rs);
     struct timeval tv = {0, 50000};
     int r3 = select(p3[0] + 1, &rs, NULL, NULL, &tv); /* times out: nothing written */
-    printf("poll %d revents %d, epoll %d, select %d isset %d\n", r, pf.revents, r2, r3,
-           FD_ISSET(p3[0], &rs));
+    printf("poll %d revents %d, epoll %d, epoll_pwait2 %d, select %d isset %d\n", r,
+           pf.revents, r2, r4, r3, FD_ISSET(p3[0], &rs));
     return arg;
 }
 int main(void)
@@ -152,6 +154,9 @@ int main(void)
     for (long i = 0; i < 3000000; i++)
         spin += i;
     write(p2[1], "y", 1);
+    for (long i = 0; i < 3000000; i++)
+        spin += i;
+    write(p2[1], "z", 1);
     pthread_join(t, NULL);
     return 0;
 }

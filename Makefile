@@ -136,7 +136,7 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -I. -D_GNU_S
                -DCREC_FUZZ -DCREC_DEBUG
 FUZZ_SRC := $(foreach m,common format,$(wildcard $(m)/*.c))
 FUZZ_REPLAY_SRC := $(foreach m,common format replayer index,$(wildcard $(m)/*.c)) \
-                   emu/cpu.c emu/mem.c emu/blocks.c emu/cpuid.c emu/sysout.c emu/ucfix.c \
+                   emu/cpu.c emu/mem.c emu/blocks.c emu/cpuid.c emu/sysout.c emu/sigframe.c emu/ucfix.c \
                    emu/xdecode.c emu/xinsn.c emu/xfloat.c
 build-fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c $(FUZZ_SRC) | deps-test
 	@mkdir -p build-fuzz

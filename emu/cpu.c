@@ -189,9 +189,11 @@ static void hook_syscall(uc_engine *uc, void *ud)
 {
     crec_emu_cpu *cpu = ud;
     (void)uc;
-    if (cpu->hooks.syscall)
+    if (cpu->hooks.syscall) {
+        cpu->in_syscall_hook = 1;
         cpu->hooks.syscall(cpu->hooks.ctx, cpu);
-    else
+        cpu->in_syscall_hook = 0;
+    } else
         emu_reg_set(cpu, UC_X86_REG_RAX, (uint64_t)-ENOSYS);
 }
 
@@ -539,6 +541,13 @@ void crec_emu_cpu_free(crec_emu_cpu *cpu)
     if (cpu->cs_detail)
         cs_close(&cpu->cs_detail);
     crec_free(cpu);
+}
+
+void crec_emu_cpu_resume_at(crec_emu_cpu *cpu, uint64_t rip)
+{
+    /* Unicorn 2.0.1 adds the syscall's length to RIP after the syscall hook
+     * returns, whatever the hook wrote there. */
+    emu_reg_set(cpu, UC_X86_REG_RIP, cpu->in_syscall_hook ? rip - 2 : rip);
 }
 
 void crec_emu_cpu_stop(crec_emu_cpu *cpu)

@@ -446,10 +446,52 @@ typedef int (*crec_emu_sysout_read_fn)(void *ctx, uint64_t addr, unsigned len, u
  *  sendto) that returned `ret` > 0, read every byte it sent out through
  *  `read`, in order, in pieces that never cross an aligned 8-byte granule,
  *  and hash them.  writev's iovec array is read the same way first.
+ *  rt_sigreturn: the ucontext at args[0] and its FXSAVE image, whatever
+ *  it returned.
  *  @return 1 and *hash (XXH3-64 of the bytes sent) for such a syscall, 0
  *          for any other syscall, -1 if `read` failed. */
 int crec_emu_sysout_walk(uint64_t nr, const uint64_t args[6], int64_t ret,
                          crec_emu_sysout_read_fn read, void *ctx, uint64_t *hash);
+
+/*! crec_emu_cpu_resume_at() : from a syscall hook: the program goes on
+ *  at rip instead of after the syscall (a signal handler's entry, the end
+ *  of rt_sigreturn). */
+void crec_emu_cpu_resume_at(crec_emu_cpu *cpu, uint64_t rip);
+
+/* --- the signal frame (sigframe.c) ---------------------------------------- */
+
+#define CREC_EMU_NR_RT_SIGRETURN 15  /* its record's args[0] is the frame's ucontext */
+#define CREC_EMU_UCONTEXT_SIZE 304 /* Linux's struct ucontext on x86-64 */
+#define CREC_EMU_FXSAVE_SIZE 512   /* the FXSAVE image its fpstate points at */
+
+/* What a signal frame holds besides the registers. */
+struct crec_emu_sigframe_ctx {
+    uint64_t mask;                       /* the mask to restore */
+    uint64_t ss_sp, ss_size;             /* the alternate stack (sigaltstack) */
+    uint32_t ss_flags;
+    uint64_t err, trapno, cr2;           /* a fault's error code, vector, address */
+    uint64_t fpstate;                    /* guest address of the FXSAVE image */
+};
+
+/*! crec_emu_sigframe_encode() / _decode() :
+ *  The ucontext and FXSAVE bytes of a frame for registers r (rip: where the
+ *  handler returns to), and back: decode sets r's general registers, rip,
+ *  the flags a handler may change and (fp not NULL) the x87/SSE state, and
+ *  *mask.  Layout: the comment at the top of emu/sigframe.c. */
+void crec_emu_sigframe_encode(const crec_regs *r, const struct crec_emu_sigframe_ctx *c,
+                              uint8_t uc[CREC_EMU_UCONTEXT_SIZE], uint8_t fp[CREC_EMU_FXSAVE_SIZE]);
+void crec_emu_sigframe_decode(const uint8_t uc[CREC_EMU_UCONTEXT_SIZE], const uint8_t *fp,
+                              crec_regs *r, uint64_t *mask);
+/*! crec_emu_sigframe_fpstate() : the FXSAVE image's address a ucontext names. */
+uint64_t crec_emu_sigframe_fpstate(const uint8_t uc[CREC_EMU_UCONTEXT_SIZE]);
+
+/*! crec_emu_sigreturn_apply() :
+ *  rt_sigreturn on the CPU: the registers from the ucontext at uc_addr in
+ *  guest memory (and its FXSAVE image); *mask gets the signal mask it holds.
+ *  The emulated kernel and the replayer both restore with this.
+ *  @return CREC_OK, CREC_ERR_ARG (the frame is not mapped) or CREC_ERR_EMU. */
+int crec_emu_sigreturn_apply(crec_emu_cpu *cpu, uint64_t uc_addr, uint64_t *mask,
+                             crec_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* The OS: a process on a CPU                                               */
@@ -472,6 +514,9 @@ struct crec_emu_syscall {
     unsigned n_out;                   /* ranges of guest memory written */
     struct crec_emu_range out[CREC_EMU_MAX_OUT];
     int out_overflow;                 /* more ranges were written than listed */
+    uint64_t resume_rip;              /* 0: the program goes on after the syscall;
+                                         else where the kernel sent it (a signal
+                                         handler, the end of rt_sigreturn) */
 };
 
 /* A change of the guest's memory map. */

@@ -134,6 +134,7 @@ struct crec_emu_cpu {
 
     int stop_requested;
     int in_block_hook;        /* hooks.block is running */
+    int in_syscall_hook;      /* hooks.syscall is running */
     int fault_seen;           /* `fault` holds a stop a hook prepared: an invalid
                                  memory access, or an instruction crec could not
                                  execute itself (xinsn.c) */
@@ -268,7 +269,6 @@ struct emu_timer {
     int64_t interval;         /* ns between expiries; 0: once */
     uint64_t overrun;         /* expiries merged into the signal still pending */
     int last_overrun;         /* ... in the last one taken (timer_getoverrun) */
-    int warned;               /* its signal reached a handler: said once */
 };
 
 /* A handler's result that says: the calling thread blocks (sched.c). */
@@ -312,6 +312,8 @@ struct emu_thread {
     uint64_t sigwait_set;     /* EMU_WAIT_SIGNAL: the signals it waits for */
     uint64_t sig_pending;     /* signals sent to this thread, not yet taken */
     struct emu_siginfo sig_info[65];
+    uint64_t ss_sp, ss_size;  /* its alternate signal stack (sigaltstack) */
+    uint32_t ss_flags;        /* SS_DISABLE or 0 */
     uint64_t starved_until;   /* --chaos: not chosen before this global count */
 };
 
@@ -377,6 +379,20 @@ int emu_futex_wake(crec_emu *e, uint64_t addr, int n, uint32_t bitset);
  * with the same signal pending), 0 if nobody blocks or waits for it (the
  * caller applies it: emu_signal_self). */
 int emu_signal_queue(crec_emu *e, struct emu_thread *t, const struct emu_siginfo *si);
+/* sys_timer.c: the guest's siginfo bytes (128); the lowest pending signal
+ * of `set` for the running thread (0: none), dequeued into *si. */
+void emu_siginfo_bytes(const struct emu_siginfo *si, uint8_t out[128]);
+int emu_signal_take(crec_emu *e, uint64_t set, struct emu_siginfo *si);
+/* sys_signal.c: a signal nobody waits for or blocks takes its action:
+ * ignored, the default (ending the process: `why` ends the message), or
+ * for a handler pending on thread t (NULL: the process), delivered at the
+ * end of the syscall in progress or when a thread unblocks it.
+ * @return 0 or -EINVAL. */
+int64_t emu_signal_send(crec_emu *e, struct emu_thread *t, const struct emu_siginfo *si,
+                        const char *why);
+/* sys_signal.c: at the end of a syscall (its result already in RAX, RIP
+ * to resume at next_rip): enter the handler of a deliverable signal. */
+void emu_signal_deliver(crec_emu *e, uint64_t next_rip);
 /* sys_timer.c: fire the timers due at `now`; @return threads made runnable. */
 int emu_timers_fire(crec_emu *e, int64_t now);
 /* sys_timer.c: the nearest expiry that sends a signal (-1: none). */
@@ -472,6 +488,7 @@ void emu_sys_time_register(struct emu_sys *t, size_t n);
 void emu_sys_net_register(struct emu_sys *t, size_t n);
 void emu_sys_thread_register(struct emu_sys *t, size_t n);
 void emu_sys_timer_register(struct emu_sys *t, size_t n);
+void emu_sys_signal_register(struct emu_sys *t, size_t n);
 
 /* Guest memory from a handler: return 0 or -EFAULT. Writes are recorded in
  * the syscall's out list for the observer. */

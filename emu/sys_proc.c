@@ -1,6 +1,6 @@
 /*
- * sys_proc.c - the process: exit, identity, limits, signals (bookkeeping
- * only: no signal is delivered to a handler yet), and clear refusals for
+ * sys_proc.c - the process: exit, identity, limits, signal actions and
+ * masks (delivery is sys_signal.c), and clear refusals for
  * what is not there yet (fork, exec).  Threads are sys_thread.c.
  */
 #include <asm/prctl.h>
@@ -218,44 +218,12 @@ static int64_t sys_rt_sigprocmask(crec_emu *e, const uint64_t a[6])
     return 0;
 }
 
-static int64_t sys_sigaltstack(crec_emu *e, const uint64_t a[6])
-{
-    static uint64_t cur[3] = {0, SS_DISABLE, 0}; /* ss_sp, ss_flags, ss_size */
-    uint64_t nw[3];
-    if (a[1] && emu_copy_out(e, a[1], cur, sizeof cur) != 0)
-        return -EFAULT;
-    if (a[0]) {
-        if (emu_copy_in(e, nw, a[0], sizeof nw) != 0)
-            return -EFAULT;
-        memcpy(cur, nw, sizeof cur);
-    }
-    return 0;
-}
-
-static int default_ignored(int sig)
-{
-    return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
-}
-
-/* A signal to ourselves: the default action, or nothing. */
+/* A signal to ourselves (or from the kernel, as SIGPIPE): as kill sends it. */
 int64_t emu_signal_self(crec_emu *e, int sig, const char *why)
 {
-    char msg[128];
-    if (sig == 0)
-        return 0;
-    if (sig < 1 || sig > 64)
-        return -EINVAL;
-    if (e->sigs[sig].handler == 1 /* SIG_IGN */ || (e->sigs[sig].handler == 0 && default_ignored(sig)))
-        return 0;
-    if (e->sigs[sig].handler != 0 && sig != SIGKILL) {
-        fprintf(e->log, "crec: signal %s to a guest handler is not supported yet; ignored\n",
-                sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
-        return 0;
-    }
-    snprintf(msg, sizeof msg, "guest killed by SIG%s (%s)",
-             sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", why);
-    emu_exit(e, 0, sig, msg);
-    return 0;
+    struct emu_siginfo si = {sig, 0 /* SI_USER */, (uint32_t)getpid(), (uint32_t)getuid(),
+                             0, 0, 0};
+    return emu_signal_send(e, NULL, &si, why);
 }
 
 static int64_t sys_kill(crec_emu *e, const uint64_t a[6])
@@ -266,7 +234,7 @@ static int64_t sys_kill(crec_emu *e, const uint64_t a[6])
                                  (uint32_t)getuid(), 0, 0, 0};
         if (a[1] >= 1 && a[1] <= 64 && emu_signal_queue(e, NULL, &si))
             return 0; /* blocked everywhere, or waited for: pending */
-        return emu_signal_self(e, (int)a[1], "sent by itself");
+        return emu_signal_send(e, NULL, &si, "sent by itself");
     }
     return kill(pid, (int)a[1]) ? -errno : 0;
 }
@@ -335,7 +303,6 @@ void emu_sys_proc_register(struct emu_sys *t, size_t n)
     REG(prctl, "dxxxx");
     REG(rt_sigaction, "dppu");
     REG(rt_sigprocmask, "dppu");
-    REG(sigaltstack, "pp");
     REG(kill, "dd");
     REG(fork, "");
     ALIAS(vfork, sys_fork, "");

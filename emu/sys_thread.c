@@ -478,7 +478,7 @@ static int64_t thread_kill(crec_emu *e, uint32_t tid, uint64_t sig)
         return -EINVAL;
     if (sig >= 1 && emu_signal_queue(e, t, &si))
         return 0;
-    return emu_signal_self(e, (int)sig, "sent by itself");
+    return emu_signal_send(e, t, &si, "sent by itself");
 }
 
 static int64_t sys_tgkill(crec_emu *e, const uint64_t a[6])

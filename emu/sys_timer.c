@@ -46,11 +46,16 @@ static uint64_t sigbit(int sig)
 }
 
 /* The guest's struct siginfo for a queued signal (x86-64 layout). */
-static void siginfo_bytes(const struct emu_siginfo *si, uint8_t out[SIGINFO_SIZE])
+void emu_siginfo_bytes(const struct emu_siginfo *si, uint8_t out[SIGINFO_SIZE])
 {
     memset(out, 0, SIGINFO_SIZE);
     crec_le_put(out + 0, (uint64_t)(uint32_t)si->signo, 4);
     crec_le_put(out + 8, (uint64_t)(uint32_t)si->code, 4);
+    if (si->code > 0 && (si->signo == SIGSEGV || si->signo == SIGBUS || si->signo == SIGFPE ||
+                         si->signo == SIGILL || si->signo == SIGTRAP)) {
+        crec_le_put(out + 16, si->value, 8); /* _sigfault: the address */
+        return;
+    }
     if (si->code == SI_TIMER_) { /* _timer: tid (the timer), overrun, value */
         crec_le_put(out + 16, (uint64_t)(uint32_t)si->timer, 4);
         crec_le_put(out + 20, (uint64_t)(uint32_t)si->overrun, 4);
@@ -114,7 +119,7 @@ int emu_signal_queue(crec_emu *e, struct emu_thread *t, const struct emu_siginfo
 }
 
 /* The lowest pending signal of `set` for the running thread, dequeued. */
-static int take_pending(crec_emu *e, uint64_t set, struct emu_siginfo *si)
+int emu_signal_take(crec_emu *e, uint64_t set, struct emu_siginfo *si)
 {
     struct emu_thread *t = e->sched.cur;
     uint64_t *from[2] = {&t->sig_pending, &e->sig_pending};
@@ -183,12 +188,8 @@ static void timer_expire(crec_emu *e, int k)
     tm->overrun = 0;
     if (emu_signal_queue(e, t, &si))
         return;
-    /* nobody blocks or waits for it: the default action, or (a handler)
-     * the line that says it is not delivered yet, once */
-    if (e->sigs[tm->signo].handler > 1 && tm->warned)
-        return;
-    tm->warned = 1;
-    emu_signal_self(e, tm->signo, "its timer expired");
+    /* nobody blocks or waits for it: the default action, or its handler */
+    emu_signal_send(e, t, &si, "its timer expired");
 }
 
 int emu_timers_fire(crec_emu *e, int64_t now)
@@ -376,10 +377,10 @@ static int64_t sys_rt_sigtimedwait(crec_emu *e, const uint64_t a[6])
             return -EINVAL;
     }
     emu_timers_fire(e, emu_now_ns());
-    if ((sig = take_pending(e, set, &si)) != 0) {
+    if ((sig = emu_signal_take(e, set, &si)) != 0) {
         if (a[1]) {
             uint8_t out[SIGINFO_SIZE];
-            siginfo_bytes(&si, out);
+            emu_siginfo_bytes(&si, out);
             if (emu_copy_out(e, a[1], out, sizeof out) != 0)
                 return -EFAULT;
         }

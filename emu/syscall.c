@@ -33,6 +33,7 @@ static void table_fill(void)
     emu_sys_net_register(table, N_SYSCALLS);
     emu_sys_thread_register(table, N_SYSCALLS);
     emu_sys_timer_register(table, N_SYSCALLS);
+    emu_sys_signal_register(table, N_SYSCALLS);
 }
 
 static void table_init(void)
@@ -110,8 +111,13 @@ void emu_syscall_finish(crec_emu *e, int64_t ret, uint64_t next_rip)
     if (e->done || e->fatal || e->sched.cur->state == EMU_TH_EXITED)
         return; /* exit: registers stay as they were at the syscall */
     emu_reg_set(e->cpu, UC_X86_REG_RAX, (uint64_t)ret);
-    emu_reg_set(e->cpu, UC_X86_REG_RCX, next_rip);
-    emu_reg_set(e->cpu, UC_X86_REG_R11, emu_reg_get(e->cpu, UC_X86_REG_RFLAGS));
+    if (!sc->resume_rip) { /* rt_sigreturn set every register from its frame */
+        emu_reg_set(e->cpu, UC_X86_REG_RCX, next_rip);
+        emu_reg_set(e->cpu, UC_X86_REG_R11, emu_reg_get(e->cpu, UC_X86_REG_RFLAGS));
+    }
+    emu_signal_deliver(e, next_rip); /* a handled signal it sent or unblocked */
+    if (e->done || e->fatal)
+        return;
     if (e->obs.on_syscall_exit)
         e->obs.on_syscall_exit(e->obs.ctx, sc);
 }

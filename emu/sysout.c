@@ -1,5 +1,6 @@
 /*
- * sysout.c - walk the bytes a write-like syscall sends out.
+ * sysout.c - walk the bytes a write-like syscall sends out (and the
+ * signal frame rt_sigreturn reads back: its registers come from there).
  *
  * The recorder reads those bytes through its prediction cache, as if the
  * program itself had loaded them, and stores their hash.  The replayer walks
@@ -81,12 +82,34 @@ static int walk_iovecs(struct walk *w, uint64_t iov, uint64_t iovcnt, uint64_t t
     return 0;
 }
 
+/* rt_sigreturn: the ucontext at uc (args[0], emu/sys_signal.c) and the
+ * FXSAVE image it names, which the kernel reads to restore the registers. */
+static int walk_sigframe(struct walk *w, uint64_t uc, uint64_t *hash)
+{
+    uint8_t ucb[CREC_EMU_UCONTEXT_SIZE];
+    uint64_t fp;
+    int rc;
+
+    w->hash = XXH3_createState();
+    if (!w->hash)
+        return -1;
+    XXH3_64bits_reset(w->hash);
+    rc = walk_range(w, uc, sizeof ucb, 1, ucb);
+    if (rc == 0 && (fp = crec_emu_sigframe_fpstate(ucb)) != 0)
+        rc = walk_range(w, fp, CREC_EMU_FXSAVE_SIZE, 1, NULL);
+    *hash = XXH3_64bits_digest(w->hash);
+    XXH3_freeState(w->hash);
+    return rc == 0 ? 1 : -1;
+}
+
 int crec_emu_sysout_walk(uint64_t nr, const uint64_t args[6], int64_t ret,
                          crec_emu_sysout_read_fn read, void *ctx, uint64_t *hash)
 {
     struct walk w = {read, ctx, NULL};
     int rc;
 
+    if (nr == CREC_EMU_NR_RT_SIGRETURN) /* whatever it returns (the restored rax) */
+        return walk_sigframe(&w, args[0], hash);
     if (nr != NR_WRITE && nr != NR_PWRITE64 && nr != NR_SENDTO && nr != NR_WRITEV &&
         nr != NR_PWRITEV && nr != NR_PWRITEV2)
         return 0;

@@ -21,7 +21,7 @@
 # `record` and `run` out of cli/main.c's command table.
 
 S390X_MODULES := common format replayer index analysis gdb
-S390X_EMU     := emu/cpu.c emu/mem.c emu/blocks.c emu/cpuid.c emu/sysout.c emu/ucfix.c \
+S390X_EMU     := emu/cpu.c emu/mem.c emu/blocks.c emu/cpuid.c emu/sysout.c emu/sigframe.c emu/ucfix.c \
                  emu/sysnames.c emu/xdecode.c emu/xinsn.c emu/xfloat.c
 S390X_CLI     := cli/main.c cli/cmd_info.c cli/cmd_replay.c cli/cmd_query.c \
                  cli/cmd_when.c cli/cmd_races.c cli/analysis.c cli/cmd_trace.c cli/cmd_profile.c \

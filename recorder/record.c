@@ -463,7 +463,8 @@ static void rec_on_syscall_enter(void *ctx, const struct crec_emu_syscall *sc)
 }
 
 /* Registers the emulated kernel changed: what replay sets after the syscall. */
-static void rec_changed_regs(struct rec_session *rs, crec_fmt_event *ev)
+static void rec_changed_regs(struct rec_session *rs, const struct crec_emu_syscall *sc,
+                             crec_fmt_event *ev)
 {
     const crec_regs *before = &rs->cur->sys_regs;
     crec_error err = {0};
@@ -490,6 +491,10 @@ static void rec_changed_regs(struct rec_session *rs, crec_fmt_event *ev)
     if (now.rflags != before->rflags) {
         ev->u.sys.regs[n].id = CREC_FMT_REG_RFLAGS;
         ev->u.sys.regs[n++].value = now.rflags;
+    }
+    if (sc->resume_rip) { /* a signal handler's entry, or the end of rt_sigreturn */
+        ev->u.sys.regs[n].id = CREC_FMT_REG_RIP;
+        ev->u.sys.regs[n++].value = sc->resume_rip;
     }
     ev->u.sys.nregs = n;
 }
@@ -522,7 +527,7 @@ static void rec_on_syscall_exit(void *ctx, const struct crec_emu_syscall *sc)
         ev.u.sys.flags |= CREC_FMT_EV_HAS_HASH;
         ev.u.sys.write_hash = hash;
     }
-    rec_changed_regs(rs, &ev);
+    rec_changed_regs(rs, sc, &ev);
     for (unsigned i = 0; i < sc->n_out && i < CREC_FMT_SYS_MAXOUT; i++) {
         ev.u.sys.out[i].addr = sc->out[i].addr;
         ev.u.sys.out[i].len = sc->out[i].len;

@@ -601,6 +601,8 @@ static void rep_set_regs(struct rep_seg *s, const crec_fmt_event *ev)
             crec_emu_reg_set(s->cpu, CREC_EMU_GS_BASE, v);
         else if (id == CREC_FMT_REG_RFLAGS)
             crec_emu_reg_set(s->cpu, CREC_EMU_RFLAGS, v);
+        else if (id == CREC_FMT_REG_RIP) /* a signal handler, rt_sigreturn */
+            crec_emu_cpu_resume_at(s->cpu, v);
     }
 }
 
@@ -617,6 +619,18 @@ static void rep_check_sent(struct rep_seg *s, const crec_fmt_event *ev)
         rep_diverge(s, "syscall %" PRIu64 " (fd %" PRIu64 ") sent out other bytes than when "
                        "recorded (hash %016" PRIx64 ", recorded %016" PRIx64 ")",
                     ev->u.sys.nr, ev->u.sys.args[0], hash, ev->u.sys.write_hash);
+}
+
+/* rt_sigreturn: the vector and x87 registers come back from the frame,
+ * which the syscall's walk (emu/sysout.c) has just put in memory as the
+ * recording read it; the rest is in the record's register list. */
+static void rep_sigreturn(struct rep_seg *s, const crec_fmt_event *ev)
+{
+    crec_error err = {0};
+    uint64_t mask;
+
+    if (crec_emu_sigreturn_apply(s->cpu, ev->u.sys.args[0], &mask, &err) != CREC_OK)
+        rep_diverge(s, "%s", err.msg);
 }
 
 static void rep_on_syscall(void *ctx, crec_emu_cpu *cpu)
@@ -654,6 +668,8 @@ static void rep_on_syscall(void *ctx, crec_emu_cpu *cpu)
     }
     s->syscalls++;
     rep_check_sent(s, &ev);
+    if (nr == CREC_EMU_NR_RT_SIGRETURN && !s->diverged)
+        rep_sigreturn(s, &ev);
     rep_set_regs(s, &ev);
     if (s->on_access) {
         for (uint32_t i = 0; i < ev.u.sys.nout; i++)

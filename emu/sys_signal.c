@@ -1,0 +1,270 @@
+/*
+ * sys_signal.c - signals delivered to the guest's handlers: the action a
+ * signal takes, the frame Linux builds on the stack for a handler
+ * (sigframe.c has its bytes), rt_sigreturn and sigaltstack.
+ *
+ * A signal for a handler is made pending and delivered at the end of a
+ * syscall: the one that sent it (kill, tgkill, raise), or the one that
+ * unblocked it (rt_sigprocmask, rt_sigreturn).  Entering the handler then
+ * changes only registers the SYSCALL record already lists (and RIP, which
+ * the kernel moved), and the frame is memory the kernel wrote, so such a
+ * delivery records and replays like any syscall.  A signal that arrives
+ * while the program computes (a timer, a fault) waits for its next
+ * syscall; delivering it at once needs a record of its own (see
+ * docs/EMU.md, "Signals").
+ */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "emu/emu_int.h"
+
+#define SA_ONSTACK_ 0x08000000ull
+#define SA_RESETHAND_ 0x80000000ull
+#define SA_NODEFER_ 0x40000000ull
+#define SA_RESTORER_ 0x04000000ull
+#define SS_ONSTACK_ 1
+#define SS_DISABLE_ 2
+#define SS_AUTODISARM_ (1u << 31)
+#define MINSIGSTKSZ_ 2048
+#define REDZONE 128
+/* struct rt_sigframe: pretcode, the ucontext, the siginfo */
+#define FRAME_SIZE (8 + CREC_EMU_UCONTEXT_SIZE + 128)
+
+static uint64_t sigbit(int sig)
+{
+    return 1ull << (sig - 1);
+}
+
+static int default_ignored(int sig)
+{
+    return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
+}
+
+int64_t emu_signal_send(crec_emu *e, struct emu_thread *t, const struct emu_siginfo *si,
+                        const char *why)
+{
+    int sig = si->signo;
+    uint64_t h;
+    char msg[128];
+
+    if (sig == 0)
+        return 0;
+    if (sig < 1 || sig > 64)
+        return -EINVAL;
+    h = e->sigs[sig].handler;
+    if (sig != SIGKILL && sig != SIGSTOP) {
+        if (h == 1 /* SIG_IGN */ || (h == 0 && default_ignored(sig)))
+            return 0;
+        if (h > 1) { /* a handler: delivered at the end of this syscall, or when unblocked */
+            uint64_t *pending = t ? &t->sig_pending : &e->sig_pending;
+            struct emu_siginfo *info = t ? t->sig_info : e->sig_info;
+            if (!(*pending & sigbit(sig))) /* a standard signal pending twice is one */
+                info[sig] = *si;
+            *pending |= sigbit(sig);
+            return 0;
+        }
+    }
+    snprintf(msg, sizeof msg, "guest killed by SIG%s (%s)",
+             sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", why);
+    emu_exit(e, 0, sig, msg);
+    return 0;
+}
+
+/* Whether sp lies on the thread's alternate stack. */
+static int on_altstack(const struct emu_thread *t, uint64_t sp)
+{
+    return t->ss_size && !(t->ss_flags & SS_DISABLE_) && sp > t->ss_sp &&
+           sp - t->ss_sp <= t->ss_size;
+}
+
+/* Write the frame for signal si and enter the handler.  r: the registers
+ * the handler returns to.  @return 0, or -1 if the frame can't be written
+ * (the process is then killed with SIGSEGV, as Linux does). */
+static int enter_handler(crec_emu *e, const struct emu_siginfo *si, crec_regs *r)
+{
+    struct emu_thread *t = e->sched.cur;
+    const struct emu_sigaction *act = &e->sigs[si->signo];
+    struct crec_emu_sigframe_ctx c = {0};
+    uint8_t uc[CREC_EMU_UCONTEXT_SIZE], fp[CREC_EMU_FXSAVE_SIZE], info[128];
+    uint64_t sp = r->gpr[CREC_RSP] - REDZONE, frame, ret;
+    crec_error err = {0};
+
+    if ((act->flags & SA_ONSTACK_) && t->ss_size && !(t->ss_flags & SS_DISABLE_) &&
+        !on_altstack(t, r->gpr[CREC_RSP]))
+        sp = t->ss_sp + t->ss_size;
+    c.mask = e->sigmask;
+    c.ss_sp = t->ss_sp;
+    c.ss_size = t->ss_size;
+    c.ss_flags = on_altstack(t, r->gpr[CREC_RSP]) ? SS_ONSTACK_ : t->ss_flags;
+    c.fpstate = (sp - CREC_EMU_FXSAVE_SIZE) & ~63ull;
+    frame = ((c.fpstate - FRAME_SIZE) & ~15ull) - 8; /* as after a call */
+    if (si->signo == SIGSEGV || si->signo == SIGBUS)
+        c.cr2 = si->value;
+    crec_emu_sigframe_encode(r, &c, uc, fp);
+    emu_siginfo_bytes(si, info);
+    ret = act->flags & SA_RESTORER_ ? act->restorer : 0;
+    if (emu_copy_out(e, c.fpstate, fp, sizeof fp) != 0 || emu_copy_out(e, frame, &ret, 8) != 0 ||
+        emu_copy_out(e, frame + 8, uc, sizeof uc) != 0 ||
+        emu_copy_out(e, frame + 8 + sizeof uc, info, sizeof info) != 0)
+        return -1;
+    r->gpr[CREC_RSP] = frame;
+    r->gpr[CREC_RDI] = (uint64_t)si->signo;
+    r->gpr[CREC_RSI] = frame + 8 + sizeof uc;
+    r->gpr[CREC_RDX] = frame + 8;
+    r->gpr[CREC_RAX] = 0;
+    r->rflags &= ~(0x400ull | 0x100ull); /* DF and TF clear, as Linux enters */
+    r->rip = act->handler;
+    if (!(act->flags & SA_NODEFER_))
+        e->sigmask |= sigbit(si->signo);
+    e->sigmask |= act->mask & ~(sigbit(SIGKILL) | sigbit(SIGSTOP));
+    if (act->flags & SA_RESETHAND_)
+        e->sigs[si->signo] = (struct emu_sigaction){0, 0, 0, 0};
+    (void)err;
+    return 0;
+}
+
+/* The lowest signal the running thread can take that has a handler. */
+static int take_deliverable(crec_emu *e, struct emu_siginfo *si)
+{
+    uint64_t handled = 0;
+    struct emu_thread *t = e->sched.cur;
+
+    if (!((t->sig_pending | e->sig_pending) & ~e->sigmask))
+        return 0;
+    for (int sig = 1; sig <= 64; sig++)
+        if (e->sigs[sig].handler > 1)
+            handled |= sigbit(sig);
+    return emu_signal_take(e, handled & ~e->sigmask, si);
+}
+
+/* Set the registers of a handler's entry (or of the end of rt_sigreturn)
+ * from a syscall: RIP last, and told to the observer through resume_rip. */
+static void set_regs(crec_emu *e, const crec_regs *r)
+{
+    crec_error err = {0};
+
+    if (crec_emu_regs_set(e->cpu, r, &err) != CREC_OK) {
+        e->err = err;
+        e->fatal = 1;
+        crec_emu_cpu_stop(e->cpu);
+        return;
+    }
+    crec_emu_cpu_resume_at(e->cpu, r->rip);
+    e->sc.resume_rip = r->rip;
+}
+
+void emu_signal_deliver(crec_emu *e, uint64_t next_rip)
+{
+    struct emu_siginfo si;
+    crec_error err = {0};
+    crec_regs r;
+    int sig;
+
+    if (e->done || e->fatal || !(sig = take_deliverable(e, &si)))
+        return;
+    if (crec_emu_regs_get(e->cpu, &r, &err) != CREC_OK) {
+        e->err = err;
+        e->fatal = 1;
+        crec_emu_cpu_stop(e->cpu);
+        return;
+    }
+    r.rip = e->sc.resume_rip ? e->sc.resume_rip : next_rip;
+    if (enter_handler(e, &si, &r) != 0) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "guest killed by SIGSEGV (no room on the stack for the frame "
+                 "of its SIG%s handler)", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+        emu_exit(e, 0, SIGSEGV, msg);
+        return;
+    }
+    set_regs(e, &r);
+}
+
+/* rt_sigreturn: the registers, mask and alternate stack from the frame the
+ * handler returns through (its ucontext is where RSP points, the return
+ * address popped).  The frame's address goes in args[0], so that the
+ * recorder and the replayer read the same frame (emu/sysout.c). */
+static int64_t sys_rt_sigreturn(crec_emu *e, const uint64_t a[6])
+{
+    uint64_t uc = emu_reg_get(e->cpu, UC_X86_REG_RSP), mask, ss[3];
+    struct emu_thread *t = e->sched.cur;
+    crec_error err = {0};
+    crec_regs r;
+
+    (void)a;
+    e->sc.args[0] = uc;
+    if (emu_copy_in(e, ss, uc + 16, sizeof ss) != 0 ||
+        crec_emu_sigreturn_apply(e->cpu, uc, &mask, &err) != CREC_OK) {
+        emu_exit(e, 0, SIGSEGV, "guest killed by SIGSEGV (rt_sigreturn without a valid frame)");
+        return 0;
+    }
+    e->sigmask = mask & ~(sigbit(SIGKILL) | sigbit(SIGSTOP));
+    if (!on_altstack(t, emu_reg_get(e->cpu, UC_X86_REG_RSP)) && ss[2] >= MINSIGSTKSZ_) {
+        t->ss_sp = ss[0]; /* restore_altstack, as Linux */
+        t->ss_size = ss[2];
+        t->ss_flags = (uint32_t)ss[1] & SS_DISABLE_;
+    }
+    if (crec_emu_regs_get(e->cpu, &r, &err) != CREC_OK) {
+        e->err = err;
+        e->fatal = 1;
+        return 0;
+    }
+    crec_emu_cpu_resume_at(e->cpu, r.rip);
+    e->sc.resume_rip = r.rip;
+    return (int64_t)r.gpr[CREC_RAX];
+}
+
+static int64_t sys_rt_sigpending(crec_emu *e, const uint64_t a[6])
+{
+    uint64_t set = (e->sched.cur->sig_pending | e->sig_pending) & e->sigmask;
+
+    if (a[1] > 8)
+        return -EINVAL;
+    return emu_copy_out(e, a[0], &set, a[1]) != 0 ? -EFAULT : 0;
+}
+
+static int64_t sys_sigaltstack(crec_emu *e, const uint64_t a[6])
+{
+    struct emu_thread *t = e->sched.cur;
+    uint64_t sp = emu_reg_get(e->cpu, UC_X86_REG_RSP);
+    uint64_t cur[3] = {t->ss_sp, t->ss_size ? t->ss_flags : SS_DISABLE_, t->ss_size};
+    uint64_t nw[3];
+
+    if (on_altstack(t, sp))
+        cur[1] = SS_ONSTACK_;
+    if (a[0]) {
+        uint32_t flags;
+        if (emu_copy_in(e, nw, a[0], sizeof nw) != 0)
+            return -EFAULT;
+        if (on_altstack(t, sp))
+            return -EPERM;
+        flags = (uint32_t)nw[1] & ~SS_AUTODISARM_;
+        if (flags != 0 && flags != SS_DISABLE_ && flags != SS_ONSTACK_)
+            return -EINVAL;
+        if (flags == SS_DISABLE_) {
+            t->ss_sp = t->ss_size = 0;
+            t->ss_flags = SS_DISABLE_;
+        } else {
+            if (nw[2] < MINSIGSTKSZ_)
+                return -ENOMEM;
+            t->ss_sp = nw[0];
+            t->ss_size = nw[2];
+            t->ss_flags = 0;
+        }
+    }
+    if (a[1] && emu_copy_out(e, a[1], cur, sizeof cur) != 0)
+        return -EFAULT;
+    return 0;
+}
+
+void emu_sys_signal_register(struct emu_sys *t, size_t n)
+{
+#define REG(name, f) \
+    if (SYS_##name < n) t[SYS_##name] = (struct emu_sys){sys_##name, f}
+    REG(rt_sigreturn, "");
+    REG(sigaltstack, "pp");
+    REG(rt_sigpending, "pu");
+#undef REG
+}

@@ -610,6 +610,10 @@ struct crec_emu_options {
     uint64_t slice;      /* instructions a thread runs before another may (0: default) */
     unsigned cpus;       /* CPUs the guest is shown (sched_getaffinity; 0: 1) */
     int chaos;           /* random slices, starvation and switches inside blocks */
+    int recording;       /* the recorder runs it: a signal enters a handler only at
+                            the end of a syscall (a fault still ends the run: it
+                            can't be recorded yet), and the CPU keeps exactly the
+                            hooks a replay installs */
     uint64_t chaos_seed; /* ... from this seed */
 };
 

@@ -390,6 +390,14 @@ int emu_signal_take(crec_emu *e, uint64_t set, struct emu_siginfo *si);
  * @return 0 or -EINVAL. */
 int64_t emu_signal_send(crec_emu *e, struct emu_thread *t, const struct emu_siginfo *si,
                         const char *why);
+/* sys_signal.c: a fault (or trap) the guest has a handler for: enter it
+ * and @return 1; 0 if the fault ends the process. */
+int emu_signal_fault(crec_emu *e, const struct crec_emu_stop *s);
+/* sys_signal.c: a SIGSEGV/SIGBUS handler was installed: make faults
+ * report their exact instruction (not under a recording, which has it). */
+void emu_signal_precise(crec_emu *e);
+/* sys_signal.c: the CPU stopped for emu_signal_precise: do it now. */
+void emu_signal_precise_now(crec_emu *e);
 /* sys_signal.c: at the end of a syscall (its result already in RAX, RIP
  * to resume at next_rip): enter the handler of a deliverable signal. */
 void emu_signal_deliver(crec_emu *e, uint64_t next_rip);
@@ -444,6 +452,8 @@ struct crec_emu {
     struct crec_emu_syscall sc;
     unsigned char unsupported_seen[512 / 8];
 
+    int precise;              /* faults report their exact instruction (1), or
+                                 the CPU stops to make them so (2) */
     int done;                 /* the guest exited or was killed */
     int stopped;              /* crec_emu_stop was called: the guest lives on */
     struct crec_emu_exit exit;

@@ -243,10 +243,14 @@ int crec_emu_run(crec_emu *e, struct crec_emu_exit *ex, crec_error *err)
         int rc = crec_emu_cpu_run(e->cpu, &stop, err);
         if (rc != CREC_OK)
             return rc;
-        if (!e->done && !e->fatal && stop.why != CREC_STOP_REQUESTED)
-            fatal_stop(e, &stop);
-        else if (!e->done && !e->fatal && !e->stopped)
+        if (!e->done && !e->fatal && stop.why != CREC_STOP_REQUESTED) {
+            if (!emu_signal_fault(e, &stop))
+                fatal_stop(e, &stop);
+        } else if (!e->done && !e->fatal && !e->stopped) {
+            if (e->precise == 2)
+                emu_signal_precise_now(e);
             emu_sched_stopped(e);
+        }
     }
     if (e->fatal) {
         if (err)

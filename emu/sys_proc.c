@@ -194,6 +194,8 @@ static int64_t sys_rt_sigaction(crec_emu *e, const uint64_t a[6])
         return -EFAULT;
     if (a[1])
         e->sigs[sig] = act;
+    if (a[1] && act.handler > 1 && (sig == SIGSEGV || sig == SIGBUS))
+        emu_signal_precise(e);
     return 0;
 }
 

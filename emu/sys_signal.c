@@ -140,8 +140,8 @@ static int take_deliverable(crec_emu *e, struct emu_siginfo *si)
     return emu_signal_take(e, handled & ~e->sigmask, si);
 }
 
-/* Set the registers of a handler's entry (or of the end of rt_sigreturn)
- * from a syscall: RIP last, and told to the observer through resume_rip. */
+/* Set the registers of a handler's entry, RIP last (from a syscall hook
+ * too). */
 static void set_regs(crec_emu *e, const crec_regs *r)
 {
     crec_error err = {0};
@@ -153,7 +153,6 @@ static void set_regs(crec_emu *e, const crec_regs *r)
         return;
     }
     crec_emu_cpu_resume_at(e->cpu, r->rip);
-    e->sc.resume_rip = r->rip;
 }
 
 void emu_signal_deliver(crec_emu *e, uint64_t next_rip)
@@ -180,6 +179,85 @@ void emu_signal_deliver(crec_emu *e, uint64_t next_rip)
         return;
     }
     set_regs(e, &r);
+    e->sc.resume_rip = r.rip;
+}
+
+/* ---- faults ----------------------------------------------------------------- */
+
+static void no_access(void *ctx, int kind, uint64_t addr, unsigned size, uint64_t value)
+{
+    (void)ctx, (void)kind, (void)addr, (void)size, (void)value;
+}
+
+static int flush_exec(void *ctx, const struct crec_emu_mapping *m)
+{
+    if (m->prot & CREC_PROT_EXEC)
+        crec_emu_cpu_flush_code(ctx, m->start, m->end - m->start);
+    return 0;
+}
+
+void emu_signal_precise(crec_emu *e)
+{
+    if (e->opt.recording || e->precise)
+        return;
+    e->precise = 2; /* the CPU stops after this syscall: hooks change code */
+    crec_emu_cpu_stop(e->cpu);
+}
+
+/* Unicorn 2.0.1 reports the exact RIP of a faulting access only when a
+ * memory hook is installed (issue #1323); without it RIP is the block's
+ * start and a handler that returns would run part of the block again.  So
+ * once the program has a SIGSEGV or SIGBUS handler, `crec run` pays for a
+ * hook that does nothing, from code translated afresh. */
+void emu_signal_precise_now(crec_emu *e)
+{
+    crec_error err = {0};
+
+    e->precise = 1;
+    if (crec_emu_cpu_hook_mem(e->cpu, CREC_EMU_LOAD | CREC_EMU_STORE, no_access, NULL, &err) !=
+        CREC_OK) {
+        e->err = err;
+        e->fatal = 1;
+        return;
+    }
+    crec_emu_mem_foreach(e->cpu, flush_exec, e->cpu);
+}
+
+int emu_signal_fault(crec_emu *e, const struct crec_emu_stop *s)
+{
+    struct emu_siginfo si = {s->signo, 0, 0, 0, 0, 0, 0};
+    crec_error err = {0};
+    crec_regs r;
+    int sig = s->signo;
+
+    if (sig != SIGSEGV && sig != SIGBUS && sig != SIGFPE && sig != SIGILL)
+        return 0; /* SIGTRAP: not yet */
+    if (e->sigs[sig].handler <= 1 || (e->sigmask & sigbit(sig)))
+        return 0; /* blocked or ignored: Linux kills, as with no handler */
+    if (e->opt.recording) {
+        fprintf(e->log, "crec: the program's SIG%s handler is not run in a recording yet "
+                "(crec run runs it)\n", sigabbrev_np(sig));
+        return 0;
+    }
+    if (sig == SIGSEGV && s->why == CREC_STOP_FAULT && s->access != '?') {
+        si.code = s->unmapped ? 1 /* SEGV_MAPERR */ : 2 /* SEGV_ACCERR */;
+        si.value = s->addr;
+    } else if (sig == SIGSEGV) {
+        si.code = 0x80; /* SI_KERNEL: a general protection fault */
+    } else {
+        si.code = sig == SIGILL ? 2 /* ILL_ILLOPN */ : 1 /* FPE_INTDIV, BUS_ADRALN */;
+        si.value = s->rip;
+    }
+    if (crec_emu_regs_get(e->cpu, &r, &err) != CREC_OK) {
+        e->err = err;
+        e->fatal = 1;
+        return 1;
+    }
+    r.rip = s->rip; /* the faulting instruction runs again after the handler */
+    if (enter_handler(e, &si, &r) != 0)
+        return 0;
+    set_regs(e, &r);
+    return 1;
 }
 
 /* rt_sigreturn: the registers, mask and alternate stack from the frame the

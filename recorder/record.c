@@ -898,6 +898,7 @@ static int rec_start(struct rec_session *rs, const crec_record_options *o, const
         .on_rdrand = rec_on_rdtsc,
     };
     eo.strace = o->strace;
+    eo.recording = 1;
     eo.strict = o->strict;
     eo.log = o->log;
     eo.observer = &rs->observer;

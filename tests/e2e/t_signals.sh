@@ -43,3 +43,23 @@ rr handlers "$GUESTS/sig_handlers"
 # key frames every 500 instructions: some inside handlers, between the
 # entry and rt_sigreturn
 rr handlers_kf "$GUESTS/sig_handlers" --keyframe-interval 500 --snapshot-interval 4
+
+# synchronous signals: SIGSEGV handlers that longjmp out or fix the page
+# and return, SIGFPE and SIGILL handlers that skip the instruction
+same_as_native "signals: fault handlers under crec run" "@ $GUESTS/sig_faults"
+# a recording does not run them yet: one line, the kill as without a
+# handler, and the recording replays
+"$CREC" record -o "$TMP/faults.crec" -- "$GUESTS/sig_faults" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ "$rc" = 139 ] && grep -q "SIGSEGV handler is not run in a recording yet" "$TMP/err" &&
+    "$CREC" replay "$TMP/faults.crec" 2>&1 | grep -q 'replay verified'; then
+    pass "signals: a fault handler under record: one line, the kill, and a replay"
+else
+    fail "signals: a fault handler under record: one line, the kill, and a replay" \
+        "exit $rc; $(head -c 300 "$TMP/err")"
+fi
+
+# python3's own handlers (a C handler that sets a flag, run by the interpreter)
+PY='import signal,os; signal.signal(signal.SIGUSR1, lambda s,f: print("got", s)); os.kill(os.getpid(), signal.SIGUSR1); print("after")'
+same_as_native "signals: python3 signal.signal and os.kill" "@ /usr/bin/python3 -c '$PY'"
+rr python "/usr/bin/python3 -c '$PY'"

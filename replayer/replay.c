@@ -1390,11 +1390,12 @@ static int rep_thread_load(struct rep_seg *s, struct rep_thread *t)
 /* A thread that did not end in the run: as the recording left it. */
 static void rep_thread_check_left(struct rep_seg *s, struct rep_thread *t)
 {
-    const crec_fmt_keyframe *last = &t->kfs[t->nkf - 1];
+    const crec_fmt_keyframe *last;
     char what[300];
 
-    if (!t->started || t->ended)
+    if (!t->started || t->ended || t->nkf == 0) /* a thread with no key frame never starts */
         return;
+    last = &t->kfs[t->nkf - 1];
     if (crec_regs_diff(&last->regs, &t->regs, what, sizeof what)) {
         rep_diverge(s, "at the end, thread %u: %s", t->tid, what);
         return;

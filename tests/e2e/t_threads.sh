@@ -288,7 +288,7 @@ grep -q 'determined: no order' "$TMP/all2.out" && pass "threads: --all-values at
 # refuse a recording of several with one line naming it, and a non-zero exit.
 for c in "trace" "trace --thread 2" "backtrace" "profile" "gdb --server"; do
     # shellcheck disable=SC2086
-    "$CREC" $c "$TMP/racy.crec" >"$TMP/api.out" 2>&1 </dev/null
+    timeout 60 "$CREC" $c "$TMP/racy.crec" >"$TMP/api.out" 2>&1 </dev/null
     st=$?
     if [ "$st" -ne 0 ] && [ "$(wc -l <"$TMP/api.out")" -eq 1 ] &&
         grep -q 'racy.crec: a recording of 3 threads: .* one thread only, not yet several' "$TMP/api.out"; then

@@ -398,6 +398,17 @@ int emu_signal_fault(crec_emu *e, const struct crec_emu_stop *s);
 void emu_signal_precise(crec_emu *e);
 /* sys_signal.c: the CPU stopped for emu_signal_precise: do it now. */
 void emu_signal_precise_now(crec_emu *e);
+/* sys_process.c: fork (fork, vfork, clone without CLONE_THREAD): the
+ * clone flags and arguments; @return the child's pid, 0 in the child, or
+ * -errno. */
+int64_t emu_fork(crec_emu *e, uint64_t flags, uint64_t stack, uint64_t ptid, uint64_t ctid,
+                 uint64_t tls);
+/* sys_process.c: a forked child whose guest was killed by a signal dies by
+ * it (no return); otherwise nothing. */
+void emu_forked_child_dies(crec_emu *e);
+/* sys_process.c: the CPU stopped after execve: replace the image. */
+void emu_exec_now(crec_emu *e);
+void emu_exec_free(crec_emu *e);
 /* sys_signal.c: at the end of a syscall (its result already in RAX, RIP
  * to resume at next_rip): enter the handler of a deliverable signal. */
 void emu_signal_deliver(crec_emu *e, uint64_t next_rip);
@@ -452,6 +463,9 @@ struct crec_emu {
     struct crec_emu_syscall sc;
     unsigned char unsupported_seen[512 / 8];
 
+    int forked;               /* a child crec made by fork (sys_process.c) */
+    struct emu_exec *exec_req; /* an execve waiting for the CPU to stop */
+    uint8_t cloexec[EMU_MAX_FDS]; /* the guest fd is closed at execve */
     int precise;              /* faults report their exact instruction (1), or
                                  the CPU stops to make them so (2) */
     int done;                 /* the guest exited or was killed */
@@ -499,6 +513,7 @@ void emu_sys_net_register(struct emu_sys *t, size_t n);
 void emu_sys_thread_register(struct emu_sys *t, size_t n);
 void emu_sys_timer_register(struct emu_sys *t, size_t n);
 void emu_sys_signal_register(struct emu_sys *t, size_t n);
+void emu_sys_process_register(struct emu_sys *t, size_t n);
 
 /* Guest memory from a handler: return 0 or -EFAULT. Writes are recorded in
  * the syscall's out list for the observer. */
@@ -526,6 +541,9 @@ int64_t emu_signal_self(crec_emu *e, int sig, const char *why);
 /* End the guest: exit status or fatal signal. */
 void emu_exit(crec_emu *e, int status, int signo, const char *msg);
 
+/* process.c: what execve(2) checks before it gives up the old image:
+ * 0 for an executable x86-64 ELF file or #! script, else -errno. */
+int emu_exec_check(const char *path);
 int emu_load_elf(crec_emu *e, const char *path, char *const argv[], char *const envp[],
                  crec_error *err);
 

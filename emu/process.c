@@ -163,6 +163,7 @@ void crec_emu_free(crec_emu *e)
         if (e->fds[i] >= 0)
             close(e->fds[i]);
     emu_sched_free(e);
+    emu_exec_free(e);
     crec_emu_cpu_free(e->cpu);
     emu_named_free(e);
     crec_free(e);
@@ -249,6 +250,8 @@ int crec_emu_run(crec_emu *e, struct crec_emu_exit *ex, crec_error *err)
         } else if (!e->done && !e->fatal && !e->stopped) {
             if (e->precise == 2)
                 emu_signal_precise_now(e);
+            if (e->exec_req)
+                emu_exec_now(e);
             emu_sched_stopped(e);
         }
     }
@@ -257,6 +260,7 @@ int crec_emu_run(crec_emu *e, struct crec_emu_exit *ex, crec_error *err)
             *err = e->err;
         return e->err.code;
     }
+    emu_forked_child_dies(e);
     *ex = e->exit;
     if (e->stopped)
         return CREC_OK;
@@ -332,6 +336,7 @@ int emu_fd_install(crec_emu *e, int hostfd, int lowest)
     for (int i = lowest < 0 ? 0 : lowest; i < EMU_MAX_FDS; i++)
         if (e->fds[i] < 0) {
             e->fds[i] = hostfd;
+            e->cloexec[i] = 0;
             return i;
         }
     close(hostfd);
@@ -378,34 +383,53 @@ void emu_mem_event(crec_emu *e, enum crec_emu_mem_kind kind, uint64_t addr, uint
 
 /* ---- finding the program, as execvp does ----------------------------------- */
 
+/* What execve(2) checks before it gives up the old image: @return 0 if
+ * path is an executable x86-64 ELF file or #! script, or -errno (ENOENT,
+ * EACCES, ENOEXEC, ...). */
+int emu_exec_check(const char *path)
+{
+    struct stat st;
+    unsigned char h[20];
+    ssize_t n;
+    int fd;
+
+    if (stat(path, &st) != 0)
+        return -errno;
+    if (!S_ISREG(st.st_mode) || access(path, X_OK) != 0)
+        return -EACCES;
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    n = read(fd, h, sizeof h);
+    close(fd);
+    if (n >= 2 && h[0] == '#' && h[1] == '!')
+        return 0;
+    if (n < 20 || memcmp(h, "\177ELF", 4) != 0 || h[4] != 2 || h[5] != 1 ||
+        (h[18] | h[19] << 8) != 62)
+        return -ENOEXEC;
+    return 0;
+}
+
 /* CREC_FIND_OK if path is an executable x86-64 ELF file or #! script. */
 static int check_program(const char *path, crec_error *err)
 {
     struct stat st;
-    unsigned char h[20];
-    int fd;
-    ssize_t n;
+    int r = emu_exec_check(path);
 
-    if (stat(path, &st) != 0)
-        return crec_error_set(err, CREC_ERR_NOTFOUND, "%s: %s", path, strerror(errno)),
-               CREC_FIND_MISSING;
-    if (!S_ISREG(st.st_mode) || access(path, X_OK) != 0)
-        return crec_error_set(err, CREC_ERR_GUEST, "%s: %s", path,
-                              S_ISDIR(st.st_mode) ? "is a directory" : "permission denied"),
-               CREC_FIND_NOEXEC;
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return crec_error_set(err, CREC_ERR_GUEST, "%s: %s", path, strerror(errno)),
-               CREC_FIND_NOEXEC;
-    n = read(fd, h, sizeof h);
-    close(fd);
-    if (n >= 2 && h[0] == '#' && h[1] == '!')
+    if (r == 0)
         return CREC_FIND_OK;
-    if (n < 20 || memcmp(h, "\177ELF", 4) != 0 || h[4] != 2 || h[5] != 1 ||
-        (h[18] | h[19] << 8) != 62)
+    if (r == -ENOENT || r == -ENOTDIR || r == -ENAMETOOLONG || r == -ELOOP)
+        return crec_error_set(err, CREC_ERR_NOTFOUND, "%s: %s", path, strerror(-r)),
+               CREC_FIND_MISSING;
+    if (r == -ENOEXEC)
         return crec_error_set(err, CREC_ERR_GUEST, "%s: not an x86-64 ELF executable", path),
                CREC_FIND_NOEXEC;
-    return CREC_FIND_OK;
+    if (r == -EACCES)
+        return crec_error_set(err, CREC_ERR_GUEST, "%s: %s", path,
+                              stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? "is a directory"
+                                                                          : "permission denied"),
+               CREC_FIND_NOEXEC;
+    return crec_error_set(err, CREC_ERR_GUEST, "%s: %s", path, strerror(-r)), CREC_FIND_NOEXEC;
 }
 
 int crec_emu_find_program(const char *prog, char *path, size_t size, crec_error *err)

@@ -229,7 +229,10 @@ static int64_t do_openat(crec_emu *e, uint64_t dirfd, uint64_t path, uint64_t fl
     h = openat(d, p, (int)flags | O_CLOEXEC, (mode_t)mode);
     if (h < 0)
         return -errno;
-    return emu_fd_install(e, h, 0);
+    g = emu_fd_install(e, h, 0);
+    if (g >= 0)
+        e->cloexec[g] = (flags & O_CLOEXEC) != 0;
+    return g;
 }
 
 static int64_t sys_open(crec_emu *e, const uint64_t a[6])
@@ -277,6 +280,7 @@ static int64_t do_dup3(crec_emu *e, uint64_t oldfd, uint64_t newfd, int flags)
         close(e->fds[newfd]);
     e->fds[newfd] = n;
     e->synth[newfd] = 0;
+    e->cloexec[newfd] = (flags & O_CLOEXEC) != 0;
     return (int64_t)newfd;
 }
 
@@ -310,6 +314,7 @@ static int64_t sys_pipe2(crec_emu *e, const uint64_t a[6])
         e->fds[gp[0]] = -1;
         return gp[1];
     }
+    e->cloexec[gp[0]] = e->cloexec[gp[1]] = (a[1] & O_CLOEXEC) != 0;
     return emu_copy_out(e, a[0], gp, G_FD_PAIR);
 }
 
@@ -326,14 +331,19 @@ static int64_t sys_fcntl(crec_emu *e, const uint64_t a[6])
     switch (cmd) {
     case F_DUPFD:
     case F_DUPFD_CLOEXEC: {
-        int n = fcntl(h, F_DUPFD_CLOEXEC, 3);
+        int n = fcntl(h, F_DUPFD_CLOEXEC, 3), g;
         if (n < 0)
             return -errno;
-        return emu_fd_install(e, n, (int)a[2]);
+        g = emu_fd_install(e, n, (int)a[2]);
+        if (g >= 0)
+            e->cloexec[g] = cmd == F_DUPFD_CLOEXEC;
+        return g;
     }
-    case F_GETFD:
+    case F_GETFD: /* the guest's close-on-exec (crec's host fds all have it) */
+        return e->cloexec[a[0]] ? FD_CLOEXEC : 0;
     case F_SETFD:
-        return 0; /* close-on-exec has no meaning without exec */
+        e->cloexec[a[0]] = (a[2] & FD_CLOEXEC) != 0;
+        return 0;
     case F_GETFL:
     case F_SETFL:
     case F_GETPIPE_SZ:
@@ -405,9 +415,10 @@ static int64_t sys_ioctl(crec_emu *e, const uint64_t a[6])
     HOSTFD(h, a[0]);
 
     switch (a[1]) {
-    case FIOCLEX:
+    case FIOCLEX: /* the guest's close-on-exec, as fcntl F_SETFD */
     case FIONCLEX:
-        return 0; /* close-on-exec has no meaning without exec */
+        e->cloexec[a[0]] = a[1] == FIOCLEX;
+        return 0;
     default:
         break;
     }

@@ -51,8 +51,13 @@ static int addr_out(crec_emu *e, uint64_t addr, uint64_t lenp, const unsigned ch
 
 static int64_t sys_socket(crec_emu *e, const uint64_t a[6])
 {
-    int h = socket((int)a[0], (int)a[1] | SOCK_CLOEXEC, (int)a[2]);
-    return h < 0 ? -errno : emu_fd_install(e, h, 0);
+    int h = socket((int)a[0], (int)a[1] | SOCK_CLOEXEC, (int)a[2]), g;
+    if (h < 0)
+        return -errno;
+    g = emu_fd_install(e, h, 0);
+    if (g >= 0)
+        e->cloexec[g] = (a[1] & SOCK_CLOEXEC) != 0;
+    return g;
 }
 
 static int64_t sys_socketpair(crec_emu *e, const uint64_t a[6])
@@ -71,6 +76,7 @@ static int64_t sys_socketpair(crec_emu *e, const uint64_t a[6])
             close(hp[1]);
         return -EMFILE;
     }
+    e->cloexec[gp[0]] = e->cloexec[gp[1]] = (a[1] & SOCK_CLOEXEC) != 0;
     return emu_copy_out(e, a[3], gp, 8);
 }
 

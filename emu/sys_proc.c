@@ -1,6 +1,6 @@
 /*
  * sys_proc.c - the process: exit, identity, limits, signal actions and
- * masks (delivery is sys_signal.c), and clear refusals for
+ * masks (delivery is sys_signal.c).  Processes are sys_process.c
  * what is not there yet (fork, exec).  Threads are sys_thread.c.
  */
 #include <asm/prctl.h>
@@ -254,24 +254,6 @@ int64_t emu_not_yet(crec_emu *e, const char *what, int64_t ret)
     return ret;
 }
 
-static int64_t sys_fork(crec_emu *e, const uint64_t a[6])
-{
-    (void)a;
-    return emu_not_yet(e, "fork", -EAGAIN);
-}
-
-static int64_t sys_execve(crec_emu *e, const uint64_t a[6])
-{
-    (void)a;
-    return emu_not_yet(e, "execve", -ENOSYS);
-}
-
-static int64_t sys_wait4(crec_emu *e, const uint64_t a[6])
-{
-    (void)e, (void)a;
-    return -ECHILD;
-}
-
 void emu_sys_proc_register(struct emu_sys *t, size_t n)
 {
 #define REG(name, f) \
@@ -306,12 +288,6 @@ void emu_sys_proc_register(struct emu_sys *t, size_t n)
     REG(rt_sigaction, "dppu");
     REG(rt_sigprocmask, "dppu");
     REG(kill, "dd");
-    REG(fork, "");
-    ALIAS(vfork, sys_fork, "");
-    REG(execve, "spp");
-    ALIAS(execveat, sys_execve, "fsppx");
-    REG(wait4, "dpxp");
-    ALIAS(waitid, sys_wait4, "ddpxp");
     ALIAS(membarrier, sys_zero, "xx");
     ALIAS(sched_getparam, sys_zero, "dp");
     ALIAS(sched_getscheduler, sys_zero, "d");

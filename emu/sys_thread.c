@@ -382,20 +382,12 @@ static int64_t clone_thread(crec_emu *e, uint64_t flags, uint64_t stack, uint64_
     return tid;
 }
 
-/* Not a thread: a process (fork, vfork, posix_spawn's CLONE_VM|CLONE_VFORK). */
-static int64_t clone_process(crec_emu *e, uint64_t flags)
-{
-    return emu_not_yet(e, (flags & CLONE_VFORK) ? "vfork (clone with CLONE_VFORK)"
-                      : (flags & CLONE_VM) ? "a process sharing memory (clone without CLONE_THREAD)"
-                                           : "fork (clone)",
-                   -EAGAIN);
-}
 
 /* clone(flags, stack, parent_tid, child_tid, tls) on x86-64. */
 static int64_t sys_clone(crec_emu *e, const uint64_t a[6])
 {
-    if (!(a[0] & CLONE_THREAD))
-        return clone_process(e, a[0]);
+    if (!(a[0] & CLONE_THREAD)) /* a process: fork, vfork, posix_spawn (sys_process.c) */
+        return emu_fork(e, a[0], a[1], a[2], a[3], a[4]);
     return clone_thread(e, a[0], a[1], a[2], a[3], a[4]);
 }
 
@@ -411,7 +403,7 @@ static int64_t sys_clone3(crec_emu *e, const uint64_t a[6])
     if (emu_copy_in(e, ca, a[0], size < sizeof ca ? size : sizeof ca) != 0)
         return -EFAULT;
     if (!(ca[0] & CLONE_THREAD))
-        return clone_process(e, ca[0]);
+        return emu_fork(e, ca[0] | (ca[4] & 0xff), ca[5] ? ca[5] + ca[6] : 0, ca[3], ca[2], ca[7]);
     if (ca[0] & CLONE_PIDFD || ca[8] || ca[9])
         return -EINVAL;
     if ((ca[5] == 0) != (ca[6] == 0))

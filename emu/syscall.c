@@ -34,6 +34,7 @@ static void table_fill(void)
     emu_sys_thread_register(table, N_SYSCALLS);
     emu_sys_timer_register(table, N_SYSCALLS);
     emu_sys_signal_register(table, N_SYSCALLS);
+    emu_sys_process_register(table, N_SYSCALLS);
 }
 
 static void table_init(void)

@@ -546,6 +546,10 @@ struct crec_emu_exit {
     struct crec_emu_stop stop; /* the CPU stop that ended it, if signo != 0 */
     int deadlock;        /* every thread was blocked with nothing to wake it
                             (then signo is 0 and msg says who waited for what) */
+    int unrecordable;    /* a recording stopped at signal signo, which the
+                            program's handler would get while it computes:
+                            that can't be recorded yet (msg says so); the
+                            program was still running */
     char msg[512];       /* signo != 0: "guest killed by SIGSEGV at ..." */
 };
 

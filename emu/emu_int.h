@@ -396,6 +396,11 @@ int emu_signal_fault(crec_emu *e, const struct crec_emu_stop *s);
 /* sys_signal.c: a SIGSEGV/SIGBUS handler was installed: make faults
  * report their exact instruction (not under a recording, which has it). */
 void emu_signal_precise(crec_emu *e);
+/* sys_signal.c: from the block hook (crec run, one thread): a timer is
+ * due and its signal has a handler: stop before the block at addr and
+ * @return 1; emu_signal_async_now delivers it when the CPU has stopped. */
+int emu_signal_async(crec_emu *e, uint64_t addr);
+void emu_signal_async_now(crec_emu *e);
 /* sys_signal.c: the CPU stopped for emu_signal_precise: do it now. */
 void emu_signal_precise_now(crec_emu *e);
 /* sys_process.c: fork (fork, vfork, clone without CLONE_THREAD): the
@@ -464,6 +469,10 @@ struct crec_emu {
     unsigned char unsupported_seen[512 / 8];
 
     int forked;               /* a child crec made by fork (sys_process.c) */
+    unsigned async_tick;      /* blocks since timers were last looked at */
+    unsigned async_waited;    /* recording: looks while a signal waited for a syscall */
+    uint64_t async_rip;       /* a signal waits for the CPU to stop before this block */
+    int itimer_slot;          /* 1 + the timer slot of ITIMER_REAL (alarm); 0: none */
     struct emu_exec *exec_req; /* an execve waiting for the CPU to stop */
     uint8_t cloexec[EMU_MAX_FDS]; /* the guest fd is closed at execve */
     int precise;              /* faults report their exact instruction (1), or

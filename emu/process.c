@@ -80,6 +80,9 @@ static void os_block(void *ctx, uint64_t addr, uint32_t n, uint64_t icount)
 
     if (emu_sched_block(e, addr, n, icount))
         return;
+    /* a timer's signal to a handler, looked for every 1024 blocks */
+    if (++e->async_tick >= 1024 && emu_signal_async(e, addr))
+        return;
     if (e->obs.on_block)
         e->obs.on_block(e->obs.ctx, addr, n, icount);
 }
@@ -252,6 +255,8 @@ int crec_emu_run(crec_emu *e, struct crec_emu_exit *ex, crec_error *err)
                 emu_signal_precise_now(e);
             if (e->exec_req)
                 emu_exec_now(e);
+            if (e->async_rip)
+                emu_signal_async_now(e);
             emu_sched_stopped(e);
         }
     }

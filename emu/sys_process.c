@@ -74,6 +74,7 @@ int64_t emu_fork(crec_emu *e, uint64_t flags, uint64_t stack, uint64_t ptid, uin
         e->sig_pending = t->sig_pending = 0; /* pending signals are the parent's */
         for (int k = 0; k < EMU_MAX_TIMERS; k++) /* and so are its timers */
             e->timers[k].used = 0;
+        e->itimer_slot = 0;
         if (flags & CLONE_CHILD_SETTID_)
             emu_copy_out(e, ctid, &tid, 4);
         if (flags & CLONE_CHILD_CLEARTID_)
@@ -367,8 +368,9 @@ void emu_exec_now(crec_emu *e)
             e->cloexec[i] = 0;
             e->synth[i] = 0;
         }
-    for (int k = 0; k < EMU_MAX_TIMERS; k++)
-        e->timers[k].used = 0;
+    for (int k = 0; k < EMU_MAX_TIMERS; k++) /* POSIX timers go; alarm stays */
+        if (k != e->itimer_slot - 1)
+            e->timers[k].used = 0;
     t->clear_child_tid = t->robust_list = 0;
     t->ss_sp = t->ss_size = 0;
     t->ss_flags = 0;

@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "emu/emu_int.h"
@@ -155,7 +156,9 @@ static void set_regs(crec_emu *e, const crec_regs *r)
     crec_emu_cpu_resume_at(e->cpu, r->rip);
 }
 
-void emu_signal_deliver(crec_emu *e, uint64_t next_rip)
+/* Enter the handler of a deliverable signal, the interrupted code going on
+ * at rip.  @return the handler's address, or 0 if none was entered. */
+static uint64_t deliver_at(crec_emu *e, uint64_t rip)
 {
     struct emu_siginfo si;
     crec_error err = {0};
@@ -163,23 +166,176 @@ void emu_signal_deliver(crec_emu *e, uint64_t next_rip)
     int sig;
 
     if (e->done || e->fatal || !(sig = take_deliverable(e, &si)))
-        return;
+        return 0;
     if (crec_emu_regs_get(e->cpu, &r, &err) != CREC_OK) {
         e->err = err;
         e->fatal = 1;
         crec_emu_cpu_stop(e->cpu);
-        return;
+        return 0;
     }
-    r.rip = e->sc.resume_rip ? e->sc.resume_rip : next_rip;
+    r.rip = rip;
     if (enter_handler(e, &si, &r) != 0) {
         char msg[128];
         snprintf(msg, sizeof msg, "guest killed by SIGSEGV (no room on the stack for the frame "
                  "of its SIG%s handler)", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
         emu_exit(e, 0, SIGSEGV, msg);
-        return;
+        return 0;
     }
     set_regs(e, &r);
-    e->sc.resume_rip = r.rip;
+    return r.rip;
+}
+
+void emu_signal_deliver(crec_emu *e, uint64_t next_rip)
+{
+    uint64_t h = deliver_at(e, e->sc.resume_rip ? e->sc.resume_rip : next_rip);
+
+    if (h)
+        e->sc.resume_rip = h;
+}
+
+/* ---- asynchronous signals (crec run) -------------------------------------------- */
+
+int emu_signal_async(crec_emu *e, uint64_t addr)
+{
+    struct emu_siginfo si;
+    int64_t next = emu_timers_next(e), now;
+
+    e->async_tick = 0;
+    if (e->opt.recording) {
+        /* A recording delivers a timer's signal at the program's next
+         * syscall; one that computes on for a long while instead can't be
+         * recorded yet: the signal takes its default action then. */
+        if (!(e->sched.cur->sig_pending | e->sig_pending)) {
+            e->async_waited = 0;
+            if (next < 0 || (now = emu_now_ns()) < next || e->sched.nlive > 1)
+                return 0;
+            emu_timers_fire(e, now);
+            return 0;
+        }
+        if (++e->async_waited < 256)
+            return 0;
+        e->async_rip = addr;
+        crec_emu_cpu_stop(e->cpu); /* before the block at addr */
+        return 1;
+    }
+    if (next < 0 || e->sched.nlive > 1 || (now = emu_now_ns()) < next)
+        return 0;
+    emu_timers_fire(e, now);
+    if (!take_deliverable(e, &si))
+        return 0;
+    /* not taken yet: put it back, delivered when the CPU has stopped */
+    if (si.signo) {
+        e->sig_pending |= sigbit(si.signo);
+        e->sig_info[si.signo] = si;
+    }
+    e->async_rip = addr;
+    crec_emu_cpu_stop(e->cpu); /* before the block at addr */
+    return 1;
+}
+
+void emu_signal_async_now(crec_emu *e)
+{
+    uint64_t rip = e->async_rip;
+
+    e->async_rip = 0;
+    if (e->opt.recording) { /* ends as a recording stopped by SIGINT does */
+        uint64_t p = e->sched.cur->sig_pending | e->sig_pending;
+        int sig = p ? __builtin_ctzll(p) + 1 : SIGALRM;
+        e->exit.signo = sig;
+        e->exit.unrecordable = 1;
+        snprintf(e->exit.msg, sizeof e->exit.msg, "recording stopped at SIG%s: its handler would "
+                 "run while the program computes without syscalls, which can't be recorded "
+                 "yet (crec run runs it)", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+        crec_emu_stop(e);
+        return;
+    }
+    emu_reg_set(e->cpu, UC_X86_REG_RIP, rip); /* stale after a stop in a block hook */
+    deliver_at(e, rip);
+}
+
+/* ---- ITIMER_REAL: alarm, setitimer, getitimer ---------------------------------- */
+
+/* A process timer sending SIGALRM, in a slot of the POSIX timers whose id
+ * the guest is never given. */
+static struct emu_timer *itimer_real(crec_emu *e)
+{
+    if (e->itimer_slot)
+        return &e->timers[e->itimer_slot - 1];
+    for (int k = EMU_MAX_TIMERS - 1; k >= 0; k--)
+        if (!e->timers[k].used) {
+            struct emu_timer *tm = &e->timers[k];
+            memset(tm, 0, sizeof *tm);
+            tm->used = 1;
+            tm->clock = CLOCK_MONOTONIC;
+            tm->notify = 0; /* SIGEV_SIGNAL */
+            tm->signo = SIGALRM;
+            tm->next = -1;
+            e->itimer_slot = k + 1;
+            return tm;
+        }
+    return NULL;
+}
+
+/* struct itimerval: interval then value, each {tv_sec, tv_usec} */
+static void itimer_get(struct emu_timer *tm, uint64_t out[4])
+{
+    int64_t left = tm && tm->next >= 0 ? tm->next - emu_now_ns() : 0;
+
+    if (tm && tm->next >= 0 && left <= 0)
+        left = 1000; /* due, not yet fired */
+    out[0] = tm ? (uint64_t)(tm->interval / 1000000000) : 0;
+    out[1] = tm ? (uint64_t)(tm->interval % 1000000000 / 1000) : 0;
+    out[2] = (uint64_t)(left / 1000000000);
+    out[3] = (uint64_t)(left % 1000000000 / 1000);
+}
+
+static int64_t itimer_set(crec_emu *e, const uint64_t nw[4], uint64_t old[4])
+{
+    struct emu_timer *tm = itimer_real(e);
+
+    if (!tm)
+        return -EAGAIN;
+    itimer_get(tm, old);
+    tm->interval = (int64_t)(nw[0] * 1000000000 + nw[1] * 1000);
+    tm->overrun = 0;
+    tm->next = nw[2] || nw[3] ? emu_now_ns() + (int64_t)(nw[2] * 1000000000 + nw[3] * 1000) : -1;
+    return 0;
+}
+
+static int64_t sys_alarm(crec_emu *e, const uint64_t a[6])
+{
+    uint64_t nw[4] = {0, 0, a[0] & 0xffffffff, 0}, old[4];
+    int64_t r = itimer_set(e, nw, old);
+
+    if (r < 0)
+        return r;
+    return (int64_t)(old[2] + (old[3] ? 1 : 0)); /* seconds left, rounded up */
+}
+
+static int64_t sys_setitimer(crec_emu *e, const uint64_t a[6])
+{
+    uint64_t nw[4] = {0}, old[4];
+    int64_t r;
+
+    if (a[0] != 0 /* ITIMER_REAL */)
+        return emu_not_yet(e, "setitimer ITIMER_VIRTUAL/ITIMER_PROF", -EINVAL);
+    if (a[1] && emu_copy_in(e, nw, a[1], sizeof nw) != 0)
+        return -EFAULT;
+    if (nw[1] >= 1000000 || nw[3] >= 1000000)
+        return -EINVAL;
+    if ((r = itimer_set(e, nw, old)) < 0)
+        return r;
+    return a[2] && emu_copy_out(e, a[2], old, sizeof old) != 0 ? -EFAULT : 0;
+}
+
+static int64_t sys_getitimer(crec_emu *e, const uint64_t a[6])
+{
+    uint64_t cur[4];
+
+    if (a[0] != 0 /* ITIMER_REAL */)
+        return emu_not_yet(e, "getitimer ITIMER_VIRTUAL/ITIMER_PROF", -EINVAL);
+    itimer_get(e->itimer_slot ? &e->timers[e->itimer_slot - 1] : NULL, cur);
+    return emu_copy_out(e, a[1], cur, sizeof cur) != 0 ? -EFAULT : 0;
 }
 
 /* ---- faults ----------------------------------------------------------------- */
@@ -344,5 +500,8 @@ void emu_sys_signal_register(struct emu_sys *t, size_t n)
     REG(rt_sigreturn, "");
     REG(sigaltstack, "pp");
     REG(rt_sigpending, "pu");
+    REG(alarm, "u");
+    REG(setitimer, "dpp");
+    REG(getitimer, "dp");
 #undef REG
 }

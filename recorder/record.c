@@ -965,7 +965,9 @@ int crec_record(const crec_record_options *opt, const char *path, char *const ar
 
     /* However the run ended, what was recorded is completed and closed. */
     rc = crec_emu_run(rs.emu, &ex, err);
-    if (rc == CREC_OK && o.stop && *o.stop && !ex.signo) {
+    if (rc == CREC_OK && ex.unrecordable)
+        rs.stopped = 1; /* ex.signo and ex.msg say why */
+    else if (rc == CREC_OK && o.stop && *o.stop && !ex.signo) {
         int signo = (int)*o.stop;
         rs.stopped = 1;
         ex.signo = signo;

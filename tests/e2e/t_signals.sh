@@ -63,3 +63,22 @@ fi
 PY='import signal,os; signal.signal(signal.SIGUSR1, lambda s,f: print("got", s)); os.kill(os.getpid(), signal.SIGUSR1); print("after")'
 same_as_native "signals: python3 signal.signal and os.kill" "@ /usr/bin/python3 -c '$PY'"
 rr python "/usr/bin/python3 -c '$PY'"
+
+# asynchronous signals: alarm(1) and a periodic setitimer around loops that
+# make no syscall (crec run delivers them at a block start) ...
+same_as_native "signals: alarm and setitimer around a loop (crec run)" "@ $GUESTS/sig_alarm"
+# ... which a recording can't hold yet: it stops there with one line, as
+# a recording stopped by SIGINT does, and replays
+"$CREC" record -o "$TMP/alarm.crec" -- "$GUESTS/sig_alarm" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ "$rc" = 142 ] && grep -q "recording stopped at SIGALRM" "$TMP/err" &&
+    [ "$(wc -l <"$TMP/err")" = 1 ] &&
+    "$CREC" replay "$TMP/alarm.crec" 2>&1 | grep -q 'replay verified'; then
+    pass "signals: alarm in a loop under record: one line, and a replay"
+else
+    fail "signals: alarm in a loop under record: one line, and a replay" \
+        "exit $rc; $(head -c 300 "$TMP/err")"
+fi
+# a timer's signal to a loop that makes syscalls: delivered at one, recorded
+same_as_native "signals: setitimer around a loop of syscalls (crec run)" "@ $GUESTS/sig_timer_syscalls"
+rr timer_syscalls "$GUESTS/sig_timer_syscalls"

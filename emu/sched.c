@@ -82,8 +82,12 @@ struct emu_thread *emu_thread_new(crec_emu *e, crec_error *err)
         return NULL;
     }
     s->th = p;
-    if (uc_context_alloc(uc, &t->ctx) != UC_ERR_OK || uc_context_save(uc, t->ctx) != UC_ERR_OK ||
-        !(t->xs = crec_emu_xstate_new())) {
+    if (!(t->xs = crec_emu_xstate_new())) {
+        thread_free(t);
+        crec_error_set(err, CREC_ERR_NOMEM, "out of memory for a new thread");
+        return NULL;
+    }
+    if (uc_context_alloc(uc, &t->ctx) != UC_ERR_OK || uc_context_save(uc, t->ctx) != UC_ERR_OK) {
         thread_free(t);
         crec_error_set(err, CREC_ERR_EMU, "can't save the registers of a new thread");
         return NULL;

@@ -305,6 +305,11 @@ static int mmap_decode(uint32_t version, crec_fmt_cur *c, crec_fmt_event *ev, cr
                            (version >= 2 ? CREC_FMT_EV_FOREIGN : 0),
                    "mmap", err));
     ev->u.mmap.flags = fl;
+    /* a key frame's listing says what is mapped: a replay starting there maps
+     * each entry, so anything but a mapping would build another memory */
+    if ((fl & CREC_FMT_EV_LISTING) && op != CREC_FMT_MM_MAP)
+        return crec_error_corrupt(err, "mmap operation %u in a key frame's listing (only %u, a "
+                                       "mapping, lists)", op, CREC_FMT_MM_MAP);
     if (fl & CREC_FMT_EV_HAS_HASH)
         RC(fmt_cur_hash(c, &ev->u.mmap.blob, "mmap blob hash", err));
     if (fl & CREC_FMT_EV_HAS_NAME) {

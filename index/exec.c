@@ -446,53 +446,22 @@ out:
 
 /* ---- the last write to a range ------------------------------------------------- */
 
-struct last_write {
-    uint64_t t;
-    int found;
-};
-
-static int on_write(void *ctx, crec_exec *x, const crec_access *a)
-{
-    struct last_write *lw = ctx;
-
-    (void)x;
-    if (a->kind != CREC_ACCESS_READ) {
-        lw->t = a->t + 1;
-        lw->found = 1;
-    }
-    return 0;
-}
-
 int crec_last_write(crec_recording *rec, uint64_t addr, uint64_t len, uint64_t before,
                     uint64_t *t, crec_error *err)
 {
-    struct last_write lw = {0};
     crec_range r = {addr, len};
-    crec_observer o = {.ctx = &lw, .access = on_write, .ranges = &r, .n_ranges = 1};
-    int rc;
+    crec_access hit;
+    int found, rc;
 
     if (len == 0 || addr + len < addr)
         return crec_error_set(err, CREC_ERR_ARG, "bad range");
-    if (before > rec->end)
-        before = rec->end;
-    if ((rc = qx_ensure_index(rec, err)) != CREC_OK)
+    rc = crec_find_access(rec, &r, 1, 1, NULL, NULL, before > rec->end ? rec->end : before, 1,
+                          &hit, &found, err);
+    if (rc != CREC_OK)
         return rc;
-    /* newest span first: the first one with a write holds the last */
-    for (size_t sp = before ? crec_idx_span_at(rec->ix, before - 1) + 1 : 0;
-         sp-- > 0 && rec->ix->nspan > 0;) {
-        uint64_t start = rec->ix->spans[sp].start;
-        uint64_t end = sp + 1 < rec->ix->nspan ? rec->ix->spans[sp + 1].start : rec->end;
-        if ((rc = crec_idx_need(rec->ix, sp, err)) != CREC_OK)
-            return rc;
-        if (start >= before || !crec_idx_touches(rec->ix, sp, addr, len, 1))
-            continue;
-        rc = crec_exec_run(rec, start, end < before ? end : before, &o, NULL, err);
-        if (rc != CREC_OK)
-            return rc;
-        if (lw.found) {
-            *t = lw.t;
-            return CREC_OK;
-        }
+    if (found) {
+        *t = hit.t + 1; /* the value is new after the writing instruction */
+        return CREC_OK;
     }
     return crec_error_set(err, CREC_ERR_NOTFOUND, "nothing wrote 0x%" PRIx64 " (+%" PRIu64
                           ") before %" PRIu64, addr, len, before);

@@ -512,10 +512,13 @@ static int rep_listing(struct rep_seg *s, size_t kf, int apply)
         held += s->maps[i].end - s->maps[i].start;
     while (rep_event_offset(s) < end && (rc = rep_next_event(s, &ev)) == CREC_OK) {
         const char *what;
-        /* a listing is in address order: a mapping below the last one starts
-         * the listing of a later key frame (none came between) */
+        /* a listing is in address order: past the last key frame the file
+         * holds (a file cut short), a mapping below the last one starts the
+         * listing of a key frame whose record was lost; elsewhere the next
+         * key frame's offset bounds the listing, and an entry out of order
+         * is checked like any other, so every path sees the same */
         if (ev.kind != CREC_FMT_K_MMAP || !(ev.u.mmap.flags & CREC_FMT_EV_LISTING) ||
-            ev.u.mmap.addr < last) {
+            (kf + 1 >= s->nkf && ev.u.mmap.addr < last)) {
             rep_unget_event(s, &ev);
             break;
         }

@@ -219,6 +219,18 @@ for m in "KEYFRAMES 1554" "EVENTS 25" "EVENTS 55"; do
     fi
 done
 
+# A key frame's listing entry turned from a mapping into an unmapping (found
+# by fuzz_fields): one job used to verify it, since the mapping it names is
+# there, while --from, which builds memory from the listing, unmapped the
+# code.  Every path refuses it, naming the operation.
+"$CRECTOOLS/crec_refield" "$SAMPLES/segv.crec" "$TMP/listop.crec" EVENTS 0x13 11 0 set 2
+for how in "" "--jobs 2" "--from 499"; do
+    expect_status "a listing entry that unmaps: replay $how refuses it" 1 "$CREC" replay $how "$TMP/listop.crec"
+    if grep -q "mmap operation 2 in a key frame's listing" "$TMP/err"; then
+        pass "a listing entry that unmaps: replay $how names the operation"
+    else fail "a listing entry that unmaps: replay $how names the operation" "$(head -c 300 "$TMP/err")"; fi
+done
+
 # ---- corruption that replay did not see ------------------------------------------
 python3 - "$TMP/hello.crec" "$TMP/badsym.crec" <<'PY'
 import struct, sys

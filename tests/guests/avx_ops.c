@@ -10,7 +10,9 @@
  *
  * The instruction list is in avx_ops.h (written by avx_ops_gen.py).
  * `avx_ops NAME v` runs one form and prints every state in and out, to see
- * what differs; `avx_ops quick` runs two states per form (for recordings).
+ * what differs; `avx_ops quick` runs two states of every eighth form (for
+ * recordings: each form's first run adds a code hook, and Unicorn checks
+ * every hook while it translates, so the whole list records in a minute).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -140,13 +142,14 @@ int main(int argc, char **argv)
 {
     static struct st s;
     const char *only = argc > 1 && strcmp(argv[1], "quick") != 0 ? argv[1] : NULL;
-    int runs = argc > 1 && strcmp(argv[1], "quick") == 0 ? 2 : 8; /* quick: for recordings */
+    int quick = argc > 1 && strcmp(argv[1], "quick") == 0;
+    int runs = quick ? 2 : 8;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
 
     for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
         uint64_t h = 0;
-        if (only && strcmp(only, tests[t].name) != 0)
+        if ((only && strcmp(only, tests[t].name) != 0) || (quick && t % 8 != 0))
             continue;
         rng = 0x9e3779b97f4a7c15ull + t;
         for (int run = 0; run < runs; run++) {

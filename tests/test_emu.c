@@ -965,3 +965,53 @@ Test(emu, memory_hooks_are_typed)
     cr_expect_eq(crec_emu_reg_get(cpu, CREC_EMU_RAX), 0x55);
     crec_emu_cpu_free(cpu);
 }
+
+/* ---- signals: the frame Linux builds ------------------------------------------- */
+
+Test(emu, sigframe_round_trip_and_linux_offsets)
+{
+    uint8_t uc[CREC_EMU_UCONTEXT_SIZE], fp[CREC_EMU_FXSAVE_SIZE];
+    struct crec_emu_sigframe_ctx c = {0};
+    crec_regs r, back;
+    uint64_t mask = 0;
+
+    memset(&r, 0, sizeof r);
+    for (int i = 0; i < CREC_NGPR; i++)
+        r.gpr[i] = 0x1000 + (uint64_t)i;
+    r.rip = 0x401234;
+    r.rflags = 0x246;
+    r.mxcsr = 0x1fa0;
+    r.fpcw = 0x27f;
+    r.fptag = 0xfff0; /* st0 and st1 in use */
+    for (int i = 0; i < 16; i++)
+        memset(r.xmm[i], 0x20 + i, 16);
+    c.mask = 0x8000000000000201ull;
+    c.fpstate = 0x7ffffff000;
+    crec_emu_sigframe_encode(&r, &c, uc, fp);
+    /* the offsets glibc's ucontext_t reads: gregs[REG_RIP] at 168, the mask at 296 */
+    cr_expect_eq(crec_le_get(uc + 40 + 16 * 8, 8), 0x401234);
+    cr_expect_eq(crec_le_get(uc + 40 + 13 * 8, 8), r.gpr[CREC_RAX]);
+    cr_expect_eq(crec_le_get(uc + 40 + 8 * 8, 8), r.gpr[CREC_RDI]);
+    cr_expect_eq(crec_le_get(uc + 296, 8), c.mask);
+    cr_expect_eq(crec_emu_sigframe_fpstate(uc), c.fpstate);
+    cr_expect_eq(fp[4], 0x03, "abridged tag: st0 and st1 in use");
+    cr_expect_eq(crec_le_get(fp + 24, 4), 0x1fa0);
+
+    memset(&back, 0, sizeof back);
+    back.rflags = 0x202; /* IF and bit 1: not flags the frame may change */
+    crec_emu_sigframe_decode(uc, fp, &back, &mask);
+    cr_expect_eq(mask, c.mask);
+    cr_expect_eq(back.rip, r.rip);
+    cr_expect_eq(back.rflags, 0x246);
+    cr_expect(memcmp(back.gpr, r.gpr, sizeof r.gpr) == 0);
+    cr_expect(memcmp(back.xmm, r.xmm, sizeof r.xmm) == 0);
+    cr_expect_eq(back.mxcsr, r.mxcsr);
+    cr_expect_eq(back.fpcw, r.fpcw);
+    cr_expect_eq(back.fptag, r.fptag);
+
+    /* a frame without an FPU image leaves the vector state alone */
+    memset(&back, 0, sizeof back);
+    crec_emu_sigframe_decode(uc, NULL, &back, &mask);
+    cr_expect_eq(back.mxcsr, 0);
+    cr_expect_eq(back.rip, r.rip);
+}

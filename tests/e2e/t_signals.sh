@@ -82,3 +82,7 @@ fi
 # a timer's signal to a loop that makes syscalls: delivered at one, recorded
 same_as_native "signals: setitimer around a loop of syscalls (crec run)" "@ $GUESTS/sig_timer_syscalls"
 rr timer_syscalls "$GUESTS/sig_timer_syscalls"
+
+# pthread_kill to another thread and to itself, with a handler
+same_as_native "signals: pthread_kill to a thread with a handler (crec run)" "@ $GUESTS/sig_threads"
+rr threads "$GUESTS/sig_threads"

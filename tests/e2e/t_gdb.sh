@@ -276,7 +276,10 @@ while [ -z "$(sed -n 2p "$TMP/srv.out")" ] && kill -0 $spid 2>/dev/null && [ $i 
     i=$((i + 1))
 done
 if grep -q "127.0.0.1:$port'" "$TMP/srv.out"; then pass "gdb: --port $port"; else
-    fail "gdb: --port $port" "$(cat "$TMP/srv.out" "$TMP/srv.err" | head -c 300)"
+    # (seen twice on a loaded machine, with nothing in either file: say
+    # whether the server was still there and how long the loop waited)
+    alive=$(kill -0 $spid 2>/dev/null && echo "running" || echo "gone")
+    fail "gdb: --port $port" "server $alive after $i waits: $(cat "$TMP/srv.out" "$TMP/srv.err" | head -c 300)"
 fi
 hexport=$(printf '%04X' "$port")
 if grep -q "^ *[0-9]*: 0100007F:$hexport 00000000:0000 0A" /proc/net/tcp &&

@@ -357,6 +357,9 @@ struct emu_thread *emu_thread_by_tid(crec_emu *e, uint32_t tid);
 /* A new thread, runnable, with the registers of `ctx_from` (the engine's
  * now): the caller then sets its own. */
 struct emu_thread *emu_thread_new(crec_emu *e, crec_error *err);
+/* The other threads are gone (fork's child, execve): the current one is
+ * the process's only thread. */
+void emu_sched_only_current(crec_emu *e);
 /* The current thread ends (SYS_exit, or the process ends). */
 void emu_thread_exit(crec_emu *e, int status);
 /* A syscall that may wait on a guest fd: block the thread (EMU_BLOCKED) when

@@ -718,6 +718,23 @@ void emu_sched_stopped(crec_emu *e)
     }
 }
 
+/* fork's child and execve (sys_process.c): the calling thread is the only
+ * one of the process from now on, as Linux leaves it. */
+void emu_sched_only_current(crec_emu *e)
+{
+    struct emu_sched *s = &e->sched;
+    size_t j = 0;
+
+    for (size_t i = 0; i < s->n; i++) {
+        if (s->th[i] == s->cur)
+            s->th[j++] = s->th[i];
+        else
+            thread_free(s->th[i]);
+    }
+    s->n = j;
+    s->nlive = 1;
+}
+
 /* ---- exit ---------------------------------------------------------------------- */
 
 /* The kernel's work at a thread's exit: walk its robust list (mutexes it

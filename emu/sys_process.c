@@ -53,8 +53,6 @@ int64_t emu_fork(crec_emu *e, uint64_t flags, uint64_t stack, uint64_t ptid, uin
                                                        "recording"
                                                      : "fork (clone) in a recording",
                            -EAGAIN);
-    if (e->sched.nlive > 1)
-        return emu_not_yet(e, "fork from a program with several threads", -EAGAIN);
     if ((flags & CLONE_VM_) && !(flags & CLONE_VFORK_))
         return emu_not_yet(e, "clone with CLONE_VM but neither CLONE_THREAD nor CLONE_VFORK",
                            -EAGAIN);
@@ -70,6 +68,7 @@ int64_t emu_fork(crec_emu *e, uint64_t flags, uint64_t stack, uint64_t ptid, uin
     if (pid == 0) {
         uint32_t tid = (uint32_t)getpid();
         e->forked = 1;
+        emu_sched_only_current(e); /* a child has only the thread that forked */
         t->tid = tid;
         e->sig_pending = t->sig_pending = 0; /* pending signals are the parent's */
         for (int k = 0; k < EMU_MAX_TIMERS; k++) /* and so are its timers */
@@ -293,10 +292,6 @@ static int64_t do_execve(crec_emu *e, int dirfd, uint64_t upath, uint64_t uargv,
         x->argv[i] = x->strings + (uintptr_t)x->argv[i];
     for (int64_t i = 0; i < r; i++)
         x->envp[i] = x->strings + (uintptr_t)x->envp[i];
-    if (e->sched.nlive > 1) {
-        exec_free(x);
-        return emu_not_yet(e, "execve from a program with several threads", -ENOSYS);
-    }
     /* The point of no return.  Handlers are reset now, so that nothing is
      * delivered into the old image; the image itself is replaced when the
      * CPU has stopped after this syscall (emu_exec_now). */
@@ -345,6 +340,7 @@ void emu_exec_now(crec_emu *e)
     char msg[512];
 
     e->exec_req = NULL;
+    emu_sched_only_current(e); /* execve ends every other thread (Linux: de_thread) */
     /* the old image: every mapping, its translated code, crec's own hooks
      * on its instructions */
     if (crec_emu_mem_foreach(e->cpu, collect, &l) != 0) {

@@ -54,6 +54,19 @@ os.execv("/bin/sh", ["sh", "-c", "for f in %d %d; do if { true <&$f; } 2>/dev/nu
 PY
 same_as_native "procs: O_CLOEXEC across execve" "@ /usr/bin/python3 cloexec.py"
 
+# fork from worker threads (a thread pool running subprocesses), then
+# execve while another thread sleeps
+cat >"$TMP/threads.py" <<'PY'
+import concurrent.futures as cf, os, subprocess, threading, time
+def run(i):
+    return subprocess.run(["echo", "job%d" % i], capture_output=True, text=True).stdout.strip()
+with cf.ThreadPoolExecutor(max_workers=3) as ex:
+    print(sorted(ex.map(run, range(5))))
+threading.Thread(target=lambda: time.sleep(5), daemon=True).start()
+os.execv("/bin/echo", ["echo", "exec while a thread sleeps"])
+PY
+same_as_native "procs: fork from threads, execve with another thread alive" "@ /usr/bin/python3 threads.py"
+
 # execve's errors, as execvp sees them
 same_as_native "procs: a command not found, then one that is" \
     "@ sh -c 'no-such-command-xyz 2>/dev/null; echo \$?; /etc/passwd 2>/dev/null; echo \$?; true; echo \$?'"

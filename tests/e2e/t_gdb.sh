@@ -21,12 +21,15 @@ gdb_session() {
         [ $rc = 0 ] && SESSION_OK=1 || echo "crec gdb exited $rc" >>"$out"
         return
     fi
-    "$CREC" gdb --server "$rec" >"$TMP/srv.out" 2>"$TMP/srv.err" </dev/null &
+    # files of its own: a shared one could still hold the last session's
+    # lines when the wait loop first reads it
+    srv=$TMP/srv-$(basename "$rec")
+    "$CREC" gdb --server "$rec" >"$srv.out" 2>"$srv.err" </dev/null &
     spid=$!
     cmd=
     i=0
     while [ $i -lt 3000 ]; do # up to 5 minutes: the index is built first
-        cmd=$(sed -n 2p "$TMP/srv.out")
+        cmd=$(sed -n 2p "$srv.out")
         [ -n "$cmd" ] && break
         kill -0 $spid 2>/dev/null || break
         sleep 0.1
@@ -35,7 +38,7 @@ gdb_session() {
     case "$cmd" in
     "gdb -l 10000 "*"-ex 'target extended-remote 127.0.0.1:"[0-9]*) ;;
     *)
-        echo "no gdb command from crec gdb --server: $(cat "$TMP/srv.out" "$TMP/srv.err")" >"$out"
+        echo "no gdb command from crec gdb --server: $(cat "$srv.out" "$srv.err")" >"$out"
         kill $spid 2>/dev/null
         wait $spid 2>/dev/null
         return
@@ -56,7 +59,7 @@ gdb_session() {
     wait $spid
     src=$?
     [ $rc = 0 ] && [ $src = 0 ] && SESSION_OK=1 ||
-        echo "gdb exited $rc, crec gdb --server $src: $(cat "$TMP/srv.err")" >>"$out"
+        echo "gdb exited $rc, crec gdb --server $src: $(cat "$srv.err")" >>"$out"
 }
 
 # field OUT TAG: the rest of the first line of OUT starting with TAG.

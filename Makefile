@@ -159,11 +159,19 @@ build-fuzz/fuzz_fields: tests/fuzz/fuzz_fields.c tests/tools/refield.h $(FUZZ_RE
 	clang $(FUZZ_CFLAGS) $(DEPS_CFLAGS) -o $@ tests/fuzz/fuzz_fields.c $(FUZZ_REPLAY_SRC) \
 	    $(DEPS_LIBS) -lpthread -lm
 
-fuzz: build-fuzz/fuzz_reader build-fuzz/fuzz_replay build-fuzz/fuzz_gdb build-fuzz/fuzz_fields
+# Each target is a run of its own, so that `make -j2 fuzz` builds and runs
+# two at a time (each fuzzer is one process).
+FUZZ_RUNS := fuzz-run-reader fuzz-run-replay fuzz-run-gdb fuzz-run-fields
+fuzz: $(FUZZ_RUNS)
+fuzz-run-reader: build-fuzz/fuzz_reader
 	@sh tests/fuzz/run.sh build-fuzz/fuzz_reader $(FUZZ_SECONDS) tests/fuzz/corpus-reader
+fuzz-run-replay: build-fuzz/fuzz_replay
 	@sh tests/fuzz/run.sh build-fuzz/fuzz_replay $(FUZZ_REPLAY_SECONDS) tests/fuzz/corpus-replay
+fuzz-run-gdb: build-fuzz/fuzz_gdb
 	@sh tests/fuzz/run.sh build-fuzz/fuzz_gdb $(FUZZ_GDB_SECONDS) tests/fuzz/corpus-gdb
+fuzz-run-fields: build-fuzz/fuzz_fields
 	@sh tests/fuzz/run.sh build-fuzz/fuzz_fields $(FUZZ_FIELDS_SECONDS) tests/fuzz/corpus-fields 10 2048 512
+.PHONY: $(FUZZ_RUNS)
 
 # --- benchmarks ------------------------------------------------------------
 # What bench/run.sh runs besides crec (bench/README.md).

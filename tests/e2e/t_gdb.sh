@@ -21,12 +21,15 @@ gdb_session() {
         [ $rc = 0 ] && SESSION_OK=1 || echo "crec gdb exited $rc" >>"$out"
         return
     fi
-    "$CREC" gdb --server "$rec" >"$TMP/srv.out" 2>"$TMP/srv.err" </dev/null &
+    # files of its own: a shared one could still hold the last session's
+    # lines when the wait loop first reads it
+    srv=$TMP/srv-$(basename "$rec")
+    "$CREC" gdb --server "$rec" >"$srv.out" 2>"$srv.err" </dev/null &
     spid=$!
     cmd=
     i=0
     while [ $i -lt 3000 ]; do # up to 5 minutes: the index is built first
-        cmd=$(sed -n 2p "$TMP/srv.out")
+        cmd=$(sed -n 2p "$srv.out")
         [ -n "$cmd" ] && break
         kill -0 $spid 2>/dev/null || break
         sleep 0.1
@@ -35,7 +38,7 @@ gdb_session() {
     case "$cmd" in
     "gdb -l 10000 "*"-ex 'target extended-remote 127.0.0.1:"[0-9]*) ;;
     *)
-        echo "no gdb command from crec gdb --server: $(cat "$TMP/srv.out" "$TMP/srv.err")" >"$out"
+        echo "no gdb command from crec gdb --server: $(cat "$srv.out" "$srv.err")" >"$out"
         kill $spid 2>/dev/null
         wait $spid 2>/dev/null
         return
@@ -56,7 +59,7 @@ gdb_session() {
     wait $spid
     src=$?
     [ $rc = 0 ] && [ $src = 0 ] && SESSION_OK=1 ||
-        echo "gdb exited $rc, crec gdb --server $src: $(cat "$TMP/srv.err")" >>"$out"
+        echo "gdb exited $rc, crec gdb --server $src: $(cat "$srv.err")" >>"$out"
 }
 
 # field OUT TAG: the rest of the first line of OUT starting with TAG.
@@ -268,18 +271,19 @@ expect_status "gdb: --help" 0 "$CREC" gdb --help
 
 # ---- the server: 127.0.0.1 only, --port, and garbage from a client -----------------
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$CREC" gdb --server --port "$port" "$TMP/tt_static.crec" >"$TMP/srv.out" 2>"$TMP/srv.err" </dev/null &
+# A file of its own: with srv.out, the loop below could read the last
+# session's two lines before the new server's shell had truncated it.
+"$CREC" gdb --server --port "$port" "$TMP/tt_static.crec" >"$TMP/srvport.out" 2>"$TMP/srvport.err" </dev/null &
 spid=$!
 i=0
-while [ -z "$(sed -n 2p "$TMP/srv.out")" ] && kill -0 $spid 2>/dev/null && [ $i -lt 3000 ]; do
+while [ -z "$(sed -n 2p "$TMP/srvport.out")" ] && kill -0 $spid 2>/dev/null && [ $i -lt 3000 ]; do
     sleep 0.1
     i=$((i + 1))
 done
-if grep -q "127.0.0.1:$port'" "$TMP/srv.out"; then pass "gdb: --port $port"; else
-    # (seen twice on a loaded machine, with nothing in either file: say
-    # whether the server was still there and how long the loop waited)
+if grep -q "127.0.0.1:$port'" "$TMP/srvport.out"; then pass "gdb: --port $port"; else
+    # (say whether the server was still there and how long the loop waited)
     alive=$(kill -0 $spid 2>/dev/null && echo "running" || echo "gone")
-    fail "gdb: --port $port" "server $alive after $i waits: $(cat "$TMP/srv.out" "$TMP/srv.err" | head -c 300)"
+    fail "gdb: --port $port" "server $alive after $i waits: $(cat "$TMP/srvport.out" "$TMP/srvport.err" | head -c 300)"
 fi
 hexport=$(printf '%04X' "$port")
 if grep -q "^ *[0-9]*: 0100007F:$hexport 00000000:0000 0A" /proc/net/tcp &&

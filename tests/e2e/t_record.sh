@@ -76,6 +76,18 @@ else fail "record reserve: the untouched terabyte is not in the recording" "$(ls
 gzip -c "$DATA/small.txt" >"$TMP/small.gz"
 rr_case gzip-dc gzip '-dc' "$TMP/small.gz"
 
+rr_case sleep sleep '0.2'
+rr_case closed-stdout echo "hi >&-"
+
+# The stack is as big as `ulimit -s` says when recording; the replay needs
+# no limit of its own.
+d=$TMP/deep-stack
+mkdir -p "$d"
+native=$(ulimit -s 65536 && "$GUESTS/deep_stack" 2>/dev/null; echo "exit $?")
+recorded=$(ulimit -s 65536 && "$CREC" record -o "$d/r.crec" -- "$GUESTS/deep_stack" 2>/dev/null; echo "exit $?")
+expect_eq "record deep recursion with ulimit -s 65536 as natively" "$native" "$recorded"
+expect_status "replay deep recursion with ulimit -s 65536" 0 "$CREC" replay "$d/r.crec"
+
 # RDRAND's values are recorded: the replay gets them back (its writes are checked).
 d=$TMP/rdrand
 mkdir -p "$d"

@@ -156,6 +156,28 @@ static void set_regs(crec_emu *e, const crec_regs *r)
     crec_emu_cpu_resume_at(e->cpu, r->rip);
 }
 
+/*
+ * Pending signals that are no longer blocked and have no handler take
+ * their disposition now: ignored, or the default action.  A handler that
+ * resets its signal to SIG_DFL and raises it again (coreutils' cleanup
+ * handlers do) dies of it at rt_sigreturn, when the mask lets it through.
+ */
+static void settle_unhandled(crec_emu *e)
+{
+    struct emu_thread *t = e->sched.cur;
+    uint64_t ready = (t->sig_pending | e->sig_pending) & ~e->sigmask;
+
+    for (int sig = 1; sig <= 64 && ready && !e->done && !e->fatal; sig++) {
+        struct emu_siginfo si;
+        if (!(ready & sigbit(sig)) || e->sigs[sig].handler > 1)
+            continue;
+        si = t->sig_pending & sigbit(sig) ? t->sig_info[sig] : e->sig_info[sig];
+        t->sig_pending &= ~sigbit(sig);
+        e->sig_pending &= ~sigbit(sig);
+        emu_signal_send(e, NULL, &si, "pending until it was unblocked");
+    }
+}
+
 /* Enter the handler of a deliverable signal, the interrupted code going on
  * at rip.  @return the handler's address, or 0 if none was entered. */
 static uint64_t deliver_at(crec_emu *e, uint64_t rip)
@@ -165,6 +187,10 @@ static uint64_t deliver_at(crec_emu *e, uint64_t rip)
     crec_regs r;
     int sig;
 
+    /* (crec run only: a recording that ends this way does not replay yet,
+     * so a recorded program goes on with the signal pending, as before) */
+    if (!e->done && !e->fatal && !e->opt.recording)
+        settle_unhandled(e);
     if (e->done || e->fatal || !(sig = take_deliverable(e, &si)))
         return 0;
     if (crec_emu_regs_get(e->cpu, &r, &err) != CREC_OK) {

@@ -86,3 +86,18 @@ rr timer_syscalls "$GUESTS/sig_timer_syscalls"
 # pthread_kill to another thread and to itself, with a handler
 same_as_native "signals: pthread_kill to a thread with a handler (crec run)" "@ $GUESTS/sig_threads"
 rr threads "$GUESTS/sig_threads"
+
+# A handler that resets its signal to SIG_DFL and raises it again (GNU sort
+# on SIGPIPE) dies of it when rt_sigreturn unblocks it, as natively: exit
+# 141 and no "write failed" (under crec record it goes on for now: FORMAT.md
+# has no way to replay that end yet).
+seq 1 300000 >"$TMP/many.txt"
+(sort -r "$TMP/many.txt"; echo "exit $?" >"$TMP/sort-native.rc") 2>"$TMP/sort-native.err" | head -1 >/dev/null
+("$CREC" run -- sort -r "$TMP/many.txt"; echo "exit $?" >"$TMP/sort-crec.rc") 2>"$TMP/sort-crec.err" | head -1 >/dev/null
+if [ "$(cat "$TMP/sort-crec.rc")" = "$(cat "$TMP/sort-native.rc")" ] &&
+    ! grep -q "write failed" "$TMP/sort-crec.err"; then
+    pass "signals: a handler that raises its signal again dies of it at rt_sigreturn (crec run)"
+else
+    fail "signals: a handler that raises its signal again dies of it at rt_sigreturn (crec run)" \
+        "native $(cat "$TMP/sort-native.rc"), crec $(cat "$TMP/sort-crec.rc"): $(head -c 200 "$TMP/sort-crec.err")"
+fi

@@ -6,6 +6,12 @@
 # another architecture: it installs beside the host's once dpkg knows that
 # architecture, which this script adds first (the s390x cross build,
 # mk/s390x.mk).
+# make -j runs `deps` and `deps-test` at once: the second waits here for the
+# first's apt-get (which holds dpkg's lock) and then finds its packages
+# installed, instead of failing on the lock.
+if [ "$(id -u)" = 0 ] && [ -z "$CREC_DEPS_LOCKED" ] && command -v flock >/dev/null; then
+    CREC_DEPS_LOCKED=1 exec flock /tmp/crec-deps.lock sh "$0" "$@"
+fi
 missing="" arches=""
 for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" && continue

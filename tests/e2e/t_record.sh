@@ -21,8 +21,14 @@ rr_case() {
     cp "$(which "$prog" || echo "$prog")" "$d/bin/prog"
     cp -r "$DATA/." "$d/data/"
     cp "$input" "$d/stdin"
-    (cd "$d/data" && sh -c "\"$d/bin/prog\" $args" <"$d/stdin") >"$d/native.out" 2>/dev/null
-    nrc=$?
+    if [ -n "${RR_EXPECTED:-}" ]; then
+        # the output an earlier native run gave (a CPU this one may not be)
+        cp "$RR_EXPECTED" "$d/native.out"
+        nrc=0
+    else
+        (cd "$d/data" && sh -c "\"$d/bin/prog\" $args" <"$d/stdin") >"$d/native.out" 2>/dev/null
+        nrc=$?
+    fi
     (cd "$d/data" && sh -c "\"$CREC\" record -o \"$d/rec.crec\" -- \"$d/bin/prog\" $args" \
         <"$d/stdin") >"$d/rec.out" 2>"$d/rec.err"
     rrc=$?
@@ -56,7 +62,11 @@ rr_case gzip-c gzip '-c small.txt'
 # instructions crec executes itself, and their vector state across key frames
 rr_case vec-native "$GUESTS/vec_native" ''
 rr_case vec-v2 "$GUESTS/vec_v2" ''
+# avx_ops' forms need AVX-512: its output on such a CPU is kept beside it
+# (t_run.sh checks that file against this CPU when it has AVX-512).
+RR_EXPECTED=$E2E_DIR/../guests/avx_ops.quick.expected
 rr_case avx-ops "$GUESTS/avx_ops" 'quick'
+RR_EXPECTED=
 rr_case avx-fault "$GUESTS/avx_fault" 'unmapped'
 # a 1 TiB reservation; AddressSanitizer's shadow; waits; /proc/self
 rr_case reserve "$GUESTS/reserve" ''

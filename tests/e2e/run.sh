@@ -25,7 +25,9 @@ trap 'rm -rf "$outdir"' EXIT
     for t in "$E2E_DIR"/t_*.sh; do
         case " $slow " in *" $(basename "$t") "*) ;; *) [ -e "$t" ] && echo "$t" ;; esac
     done
-} | xargs -P "$jobs" -I{} sh -c 'sh "$1" >"$2/$(basename "$1").out" 2>&1; touch "$2/$(basename "$1").done"' _ {} "$outdir" &
+} | xargs -P "$jobs" -I{} sh -c 's=$(date +%s); sh "$1" >"$2/$(basename "$1").out" 2>&1
+    echo "# $(basename "$1"): $(( $(date +%s) - s )) s" >>"$2/$(basename "$1").out"
+    touch "$2/$(basename "$1").done"' _ {} "$outdir" &
 runner=$!
 
 for t in "$E2E_DIR"/t_*.sh; do

@@ -515,7 +515,9 @@ int crec_index_info(crec_recording *rec, uint64_t *index_bytes, uint64_t *trace_
  * crec_exec_run() replays [from, to) and calls an observer at every block,
  * instruction, memory access or syscall it asks for.  Times are as above:
  * the instruction "at t" is instruction number t+1, which runs from state t
- * to state t+1.  Thread ids are 1 until recordings hold several threads.
+ * to state t+1.  A recording of several threads runs in its recorded order
+ * (global time counts every thread's instructions), each callback naming
+ * the thread it is about; a run can follow one thread (crec_observer.tid).
  */
 
 /* A replay in progress; passed to observer callbacks, valid only inside them. */
@@ -562,6 +564,10 @@ typedef struct crec_range {
 typedef struct crec_observer {
     void *ctx;
     unsigned flags;        /* CREC_EXEC_* */
+    uint32_t tid;          /* only this thread's instructions, blocks, accesses and
+                              syscalls are reported (0: every thread's); without
+                              CREC_EXEC_READS_MEMORY the other threads are not even
+                              replayed */
     /* Before the instruction at time t runs (the state is the state at t).
      * Every instruction (a code hook: about 10x slower), or, when n_addrs
      * > 0, only those at one of the addresses `addrs` (any order; free
@@ -610,6 +616,13 @@ int crec_exec_regs(crec_exec *x, crec_regs *r, crec_error *err);
 #define CREC_REG_FS_BASE 18
 #define CREC_REG_GS_BASE 19
 uint64_t crec_exec_reg(crec_exec *x, int reg);
+
+/*! crec_exec_thread_regs() : thread tid's registers at the callback's
+ *  point (tid 0: the callback's thread, as crec_exec_regs): its state after
+ *  the last of its instructions before that point, as
+ *  crec_read_thread_registers gives.  @return CREC_OK, CREC_ERR_ARG (no
+ *  such thread, or it has not started), or an error. */
+int crec_exec_thread_regs(crec_exec *x, uint32_t tid, crec_regs *r, crec_error *err);
 
 /*! crec_exec_read() :
  *  Memory at the callback's point.  Bytes the replay has not seen (never

@@ -781,6 +781,9 @@ typedef struct crec_frame {
     uint64_t site;         /* the call instruction (0 for the root) */
     int tail;              /* entered by a jmp to a function start (a tail call) */
     uint64_t args[6];      /* rdi, rsi, rdx, rcx, r8, r9 at the entry */
+    uint32_t tid;          /* its thread */
+    int signal;            /* a signal handler entered at the end of the syscall at
+                              `site` (args[0] is the signal's number) */
 } crec_frame;
 
 /* How a frame left. */
@@ -806,13 +809,17 @@ typedef struct crec_calls_observer {
 } crec_calls_observer;
 
 /*! crec_calls_run() :
- *  Replay [from, to) block by block keeping a shadow call stack: a call
- *  pushes a frame; a ret, and also a longjmp or a C++ unwind, pops every
- *  frame whose entry RSP is below the current RSP; a jmp from one function
- *  to the start of another is a tail call (a frame with the same RSP,
- *  popped with its caller), except from a stub that has no symbol of its
- *  own (a PLT entry), which takes the target's name.  Frames entered
- *  before `from` are not known: the stack starts with a root frame there.
+ *  Replay [from, to) block by block keeping a shadow call stack per
+ *  thread: a call pushes a frame; a ret, and also a longjmp or a C++
+ *  unwind, pops every frame whose entry RSP is below the current RSP; a jmp
+ *  from one function to the start of another is a tail call (a frame with
+ *  the same RSP, popped with its caller), except from a stub that has no
+ *  symbol of its own (a PLT entry), which takes the target's name.  A
+ *  signal handler entered at the end of a syscall is a frame of its own
+ *  (`signal`), which the frames below it outlive whatever stack it runs on,
+ *  popped by its return (or a longjmp out of it) and by rt_sigreturn.
+ *  Frames entered before `from` are not known: a thread's stack starts with
+ *  a root frame at its first block in the range.
  *  @return CREC_OK or an error. */
 int crec_calls_run(crec_recording *rec, crec_symtab *sym, uint64_t from, uint64_t to,
                    const crec_calls_observer *obs, crec_error *err);
@@ -832,11 +839,18 @@ typedef struct crec_profile_fn {
     double mean;
 } crec_profile_fn;
 
+/* crec_profile_run flags. */
+#define CREC_PROFILE_SPEEDSCOPE 1 /* keep every enter and leave for
+                                     crec_profile_write_speedscope */
+#define CREC_PROFILE_THREADS 2    /* each thread's stacks hang from a frame "[thread N]"
+                                     of its own (else the threads' stacks are merged) */
+
 /*! crec_profile_run() : an exact profile of [from, to) of thread tid (0:
- *  all).  speedscope 1: keep every enter and leave for
- *  crec_profile_write_speedscope.  @return CREC_OK and *out, or an error. */
+ *  all; each thread has its own stack, and a call's instructions are its
+ *  thread's).  flags: CREC_PROFILE_*.  @return CREC_OK and *out, or an
+ *  error. */
 int crec_profile_run(crec_recording *rec, crec_symtab *sym, uint64_t from, uint64_t to,
-                     uint32_t tid, int speedscope, crec_profile **out, crec_error *err);
+                     uint32_t tid, unsigned flags, crec_profile **out, crec_error *err);
 
 /*! crec_profile_functions() : the functions (in no set order); *total is
  *  every instruction of the range.  @return how many. */
@@ -896,14 +910,18 @@ void crec_cond_free(crec_cond *c);
 
 /*! crec_find() :
  *  The times in (from, end] (backward: [0, from)) at which the condition
- *  holds: for an event, the time before it (enter, exec, syscall: before
- *  the instruction; leave: after the ret); for an expression, the time at
- *  which it becomes true.  fn is called for each, nearest first (fn
- *  returning non-zero stops; without `all` only the first is reported).
- *  A memory expression replays only the spans the index says write its
- *  address; syscalls need no replay.  @return CREC_OK or an error. */
+ *  holds in thread tid (0: any): for an event, the time before it (enter,
+ *  exec, syscall: before the instruction; leave: after the ret); for an
+ *  expression, the time at which it becomes true (one that reads a register
+ *  is followed in each thread, whose registers it reads; a memory one, in
+ *  the program, the thread being the one that made it true).  fn is called
+ *  for each with its thread, nearest first (fn returning non-zero stops;
+ *  without `all` only the first is reported).  A memory expression replays
+ *  only the spans the index says write its address; syscalls need no
+ *  replay.  @return CREC_OK or an error. */
 int crec_find(crec_recording *rec, const crec_cond *c, uint64_t from, int backward, int all,
-              int (*fn)(void *ctx, uint64_t t, uint32_t tid), void *ctx, crec_error *err);
+              uint32_t tid, int (*fn)(void *ctx, uint64_t t, uint32_t tid), void *ctx,
+              crec_error *err);
 
 /* ---- retroactive printf ------------------------------------------------------ */
 
@@ -925,11 +943,12 @@ int crec_printf_parse(crec_symtab *sym, const char *location, const char *format
 /*! crec_printf_free() : NULL is fine. */
 void crec_printf_free(crec_printf *p);
 
-/*! crec_printf_run() : replay [from, to) stopping at the location, and call
- *  fn with each hit's captured values (valid during the call).
- *  @return CREC_OK or an error. */
+/*! crec_printf_run() : replay [from, to) stopping at the location in thread
+ *  tid (0: any), and call fn with each hit's captured values (valid during
+ *  the call).  @return CREC_OK or an error. */
 int crec_printf_run(crec_recording *rec, const crec_printf *p, uint64_t from, uint64_t to,
-                    int (*fn)(void *ctx, const crec_printf_hit *h), void *ctx, crec_error *err);
+                    uint32_t tid, int (*fn)(void *ctx, const crec_printf_hit *h), void *ctx,
+                    crec_error *err);
 
 /*! crec_printf_hit_time() : @return the hit's time; *tid its thread. */
 uint64_t crec_printf_hit_time(const crec_printf_hit *h, uint32_t *tid);
@@ -954,17 +973,20 @@ typedef struct crec_bt_run {
 
 typedef struct crec_backtrace {
     uint64_t at;           /* the time of the back-trace */
+    uint32_t tid;          /* the thread it follows */
     crec_bt_run *runs;     /* the last blocks before `at`, loops collapsed, oldest first */
     size_t nruns;
     crec_frame *stack;     /* the call stack at `at`, outermost first */
     size_t depth;
 } crec_backtrace;
 
-/*! crec_backtrace_run() : the last `last` runs of blocks before `at` and
- *  the shadow call stack there, from a replay of [0, at).
- *  @return CREC_OK and *out (crec_backtrace_free), or an error. */
+/*! crec_backtrace_run() : the last `last` runs of blocks of thread tid
+ *  before `at` and its shadow call stack there, from a replay of [0, at)
+ *  (tid 0: the thread crec_thread_at names, which at the end of a crash is
+ *  the one that faulted).  @return CREC_OK and *out (crec_backtrace_free),
+ *  or an error (CREC_ERR_ARG: no such thread, or it had not started). */
 int crec_backtrace_run(crec_recording *rec, crec_symtab *sym, uint64_t at, size_t last,
-                       crec_backtrace **out, crec_error *err);
+                       uint32_t tid, crec_backtrace **out, crec_error *err);
 
 /*! crec_backtrace_free() : NULL is fine. */
 void crec_backtrace_free(crec_backtrace *b);

@@ -390,12 +390,64 @@ static int sys_event(void *ctx, const crec_fmt_event *ev)
     return w->fn(w->ctx, &si);
 }
 
+/* Several threads: every thread's syscalls, in global time. */
+struct sys_all {
+    crec_syscall_info *v;
+    size_t n, cap;
+    int nomem;
+};
+
+static int keep_syscall(void *ctx, const crec_syscall_info *s)
+{
+    struct sys_all *a = ctx;
+    crec_syscall_info *p = crec_grow(a->v, &a->cap, a->n + 1, sizeof *p, 256);
+
+    if (!p) {
+        a->nomem = 1;
+        return 1;
+    }
+    a->v = p;
+    a->v[a->n++] = *s;
+    return 0;
+}
+
+static int cmp_syscall(const void *a, const void *b)
+{
+    const crec_syscall_info *x = a, *y = b;
+    return x->t < y->t ? -1 : x->t > y->t;
+}
+
 int crec_syscalls(crec_recording *rec, int (*fn)(void *ctx, const crec_syscall_info *s),
                   void *ctx, crec_error *err)
 {
     struct sys_walk w = {rec, rec->kfs[0].tid, fn, ctx};
+    struct sys_all all = {0};
+    int rc;
 
-    return each_event(rec, 0, sys_event, &w, err);
+    if (!rec->nthr)
+        return each_event(rec, 0, sys_event, &w, err);
+    if ((rc = qx_schedule(rec, err)) != CREC_OK)
+        return rc;
+    w.fn = keep_syscall, w.ctx = &all;
+    for (uint32_t tid = 1; tid <= rec->nthr && rc == CREC_OK && !all.nomem; tid++) {
+        size_t from = all.n;
+        if (!(w.rec = rec->thr[tid - 1]))
+            continue;
+        w.tid = tid;
+        rc = each_event(w.rec, 0, sys_event, &w, err);
+        for (size_t i = from; i < all.n; i++) /* its own count, as global time */
+            all.v[i].t = qx_global_time(rec, tid, all.v[i].t);
+    }
+    if (rc == CREC_OK && all.nomem)
+        rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory for the syscalls");
+    if (rc == CREC_OK) {
+        qsort(all.v, all.n, sizeof *all.v, cmp_syscall);
+        for (size_t i = 0; i < all.n; i++)
+            if (fn(ctx, &all.v[i]))
+                break;
+    }
+    crec_free(all.v);
+    return rc;
 }
 
 static int exit_event(void *ctx, const crec_fmt_event *ev)

@@ -196,12 +196,6 @@ int cmd_gdb(int argc, char **argv)
 
     if (crec_open(file, 0, &rec, &err) != CREC_OK)
         return cli_fail_file(file, &err);
-    if (crec_threads(rec) > 1) { /* its runs are the execution API's (crec_exec_run) */
-        rc = cli_fail(EXIT_FAIL, "%s: a recording of %zu threads: crec gdb follows one thread "
-                      "only, not yet several (crec replay, query, when and races do)", file,
-                      crec_threads(rec));
-        goto out;
-    }
     /* the index now, not at gdb's first question: backward searches start
      * from its restart points */
     cli_show_progress(rec, file);

@@ -402,6 +402,29 @@ uint32_t crec_thread_at(crec_recording *rec, uint64_t t);
 int crec_thread_time(crec_recording *rec, uint32_t tid, uint64_t step, uint64_t *t,
                      crec_error *err);
 
+/*! crec_thread_count() : @return how many of thread tid's own instructions
+ *  ran before time t (0 when it had not started, or there is no such
+ *  thread). */
+uint64_t crec_thread_count(crec_recording *rec, uint32_t tid, uint64_t t);
+
+/*! crec_thread_insn_time() : the time at which thread tid's own instruction
+ *  number i (from 0) runs: the state before it.  With crec_thread_count,
+ *  a thread's next instruction after t and its last one before t (gdb's
+ *  stepi and reverse-stepi of one thread, the others running meanwhile).
+ *  @return CREC_OK and *t, or CREC_ERR_ARG (no such thread, or it ran
+ *  fewer instructions). */
+int crec_thread_insn_time(crec_recording *rec, uint32_t tid, uint64_t i, uint64_t *t,
+                          crec_error *err);
+
+/*! crec_thread_describe() : what the recording says of thread tid without
+ *  a replay, as crec_info lists it: its creator and guest tid, the global
+ *  time of its first instruction and after its last, its instructions and
+ *  key frames, whether it ended by itself (exited, with status) and whether
+ *  the program ended in it (stream_bytes is 0).  @return CREC_OK, or
+ *  CREC_ERR_ARG (no such thread), or an error reading the file. */
+int crec_thread_describe(crec_recording *rec, uint32_t tid, crec_thread_info *ti,
+                         crec_error *err);
+
 /*! crec_read_thread_registers() : thread tid's registers at the current
  *  time: its state after the last of its instructions that ran before it
  *  (tid 0: the thread crec_thread_at names).

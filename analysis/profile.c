@@ -56,6 +56,8 @@ struct an_thread {
     uint64_t *opened;      /* ... and the thread's clock when that call began */
     size_t cappath;
     uint64_t clock;        /* its instructions in the range so far */
+    uint64_t blk_t, blk_clock; /* its last block: its time, and the clock before it */
+    uint64_t last_at;      /* its last event's time */
 };
 
 struct crec_profile {
@@ -160,6 +162,7 @@ static struct an_thread *thread_of(crec_profile *p, uint32_t tid)
     th = &th[p->nthreads];
     memset(th, 0, sizeof *th);
     th->tid = tid;
+    th->blk_t = UINT64_MAX; /* no block yet */
     if (p->flags & CREC_PROFILE_THREADS) {
         size_t fn, node;
         snprintf(name, sizeof name, "[thread %" PRIu32 "]", tid);
@@ -174,10 +177,17 @@ static struct an_thread *thread_of(crec_profile *p, uint32_t tid)
     return &p->threads[p->nthreads++];
 }
 
-static int event(crec_profile *p, const struct an_thread *th, size_t fn, int open)
+static int event(crec_profile *p, struct an_thread *th, size_t fn, int open)
 {
+    uint64_t at = p->first_t + th->clock;
+
     if (!(p->flags & CREC_PROFILE_SPEEDSCOPE))
         return 0;
+    /* a stub's call begins before its block, which may have made a syscall
+     * already told: events of a thread never go back */
+    if (at < th->last_at)
+        at = th->last_at;
+    th->last_at = at;
     if (p->nev == p->capev) {
         size_t cap = p->capev ? 2 * p->capev : 4096;
         struct an_event *n = realloc(p->ev, cap * sizeof *n);
@@ -185,8 +195,7 @@ static int event(crec_profile *p, const struct an_thread *th, size_t fn, int ope
             return -1;
         p->ev = n, p->capev = cap;
     }
-    p->ev[p->nev++] = (struct an_event){p->first_t + th->clock, (uint32_t)fn,
-                                        (uint32_t)(th - p->threads), open};
+    p->ev[p->nev++] = (struct an_event){at, (uint32_t)fn, (uint32_t)(th - p->threads), open};
     return 0;
 }
 
@@ -208,14 +217,19 @@ static int set_path(struct an_thread *th, size_t depth, size_t node)
     return 0;
 }
 
-/* A call begins: one more call of the function and of its node. */
-static int open_call(crec_profile *p, struct an_thread *th, size_t depth, size_t fn)
+/* A call begins, its thread's clock then `opened`: one more call of the
+ * function and of its node. */
+static int open_call(crec_profile *p, struct an_thread *th, size_t depth, size_t fn,
+                     uint64_t opened)
 {
     size_t parent = depth == 0 ? th->root : th->path[depth - 1];
     size_t node = node_child(p, parent, fn);
+    uint64_t now = th->clock;
 
+    th->clock = opened;
     if (node == FN_NONE || set_path(th, depth, node) != 0 || event(p, th, fn, 1) != 0)
         return -1;
+    th->clock = now;
     p->nodes[node].calls++;
     p->fns[fn].pub.calls++;
     return 0;
@@ -248,7 +262,10 @@ static int pr_enter(void *ctx, crec_exec *x, const crec_frame *stack, size_t dep
     size_t fn = fn_get(p, stack[depth].fn, NULL);
 
     (void)x;
-    if (!th || fn == FN_NONE || open_call(p, th, depth, fn) != 0) {
+    /* a stub's frame is announced after the stub's block (stack.c), whose
+     * instructions its caller's self count has: the call began before it */
+    if (!th || fn == FN_NONE ||
+        open_call(p, th, depth, fn, stack[depth].t == th->blk_t ? th->blk_clock : th->clock)) {
         p->nomem = 1;
         return 1;
     }
@@ -276,7 +293,7 @@ static int pr_block(void *ctx, crec_exec *x, const crec_frame *stack, size_t dep
     struct an_thread *th = thread_of(p, stack[depth].tid);
     size_t node;
 
-    (void)x, (void)t, (void)addr;
+    (void)x, (void)addr;
     if (!th) {
         p->nomem = 1;
         return 1;
@@ -285,6 +302,8 @@ static int pr_block(void *ctx, crec_exec *x, const crec_frame *stack, size_t dep
     p->nodes[node].self += n;
     p->fns[p->nodes[node].fn].pub.self += n;
     p->total += n;
+    th->blk_t = t;
+    th->blk_clock = th->clock;
     th->clock += n;
     return 0;
 }
@@ -307,13 +326,8 @@ static int pr_syscall(void *ctx, crec_exec *x, const crec_frame *stack, size_t d
     /* the syscall instruction, already counted as its caller's, is the
      * syscall's: a call of one instruction */
     caller = th->path[depth];
-    th->clock--;
-    if (open_call(p, th, depth + 1, fn) != 0) {
-        p->nomem = 1;
-        return 1;
-    }
-    th->clock++;
-    if (close_call(p, th, depth + 1) != 0) {
+    if (open_call(p, th, depth + 1, fn, th->clock - 1) != 0 ||
+        close_call(p, th, depth + 1) != 0) {
         p->nomem = 1;
         return 1;
     }

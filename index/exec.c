@@ -38,6 +38,18 @@
 
 #define EX_PAGE 4096u
 
+/*
+ * The most lanes with a replay at once: each holds an engine (Unicorn
+ * reserves a large code buffer for each), and a program may have hundreds
+ * of threads alive.  Past it, the lane that ran least lately is parked (its
+ * replay freed) and started again from its restart point when its thread
+ * runs next.  The s390x build under qemu-user sets 1 (docs/PORTABILITY.md:
+ * qemu 7.2 breaks the third engine of a process).
+ */
+#ifndef CREC_EXEC_MAX_LANES
+#define CREC_EXEC_MAX_LANES 16
+#endif
+
 /* The bytes of a page one lane's replay memory holds rightly (bit per byte). */
 struct ex_hold {
     size_t lane;
@@ -67,6 +79,7 @@ struct ex_lane {
     uint64_t off;          /* the slice running: global time = own count + off */
     uint64_t own_start, own_end; /* ... its own counts */
     int active;            /* in a slice of [from, to): callbacks are live */
+    uint64_t last_run;     /* the slice it ran last (which lane to park) */
 };
 
 struct crec_exec {
@@ -75,6 +88,7 @@ struct crec_exec {
     uint64_t from, to;
     struct ex_lane *lanes; /* by thread number - 1 */
     size_t nlanes;
+    size_t live;           /* lanes with a replay now */
     struct ex_lane *cur;   /* the lane of the callback */
     crec_replay_qrun *q;   /* its run, inside a callback */
     uint64_t now;          /* the time of the callback's point */
@@ -454,6 +468,8 @@ static int lane_start(struct crec_exec *x, struct ex_lane *l, uint64_t t, crec_e
     size_t kf;
     int rc;
 
+    crec_free((void *)rf->lines); /* a parked lane started before */
+    crec_free((void *)rf->values);
     memset(rf, 0, sizeof *rf);
     if (th->ix && th->ix->nspan > 0) {
         size_t sp = crec_idx_span_at(th->ix, t);
@@ -474,6 +490,8 @@ static int lane_start(struct crec_exec *x, struct ex_lane *l, uint64_t t, crec_e
     l->active = 0;
     rc = crec_replay_query(th->r, th->kfs, th->nkf, kf, rf->point ? rf : NULL, t, &l->w, &l->q,
                            err);
+    if (rc == CREC_OK)
+        x->live++;
     if (rc == CREC_OK && crec_replay_qrun_icount(l->q) != t)
         rc = crec_error_set(err, CREC_ERR_DIVERGENCE, "replay of thread %u stopped at its "
                             "instruction %" PRIu64 ", not %" PRIu64, l->tid,
@@ -481,13 +499,27 @@ static int lane_start(struct crec_exec *x, struct ex_lane *l, uint64_t t, crec_e
     return rc;
 }
 
-/* The lane's thread ran its last slice: its engine goes back to the pool
- * (a program that starts thousands of threads has few at a time). */
-static void lane_finish(struct ex_lane *l)
+/* Free lane l's replay: its engine goes back to the pool. */
+static void lane_park(struct ex_lane *l)
 {
     crec_replay_qrun_free(l->q);
     l->q = NULL;
-    l->finished = 1;
+    l->x->live--;
+}
+
+/* Make room for one more lane with a replay, parking the one that ran
+ * least lately when there are CREC_EXEC_MAX_LANES. */
+static void lane_room(struct crec_exec *x)
+{
+    struct ex_lane *oldest = NULL;
+
+    if (x->live < CREC_EXEC_MAX_LANES)
+        return;
+    for (size_t i = 0; i < x->nlanes; i++)
+        if (x->lanes[i].q && (!oldest || x->lanes[i].last_run < oldest->last_run))
+            oldest = &x->lanes[i];
+    if (oldest)
+        lane_park(oldest);
 }
 
 static void lanes_free(struct crec_exec *x)
@@ -572,9 +604,11 @@ static int run_slices(struct crec_exec *x, const crec_fmt_slice *v, size_t n, ui
         }
         l->off = sl->start - sl->thread_start;
         l->own_start = own_s, l->own_end = own_e;
-        if (!l->q)
+        l->last_run = i;
+        if (!l->q) {
+            lane_room(x);
             rc = lane_start(x, l, own_s, err);
-        else if (crec_replay_qrun_icount(l->q) != own_s)
+        } else if (crec_replay_qrun_icount(l->q) != own_s)
             rc = crec_error_set(err, CREC_ERR_DIVERGENCE, "replay of thread %u is at its "
                                 "instruction %" PRIu64 " where its slice at %" PRIu64
                                 " starts at %" PRIu64, l->tid, crec_replay_qrun_icount(l->q),
@@ -593,8 +627,10 @@ static int run_slices(struct crec_exec *x, const crec_fmt_slice *v, size_t n, ui
             *reached = now + l->off;
             break;
         }
-        if (last_slice_of(rec, l->tid, i))
-            lane_finish(l);
+        if (last_slice_of(rec, l->tid, i)) { /* a thread that ran its last gives its engine back */
+            lane_park(l);
+            l->finished = 1;
+        }
     }
     return rc;
 }

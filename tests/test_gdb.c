@@ -1025,22 +1025,27 @@ Test(gdb, threads_as_the_recording_has_them)
         cr_assert_eq(g_reg(r, 0), w.gpr[CREC_RAX], "thread %u's rax", tid);
     }
 
-    /* steps of thread 2: its own instructions, across the others' slices */
+    /* steps of thread 2 from 100 instructions before it is switched out:
+     * its own instructions, across the others' slices */
+    uint64_t t0 = mid;
+    while (crec_thread_at(rec, t0) != 2 || crec_thread_at(rec, t0 + 100) == 2)
+        t0++;
+    seek_to(t0);
     cr_assert_str_eq(ask("Hgp1.2"), "OK");
-    uint64_t k0 = crec_thread_count(rec, 2, mid), t0 = mid;
+    uint64_t k0 = crec_thread_count(rec, 2, t0);
     int crossed = 0;
-    for (int i = 0; i < 1500; i++) {
+    for (int i = 0; i < 300; i++) {
         uint64_t before = monitor_when();
         cr_assert_str_eq(ask("vCont;s:p1.2;c"), "T05thread:p1.2;");
         t = monitor_when();
         cr_assert_eq(crec_thread_count(rec, 2, t), k0 + (uint64_t)i + 1, "one of its instructions");
         crossed |= t > before + 1;
-        if (i % 97 == 0)
+        if (i % 37 == 0 || t > before + 1)
             cr_assert_eq(g_reg(ask("g"), 16), thread_regs_at(2, t).rip, "rip after step %d", i);
     }
     cr_assert(crossed, "the steps went across another thread's slice");
     cr_assert_str_eq(ask("Hcp1.2"), "OK");
-    for (int i = 0; i < 1500; i++)
+    for (int i = 0; i < 300; i++)
         cr_assert_str_eq(ask("bs"), "T05thread:p1.2;");
     cr_assert_eq(crec_thread_count(rec, 2, monitor_when()), k0, "back where it started");
     cr_assert_eq(crec_thread_insn_time(rec, 2, k0, &t, &err), CREC_OK);

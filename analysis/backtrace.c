@@ -132,7 +132,7 @@ static int settle_last(crec_recording *rec, crec_symtab *sym, struct bt *s, crec
     r = &b->runs[b->nruns - 1];
     flow = an_block_flow(sym, r->addr[r->period - 1], r->ninsns[r->period - 1], &last, &next);
     if ((rc = crec_seek(rec, b->at, err)) == CREC_OK)
-        rc = crec_read_registers(rec, &regs, err);
+        rc = crec_read_thread_registers(rec, b->tid, &regs, err);
     crec_seek(rec, t0, NULL);
     if (rc != CREC_OK)
         return rc;
@@ -149,16 +149,18 @@ static int settle_last(crec_recording *rec, crec_symtab *sym, struct bt *s, crec
     g[b->depth] = (crec_frame){fn ? fn : regs.rip, b->at, regs.gpr[CREC_RSP],
                                flow == AN_FLOW_CALL ? next : 0, last, flow == AN_FLOW_JMP,
                                {regs.gpr[CREC_RDI], regs.gpr[CREC_RSI], regs.gpr[CREC_RDX],
-                                regs.gpr[CREC_RCX], regs.gpr[CREC_R8], regs.gpr[CREC_R9]}};
+                                regs.gpr[CREC_RCX], regs.gpr[CREC_R8], regs.gpr[CREC_R9]},
+                               b->tid, 0};
     b->depth++;
     return CREC_OK;
 }
 
 int crec_backtrace_run(crec_recording *rec, crec_symtab *sym, uint64_t at, size_t last,
-                       crec_backtrace **out, crec_error *err)
+                       uint32_t tid, crec_backtrace **out, crec_error *err)
 {
     struct bt s = {0};
     crec_calls_observer o = {.ctx = &s, .block = bt_block};
+    uint64_t start;
     int rc;
 
     *out = NULL;
@@ -166,6 +168,14 @@ int crec_backtrace_run(crec_recording *rec, crec_symtab *sym, uint64_t at, size_
         return an_error(err, CREC_ERR_ARG, "time %llu is past the end of the recording (%llu "
                         "instructions)", (unsigned long long)at,
                         (unsigned long long)crec_length(rec));
+    if (!tid)
+        tid = crec_thread_at(rec, at);
+    if ((rc = crec_thread_time(rec, tid, 0, &start, err)) != CREC_OK)
+        return rc;
+    if (start > at)
+        return an_error(err, CREC_ERR_ARG, "thread %u has not started at %llu (it starts at "
+                        "%llu)", tid, (unsigned long long)at, (unsigned long long)start);
+    o.tid = tid;
     s.b = calloc(1, sizeof *s.b);
     s.last = last ? last : 1;
     s.cap = 2 * s.last + 2 * BT_MAX_PERIOD;
@@ -174,7 +184,8 @@ int crec_backtrace_run(crec_recording *rec, crec_symtab *sym, uint64_t at, size_
         return an_error(err, CREC_ERR_NOMEM, "out of memory");
     }
     s.b->at = at;
-    rc = crec_calls_run(rec, sym, 0, at, &o, err);
+    s.b->tid = tid;
+    rc = crec_calls_run(rec, sym, start, at, &o, err);
     if (rc == CREC_OK && s.nomem)
         rc = an_error(err, CREC_ERR_NOMEM, "out of memory");
     if (rc != CREC_OK) {

@@ -121,12 +121,21 @@ static void hit(struct hits *h, uint64_t t, uint32_t tid)
     h->tid[h->n++] = tid;
 }
 
+/* An expression's value before, in one thread (or in the program). */
+struct edge_state {
+    uint32_t tid;
+    int have_prev, prev;
+};
+
 struct finder {
     const crec_cond *c;
+    uint32_t tid;        /* only this thread (0: any) */
     struct hits h;
     uint64_t lo, hi;     /* hits must lie in [lo, hi] */
     int first_only;      /* stop at the first hit */
-    int have_prev, prev; /* an expression's value before */
+    int per_thread;      /* the expression reads registers: each thread has its value */
+    struct edge_state *edges;
+    size_t nedges;
     crec_error err;
     int failed;
 };
@@ -152,7 +161,7 @@ static int on_leave(void *ctx, crec_exec *x, const crec_frame *stack, size_t dep
     (void)x, (void)rv;
     if (how == CREC_LEAVE_END || stack[depth].fn != f->c->addr || t < f->lo || t > f->hi)
         return 0;
-    hit(&f->h, t, 1);
+    hit(&f->h, t, stack[depth].tid);
     return f->first_only;
 }
 
@@ -160,19 +169,52 @@ static int on_sys(void *ctx, const crec_syscall_info *s)
 {
     struct finder *f = ctx;
 
-    if (s->nr == f->c->nr && s->t >= f->lo && s->t <= f->hi)
+    if (s->nr == f->c->nr && s->t >= f->lo && s->t <= f->hi && (!f->tid || s->tid == f->tid))
         hit(&f->h, s->t, s->tid);
     return f->first_only && f->h.n > 0;
 }
 
 /* ---- expressions ------------------------------------------------------------- */
 
+/* The value before of the expression in thread tid (per_thread), else in
+ * the program.  NULL: no memory. */
+static struct edge_state *edge_of(struct finder *f, uint32_t tid)
+{
+    struct edge_state *e;
+
+    if (!f->per_thread)
+        tid = 0;
+    for (size_t i = 0; i < f->nedges; i++)
+        if (f->edges[i].tid == tid)
+            return &f->edges[i];
+    if (!(e = realloc(f->edges, (f->nedges + 1) * sizeof *e)))
+        return NULL;
+    f->edges = e;
+    e = &e[f->nedges++];
+    memset(e, 0, sizeof *e);
+    e->tid = tid;
+    return e;
+}
+
+static void edges_forget(struct finder *f)
+{
+    for (size_t i = 0; i < f->nedges; i++)
+        f->edges[i].have_prev = 0;
+}
+
 static void edge(struct finder *f, int now, uint64_t t, uint32_t tid)
 {
-    if (f->have_prev && !f->prev && now && t >= f->lo && t <= f->hi)
+    struct edge_state *e = edge_of(f, tid);
+
+    if (!e) {
+        f->h.nomem = 1;
+        return;
+    }
+    if (e->have_prev && !e->prev && now && t >= f->lo && t <= f->hi &&
+        (!f->tid || tid == f->tid))
         hit(&f->h, t, tid);
-    f->prev = now;
-    f->have_prev = 1;
+    e->prev = now;
+    e->have_prev = 1;
 }
 
 static int on_insn_expr(void *ctx, crec_exec *x, uint64_t t, uint32_t tid, uint64_t rip)
@@ -232,9 +274,9 @@ static int on_change(void *ctx, const crec_change *ch)
         f->failed = f->err.code ? (int)f->err.code : CREC_ERR_ARG;
         return 1;
     }
-    if (ch->t > f->hi && f->have_prev)
+    if (ch->t > f->hi && f->nedges && f->edges[0].have_prev)
         return 1; /* past the range: done */
-    edge(f, known && v, ch->t, 1);
+    edge(f, known && v, ch->t, ch->tid ? ch->tid : 1);
     return f->first_only && f->h.n > 0;
 }
 
@@ -254,7 +296,7 @@ static int search(crec_recording *rec, struct finder *f, const crec_observer *o,
     f->first_only = 0; /* the last hit of an interval is the one wanted */
     for (uint64_t to = from; to > 0 && f->h.n == 0;) {
         uint64_t start = crec_restart_before(rec, to - 1);
-        f->have_prev = 0;
+        edges_forget(f);
         /* one instruction past, so that an edge at `to` itself is seen */
         rc = crec_exec_run(rec, start, to + 1 <= end ? to + 1 : end, o, NULL, err);
         if (rc != CREC_OK || f->failed)
@@ -265,11 +307,12 @@ static int search(crec_recording *rec, struct finder *f, const crec_observer *o,
 }
 
 int crec_find(crec_recording *rec, const crec_cond *c, uint64_t from, int backward, int all,
-              int (*fn)(void *ctx, uint64_t t, uint32_t tid), void *ctx, crec_error *err)
+              uint32_t tid, int (*fn)(void *ctx, uint64_t t, uint32_t tid), void *ctx,
+              crec_error *err)
 {
     struct finder f = {0};
-    crec_observer o = {.ctx = &f};
-    crec_calls_observer co = {.ctx = &f, .leave = on_leave};
+    crec_observer o = {.ctx = &f, .tid = tid};
+    crec_calls_observer co = {.ctx = &f, .tid = tid, .leave = on_leave};
     uint64_t end = crec_length(rec);
     int rc = CREC_OK;
 
@@ -277,6 +320,8 @@ int crec_find(crec_recording *rec, const crec_cond *c, uint64_t from, int backwa
         return an_error(err, CREC_ERR_ARG, "--from %llu is past the end of the recording "
                         "(%llu instructions)", (unsigned long long)from, (unsigned long long)end);
     f.c = c;
+    f.tid = tid;
+    f.per_thread = c->kind == C_EXPR && crec_expr_uses_registers(c->e);
     f.lo = backward ? 0 : from + 1;
     f.hi = backward ? (from ? from - 1 : 0) : end;
     f.first_only = !all;
@@ -327,5 +372,6 @@ int crec_find(crec_recording *rec, const crec_cond *c, uint64_t from, int backwa
     }
     free(f.h.t);
     free(f.h.tid);
+    free(f.edges);
     return rc;
 }

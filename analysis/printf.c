@@ -230,10 +230,11 @@ static int on_hit(void *ctx, crec_exec *x, uint64_t t, uint32_t tid, uint64_t ri
 }
 
 int crec_printf_run(crec_recording *rec, const crec_printf *p, uint64_t from, uint64_t to,
-                    int (*fn)(void *ctx, const crec_printf_hit *h), void *ctx, crec_error *err)
+                    uint32_t tid, int (*fn)(void *ctx, const crec_printf_hit *h), void *ctx,
+                    crec_error *err)
 {
     struct pf_run r = {p, {0}, fn, ctx, {0}, 0, {0}};
-    crec_observer o = {.ctx = &r, .flags = CREC_EXEC_READS_MEMORY, .insn = on_hit,
+    crec_observer o = {.ctx = &r, .flags = CREC_EXEC_READS_MEMORY, .tid = tid, .insn = on_hit,
                        .addrs = &p->where, .n_addrs = 1};
     size_t n = p->nargs ? p->nargs : 1;
     int rc;

@@ -9,8 +9,17 @@
  *
  * A syscall instruction is moved from its caller's self count to a child
  * "[syscall:NAME]", so that time spent asking the kernel shows apart.
- * Inclusive counts per function count recursion once: only the outermost
- * activation of a function adds to it (per-call figures count each call).
+ * Inclusive counts per function count recursion once: only a call with no
+ * call of the same function above it in its path adds to it (per-call
+ * figures count each call).
+ *
+ * Threads.  Each thread has its own stack (stack.c) and its own clock: the
+ * instructions it ran in the range, which is what a call's inclusive count
+ * is measured in (the other threads run in between).  Their paths share
+ * one tree (merged, as valgrind and perf show threads by default), or, with
+ * CREC_PROFILE_THREADS, each thread's hang from a frame "[thread N]" of
+ * its own: a root frame in folded stacks, a function in callgrind's format
+ * and in the table, whose inclusive count is the thread's instructions.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -20,9 +29,8 @@
 
 struct an_fn {
     crec_profile_fn pub;
-    uint64_t key;          /* entry address, or the syscall's number | 1 << 63 */
+    uint64_t key;          /* entry address; a syscall's number | 1 << 63; a thread's | 1 << 62 */
     uint64_t sum;          /* inclusive of every call, for the mean */
-    uint64_t active, outer_t; /* activations open now, and when the outermost began */
     size_t next;           /* hash chain */
 };
 
@@ -30,12 +38,26 @@ struct an_node {
     size_t fn, parent;
     size_t first_child, next_sibling; /* SIZE_MAX: none */
     uint64_t self, calls, incl;
+    int outer;             /* no node above it (in its thread) is of the same function */
 };
 
 struct an_event {
     uint64_t at;
     uint32_t frame;
+    uint32_t thread;       /* index in threads */
     int open;
+};
+
+/* What the profile keeps per thread while the run goes. */
+struct an_thread {
+    uint32_t tid;
+    size_t root;           /* the node its paths hang from (0: the tree's root) */
+    size_t *path;          /* the node of each depth of its stack */
+    uint64_t *opened;      /* ... and the thread's clock when that call began */
+    size_t cappath;
+    uint64_t clock;        /* its instructions in the range so far */
+    uint64_t blk_t, blk_clock; /* its last block: its time, and the clock before it */
+    uint64_t last_at;      /* its last event's time */
 };
 
 struct crec_profile {
@@ -46,23 +68,27 @@ struct crec_profile {
     size_t nbuckets;
     struct an_node *nodes; /* nodes[0] is the tree's root (no function) */
     size_t nnodes, capnodes;
-    size_t *path;          /* the node of each depth of the stack */
-    size_t cappath;
+    struct an_thread *threads;
+    size_t nthreads;
+    size_t cur;            /* the thread last looked up */
     uint64_t total;
-    int speedscope;
+    unsigned flags;        /* CREC_PROFILE_* */
     struct an_event *ev;
     size_t nev, capev;
-    uint64_t first_t, last_t;
+    uint64_t first_t;
     int nomem;
     crec_profile_fn *flat; /* the function table, once the run is over */
 };
 
 #define FN_NONE SIZE_MAX
+#define KEY_SYSCALL (1ull << 63)
+#define KEY_THREAD (1ull << 62)
 
-static size_t fn_get(crec_profile *p, uint64_t key, const char *name_if_syscall)
+/* The function of key (named `name`, or by its symbol when NULL). */
+static size_t fn_get(crec_profile *p, uint64_t key, const char *name)
 {
     size_t b = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 40) % p->nbuckets;
-    char name[256];
+    char sname[256];
     struct an_fn *f;
 
     for (size_t i = p->buckets[b]; i != FN_NONE; i = p->fns[i].next)
@@ -75,16 +101,16 @@ static size_t fn_get(crec_profile *p, uint64_t key, const char *name_if_syscall)
             return FN_NONE;
         p->fns = n, p->capfns = cap;
     }
-    if (name_if_syscall)
-        snprintf(name, sizeof name, "[syscall:%s]", name_if_syscall);
-    else
-        crec_symtab_name(p->sym, key, name, sizeof name);
+    if (!name) {
+        crec_symtab_name(p->sym, key, sname, sizeof sname);
+        name = sname;
+    }
     f = &p->fns[p->nfns];
     memset(f, 0, sizeof *f);
     f->pub.name = strdup(name);
     if (!f->pub.name)
         return FN_NONE;
-    f->pub.addr = name_if_syscall ? 0 : key;
+    f->pub.addr = key & (KEY_SYSCALL | KEY_THREAD) ? 0 : key;
     f->pub.min = UINT64_MAX;
     f->key = key;
     f->next = p->buckets[b];
@@ -111,14 +137,57 @@ static size_t node_child(crec_profile *p, size_t parent, size_t fn)
     n->fn = fn, n->parent = parent;
     n->first_child = FN_NONE;
     n->next_sibling = p->nodes[parent].first_child;
+    n->outer = 1; /* once per call path, not per call: deep recursion costs its depth once */
+    for (size_t a = parent; a != 0 && n->outer; a = p->nodes[a].parent)
+        n->outer = p->nodes[a].fn != fn;
     p->nodes[parent].first_child = p->nnodes;
     return p->nnodes++;
 }
 
-static int event(crec_profile *p, uint64_t at, size_t fn, int open)
+/* The thread tid, its root frame made on first sight.  NULL: no memory. */
+static struct an_thread *thread_of(crec_profile *p, uint32_t tid)
 {
-    if (!p->speedscope)
+    struct an_thread *th;
+    char name[32];
+
+    if (p->cur < p->nthreads && p->threads[p->cur].tid == tid)
+        return &p->threads[p->cur];
+    for (size_t i = 0; i < p->nthreads; i++)
+        if (p->threads[i].tid == tid)
+            return &p->threads[p->cur = i];
+    th = realloc(p->threads, (p->nthreads + 1) * sizeof *th);
+    if (!th)
+        return NULL;
+    p->threads = th;
+    th = &th[p->nthreads];
+    memset(th, 0, sizeof *th);
+    th->tid = tid;
+    th->blk_t = UINT64_MAX; /* no block yet */
+    if (p->flags & CREC_PROFILE_THREADS) {
+        size_t fn, node;
+        snprintf(name, sizeof name, "[thread %" PRIu32 "]", tid);
+        if ((fn = fn_get(p, KEY_THREAD | tid, name)) == FN_NONE ||
+            (node = node_child(p, 0, fn)) == FN_NONE)
+            return NULL;
+        p->nodes[node].calls++;
+        p->fns[fn].pub.calls++;
+        th->root = node;
+    }
+    p->cur = p->nthreads;
+    return &p->threads[p->nthreads++];
+}
+
+static int event(crec_profile *p, struct an_thread *th, size_t fn, int open)
+{
+    uint64_t at = p->first_t + th->clock;
+
+    if (!(p->flags & CREC_PROFILE_SPEEDSCOPE))
         return 0;
+    /* a stub's call begins before its block, which may have made a syscall
+     * already told: events of a thread never go back */
+    if (at < th->last_at)
+        at = th->last_at;
+    th->last_at = at;
     if (p->nev == p->capev) {
         size_t cap = p->capev ? 2 * p->capev : 4096;
         struct an_event *n = realloc(p->ev, cap * sizeof *n);
@@ -126,61 +195,77 @@ static int event(crec_profile *p, uint64_t at, size_t fn, int open)
             return -1;
         p->ev = n, p->capev = cap;
     }
-    p->ev[p->nev++] = (struct an_event){at, (uint32_t)fn, open};
+    p->ev[p->nev++] = (struct an_event){at, (uint32_t)fn, (uint32_t)(th - p->threads), open};
     return 0;
 }
 
-static int set_path(crec_profile *p, size_t depth, size_t node)
+static int set_path(struct an_thread *th, size_t depth, size_t node)
 {
-    if (depth >= p->cappath) {
+    if (depth >= th->cappath) {
         size_t cap = depth * 2 + 64;
-        size_t *n = realloc(p->path, cap * sizeof *n);
+        size_t *n = realloc(th->path, cap * sizeof *n);
+        uint64_t *o;
         if (!n)
             return -1;
-        p->path = n, p->cappath = cap;
+        th->path = n;
+        if (!(o = realloc(th->opened, cap * sizeof *o)))
+            return -1;
+        th->opened = o, th->cappath = cap;
     }
-    p->path[depth] = node;
+    th->path[depth] = node;
+    th->opened[depth] = th->clock;
     return 0;
 }
 
-/* A call begins: one more call of the function and of its node. */
-static int open_call(crec_profile *p, size_t depth, size_t fn, uint64_t t)
+/* A call begins, its thread's clock then `opened`: one more call of the
+ * function and of its node. */
+static int open_call(crec_profile *p, struct an_thread *th, size_t depth, size_t fn,
+                     uint64_t opened)
 {
-    size_t parent = depth == 0 ? 0 : p->path[depth - 1];
+    size_t parent = depth == 0 ? th->root : th->path[depth - 1];
     size_t node = node_child(p, parent, fn);
-    struct an_fn *f = &p->fns[fn];
+    uint64_t now = th->clock;
 
-    if (node == FN_NONE || set_path(p, depth, node) != 0 || event(p, t, fn, 1) != 0)
+    th->clock = opened;
+    if (node == FN_NONE || set_path(th, depth, node) != 0 || event(p, th, fn, 1) != 0)
         return -1;
+    th->clock = now;
     p->nodes[node].calls++;
-    f->pub.calls++;
-    if (f->active++ == 0)
-        f->outer_t = t;
+    p->fns[fn].pub.calls++;
     return 0;
 }
 
-static int close_call(crec_profile *p, size_t depth, uint64_t t0, uint64_t t)
+/* A function's figures for one call that took incl instructions. */
+static void count_call(struct an_fn *f, uint64_t incl, int outer)
 {
-    size_t node = p->path[depth];
-    struct an_fn *f = &p->fns[p->nodes[node].fn];
-    uint64_t incl = t - t0;
-
-    p->nodes[node].incl += incl;
     f->sum += incl;
     f->pub.min = incl < f->pub.min ? incl : f->pub.min;
     f->pub.max = incl > f->pub.max ? incl : f->pub.max;
-    if (--f->active == 0)
-        f->pub.inclusive += t - f->outer_t;
-    return event(p, t, p->nodes[node].fn, 0);
+    if (outer)
+        f->pub.inclusive += incl;
+}
+
+static int close_call(crec_profile *p, struct an_thread *th, size_t depth)
+{
+    struct an_node *n = &p->nodes[th->path[depth]];
+    uint64_t incl = th->clock - th->opened[depth];
+
+    n->incl += incl;
+    count_call(&p->fns[n->fn], incl, n->outer);
+    return event(p, th, n->fn, 0);
 }
 
 static int pr_enter(void *ctx, crec_exec *x, const crec_frame *stack, size_t depth)
 {
     crec_profile *p = ctx;
+    struct an_thread *th = thread_of(p, stack[depth].tid);
     size_t fn = fn_get(p, stack[depth].fn, NULL);
 
     (void)x;
-    if (fn == FN_NONE || open_call(p, depth, fn, stack[depth].t) != 0) {
+    /* a stub's frame is announced after the stub's block (stack.c), whose
+     * instructions its caller's self count has: the call began before it */
+    if (!th || fn == FN_NONE ||
+        open_call(p, th, depth, fn, stack[depth].t == th->blk_t ? th->blk_clock : th->clock)) {
         p->nomem = 1;
         return 1;
     }
@@ -191,9 +276,10 @@ static int pr_leave(void *ctx, crec_exec *x, const crec_frame *stack, size_t dep
                     int how, uint64_t rv)
 {
     crec_profile *p = ctx;
+    struct an_thread *th = thread_of(p, stack[depth].tid);
 
-    (void)x, (void)how, (void)rv;
-    if (close_call(p, depth, stack[depth].t, t) != 0) {
+    (void)x, (void)t, (void)how, (void)rv;
+    if (!th || close_call(p, th, depth) != 0) {
         p->nomem = 1;
         return 1;
     }
@@ -204,14 +290,21 @@ static int pr_block(void *ctx, crec_exec *x, const crec_frame *stack, size_t dep
                     uint64_t addr, uint32_t n)
 {
     crec_profile *p = ctx;
-    size_t node = p->path[depth];
+    struct an_thread *th = thread_of(p, stack[depth].tid);
+    size_t node;
 
-    (void)x, (void)stack, (void)addr;
+    (void)x, (void)addr;
+    if (!th) {
+        p->nomem = 1;
+        return 1;
+    }
+    node = th->path[depth];
     p->nodes[node].self += n;
     p->fns[p->nodes[node].fn].pub.self += n;
     p->total += n;
-    if (t + n > p->last_t)
-        p->last_t = t + n;
+    th->blk_t = t;
+    th->blk_clock = th->clock;
+    th->clock += n;
     return 0;
 }
 
@@ -219,25 +312,34 @@ static int pr_syscall(void *ctx, crec_exec *x, const crec_frame *stack, size_t d
                       const crec_syscall_info *si)
 {
     crec_profile *p = ctx;
-    size_t caller = p->path[depth];
-    size_t fn = fn_get(p, si->nr | 1ull << 63, crec_syscall_name(si->nr));
+    struct an_thread *th = thread_of(p, si->tid);
+    char name[64];
+    size_t caller, fn;
 
     (void)x, (void)stack;
-    if (fn == FN_NONE || open_call(p, depth + 1, fn, si->t) != 0 ||
-        close_call(p, depth + 1, si->t, si->t + 1) != 0) {
+    snprintf(name, sizeof name, "[syscall:%s]", crec_syscall_name(si->nr));
+    fn = fn_get(p, si->nr | KEY_SYSCALL, name);
+    if (!th || fn == FN_NONE) {
         p->nomem = 1;
         return 1;
     }
-    /* the syscall instruction was its caller's: it is the syscall's now */
+    /* the syscall instruction, already counted as its caller's, is the
+     * syscall's: a call of one instruction */
+    caller = th->path[depth];
+    if (open_call(p, th, depth + 1, fn, th->clock - 1) != 0 ||
+        close_call(p, th, depth + 1) != 0) {
+        p->nomem = 1;
+        return 1;
+    }
     p->nodes[caller].self--;
     p->fns[p->nodes[caller].fn].pub.self--;
-    p->nodes[p->path[depth + 1]].self++;
+    p->nodes[th->path[depth + 1]].self++;
     p->fns[fn].pub.self++;
     return 0;
 }
 
 int crec_profile_run(crec_recording *rec, crec_symtab *sym, uint64_t from, uint64_t to,
-                     uint32_t tid, int speedscope, crec_profile **out, crec_error *err)
+                     uint32_t tid, unsigned flags, crec_profile **out, crec_error *err)
 {
     crec_calls_observer obs = {.tid = tid, .enter = pr_enter, .leave = pr_leave,
                                .block = pr_block, .syscall = pr_syscall};
@@ -248,7 +350,7 @@ int crec_profile_run(crec_recording *rec, crec_symtab *sym, uint64_t from, uint6
     if (!p)
         return an_error(err, CREC_ERR_NOMEM, "out of memory");
     p->sym = sym;
-    p->speedscope = speedscope;
+    p->flags = flags;
     p->nbuckets = 4096;
     p->buckets = malloc(p->nbuckets * sizeof *p->buckets);
     p->nodes = calloc(1024, sizeof *p->nodes);
@@ -261,7 +363,7 @@ int crec_profile_run(crec_recording *rec, crec_symtab *sym, uint64_t from, uint6
     p->nnodes = 1;
     p->nodes[0].first_child = p->nodes[0].next_sibling = FN_NONE;
     p->nodes[0].fn = FN_NONE;
-    p->first_t = p->last_t = from;
+    p->first_t = from;
     obs.ctx = p;
     rc = crec_calls_run(rec, sym, from, to, &obs, err);
     if (rc == CREC_OK && p->nomem)
@@ -269,6 +371,13 @@ int crec_profile_run(crec_recording *rec, crec_symtab *sym, uint64_t from, uint6
     if (rc != CREC_OK) {
         crec_profile_free(p);
         return rc;
+    }
+    for (size_t i = 0; i < p->nthreads; i++) { /* a thread's frame spans all it ran */
+        struct an_node *n = &p->nodes[p->threads[i].root];
+        if (p->threads[i].root == 0)
+            continue;
+        n->incl += p->threads[i].clock;
+        count_call(&p->fns[n->fn], p->threads[i].clock, 1);
     }
     p->flat = malloc((p->nfns ? p->nfns : 1) * sizeof *p->flat);
     if (!p->flat) {
@@ -304,7 +413,11 @@ void crec_profile_free(crec_profile *p)
     free(p->fns);
     free(p->buckets);
     free(p->nodes);
-    free(p->path);
+    for (size_t i = 0; i < p->nthreads; i++) {
+        free(p->threads[i].path);
+        free(p->threads[i].opened);
+    }
+    free(p->threads);
     free(p->ev);
     free(p->flat);
     free(p);
@@ -432,11 +545,10 @@ static void json_string(FILE *out, const char *s)
     fputc('"', out);
 }
 
-/* speedscope's file format: one evented profile, instructions as the unit. */
+/* speedscope's file format: an evented profile per thread, instructions
+ * (the thread's own, from the start of the range) as the unit. */
 int crec_profile_write_speedscope(const crec_profile *p, FILE *out, crec_error *err)
 {
-    uint64_t end = p->nev ? p->ev[p->nev - 1].at : p->first_t;
-
     fprintf(out, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\","
                  "\"exporter\":\"crec %s\",\"name\":\"crec profile\",\"activeProfileIndex\":0,"
                  "\"shared\":{\"frames\":[", CREC_VERSION_STRING);
@@ -445,12 +557,22 @@ int crec_profile_write_speedscope(const crec_profile *p, FILE *out, crec_error *
         json_string(out, p->fns[i].pub.name);
         fputc('}', out);
     }
-    fprintf(out, "]},\"profiles\":[{\"type\":\"evented\",\"name\":\"thread 1\","
-                 "\"unit\":\"none\",\"startValue\":%" PRIu64 ",\"endValue\":%" PRIu64
-                 ",\"events\":[", p->first_t, end > p->last_t ? end : p->last_t);
-    for (size_t i = 0; i < p->nev && !ferror(out); i++)
-        fprintf(out, "%s{\"type\":\"%c\",\"frame\":%" PRIu32 ",\"at\":%" PRIu64 "}",
-                i ? "," : "", p->ev[i].open ? 'O' : 'C', p->ev[i].frame, p->ev[i].at);
-    fprintf(out, "]}]}\n");
+    fprintf(out, "]},\"profiles\":[");
+    for (size_t k = 0; k < p->nthreads && !ferror(out); k++) {
+        int first = 1;
+        fprintf(out, "%s{\"type\":\"evented\",\"name\":\"thread %" PRIu32 "\","
+                     "\"unit\":\"none\",\"startValue\":%" PRIu64 ",\"endValue\":%" PRIu64
+                     ",\"events\":[", k ? "," : "", p->threads[k].tid, p->first_t,
+                p->first_t + p->threads[k].clock);
+        for (size_t i = 0; i < p->nev && !ferror(out); i++) {
+            if (p->ev[i].thread != k)
+                continue;
+            fprintf(out, "%s{\"type\":\"%c\",\"frame\":%" PRIu32 ",\"at\":%" PRIu64 "}",
+                    first ? "" : ",", p->ev[i].open ? 'O' : 'C', p->ev[i].frame, p->ev[i].at);
+            first = 0;
+        }
+        fprintf(out, "]}");
+    }
+    fprintf(out, "]}\n");
     return io_result(out, err);
 }

@@ -19,7 +19,14 @@
  *     frame that is announced only once its first block is done: if that
  *     block jumps to a function's start, the frame takes that function.
  *     The stub's own instructions count as its caller's.
- * Each thread has its own stack (threads are 1 until recordings hold more).
+ *   - a signal handler entered at the end of a syscall (the block after a
+ *     syscall is not the one after it, and the syscall was not
+ *     rt_sigreturn): a frame flagged `signal`.  The frames below it belong
+ *     to the interrupted code, whose stack may lie anywhere relative to the
+ *     handler's (sigaltstack): popping stops once a signal frame is popped,
+ *     and rt_sigreturn pops down to the innermost one.
+ * Each thread has its own stack; the run interleaves them in the recorded
+ * order.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +41,12 @@ struct an_stack {
     int have_prev;      /* the previous block of this thread: */
     int prev_flow;
     uint64_t prev_last, prev_next, prev_t;
+    uint64_t prev_sys;  /* ... the syscall that ended it (AN_FLOW_SYSCALL), */
+    uint64_t prev_arg0; /* ... and its first argument */
 };
+
+/* Linux x86-64's rt_sigreturn: the end of a signal handler. */
+#define NR_RT_SIGRETURN 15
 
 struct an_calls {
     crec_symtab *sym;
@@ -100,8 +112,9 @@ static void announce(struct an_calls *c, crec_exec *x, struct an_stack *st, size
         c->stop = 1;
 }
 
-static void leave(struct an_calls *c, crec_exec *x, struct an_stack *st, uint64_t t, int how,
-                  uint64_t rv)
+/* The top frame leaves.  @return 1 if it was a signal handler's. */
+static int leave(struct an_calls *c, crec_exec *x, struct an_stack *st, uint64_t t, int how,
+                 uint64_t rv)
 {
     size_t i = st->n - 1;
 
@@ -109,6 +122,17 @@ static void leave(struct an_calls *c, crec_exec *x, struct an_stack *st, uint64_
         c->obs->leave(c->obs->ctx, x, st->f, i, t, how, rv))
         c->stop = 1;
     st->n--;
+    return st->f[i].signal;
+}
+
+/* Frames RSP is above are gone, up to the first signal handler's frame
+ * (below it lies interrupted code, on another stack perhaps). */
+static void pop_passed(struct an_calls *c, crec_exec *x, struct an_stack *st, uint64_t t,
+                       uint64_t sp, int how, uint64_t rv)
+{
+    while (st->n > 0 && st->f[st->n - 1].sp < sp)
+        if (leave(c, x, st, t, how, rv))
+            break;
 }
 
 static void fill_args(crec_exec *x, crec_frame *f)
@@ -128,6 +152,7 @@ static int new_root(struct an_calls *c, crec_exec *x, struct an_stack *st, uint6
     f.fn = fn ? fn : addr;
     f.t = t;
     f.sp = sp;
+    f.tid = st->tid;
     fill_args(x, &f);
     if (push(st, &f, 0) != 0)
         return -1;
@@ -160,10 +185,30 @@ static int on_block(void *ctx, crec_exec *x, uint64_t t, uint32_t tid, uint64_t 
             if (flow == AN_FLOW_JMP)
                 flow = AN_FLOW_OTHER; /* that jump was the stub's, not a tail call */
         }
-        while (st->n > 0 && st->f[st->n - 1].sp < sp)
-            leave(c, x, st, t, flow == AN_FLOW_RET ? CREC_LEAVE_RET : CREC_LEAVE_UNWOUND, rv);
+        if (flow == AN_FLOW_SYSCALL && addr != st->prev_next && st->prev_sys != NR_RT_SIGRETURN) {
+            /* the kernel entered a signal handler at the syscall's end */
+            crec_frame f = {addr, t, sp, 0, st->prev_last, 0, {0}, tid, 1};
+            fill_args(x, &f);
+            if (push(st, &f, 0) != 0)
+                goto nomem;
+            if (an_is_function_start(c->sym, addr))
+                announce(c, x, st, st->n - 1);
+            goto pushed;
+        }
+        if (flow == AN_FLOW_SYSCALL && st->prev_sys == NR_RT_SIGRETURN) {
+            /* back to the interrupted code: the handler whose frame it
+             * returns from is gone, if its ret did not pop it already (its
+             * argument is the ucontext, just above the handler's return
+             * address) */
+            size_t k = st->n;
+            while (k > 0 && !(st->f[k - 1].signal && st->f[k - 1].sp + 8 == st->prev_arg0))
+                k--;
+            while (k > 0 && st->n >= k)
+                leave(c, x, st, t, CREC_LEAVE_RET, rv);
+        }
+        pop_passed(c, x, st, t, sp, flow == AN_FLOW_RET ? CREC_LEAVE_RET : CREC_LEAVE_UNWOUND, rv);
         if (flow == AN_FLOW_CALL && addr != st->prev_next) {
-            crec_frame f = {addr, t, sp, st->prev_next, st->prev_last, 0, {0}};
+            crec_frame f = {addr, t, sp, st->prev_next, st->prev_last, 0, {0}, tid, 0};
             int known = an_is_function_start(c->sym, addr);
             fill_args(x, &f);
             if (push(st, &f, 0) != 0)
@@ -173,7 +218,7 @@ static int on_block(void *ctx, crec_exec *x, uint64_t t, uint32_t tid, uint64_t 
         } else if (flow == AN_FLOW_JMP && st->n > 0 && an_is_function_start(c->sym, addr) &&
                    addr != st->f[st->n - 1].fn) {
             if (an_func_of(c->sym, st->prev_last) != addr) { /* into another function: a tail call */
-                crec_frame f = {addr, t, sp, 0, st->prev_last, 1, {0}};
+                crec_frame f = {addr, t, sp, 0, st->prev_last, 1, {0}, tid, 0};
                 fill_args(x, &f);
                 if (push(st, &f, 1) != 0)
                     goto nomem;
@@ -182,6 +227,7 @@ static int on_block(void *ctx, crec_exec *x, uint64_t t, uint32_t tid, uint64_t 
             }
         }
     }
+pushed:
     if (st->n == 0 && new_root(c, x, st, t, addr, sp) != 0)
         goto nomem;
     st->prev_flow = an_block_flow(c->sym, addr, ninsns, &st->prev_last, &st->prev_next);
@@ -201,10 +247,16 @@ static int on_syscall(void *ctx, crec_exec *x, const crec_syscall_info *si)
     struct an_calls *c = ctx;
     struct an_stack *st;
 
-    if ((c->obs->tid && si->tid != c->obs->tid) || !c->obs->syscall)
+    if (c->obs->tid && si->tid != c->obs->tid)
         return 0;
     st = thread_stack(c, si->tid);
-    if (!st || st->n == 0)
+    if (!st) {
+        c->failed = an_error(&c->err, CREC_ERR_NOMEM, "out of memory for the call stack");
+        return 1;
+    }
+    st->prev_sys = si->nr; /* the next block says whether it entered a handler */
+    st->prev_arg0 = si->args[0];
+    if (st->n == 0 || !c->obs->syscall)
         return 0;
     if (c->obs->syscall(c->obs->ctx, x, st->f, top_announced(st), si))
         c->stop = 1;
@@ -215,7 +267,7 @@ int crec_calls_run(crec_recording *rec, crec_symtab *sym, uint64_t from, uint64_
                    const crec_calls_observer *obs, crec_error *err)
 {
     struct an_calls c = {sym, obs, NULL, 0, 0, {0}, 0};
-    crec_observer o = {.ctx = &c, .block = on_block, .syscall = on_syscall};
+    crec_observer o = {.ctx = &c, .tid = obs->tid, .block = on_block, .syscall = on_syscall};
     uint64_t stopped = to;
     int rc = crec_exec_run(rec, from, to, &o, &stopped, err);
 

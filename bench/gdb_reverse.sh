@@ -54,3 +54,25 @@ session warm 'python timed("warm", "continue")' \
     'break tick' 'python timed("warm", "reverse-continue")' \
     'python timed("warm", "reverse-continue")' 'delete' 'monitor seek end' \
     'break middle' 'python timed("warm", "reverse-continue")'
+
+# crec find on the same recording, against a linear replay of it (what a
+# search without the index costs at least): the store that makes `rare`
+# n/2 half way, forwards from 0 and backwards from the end (the index leads
+# both to the one span that writes it), and the entry of middle() (a hook
+# on one address, replaying up to there).
+now() { date +%s.%N; }
+find_row() { # LABEL FROM CRECFIND-ARGS...: the row, to = the time found
+    local label=$1 from=$2 t0 out
+    shift 2
+    t0=$(now)
+    out=$("$CREC" "$@") || { echo "bench: crec $* failed" >&2; return 1; }
+    printf 'find\t%s\t%.3f\t%s\t%s\n' "$label" "$(awk -v a="$t0" -v b="$(now)" 'BEGIN { print b - a }')" "$from" "${out%% *}"
+}
+end=$("$CREC" info gdbloop.crec | sed -n 's/^instructions: *//p')
+find_row "crec find '*(u64*)rare == $((n / 2))'" 0 find gdbloop.crec "*(u64*)rare == $((n / 2))"
+find_row "crec find --backward '*(u64*)rare == $((n / 2))'" "$end" \
+    find --backward gdbloop.crec "*(u64*)rare == $((n / 2))"
+find_row "crec find 'enter middle'" 0 find gdbloop.crec 'enter middle'
+t0=$(now)
+"$CREC" replay -q gdbloop.crec >/dev/null 2>&1 || { echo "bench: crec replay failed" >&2; exit 1; }
+printf 'find\t%s\t%.3f\t%s\t%s\n' "crec replay (linear)" "$(awk -v a="$t0" -v b="$(now)" 'BEGIN { print b - a }')" 0 "$end"

@@ -394,11 +394,13 @@ def md_gdb_reverse(rows):
         return lines + ["Not measured (see Failures)."]
     lines += ["tests/guests/gdb_loop (bench/gdb_reverse.sh): gdb in batch mode against `crec gdb`, "
               "each command timed by gdb's python.  cold: the first motion of a session, from the "
-              "end; warm: after one continue from the start to the end.", ""]
+              "end; warm: after one continue from the start to the end.  find: `crec find` on "
+              "the same recording, against a linear `crec replay` of it.", ""]
     body = [[r["session"], r["command"], f"{float(r['seconds']):.3f} s",
              f"{int(r['from']):,}", f"{int(r['to']):,}",
-             f"{int(r['from']) - int(r['to']):,}"] for r in rows]
-    return lines + table(["session", "command", "wall time", "from", "to", "instructions back"], body)
+             f"{abs(int(r['from']) - int(r['to'])):,}"] for r in rows]
+    return lines + table(["session", "command", "wall time", "from", "to", "instructions moved"],
+                         body)
 
 
 def markdown(doc):

@@ -58,19 +58,12 @@ int cli_analysis_open(const char *cmd, const char *path, const struct cli_range 
         return cli_fail(EXIT_FAIL, "--from %llu is after --to %llu", (unsigned long long)*from,
                         (unsigned long long)*to);
     }
-    if (crec_threads(*rec) > 1) { /* the execution API follows one thread (crec_exec_run) */
+    if (r->thread > crec_threads(*rec)) {
         size_t n = crec_threads(*rec);
         crec_close(*rec);
         *rec = NULL;
-        return cli_fail(EXIT_FAIL, "%s: a recording of %zu threads: the analysis commands "
-                        "follow one thread only, not yet several (crec replay, query, when and "
-                        "races do)", path, n);
-    }
-    if (r->thread > 1) {
-        crec_close(*rec);
-        *rec = NULL;
-        return cli_fail(EXIT_FAIL, "no thread %lu (the recording has one thread, tid 1)",
-                        r->thread);
+        return cli_fail(EXIT_FAIL, "no thread %lu (the recording has %zu thread%s, 1 to %zu)",
+                        r->thread, n, n == 1 ? "" : "s", n);
     }
     if (crec_symtab_open(*rec, r->debug_dir, sym, &err) != CREC_OK) {
         crec_close(*rec);

@@ -20,11 +20,14 @@ static const char backtrace_usage[] =
     "into its instructions with their source lines (T ADDRESS SYMBOL+OFF\n"
     "[FILE:LINE] DISASSEMBLY), a loop shown once with 'repeated N times'; then\n"
     "the call stack there, innermost first.  The time is the end, where a crash\n"
-    "is: its faulting instruction comes last.\n"
+    "is: its faulting instruction comes last.  With several threads it follows\n"
+    "the thread that runs at that time (at the end of a crash, the one that\n"
+    "faulted), or --thread N: its blocks, and its stack (its state when it last ran).\n"
     "\n"
     "Options:\n"
     "  --at T           the time (a count, end, N%, syscall:N; default: the end)\n"
     "  --last N         blocks to show (default 16; a collapsed loop counts once)\n"
+    "  --thread N       follow thread N\n"
     "  --debug-dir DIR  look for separate debug files in DIR too\n"
     "  -h, --help       show this help\n";
 
@@ -69,13 +72,17 @@ static void print_frame(crec_symtab *sym, size_t k, uint64_t pc, const crec_fram
     printf("#%zu  0x%" PRIx64 " in %s (%s", k, pc, fn, name);
     if (p.file)
         printf(", %s:%u", p.file, p.line);
-    printf(")  entered at %" PRIu64 "%s\n", f->t, f->tail ? " by a tail call" : "");
+    if (f->signal)
+        printf(")  entered at %" PRIu64 " by signal %" PRIu64 "\n", f->t, f->args[0]);
+    else
+        printf(")  entered at %" PRIu64 "%s\n", f->t, f->tail ? " by a tail call" : "");
 }
 
 int cmd_backtrace(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"at", required_argument, NULL, 'a'},     {"last", required_argument, NULL, 'l'},
+        {"thread", required_argument, NULL, 'T'},
         {"debug-dir", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -85,6 +92,7 @@ int cmd_backtrace(int argc, char **argv)
     crec_symtab *sym;
     crec_backtrace *b = NULL;
     crec_crash crash;
+    crec_end ending;
     crec_error err = {0};
     uint64_t from, at;
     int c, rc, crashed;
@@ -101,6 +109,10 @@ int cmd_backtrace(int argc, char **argv)
                 return cli_usage_error("backtrace", "bad --last '%s' (1 to 1000000)", optarg);
             break;
         case 'd': range.debug_dir = optarg; break;
+        case 'T':
+            if (cli_thread("backtrace", optarg, &range) != EXIT_OK)
+                return EXIT_USAGE;
+            break;
         case 'h': fputs(backtrace_usage, stdout); return EXIT_OK;
         case ':': return cli_usage_error("backtrace", "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error("backtrace", "unknown option '%s'", argv[optind - 1]);
@@ -110,10 +122,16 @@ int cmd_backtrace(int argc, char **argv)
         return cli_usage_error("backtrace", "needs one FILE");
     if ((rc = cli_analysis_open("backtrace", argv[optind], &range, &rec, &sym, &from, &at)) != EXIT_OK)
         return rc;
-    crashed = at == crec_length(rec) && crec_crash_info(rec, &crash, NULL) == CREC_OK;
-    if (crec_backtrace_run(rec, sym, at, last, &b, &err) != CREC_OK)
+    if (crec_backtrace_run(rec, sym, at, last, (uint32_t)range.thread, &b, &err) != CREC_OK)
         return cli_finish(rec, sym, cli_fail(EXIT_FAIL, "%s", err.msg));
-    printf("The last %zu block%s before %" PRIu64 ":\n", b->nruns, b->nruns == 1 ? "" : "s", at);
+    crashed = at == crec_length(rec) && crec_crash_info(rec, &crash, NULL) == CREC_OK &&
+              crec_ending(rec, &ending, NULL) == CREC_OK && ending.tid == b->tid;
+    if (crec_threads(rec) > 1)
+        printf("Thread %" PRIu32 ": the last %zu block%s before %" PRIu64 ":\n", b->tid, b->nruns,
+               b->nruns == 1 ? "" : "s", at);
+    else
+        printf("The last %zu block%s before %" PRIu64 ":\n", b->nruns, b->nruns == 1 ? "" : "s",
+               at);
     for (size_t i = 0; i < b->nruns && !cli_output_gone(); i++) {
         const crec_bt_run *r = &b->runs[i];
         if (r->reps == 1) {
@@ -140,11 +158,15 @@ int cmd_backtrace(int argc, char **argv)
             snprintf(mark, sizeof mark, "   <- SIG%s", name ? name : "?");
         print_insn(sym, crash.t, crash.rip, mark, NULL);
     }
-    printf("\nCall stack at %" PRIu64 ":\n", at);
+    if (crec_threads(rec) > 1)
+        printf("\nCall stack of thread %" PRIu32 " at %" PRIu64 ":\n", b->tid, at);
+    else
+        printf("\nCall stack at %" PRIu64 ":\n", at);
     {
         crec_regs r;
         uint64_t pc = 0;
-        if (crec_seek(rec, at, &err) == CREC_OK && crec_read_registers(rec, &r, &err) == CREC_OK)
+        if (crec_seek(rec, at, &err) == CREC_OK &&
+            crec_read_thread_registers(rec, b->tid, &r, &err) == CREC_OK)
             pc = r.rip;
         for (size_t k = b->depth; k-- > 0 && !cli_output_gone();) {
             print_frame(sym, b->depth - 1 - k, pc, &b->stack[k]);

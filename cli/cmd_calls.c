@@ -24,7 +24,9 @@ static const char calls_usage[] =
     "\n"
     "--tree prints every call of the range instead, as it happens, indented by\n"
     "depth: 'T THREAD  name(args)' when it begins and 'T THREAD  } name = RESULT'\n"
-    "when it ends.\n"
+    "when it ends; each thread has its own stack, and the lines of threads that\n"
+    "took turns interleave.  '(tail call)' marks a jmp to another function's\n"
+    "start, '(signal N)' a signal handler entered at the end of a syscall.\n"
     "\n"
     "Options:\n"
     "  --args N          arguments to show (0 to 6, default 3)\n"
@@ -66,9 +68,13 @@ static int on_enter(void *ctx, crec_exec *x, const crec_frame *stack, size_t dep
     if (!k->tree)
         return 0;
     crec_symtab_name(k->sym, stack[depth].fn, name, sizeof name);
-    printf("%" PRIu64 " 1 %*s%s", stack[depth].t, (int)(2 * depth), "", name);
+    printf("%" PRIu64 " %" PRIu32 " %*s%s", stack[depth].t, stack[depth].tid, (int)(2 * depth),
+           "", name);
     print_args(k, &stack[depth]);
-    puts(stack[depth].tail ? " (tail call)" : "");
+    if (stack[depth].signal)
+        printf(" (signal %" PRIu64 ")\n", stack[depth].args[0]);
+    else
+        puts(stack[depth].tail ? " (tail call)" : "");
     return cli_output_gone();
 }
 
@@ -81,10 +87,12 @@ static int on_leave(void *ctx, crec_exec *x, const crec_frame *stack, size_t dep
     (void)x;
     crec_symtab_name(k->sym, stack[depth].fn, name, sizeof name);
     if (k->tree) {
-        printf("%" PRIu64 " 1 %*s} %s", t, (int)(2 * depth), "", name);
+        printf("%" PRIu64 " %" PRIu32 " %*s} %s", t, stack[depth].tid, (int)(2 * depth), "",
+               name);
         print_result(how, rv);
     } else if (stack[depth].fn == k->fn) {
-        printf("1 %" PRIu64 " %" PRIu64 " %s", stack[depth].t, t, name);
+        printf("%" PRIu32 " %" PRIu64 " %" PRIu64 " %s", stack[depth].tid, stack[depth].t, t,
+               name);
         print_args(k, &stack[depth]);
         print_result(how, rv);
     }

@@ -32,6 +32,9 @@ static const char find_usage[] =
     "  --from T          where to look from (default: 0, or the end with --backward)\n"
     "  --backward        look back from --from\n"
     "  --all             every time, not only the first\n"
+    "  --thread N        only in thread N (an expression that reads a register is\n"
+    "                    followed in each thread; a memory one holds in thread N\n"
+    "                    when thread N made it true)\n"
     "  --debug-dir DIR   look for separate debug files in DIR too\n"
     "  -h, --help        show this help\n"
     "\n"
@@ -51,6 +54,7 @@ int cmd_find(int argc, char **argv)
     static const struct option longopts[] = {
         {"from", required_argument, NULL, 'f'}, {"backward", no_argument, NULL, 'b'},
         {"all", no_argument, NULL, 'a'},        {"debug-dir", required_argument, NULL, 'd'},
+        {"thread", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
     };
     struct cli_range range = {0};
@@ -69,6 +73,10 @@ int cmd_find(int argc, char **argv)
         case 'b': backward = 1; break;
         case 'a': all = 1; break;
         case 'd': range.debug_dir = optarg; break;
+        case 'T':
+            if (cli_thread("find", optarg, &range) != EXIT_OK)
+                return EXIT_USAGE;
+            break;
         case 'h': fputs(find_usage, stdout); return EXIT_OK;
         case ':': return cli_usage_error("find", "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error("find", "unknown option '%s'", argv[optind - 1]);
@@ -82,7 +90,8 @@ int cmd_find(int argc, char **argv)
         from = crec_length(rec);
     if (crec_cond_parse(sym, argv[optind + 1], &cond, &err) != CREC_OK)
         return cli_finish(rec, sym, cli_fail(EXIT_FAIL, "%s", err.msg));
-    rc = crec_find(rec, cond, from, backward, all, print_hit, &found, &err);
+    rc = crec_find(rec, cond, from, backward, all, (uint32_t)range.thread, print_hit, &found,
+                   &err);
     crec_cond_free(cond);
     if (rc != CREC_OK && !cli_output_gone())
         return cli_finish(rec, sym, cli_fail(EXIT_FAIL, "%s", err.msg));

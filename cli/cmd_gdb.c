@@ -27,6 +27,9 @@ static const char gdb_usage[] =
     "reverse-next, reverse-stepi; `monitor help` lists crec's own commands\n"
     "(monitor when, monitor seek T, monitor info recording); HOOK makes gdb\n"
     "forget what it cached after a monitor command, which may move in time.\n"
+    "A recording of several threads shows them as gdb's threads 1.N (crec's\n"
+    "thread N): info threads, thread N; a step moves the selected thread while\n"
+    "the others run meanwhile.\n"
     "\n"
     "Options:\n"
     "  --server        only serve: print the gdb command to connect and wait\n"
@@ -196,12 +199,6 @@ int cmd_gdb(int argc, char **argv)
 
     if (crec_open(file, 0, &rec, &err) != CREC_OK)
         return cli_fail_file(file, &err);
-    if (crec_threads(rec) > 1) { /* its runs are the execution API's (crec_exec_run) */
-        rc = cli_fail(EXIT_FAIL, "%s: a recording of %zu threads: crec gdb follows one thread "
-                      "only, not yet several (crec replay, query, when and races do)", file,
-                      crec_threads(rec));
-        goto out;
-    }
     /* the index now, not at gdb's first question: backward searches start
      * from its restart points */
     cli_show_progress(rec, file);

@@ -121,7 +121,8 @@ static void print_crash(FILE *out, const char *name)
     crec_recording *rec = NULL;
     crec_symbol s;
     crec_crash c;
-    char where[300] = "";
+    crec_end e;
+    char where[300] = "", thread[32] = "";
     const char *sig;
 
     if (crec_open(name, 0, &rec, NULL) != CREC_OK || crec_crash_info(rec, &c, NULL) != CREC_OK) {
@@ -132,8 +133,10 @@ static void print_crash(FILE *out, const char *name)
     if (crec_symbolize(rec, c.rip, &s, NULL) == CREC_OK && s.name)
         snprintf(where, sizeof where, s.offset ? " %s+0x%llx" : " %s", s.name,
                  (unsigned long long)s.offset);
-    fprintf(out, "crash:         SIG%s at instruction %llu, 0x%llx%s: %s\n", sig ? sig : "?",
-            (unsigned long long)c.t, (unsigned long long)c.rip, where, c.insn);
+    if (crec_threads(rec) > 1 && crec_ending(rec, &e, NULL) == CREC_OK)
+        snprintf(thread, sizeof thread, " in thread %u", e.tid);
+    fprintf(out, "crash:         SIG%s at instruction %llu%s, 0x%llx%s: %s\n", sig ? sig : "?",
+            (unsigned long long)c.t, thread, (unsigned long long)c.rip, where, c.insn);
     if (c.has_addr)
         fprintf(out, "               faulting address 0x%llx\n", (unsigned long long)c.addr);
     fprintf(out, "               'crec backtrace %s' shows how it got there\n", name);

@@ -34,7 +34,6 @@ static const char printf_usage[] =
 
 struct pf_out {
     const crec_printf *p;
-    unsigned long thread;
     int with_time;
     char *buf;
     size_t cap;
@@ -47,8 +46,6 @@ static int on_hit(void *ctx, const crec_printf_hit *h)
     uint64_t t = crec_printf_hit_time(h, &tid);
     size_t n = crec_printf_format(o->p, h, o->buf, o->cap);
 
-    if (o->thread && tid != o->thread)
-        return 0;
     if (n >= o->cap) { /* formatting is cheap: do it again in a bigger buffer */
         char *g = realloc(o->buf, n + 1);
         if (!g)
@@ -135,10 +132,10 @@ int cmd_printf(int argc, char **argv)
     if (rc != CREC_OK)
         return cli_finish(rec, sym, cli_fail(EXIT_FAIL, "%s", err.msg));
     o.p = p;
-    o.thread = range.thread;
     o.cap = 4096;
     o.buf = malloc(o.cap);
-    rc = o.buf ? crec_printf_run(rec, p, from, to, on_hit, &o, &err) : CREC_ERR_NOMEM;
+    rc = o.buf ? crec_printf_run(rec, p, from, to, (uint32_t)range.thread, on_hit, &o, &err)
+               : CREC_ERR_NOMEM;
     free(o.buf);
     crec_printf_free(p);
     if (rc != CREC_OK && !cli_output_gone())

@@ -28,6 +28,9 @@ static const char profile_usage[] =
     "  --folded          folded stacks instead (\"main;parse;read 1200\"), for flame graphs\n"
     "  --callgrind       callgrind's format instead (callgrind_annotate, KCachegrind)\n"
     "  --speedscope      speedscope's JSON instead (evented, one profile per thread)\n"
+    "  --merge-threads   several threads: merge their stacks (by default each thread's\n"
+    "                    hang from a frame [thread N]: a root in folded stacks, a\n"
+    "                    function in callgrind's format and in the table)\n"
     "  -o FILE           write to FILE instead of standard output\n"
     "  --debug-dir DIR   look for separate debug files in DIR too\n"
     "  -h, --help        show this help\n";
@@ -79,12 +82,14 @@ int cmd_profile(int argc, char **argv)
         {"thread", required_argument, NULL, 'T'}, {"sort", required_argument, NULL, 's'},
         {"folded", no_argument, NULL, 'F'},       {"callgrind", no_argument, NULL, 'C'},
         {"speedscope", no_argument, NULL, 'S'},   {"debug-dir", required_argument, NULL, 'd'},
+        {"merge-threads", no_argument, NULL, 'M'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     static const char *const cols[] = {"calls", "self", "inclusive", "min", "max", "mean", "name"};
     struct cli_range range = {0};
     const char *outpath = NULL;
-    int c, rc, mode = 0;
+    int c, rc, mode = 0, merge = 0;
+    unsigned flags = 0;
     crec_recording *rec;
     crec_symtab *sym;
     crec_profile *p = NULL;
@@ -119,6 +124,7 @@ int cmd_profile(int argc, char **argv)
             mode = c;
             break;
         case 'o': outpath = optarg; break;
+        case 'M': merge = 1; break;
         case 'd': range.debug_dir = optarg; break;
         case 'h': fputs(profile_usage, stdout); return EXIT_OK;
         case ':': return cli_usage_error("profile", "option '%s' needs a value", argv[optind - 1]);
@@ -131,7 +137,11 @@ int cmd_profile(int argc, char **argv)
         return rc;
     if (outpath && !(out = fopen(outpath, "w")))
         return cli_finish(rec, sym, cli_fail(EXIT_FAIL, "can't create '%s'", outpath));
-    rc = crec_profile_run(rec, sym, from, to, (uint32_t)range.thread, mode == 'S', &p, &err);
+    if (mode == 'S')
+        flags |= CREC_PROFILE_SPEEDSCOPE;
+    if (crec_threads(rec) > 1 && !range.thread && !merge)
+        flags |= CREC_PROFILE_THREADS;
+    rc = crec_profile_run(rec, sym, from, to, (uint32_t)range.thread, flags, &p, &err);
     if (rc == CREC_OK) {
         if (mode == 'F')
             rc = crec_profile_write_folded(p, out, &err);

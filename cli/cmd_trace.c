@@ -42,11 +42,11 @@ static const char *const reg_names[] = {
 struct trace {
     crec_symtab *sym;
     int mem, regs, tenet;
-    uint32_t thread;
     uint64_t only_lo, only_hi; /* [lo, hi), or 0, 0 */
     int have_prev;
     uint64_t prev[20];     /* registers before the last instruction printed */
     int pending;           /* an instruction printed whose changes are not yet */
+    uint32_t pending_tid;  /* ... its thread */
     char mem_line[4096];   /* tenet: this instruction's accesses */
     size_t mem_len;
     crec_error err;
@@ -96,8 +96,16 @@ static int on_insn(void *ctx, crec_exec *x, uint64_t t, uint32_t tid, uint64_t r
     uint64_t now[20];
     crec_regs r;
 
-    if (tr->thread && tid != tr->thread)
-        return 0;
+    if (tr->regs && tr->pending && tr->pending_tid != tid) {
+        /* another thread runs now: the last one's changes are in its registers */
+        if (crec_exec_thread_regs(x, tr->pending_tid, &r, &tr->err) != CREC_OK) {
+            tr->failed = 1;
+            return 1;
+        }
+        regs_vec(&r, now);
+        print_changes(tr, now);
+        tr->pending = 0;
+    }
     if (tr->regs || tr->tenet) {
         if (crec_exec_regs(x, &r, &tr->err) != CREC_OK) {
             tr->failed = 1;
@@ -138,6 +146,7 @@ static int on_insn(void *ctx, crec_exec *x, uint64_t t, uint32_t tid, uint64_t r
         printf("  %s\n", dis);
     }
     tr->pending = 1;
+    tr->pending_tid = tid;
     return cli_output_gone();
 }
 
@@ -156,7 +165,7 @@ static int on_access(void *ctx, crec_exec *x, const crec_access *a)
     char v[80];
 
     (void)x;
-    if ((tr->thread && a->tid != tr->thread) || !tr->pending)
+    if (!tr->pending)
         return 0;
     if (a->kind == CREC_ACCESS_KERNEL) {
         if (!tr->tenet) /* Tenet has no kernel writes: the next reads show them */
@@ -269,10 +278,13 @@ int cmd_trace(int argc, char **argv)
     if (range.to && to < crec_length(rec))
         to++; /* --to names the last instruction shown */
     tr.sym = sym;
-    tr.thread = (uint32_t)range.thread;
+    if (tr.tenet && crec_threads(rec) > 1 && !range.thread)
+        return cli_finish(rec, sym, cli_fail(EXIT_FAIL, "%s: --format tenet follows one thread "
+                                             "and the recording has %zu: give --thread N",
+                                             argv[optind], crec_threads(rec)));
     if (only && parse_only(rec, sym, only, &tr, &err) != 0)
         return cli_finish(rec, sym, cli_fail(EXIT_FAIL, "%s", err.msg));
-    crec_observer obs = {.ctx = &tr, .insn = on_insn};
+    crec_observer obs = {.ctx = &tr, .tid = (uint32_t)range.thread, .insn = on_insn};
     if (tr.mem || tr.tenet)
         obs.access = on_access;
     rc = crec_exec_run(rec, from, to, &obs, NULL, &err);
@@ -285,7 +297,7 @@ int cmd_trace(int argc, char **argv)
             crec_regs r;
             uint64_t now[20];
             if (crec_seek(rec, to, &err) == CREC_OK &&
-                crec_read_registers(rec, &r, &err) == CREC_OK) {
+                crec_read_thread_registers(rec, tr.pending_tid, &r, &err) == CREC_OK) {
                 regs_vec(&r, now);
                 print_changes(&tr, now);
             }

@@ -197,12 +197,13 @@ typedef struct gdb_window gdb_window;
 gdb_window *gdb_window_new(void);
 void gdb_window_free(gdb_window *w);
 
-/*! gdb_window_regs() : the registers at t, from the window, which is
- *  refilled around t (leaning backward for dir < 0) when t is outside it.
- *  @return 0, or -1 when the window can't answer (t is the end of the
- *  recording, or the run failed): ask the query API. */
-int gdb_window_regs(gdb_window *w, crec_recording *rec, uint64_t t, int dir, crec_regs *r,
-                    crec_error *err);
+/*! gdb_window_regs() : thread tid's registers at t, from the window, which
+ *  is refilled around t (leaning backward for dir < 0) when t is outside
+ *  it.  @return 0, or -1 when the window can't answer (t is the end of the
+ *  recording, the thread does not run in the window after t, or the run
+ *  failed): ask the query API. */
+int gdb_window_regs(gdb_window *w, crec_recording *rec, uint64_t t, uint32_t tid, int dir,
+                    crec_regs *r, crec_error *err);
 
 /*! gdb_window_line() : the 64-byte line holding addr at time t into b, and
  *  which of its bytes are known into k.  @return 0, or -1 when the window

@@ -11,9 +11,13 @@
  * recording never saw is never made up: gdb gets the bytes before it and
  * an error for it ("Cannot access memory").
  *
- * Threads: the list of threads and the thread of a stop go through
- * server_threads() and gdb_stop.tid, so that a recording with several
- * threads only has to fill them in (and read each one's registers).
+ * Threads: gdb's threads are the recording's (crec's numbers, as `crec
+ * query 2:rax@T` takes them), in one process whose id is its first
+ * thread's.  The list at a time holds the threads that have started and
+ * not yet exited; the thread gdb looks at (Hg) has the registers it had
+ * when it last ran; a stop names the thread that hit; a step is one
+ * instruction of the stepped thread, the others running meanwhile, as
+ * under rr.
  */
 #include <endian.h>
 #include <errno.h>
@@ -31,8 +35,8 @@
 /* Memory is cached in aligned lines of this many bytes, per time. */
 #define LINE 64
 #define NLINES 256
-/* Most threads a recording may show gdb. */
-#define MAX_THREADS 1
+/* Most thread ids in one qfThreadInfo/qsThreadInfo reply. */
+#define THREADS_PER_REPLY 256
 
 struct line {
     uint64_t addr;
@@ -52,7 +56,12 @@ struct gdb_session {
     uint64_t t;             /* the current time */
     uint64_t end;           /* the recording's length */
     uint32_t tid;           /* the thread gdb looks at (Hg) */
+    uint32_t ctid;          /* the thread gdb resumes (Hc; 0: any) */
     uint32_t pid;           /* the process gdb sees: its first thread's id */
+    uint32_t end_tid;       /* the thread the program ended in */
+    size_t nthreads;        /* the recording's threads, 1..nthreads */
+    crec_thread_info *threads; /* what the recording says of each, on first need */
+    size_t list_next;       /* qsThreadInfo: where the list goes on */
     int multiprocess, swbreak, hwbreak; /* what gdb said it understands */
     int avx;                /* the recording's CPUID showed AVX */
     int done;               /* detach, kill or a lost connection */
@@ -60,8 +69,9 @@ struct gdb_session {
     gdb_point *points;
     size_t npoints, cap;
 
-    int regs_ok;            /* regs holds the registers at regs_t */
+    int regs_ok;            /* regs holds the registers of regs_tid at regs_t */
     uint64_t regs_t;
+    uint32_t regs_tid;
     crec_regs regs;
     uint64_t lines_t;       /* the time of the cached lines */
     struct line lines[NLINES];
@@ -103,13 +113,34 @@ static int starts(const char *s, const char *prefix)
     return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-/* The threads at the current time: one until the recording has more. */
-static size_t server_threads(const gdb_session *s, uint32_t *tids, size_t max)
+/* What the recording says of every thread, read once.  @return 0, or -1. */
+static int load_threads(gdb_session *s)
 {
-    if (max == 0)
+    crec_error err = {0};
+
+    if (s->threads)
         return 0;
-    tids[0] = s->pid;
-    return 1;
+    if (!(s->threads = calloc(s->nthreads, sizeof *s->threads)))
+        return -1;
+    for (size_t i = 0; i < s->nthreads; i++)
+        if (crec_thread_describe(s->rec, (uint32_t)i + 1, &s->threads[i], &err) != CREC_OK) {
+            free(s->threads);
+            s->threads = NULL;
+            return -1;
+        }
+    return 0;
+}
+
+/* Is thread tid there at the current time: started, and not exited before
+ * (at the instant of its exit it is still shown)? */
+static int thread_alive(gdb_session *s, uint32_t tid)
+{
+    const crec_thread_info *ti;
+
+    if (tid < 1 || tid > s->nthreads || load_threads(s) != 0)
+        return tid == s->pid; /* knowing nothing more, the first thread */
+    ti = &s->threads[tid - 1];
+    return ti->start <= s->t && (s->t <= ti->end || !ti->exited);
 }
 
 /* "p1.1" or "1": a thread id as gdb writes them. */
@@ -153,17 +184,12 @@ static int parse_thread(const char **p, uint32_t *tid)
     return 0;
 }
 
-static int thread_exists(const gdb_session *s, uint32_t tid)
+/* A thread gdb may name (T, Hg, Hc): one of the recording's (any: 0, -1). */
+static int thread_exists(gdb_session *s, uint32_t tid)
 {
-    uint32_t tids[MAX_THREADS];
-    size_t n = server_threads(s, tids, MAX_THREADS);
-
     if (tid == 0 || tid == UINT32_MAX)
-        return n > 0;
-    for (size_t i = 0; i < n; i++)
-        if (tids[i] == tid)
-            return 1;
-    return 0;
+        return 1;
+    return tid <= s->nthreads;
 }
 
 /* Move to time t: what gdb sees changes, so the caches go. */
@@ -173,15 +199,18 @@ static void set_time(gdb_session *s, uint64_t t)
     s->regs_ok = 0;
 }
 
+/* The registers of the thread gdb looks at, at the current time: from the
+ * stepping window, else the query API (its state when it last ran). */
 static int regs_at_t(gdb_session *s, crec_regs *r, crec_error *err)
 {
-    if (!s->regs_ok || s->regs_t != s->t) {
-        if (gdb_window_regs(s->win, s->rec, s->t, s->dir, &s->regs, err) != 0 &&
+    if (!s->regs_ok || s->regs_t != s->t || s->regs_tid != s->tid) {
+        if (gdb_window_regs(s->win, s->rec, s->t, s->tid, s->dir, &s->regs, err) != 0 &&
             (crec_seek(s->rec, s->t, err) != CREC_OK ||
-             crec_read_registers(s->rec, &s->regs, err) != CREC_OK))
+             crec_read_thread_registers(s->rec, s->tid, &s->regs, err) != CREC_OK))
             return -1;
         s->regs_ok = 1;
         s->regs_t = s->t;
+        s->regs_tid = s->tid;
     }
     *r = s->regs;
     return 0;
@@ -314,6 +343,16 @@ static int load_program(gdb_session *s)
     return 0;
 }
 
+/* How many threads are there now. */
+static size_t alive_count(gdb_session *s)
+{
+    size_t n = 0;
+
+    for (size_t i = 1; i <= s->nthreads; i++)
+        n += thread_alive(s, (uint32_t)i);
+    return n;
+}
+
 /* ---- stop replies ----------------------------------------------------------- */
 
 /* gdb's number for a Linux signal (gdb's include/gdb/signals.def). */
@@ -371,6 +410,19 @@ static void stop_here(gdb_session *s, int kind, gdb_stop *st)
     st->tid = s->tid ? s->tid : s->pid;
 }
 
+/* A stop gdb is told of names a thread that is there: where nothing hit,
+ * the thread the program ended in at the end, the first at the start. */
+static void stop_thread(gdb_session *s, gdb_stop *st)
+{
+    if (st->kind == GDB_STOP_END)
+        st->tid = s->end_tid;
+    else if (st->kind == GDB_STOP_BEGIN && st->t == 0)
+        st->tid = s->pid;
+    else if (!st->tid)
+        st->tid = s->tid ? s->tid : s->pid;
+    s->tid = st->tid; /* gdb switches to it */
+}
+
 /* ---- motion ----------------------------------------------------------------- */
 
 static void search_init(gdb_session *s, gdb_search *q)
@@ -397,20 +449,38 @@ static int motion_failed(gdb_session *s, const crec_error *err)
     return send_stop(s, &st);
 }
 
-static int do_step(gdb_session *s, int backward)
+/* One instruction of thread tid, forwards (the time after its next one) or
+ * backwards (the time before its last one); the other threads' run
+ * meanwhile.  Past its last, the end; before its first, a stop there. */
+static int do_step(gdb_session *s, uint32_t tid, int backward)
 {
+    uint64_t k = crec_thread_count(s->rec, tid, s->t), t;
     gdb_stop st;
 
     s->dir = backward ? -1 : 1;
-    if (backward ? s->t == 0 : s->t >= s->end) {
+    s->tid = tid;
+    if (backward ? k == 0 : crec_thread_insn_time(s->rec, tid, k, &t, NULL) != CREC_OK) {
+        if (!backward)
+            set_time(s, s->end);
         stop_here(s, backward ? GDB_STOP_BEGIN : GDB_STOP_END, &st);
+        stop_thread(s, &st);
         return send_stop(s, &st);
     }
-    set_time(s, backward ? s->t - 1 : s->t + 1);
+    if (backward && crec_thread_insn_time(s->rec, tid, k - 1, &t, NULL) != CREC_OK) {
+        stop_here(s, GDB_STOP_BEGIN, &st);
+        return send_stop(s, &st);
+    }
+    set_time(s, backward ? t : t + 1);
     /* a step onto the faulting instruction that ended the run shows the fault */
     stop_here(s, !backward && s->t == s->end && s->end_signal ? GDB_STOP_END : GDB_STOP_STEP,
               &st);
     return send_stop(s, &st);
+}
+
+/* The thread a step is for: the one gdb resumes (Hc), else the one it looks at. */
+static uint32_t step_thread(const gdb_session *s)
+{
+    return s->ctid ? s->ctid : s->tid ? s->tid : s->pid;
 }
 
 static int do_continue(gdb_session *s, int backward)
@@ -423,6 +493,7 @@ static int do_continue(gdb_session *s, int backward)
     s->dir = backward ? -1 : 1;
     if (backward ? s->t == 0 : s->t >= s->end) {
         stop_here(s, backward ? GDB_STOP_BEGIN : GDB_STOP_END, &st);
+        stop_thread(s, &st);
         return send_stop(s, &st);
     }
     search_init(s, &q);
@@ -434,15 +505,17 @@ static int do_continue(gdb_session *s, int backward)
         s->done = 1;
         return 0;
     }
-    if (st.tid)
-        s->tid = st.tid;
+    stop_thread(s, &st);
     return send_stop(s, &st);
 }
 
-/* vCont;ACTION[:THREAD];...: the action for our thread (or the default). */
+/* vCont;ACTION[:THREAD];...: a step of the thread an `s` names (of the
+ * current one for an `s` without a thread), else a continue.  The threads
+ * of a recording run as they ran: `c:THREAD` alone continues them all. */
 static int do_vcont(gdb_session *s, const char *p)
 {
-    int action = 0;
+    uint32_t step = 0;
+    int cont = 0;
 
     while (*p == ';') {
         char a = *++p;
@@ -462,13 +535,17 @@ static int do_vcont(gdb_session *s, const char *p)
         }
         if (*p && *p != ';')
             return reply(s, "E01");
-        uint32_t me = s->tid ? s->tid : s->pid;
-        if (!action && (tid == UINT32_MAX || tid == 0 || tid == me))
-            action = a == 'S' || a == 's' ? 's' : 'c';
+        if ((a == 's' || a == 'S') && !step) {
+            if (tid != UINT32_MAX && tid != 0 && !thread_exists(s, tid))
+                return reply(s, "E01");
+            step = tid == UINT32_MAX || tid == 0 ? (s->tid ? s->tid : s->pid) : tid;
+        } else if (a == 'c' || a == 'C') {
+            cont = 1;
+        }
     }
-    if (*p || !action)
+    if (*p || (!step && !cont))
         return reply(s, "E01");
-    return action == 's' ? do_step(s, 0) : do_continue(s, 0);
+    return step ? do_step(s, step, 0) : do_continue(s, 0);
 }
 
 /* ---- breakpoints and watchpoints --------------------------------------------- */
@@ -731,6 +808,7 @@ static int do_rcmd(gdb_session *s, const char *p)
             return rcmd_error(s, "crec: time %" PRIu64 " is past the end of the recording "
                               "(%" PRIu64 " instructions)", t, s->end);
         set_time(s, t);
+        s->tid = crec_thread_at(s->rec, t); /* the thread that runs there */
         stop_here(s, GDB_STOP_STEP, &s->last);
         if (regs_at_t(s, &r, &err) != 0)
             return rcmd_error(s, "crec: %s", err.msg);
@@ -747,10 +825,12 @@ static int do_rcmd(gdb_session *s, const char *p)
                  "Recording:    %s (%" PRIu64 " bytes, index %" PRIu64 " bytes)\n"
                  "Program:      %s\n"
                  "Instructions: %" PRIu64 "\n"
-                 "Threads:      1 (tid %" PRIu32 ")\n"
-                 "Now at:       instruction %" PRIu64 "\n",
+                 "Threads:      %zu (%zu there now; gdb's thread %" PRIu32 ".N is crec's "
+                 "thread N)\n"
+                 "Now at:       instruction %" PRIu64 ", thread %" PRIu32 "\n",
                  s->o && s->o->path ? s->o->path : "?", tb, ib,
-                 s->exec_file[0] ? s->exec_file : "(unknown)", s->end, s->pid, s->t);
+                 s->exec_file[0] ? s->exec_file : "(unknown)", s->end, s->nthreads,
+                 alive_count(s), s->pid, s->t, s->tid);
         return rcmd_text(s, text);
     }
     return rcmd_error(s, "crec: unknown monitor command '%s' (monitor help lists them)", arg);
@@ -770,6 +850,46 @@ static int do_supported(gdb_session *s, const char *p)
                   s->swbreak ? "swbreak+;" : "", s->hwbreak ? "hwbreak+;" : "");
 }
 
+/* qfThreadInfo / qsThreadInfo: the threads there now, some at a time. */
+static int thread_list(gdb_session *s)
+{
+    char buf[THREADS_PER_REPLY * 24 + 2] = "m", id[64];
+    size_t n = 0, at = 1;
+
+    while (s->list_next <= s->nthreads && n < THREADS_PER_REPLY) {
+        uint32_t tid = (uint32_t)s->list_next++;
+        if (!thread_alive(s, tid))
+            continue;
+        thread_id(s, tid, id, sizeof id);
+        at += (size_t)snprintf(buf + at, sizeof buf - at, "%s%s", n ? "," : "", id);
+        n++;
+    }
+    return reply(s, n ? buf : "l");
+}
+
+/* qThreadExtraInfo: what gdb shows beside a thread in `info threads`. */
+static int thread_extra(gdb_session *s, uint32_t tid)
+{
+    char text[160], hex[2 * sizeof text + 2];
+    const crec_thread_info *ti;
+
+    if (tid == 0 || tid == UINT32_MAX)
+        tid = s->tid;
+    if (tid > s->nthreads || load_threads(s) != 0)
+        return reply(s, "E01");
+    ti = &s->threads[tid - 1];
+    if (s->t < ti->start)
+        snprintf(text, sizeof text, "not started (at instruction %" PRIu64 ")", ti->start);
+    else if (ti->guest_tid)
+        snprintf(text, sizeof text, "tid %" PRIu32 ", its instruction %" PRIu64 " of %" PRIu64,
+                 ti->guest_tid, crec_thread_count(s->rec, tid, s->t), ti->instructions);
+    else
+        snprintf(text, sizeof text, "its instruction %" PRIu64 " of %" PRIu64,
+                 crec_thread_count(s->rec, tid, s->t), ti->instructions);
+    gdb_hex_encode((const uint8_t *)text, strlen(text), hex);
+    return reply(s, hex);
+}
+
 static int do_query(gdb_session *s, const char *p)
 {
     char id[64];
@@ -783,23 +903,17 @@ static int do_query(gdb_session *s, const char *p)
         return replyf(s, "QC%s", id);
     }
     if (strcmp(p, "qfThreadInfo") == 0) {
-        uint32_t tids[MAX_THREADS];
-        char buf[MAX_THREADS * 24 + 2] = "m";
-        size_t n = server_threads(s, tids, MAX_THREADS);
-        for (size_t i = 0; i < n; i++) {
-            thread_id(s, tids[i], id, sizeof id);
-            strcat(buf, i ? "," : "");
-            strcat(buf, id);
-        }
-        return reply(s, buf);
+        s->list_next = 1;
+        return thread_list(s);
     }
     if (strcmp(p, "qsThreadInfo") == 0)
-        return reply(s, "l");
+        return thread_list(s);
     if (starts(p, "qThreadExtraInfo,")) {
-        char text[64], hex[130];
-        snprintf(text, sizeof text, "instruction %" PRIu64, s->t);
-        gdb_hex_encode((const uint8_t *)text, strlen(text), hex);
-        return reply(s, hex);
+        const char *q = p + 17;
+        uint32_t tid;
+        if (parse_thread(&q, &tid) != 0 || *q)
+            return reply(s, "E01");
+        return thread_extra(s, tid);
     }
     if (starts(p, "qXfer:"))
         return do_xfer(s, p + 6);
@@ -819,7 +933,9 @@ static int do_set_thread(gdb_session *s, const char *p)
         return reply(s, "E01");
     if (!thread_exists(s, tid))
         return reply(s, "E01");
-    if (which == 'g' && tid != 0 && tid != UINT32_MAX)
+    if (which == 'c')
+        s->ctid = tid == UINT32_MAX ? 0 : tid;
+    else if (tid != 0 && tid != UINT32_MAX)
         s->tid = tid;
     return reply(s, "OK");
 }
@@ -869,7 +985,9 @@ static int dispatch(gdb_session *s, const char *p, size_t len)
         const char *q = p + 1;
         if (parse_thread(&q, &tid) != 0 || *q)
             return reply(s, "E01");
-        return reply(s, thread_exists(s, tid) ? "OK" : "E01");
+        if (tid == 0 || tid == UINT32_MAX)
+            return reply(s, "OK");
+        return reply(s, thread_alive(s, tid) ? "OK" : "E01");
     }
     case 'g':
         return p[1] ? reply(s, "E01") : do_read_regs(s);
@@ -899,13 +1017,13 @@ static int dispatch(gdb_session *s, const char *p, size_t len)
             return reply(s, "E01");
         if (*q)
             return reply(s, "E01");
-        return p[0] == 'c' || p[0] == 'C' ? do_continue(s, 0) : do_step(s, 0);
+        return p[0] == 'c' || p[0] == 'C' ? do_continue(s, 0) : do_step(s, step_thread(s), 0);
     }
     case 'b':
         if (strcmp(p, "bc") == 0)
             return do_continue(s, 1);
         if (strcmp(p, "bs") == 0)
-            return do_step(s, 1);
+            return do_step(s, step_thread(s), 1);
         return reply(s, "");
     case 'v':
         return do_v(s, p);
@@ -1029,6 +1147,8 @@ gdb_session *gdb_session_new(crec_recording *rec, gdb_conn *c, const crec_gdb_op
     s->end = crec_length(rec);
     s->pid = 1; /* the recording's threads are numbered from 1 */
     s->tid = s->pid;
+    s->nthreads = crec_threads(rec);
+    s->end_tid = crec_thread_at(rec, s->end);
     s->avx = recorded_avx(rec);
     if (crec_ending(rec, &ending, &err) == CREC_OK && ending.how == 1)
         s->end_signal = gdb_signal(ending.value);
@@ -1052,6 +1172,7 @@ void gdb_session_free(gdb_session *s)
     free(s->xml);
     free(s->auxv);
     free(s->points);
+    free(s->threads);
     gdb_memo_free(s->memo);
     gdb_window_free(s->win);
     free(s);

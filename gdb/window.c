@@ -39,7 +39,8 @@ struct wline {
 
 struct gdb_window {
     uint64_t lo, hi;  /* registers known for t in [lo, hi]; hi < lo: empty */
-    crec_regs *regs;  /* regs[t - lo] */
+    crec_regs *regs;  /* regs[t - lo]: of the thread that runs the instruction at t */
+    uint32_t *tids;   /* ... that thread */
     struct wwrite *w; /* in time order */
     size_t nw, capw;
     int wild;         /* a write we could not keep: memory is not answered */
@@ -53,8 +54,9 @@ gdb_window *gdb_window_new(void)
     if (!w)
         return NULL;
     w->regs = calloc(WIN_AHEAD + WIN_BEHIND + 1, sizeof *w->regs);
-    if (!w->regs) {
-        free(w);
+    w->tids = calloc(WIN_AHEAD + WIN_BEHIND + 1, sizeof *w->tids);
+    if (!w->regs || !w->tids) {
+        gdb_window_free(w);
         return NULL;
     }
     w->hi = 0;
@@ -67,6 +69,7 @@ void gdb_window_free(gdb_window *w)
     if (!w)
         return;
     free(w->regs);
+    free(w->tids);
     free(w->w);
     free(w);
 }
@@ -81,9 +84,10 @@ static int fill_insn(void *ctx, crec_exec *x, uint64_t t, uint32_t tid, uint64_t
     struct fill *f = ctx;
     crec_error err = {0};
 
-    (void)tid, (void)rip;
+    (void)rip;
     if (t < f->w->lo || t > f->w->hi)
         return 0;
+    f->w->tids[t - f->w->lo] = tid;
     if (crec_exec_regs(x, &f->w->regs[t - f->w->lo], &err) != CREC_OK) {
         f->failed = 1;
         return 1;
@@ -151,15 +155,21 @@ static int window_fill(gdb_window *w, crec_recording *rec, uint64_t t, int dir, 
     return 0;
 }
 
-int gdb_window_regs(gdb_window *w, crec_recording *rec, uint64_t t, int dir, crec_regs *r,
-                    crec_error *err)
+int gdb_window_regs(gdb_window *w, crec_recording *rec, uint64_t t, uint32_t tid, int dir,
+                    crec_regs *r, crec_error *err)
 {
     if (!w)
         return -1;
     if ((t < w->lo || t > w->hi) && window_fill(w, rec, t, dir, err) != 0)
         return -1;
-    *r = w->regs[t - w->lo];
-    return 0;
+    /* a thread's registers at t are those before its next instruction:
+     * nothing of it runs in between */
+    for (uint64_t k = t - w->lo; k <= w->hi - w->lo; k++)
+        if (w->tids[k] == tid) {
+            *r = w->regs[k];
+            return 0;
+        }
+    return -1; /* it does not run again in the window: ask the query API */
 }
 
 /* The line holding addr, at the window's start. */

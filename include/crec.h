@@ -402,6 +402,29 @@ uint32_t crec_thread_at(crec_recording *rec, uint64_t t);
 int crec_thread_time(crec_recording *rec, uint32_t tid, uint64_t step, uint64_t *t,
                      crec_error *err);
 
+/*! crec_thread_count() : @return how many of thread tid's own instructions
+ *  ran before time t (0 when it had not started, or there is no such
+ *  thread). */
+uint64_t crec_thread_count(crec_recording *rec, uint32_t tid, uint64_t t);
+
+/*! crec_thread_insn_time() : the time at which thread tid's own instruction
+ *  number i (from 0) runs: the state before it.  With crec_thread_count,
+ *  a thread's next instruction after t and its last one before t (gdb's
+ *  stepi and reverse-stepi of one thread, the others running meanwhile).
+ *  @return CREC_OK and *t, or CREC_ERR_ARG (no such thread, or it ran
+ *  fewer instructions). */
+int crec_thread_insn_time(crec_recording *rec, uint32_t tid, uint64_t i, uint64_t *t,
+                          crec_error *err);
+
+/*! crec_thread_describe() : what the recording says of thread tid without
+ *  a replay, as crec_info lists it: its creator and guest tid, the global
+ *  time of its first instruction and after its last, its instructions and
+ *  key frames, whether it ended by itself (exited, with status) and whether
+ *  the program ended in it (stream_bytes is 0).  @return CREC_OK, or
+ *  CREC_ERR_ARG (no such thread), or an error reading the file. */
+int crec_thread_describe(crec_recording *rec, uint32_t tid, crec_thread_info *ti,
+                         crec_error *err);
+
 /*! crec_read_thread_registers() : thread tid's registers at the current
  *  time: its state after the last of its instructions that ran before it
  *  (tid 0: the thread crec_thread_at names).
@@ -515,7 +538,9 @@ int crec_index_info(crec_recording *rec, uint64_t *index_bytes, uint64_t *trace_
  * crec_exec_run() replays [from, to) and calls an observer at every block,
  * instruction, memory access or syscall it asks for.  Times are as above:
  * the instruction "at t" is instruction number t+1, which runs from state t
- * to state t+1.  Thread ids are 1 until recordings hold several threads.
+ * to state t+1.  A recording of several threads runs in its recorded order
+ * (global time counts every thread's instructions), each callback naming
+ * the thread it is about; a run can follow one thread (crec_observer.tid).
  */
 
 /* A replay in progress; passed to observer callbacks, valid only inside them. */
@@ -562,6 +587,10 @@ typedef struct crec_range {
 typedef struct crec_observer {
     void *ctx;
     unsigned flags;        /* CREC_EXEC_* */
+    uint32_t tid;          /* only this thread's instructions, blocks, accesses and
+                              syscalls are reported (0: every thread's); without
+                              CREC_EXEC_READS_MEMORY the other threads are not even
+                              replayed */
     /* Before the instruction at time t runs (the state is the state at t).
      * Every instruction (a code hook: about 10x slower), or, when n_addrs
      * > 0, only those at one of the addresses `addrs` (any order; free
@@ -610,6 +639,13 @@ int crec_exec_regs(crec_exec *x, crec_regs *r, crec_error *err);
 #define CREC_REG_FS_BASE 18
 #define CREC_REG_GS_BASE 19
 uint64_t crec_exec_reg(crec_exec *x, int reg);
+
+/*! crec_exec_thread_regs() : thread tid's registers at the callback's
+ *  point (tid 0: the callback's thread, as crec_exec_regs): its state after
+ *  the last of its instructions before that point, as
+ *  crec_read_thread_registers gives.  @return CREC_OK, CREC_ERR_ARG (no
+ *  such thread, or it has not started), or an error. */
+int crec_exec_thread_regs(crec_exec *x, uint32_t tid, crec_regs *r, crec_error *err);
 
 /*! crec_exec_read() :
  *  Memory at the callback's point.  Bytes the replay has not seen (never
@@ -768,6 +804,9 @@ typedef struct crec_frame {
     uint64_t site;         /* the call instruction (0 for the root) */
     int tail;              /* entered by a jmp to a function start (a tail call) */
     uint64_t args[6];      /* rdi, rsi, rdx, rcx, r8, r9 at the entry */
+    uint32_t tid;          /* its thread */
+    int signal;            /* a signal handler entered at the end of the syscall at
+                              `site` (args[0] is the signal's number) */
 } crec_frame;
 
 /* How a frame left. */
@@ -793,13 +832,17 @@ typedef struct crec_calls_observer {
 } crec_calls_observer;
 
 /*! crec_calls_run() :
- *  Replay [from, to) block by block keeping a shadow call stack: a call
- *  pushes a frame; a ret, and also a longjmp or a C++ unwind, pops every
- *  frame whose entry RSP is below the current RSP; a jmp from one function
- *  to the start of another is a tail call (a frame with the same RSP,
- *  popped with its caller), except from a stub that has no symbol of its
- *  own (a PLT entry), which takes the target's name.  Frames entered
- *  before `from` are not known: the stack starts with a root frame there.
+ *  Replay [from, to) block by block keeping a shadow call stack per
+ *  thread: a call pushes a frame; a ret, and also a longjmp or a C++
+ *  unwind, pops every frame whose entry RSP is below the current RSP; a jmp
+ *  from one function to the start of another is a tail call (a frame with
+ *  the same RSP, popped with its caller), except from a stub that has no
+ *  symbol of its own (a PLT entry), which takes the target's name.  A
+ *  signal handler entered at the end of a syscall is a frame of its own
+ *  (`signal`), which the frames below it outlive whatever stack it runs on,
+ *  popped by its return (or a longjmp out of it) and by rt_sigreturn.
+ *  Frames entered before `from` are not known: a thread's stack starts with
+ *  a root frame at its first block in the range.
  *  @return CREC_OK or an error. */
 int crec_calls_run(crec_recording *rec, crec_symtab *sym, uint64_t from, uint64_t to,
                    const crec_calls_observer *obs, crec_error *err);
@@ -819,11 +862,18 @@ typedef struct crec_profile_fn {
     double mean;
 } crec_profile_fn;
 
+/* crec_profile_run flags. */
+#define CREC_PROFILE_SPEEDSCOPE 1 /* keep every enter and leave for
+                                     crec_profile_write_speedscope */
+#define CREC_PROFILE_THREADS 2    /* each thread's stacks hang from a frame "[thread N]"
+                                     of its own (else the threads' stacks are merged) */
+
 /*! crec_profile_run() : an exact profile of [from, to) of thread tid (0:
- *  all).  speedscope 1: keep every enter and leave for
- *  crec_profile_write_speedscope.  @return CREC_OK and *out, or an error. */
+ *  all; each thread has its own stack, and a call's instructions are its
+ *  thread's).  flags: CREC_PROFILE_*.  @return CREC_OK and *out, or an
+ *  error. */
 int crec_profile_run(crec_recording *rec, crec_symtab *sym, uint64_t from, uint64_t to,
-                     uint32_t tid, int speedscope, crec_profile **out, crec_error *err);
+                     uint32_t tid, unsigned flags, crec_profile **out, crec_error *err);
 
 /*! crec_profile_functions() : the functions (in no set order); *total is
  *  every instruction of the range.  @return how many. */
@@ -883,14 +933,18 @@ void crec_cond_free(crec_cond *c);
 
 /*! crec_find() :
  *  The times in (from, end] (backward: [0, from)) at which the condition
- *  holds: for an event, the time before it (enter, exec, syscall: before
- *  the instruction; leave: after the ret); for an expression, the time at
- *  which it becomes true.  fn is called for each, nearest first (fn
- *  returning non-zero stops; without `all` only the first is reported).
- *  A memory expression replays only the spans the index says write its
- *  address; syscalls need no replay.  @return CREC_OK or an error. */
+ *  holds in thread tid (0: any): for an event, the time before it (enter,
+ *  exec, syscall: before the instruction; leave: after the ret); for an
+ *  expression, the time at which it becomes true (one that reads a register
+ *  is followed in each thread, whose registers it reads; a memory one, in
+ *  the program, the thread being the one that made it true).  fn is called
+ *  for each with its thread, nearest first (fn returning non-zero stops;
+ *  without `all` only the first is reported).  A memory expression replays
+ *  only the spans the index says write its address; syscalls need no
+ *  replay.  @return CREC_OK or an error. */
 int crec_find(crec_recording *rec, const crec_cond *c, uint64_t from, int backward, int all,
-              int (*fn)(void *ctx, uint64_t t, uint32_t tid), void *ctx, crec_error *err);
+              uint32_t tid, int (*fn)(void *ctx, uint64_t t, uint32_t tid), void *ctx,
+              crec_error *err);
 
 /* ---- retroactive printf ------------------------------------------------------ */
 
@@ -912,11 +966,12 @@ int crec_printf_parse(crec_symtab *sym, const char *location, const char *format
 /*! crec_printf_free() : NULL is fine. */
 void crec_printf_free(crec_printf *p);
 
-/*! crec_printf_run() : replay [from, to) stopping at the location, and call
- *  fn with each hit's captured values (valid during the call).
- *  @return CREC_OK or an error. */
+/*! crec_printf_run() : replay [from, to) stopping at the location in thread
+ *  tid (0: any), and call fn with each hit's captured values (valid during
+ *  the call).  @return CREC_OK or an error. */
 int crec_printf_run(crec_recording *rec, const crec_printf *p, uint64_t from, uint64_t to,
-                    int (*fn)(void *ctx, const crec_printf_hit *h), void *ctx, crec_error *err);
+                    uint32_t tid, int (*fn)(void *ctx, const crec_printf_hit *h), void *ctx,
+                    crec_error *err);
 
 /*! crec_printf_hit_time() : @return the hit's time; *tid its thread. */
 uint64_t crec_printf_hit_time(const crec_printf_hit *h, uint32_t *tid);
@@ -941,17 +996,20 @@ typedef struct crec_bt_run {
 
 typedef struct crec_backtrace {
     uint64_t at;           /* the time of the back-trace */
+    uint32_t tid;          /* the thread it follows */
     crec_bt_run *runs;     /* the last blocks before `at`, loops collapsed, oldest first */
     size_t nruns;
     crec_frame *stack;     /* the call stack at `at`, outermost first */
     size_t depth;
 } crec_backtrace;
 
-/*! crec_backtrace_run() : the last `last` runs of blocks before `at` and
- *  the shadow call stack there, from a replay of [0, at).
- *  @return CREC_OK and *out (crec_backtrace_free), or an error. */
+/*! crec_backtrace_run() : the last `last` runs of blocks of thread tid
+ *  before `at` and its shadow call stack there, from a replay of [0, at)
+ *  (tid 0: the thread crec_thread_at names, which at the end of a crash is
+ *  the one that faulted).  @return CREC_OK and *out (crec_backtrace_free),
+ *  or an error (CREC_ERR_ARG: no such thread, or it had not started). */
 int crec_backtrace_run(crec_recording *rec, crec_symtab *sym, uint64_t at, size_t last,
-                       crec_backtrace **out, crec_error *err);
+                       uint32_t tid, crec_backtrace **out, crec_error *err);
 
 /*! crec_backtrace_free() : NULL is fine. */
 void crec_backtrace_free(crec_backtrace *b);

@@ -48,6 +48,50 @@ static int span_touches(crec_recording *rec, size_t sp, const struct find *f)
     return 0;
 }
 
+/*
+ * The nearest access of one thread: th is its handle (the recording itself
+ * when it has one thread), whose index spans are in the thread's own time;
+ * tt is its own count at t.  A span is replayed as the run of the global
+ * times its instructions take (exec follows that thread alone there).
+ */
+static int thread_find(crec_recording *rec, crec_recording *th, uint32_t tid, uint64_t tt,
+                       struct find *f, crec_observer *obs, crec_error *err)
+{
+    uint64_t t = f->before;
+    size_t sp;
+    int rc;
+
+    if ((rc = qx_ensure_index(th, err)) != CREC_OK)
+        return rc;
+    if (th->ix->nspan == 0) { /* nothing to prune with: one run over the whole range */
+        return f->backward ? crec_exec_run(rec, 0, t, obs, NULL, err)
+                           : crec_exec_run(rec, t, rec->end, obs, NULL, err);
+    }
+    if (f->backward ? tt == 0 : tt >= th->end)
+        return CREC_OK;
+    sp = crec_idx_span_at(th->ix, f->backward ? tt - 1 : tt);
+    for (;;) {
+        uint64_t start = th->ix->spans[sp].start;
+        uint64_t end = sp + 1 < th->ix->nspan ? th->ix->spans[sp + 1].start : th->end;
+        if ((rc = crec_idx_need(th->ix, sp, err)) != CREC_OK)
+            return rc;
+        if (span_touches(th, sp, f)) {
+            uint64_t lo = f->backward || start > tt ? start : tt;
+            uint64_t hi = !f->backward || end < tt ? end : tt;
+            if (rec != th) /* its own counts as global times */
+                lo = qx_global_time(rec, tid, lo), hi = qx_global_time(rec, tid, hi);
+            if ((rc = crec_exec_run(rec, lo, hi, obs, NULL, err)) != CREC_OK)
+                return rc;
+            if (f->found)
+                break;
+        }
+        if (f->backward ? sp == 0 : sp + 1 >= th->ix->nspan)
+            break;
+        sp = f->backward ? sp - 1 : sp + 1;
+    }
+    return CREC_OK;
+}
+
 int crec_find_access(crec_recording *rec, const crec_range *ranges, size_t n, int writes_only,
                      int (*match)(void *ctx, const crec_access *a), void *ctx, uint64_t t,
                      int backward, crec_access *hit, int *found, crec_error *err)
@@ -59,38 +103,31 @@ int crec_find_access(crec_recording *rec, const crec_range *ranges, size_t n, in
     *found = 0;
     if (n == 0 || (backward && t == 0) || (!backward && t >= rec->end))
         return CREC_OK;
-    if ((rc = qx_ensure_index(rec, err)) != CREC_OK)
-        return rc;
     obs.ctx = &f;
     obs.access = find_access_cb;
     obs.ranges = ranges;
     obs.n_ranges = n;
-    if (rec->ix->nspan == 0) { /* nothing to prune with: one run over the whole range */
-        rc = backward ? crec_exec_run(rec, 0, t, &obs, NULL, err)
-                      : crec_exec_run(rec, t, rec->end, &obs, NULL, err);
+    if (!rec->nthr) {
+        rc = thread_find(rec, rec, 1, t, &f, &obs, err);
         *found = f.found;
         *hit = f.hit;
         return rc;
     }
-    size_t sp = crec_idx_span_at(rec->ix, backward ? t - 1 : t);
-    for (;;) {
-        uint64_t start = rec->ix->spans[sp].start;
-        uint64_t end = sp + 1 < rec->ix->nspan ? rec->ix->spans[sp + 1].start : rec->end;
-        if ((rc = crec_idx_need(rec->ix, sp, err)) != CREC_OK)
+    /* several threads: each one's nearest, then the nearest of those */
+    if ((rc = qx_schedule(rec, err)) != CREC_OK)
+        return rc;
+    for (uint32_t tid = 1; tid <= rec->nthr; tid++) {
+        uint64_t tt = 0;
+        if (!rec->thr[tid - 1] || (!qx_thread_time(rec, tid, t, &tt) && backward))
+            continue; /* it had not started by t */
+        f.found = 0;
+        obs.tid = tid;
+        if ((rc = thread_find(rec, rec->thr[tid - 1], tid, tt, &f, &obs, err)) != CREC_OK)
             return rc;
-        if (span_touches(rec, sp, &f)) {
-            rc = backward ? crec_exec_run(rec, start, end < t ? end : t, &obs, NULL, err)
-                          : crec_exec_run(rec, start > t ? start : t, end, &obs, NULL, err);
-            if (rc != CREC_OK)
-                return rc;
-            if (f.found)
-                break;
+        if (f.found && (!*found || (backward ? f.hit.t > hit->t : f.hit.t < hit->t))) {
+            *found = 1;
+            *hit = f.hit;
         }
-        if (backward ? sp == 0 : sp + 1 >= rec->ix->nspan)
-            break;
-        sp = backward ? sp - 1 : sp + 1;
     }
-    *found = f.found;
-    *hit = f.hit;
     return CREC_OK;
 }

@@ -142,6 +142,12 @@ void qx_symbol_at(crec_recording *rec, uint64_t addr, char *buf, size_t size);
  *  once.  @return CREC_OK or an error. */
 int qx_schedule(crec_recording *rec, crec_error *err);
 
+/*! qx_thread_slices() : thread tid's slices (indexes into rec->slices, in
+ *  time order; at least one), the schedule loaded.  @return CREC_OK, or
+ *  CREC_ERR_ARG naming a thread the recording does not have. */
+int qx_thread_slices(crec_recording *rec, uint32_t tid, const size_t **v, size_t *n,
+                     crec_error *err);
+
 /*! qx_thread_time() : how many of thread tid's instructions ran before
  *  global time t.  @return 1 and *tt, or 0 when the thread had not
  *  started by then. */

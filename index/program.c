@@ -340,17 +340,16 @@ const char *crec_program_path(crec_recording *rec)
 
 /* ---- events ----------------------------------------------------------------- */
 
-/* Call fn for every event of the thread of key frame k from there on. */
-static int each_event(crec_recording *rec, size_t k,
-                      int (*fn)(void *ctx, const crec_fmt_event *ev), void *ctx, crec_error *err)
+/* Call fn for every event of thread tid from EVENTS offset off on. */
+static int events_from(crec_recording *rec, uint32_t tid, uint64_t off,
+                       int (*fn)(void *ctx, const crec_fmt_event *ev), void *ctx, crec_error *err)
 {
     crec_fmt_cursor *c;
     const uint8_t *body;
     size_t blen;
     int kind, rc;
 
-    rc = crec_fmt_cursor_open(rec->r, CREC_FMT_S_EVENTS, rec->kfs[k].tid, rec->kfs[k].events_off,
-                              &c, err);
+    rc = crec_fmt_cursor_open(rec->r, CREC_FMT_S_EVENTS, tid, off, &c, err);
     if (rc != CREC_OK)
         return rc;
     while ((rc = crec_fmt_cursor_next(c, &kind, &body, &blen, err)) == CREC_OK) {
@@ -363,6 +362,13 @@ static int each_event(crec_recording *rec, size_t k,
     }
     crec_fmt_cursor_free(c);
     return rc == CREC_ERR_NOTFOUND || rc == CREC_ERR_TRUNCATED ? CREC_OK : rc;
+}
+
+/* Call fn for every event of the thread of key frame k from there on. */
+static int each_event(crec_recording *rec, size_t k,
+                      int (*fn)(void *ctx, const crec_fmt_event *ev), void *ctx, crec_error *err)
+{
+    return events_from(rec, rec->kfs[k].tid, rec->kfs[k].events_off, fn, ctx, err);
 }
 
 struct sys_walk {
@@ -390,12 +396,64 @@ static int sys_event(void *ctx, const crec_fmt_event *ev)
     return w->fn(w->ctx, &si);
 }
 
+/* Several threads: every thread's syscalls, in global time. */
+struct sys_all {
+    crec_syscall_info *v;
+    size_t n, cap;
+    int nomem;
+};
+
+static int keep_syscall(void *ctx, const crec_syscall_info *s)
+{
+    struct sys_all *a = ctx;
+    crec_syscall_info *p = crec_grow(a->v, &a->cap, a->n + 1, sizeof *p, 256);
+
+    if (!p) {
+        a->nomem = 1;
+        return 1;
+    }
+    a->v = p;
+    a->v[a->n++] = *s;
+    return 0;
+}
+
+static int cmp_syscall(const void *a, const void *b)
+{
+    const crec_syscall_info *x = a, *y = b;
+    return x->t < y->t ? -1 : x->t > y->t;
+}
+
 int crec_syscalls(crec_recording *rec, int (*fn)(void *ctx, const crec_syscall_info *s),
                   void *ctx, crec_error *err)
 {
     struct sys_walk w = {rec, rec->kfs[0].tid, fn, ctx};
+    struct sys_all all = {0};
+    int rc;
 
-    return each_event(rec, 0, sys_event, &w, err);
+    if (!rec->nthr)
+        return each_event(rec, 0, sys_event, &w, err);
+    if ((rc = qx_schedule(rec, err)) != CREC_OK)
+        return rc;
+    w.fn = keep_syscall, w.ctx = &all;
+    for (uint32_t tid = 1; tid <= rec->nthr && rc == CREC_OK && !all.nomem; tid++) {
+        size_t from = all.n;
+        if (!(w.rec = rec->thr[tid - 1]))
+            continue;
+        w.tid = tid;
+        rc = each_event(w.rec, 0, sys_event, &w, err);
+        for (size_t i = from; i < all.n; i++) /* its own count, as global time */
+            all.v[i].t = qx_global_time(rec, tid, all.v[i].t);
+    }
+    if (rc == CREC_OK && all.nomem)
+        rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory for the syscalls");
+    if (rc == CREC_OK) {
+        qsort(all.v, all.n, sizeof *all.v, cmp_syscall);
+        for (size_t i = 0; i < all.n; i++)
+            if (fn(ctx, &all.v[i]))
+                break;
+    }
+    crec_free(all.v);
+    return rc;
 }
 
 static int exit_event(void *ctx, const crec_fmt_event *ev)
@@ -422,6 +480,75 @@ int crec_ending(crec_recording *rec, crec_end *e, crec_error *err)
         return rc;
     e->rip = rec->kfs[last].regs.rip;
     return each_event(rec, last, exit_event, e, err);
+}
+
+/* ---- a thread's life ------------------------------------------------------------- */
+
+/* A thread's creation opens its stream; the first thread's comes when it
+ * makes the second. */
+static int create_event(void *ctx, const crec_fmt_event *ev)
+{
+    crec_thread_info *ti = ctx;
+
+    if (ev->kind != CREC_FMT_K_THREAD)
+        return 0;
+    if (ev->u.thread.op == CREC_FMT_TH_CREATE) {
+        ti->parent = ev->u.thread.parent;
+        ti->guest_tid = ev->u.thread.guest_tid;
+    }
+    return 1;
+}
+
+static int end_event(void *ctx, const crec_fmt_event *ev)
+{
+    crec_thread_info *ti = ctx;
+
+    if (ev->kind != CREC_FMT_K_THREAD || ev->u.thread.op != CREC_FMT_TH_EXIT)
+        return 0;
+    ti->exited = ev->u.thread.how == CREC_FMT_TH_EXITED;
+    ti->status = ev->u.thread.status;
+    return 1;
+}
+
+int crec_thread_describe(crec_recording *rec, uint32_t tid, crec_thread_info *ti,
+                         crec_error *err)
+{
+    const crec_fmt_slice *first, *last;
+    crec_recording *th;
+    const size_t *v;
+    size_t n;
+    crec_end e;
+    int rc;
+
+    memset(ti, 0, sizeof *ti);
+    ti->tid = tid;
+    if (!rec->nthr) {
+        if (tid != 1)
+            return crec_error_set(err, CREC_ERR_ARG, "no thread %u (the recording has one "
+                                  "thread, 1)", tid);
+        ti->end = ti->instructions = rec->end;
+        ti->keyframes = rec->nkf;
+        ti->ended_program = 1;
+        return CREC_OK;
+    }
+    if ((rc = qx_thread_slices(rec, tid, &v, &n, err)) != CREC_OK)
+        return rc;
+    if (!(th = rec->thr[tid - 1]))
+        return crec_error_corrupt(err, "the schedule runs thread %u, which has no key frame", tid);
+    first = &rec->slices[v[0]];
+    last = &rec->slices[v[n - 1]];
+    ti->start = first->start;
+    ti->end = last->start + last->len;
+    ti->instructions = last->thread_start + last->len;
+    ti->keyframes = th->nkf;
+    /* its creation opens its stream; its end is after its last key frame */
+    if ((rc = events_from(th, tid, 0, create_event, ti, err)) != CREC_OK ||
+        (rc = each_event(th, th->nkf - 1, end_event, ti, err)) != CREC_OK)
+        return rc;
+    if ((rc = crec_ending(rec, &e, err)) != CREC_OK)
+        return rc;
+    ti->ended_program = e.tid == tid;
+    return CREC_OK;
 }
 
 /* ---- how a crash happened ------------------------------------------------------ */

@@ -514,6 +514,21 @@ int qx_thread_time(const crec_recording *rec, uint32_t tid, uint64_t t, uint64_t
     return 1;
 }
 
+int qx_thread_slices(crec_recording *rec, uint32_t tid, const size_t **v, size_t *n,
+                     crec_error *err)
+{
+    int rc;
+
+    if ((rc = qx_schedule(rec, err)) != CREC_OK)
+        return rc;
+    if (tid < 1 || tid > rec->nthr || rec->ntslices[tid - 1] == 0)
+        return crec_error_set(err, CREC_ERR_ARG, "no thread %u (the recording has %zu threads, "
+                              "1 to %zu)", tid, rec->nthr, rec->nthr);
+    *v = rec->tslices[tid - 1];
+    *n = rec->ntslices[tid - 1];
+    return CREC_OK;
+}
+
 uint64_t qx_global_time(const crec_recording *rec, uint32_t tid, uint64_t i)
 {
     const size_t *v;
@@ -571,13 +586,8 @@ int crec_thread_time(crec_recording *rec, uint32_t tid, uint64_t step, uint64_t 
         *t = step;
         return CREC_OK;
     }
-    if ((rc = qx_schedule(rec, err)) != CREC_OK)
+    if ((rc = qx_thread_slices(rec, tid, &v, &n, err)) != CREC_OK)
         return rc;
-    if (tid < 1 || tid > rec->nthr || rec->ntslices[tid - 1] == 0)
-        return crec_error_set(err, CREC_ERR_ARG, "no thread %u (the recording has %zu threads, "
-                              "1 to %zu)", tid, rec->nthr, rec->nthr);
-    v = rec->tslices[tid - 1];
-    n = rec->ntslices[tid - 1];
     for (size_t i = 0; i < n; i++) { /* the first slice that gets that far */
         const crec_fmt_slice *sl = &rec->slices[v[i]];
         if (sl->thread_start + sl->len >= step && sl->thread_start <= step) {
@@ -588,6 +598,47 @@ int crec_thread_time(crec_recording *rec, uint32_t tid, uint64_t step, uint64_t 
     return crec_error_set(err, CREC_ERR_ARG, "thread %u ran %" PRIu64 " instructions, not %"
                           PRIu64, tid, rec->slices[v[n - 1]].thread_start +
                           rec->slices[v[n - 1]].len, step);
+}
+
+uint64_t crec_thread_count(crec_recording *rec, uint32_t tid, uint64_t t)
+{
+    uint64_t tt;
+
+    if (t > rec->end)
+        t = rec->end;
+    if (!rec->nthr)
+        return tid == 1 ? t : 0;
+    if (qx_schedule(rec, NULL) != CREC_OK || !qx_thread_time(rec, tid, t, &tt))
+        return 0;
+    return tt;
+}
+
+int crec_thread_insn_time(crec_recording *rec, uint32_t tid, uint64_t i, uint64_t *t,
+                          crec_error *err)
+{
+    const crec_fmt_slice *last;
+    const size_t *v;
+    size_t n;
+    int rc;
+
+    if (!rec->nthr) {
+        if (tid != 1)
+            return crec_error_set(err, CREC_ERR_ARG, "no thread %u (the recording has one "
+                                  "thread, 1)", tid);
+        if (i >= rec->end)
+            return crec_error_set(err, CREC_ERR_ARG, "thread 1 ran %" PRIu64 " instructions, "
+                                  "not %" PRIu64, rec->end, i + 1);
+        *t = i;
+        return CREC_OK;
+    }
+    if ((rc = qx_thread_slices(rec, tid, &v, &n, err)) != CREC_OK)
+        return rc;
+    last = &rec->slices[v[n - 1]];
+    if (i >= last->thread_start + last->len)
+        return crec_error_set(err, CREC_ERR_ARG, "thread %u ran %" PRIu64 " instructions, "
+                              "not %" PRIu64, tid, last->thread_start + last->len, i + 1);
+    *t = qx_global_time(rec, tid, i);
+    return CREC_OK;
 }
 
 /* ---- opening ---------------------------------------------------------------- */

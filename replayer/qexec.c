@@ -143,8 +143,3 @@ uint64_t crec_replay_qrun_reg(crec_replay_qrun *q, int id)
      * as the SYSCALL record's ids do */
     return crec_emu_reg_get(s->cpu, (enum crec_emu_reg)(CREC_EMU_RAX + id));
 }
-
-int crec_replay_qrun_write(crec_replay_qrun *q, uint64_t addr, uint64_t len, const uint8_t *buf)
-{
-    return crec_emu_mem_write((seg_of(q))->cpu, addr, buf, len);
-}

@@ -636,6 +636,16 @@ static void rep_sigreturn(struct rep_seg *s, const crec_fmt_event *ev)
         rep_diverge(s, "%s", err.msg);
 }
 
+/* The kernel wrote [addr, addr+len) in this syscall (len UINT64_MAX:
+ * anywhere): replay memory does not hold it, and watchers must know. */
+static void rep_kernel_wrote(struct rep_seg *s, uint64_t addr, uint64_t len)
+{
+    if (s->on_access)
+        s->on_access(s->access_ctx, s->owner, 'k', addr, len);
+    if (s->exec)
+        rep_exec_access(s, 'k', addr, len, NULL);
+}
+
 static void rep_on_syscall(void *ctx, crec_emu_cpu *cpu)
 {
     struct rep_seg *s = ctx;
@@ -654,8 +664,8 @@ static void rep_on_syscall(void *ctx, crec_emu_cpu *cpu)
         /* the thread ends in this syscall (its exit, or the process ended
          * while it waited in it): no result, registers as they are */
         s->thread_ended = 1;
-        if (s->on_access && ev.u.thread.cleared)
-            s->on_access(s->access_ctx, s->owner, 'k', ev.u.thread.cleared, 4);
+        if (ev.u.thread.cleared)
+            rep_kernel_wrote(s, ev.u.thread.cleared, 4);
         crec_emu_cpu_stop(cpu);
         return;
     }
@@ -674,13 +684,10 @@ static void rep_on_syscall(void *ctx, crec_emu_cpu *cpu)
     if (nr == CREC_EMU_NR_RT_SIGRETURN && !s->diverged)
         rep_sigreturn(s, &ev);
     rep_set_regs(s, &ev);
-    if (s->on_access) {
-        for (uint32_t i = 0; i < ev.u.sys.nout; i++)
-            s->on_access(s->access_ctx, s->owner, 'k', ev.u.sys.out[i].addr,
-                         ev.u.sys.out[i].len);
-        if (ev.u.sys.flags & CREC_FMT_EV_OUT_MORE)
-            s->on_access(s->access_ctx, s->owner, 'k', 0, UINT64_MAX); /* anywhere */
-    }
+    for (uint32_t i = 0; i < ev.u.sys.nout; i++)
+        rep_kernel_wrote(s, ev.u.sys.out[i].addr, ev.u.sys.out[i].len);
+    if (ev.u.sys.flags & CREC_FMT_EV_OUT_MORE)
+        rep_kernel_wrote(s, 0, UINT64_MAX); /* anywhere */
     if (s->exec)
         rep_exec_syscall(s, &ev);
 }

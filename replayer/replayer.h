@@ -177,13 +177,6 @@ uint32_t crec_replay_qrun_tid(const crec_replay_qrun *q);
  *  another id). */
 uint64_t crec_replay_qrun_reg(crec_replay_qrun *q, int id);
 
-/*! crec_replay_qrun_write() : put into replay memory bytes the client knows
- *  (from the query engine) that the run does not hold.  Harmless to the
- *  replay: it relies only on bytes it loaded or stored since it started,
- *  and a later load that was not predicted overwrites them from READS.
- *  @return 0, -1 if unmapped. */
-int crec_replay_qrun_write(crec_replay_qrun *q, uint64_t addr, uint64_t len, const uint8_t *buf);
-
 /*! crec_replay_load_keyframes() : every KEYFRAME record, in order; *out is
  *  crec_malloc'd.  @return CREC_OK or an error. */
 int crec_replay_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,

@@ -119,22 +119,22 @@ Test(analysis, find_syscall_memory_and_entry)
     uint64_t t = 0;
 
     cr_assert_eq(crec_cond_parse(sym, "syscall writev", &c, &err), CREC_OK);
-    cr_assert_eq(crec_find(rec, c, 0, 0, 0, first_hit, &t, &err), CREC_OK);
+    cr_assert_eq(crec_find(rec, c, 0, 0, 0, 0, first_hit, &t, &err), CREC_OK);
     cr_assert_eq(t, 915);
     crec_cond_free(c);
     /* main's saved rbx: the stack slot at rsp at the end */
     cr_assert_eq(crec_cond_parse(sym, "*(u64*)0x7fffffffee20 == 0x401139", &c, &err), CREC_OK);
-    cr_assert_eq(crec_find(rec, c, 0, 0, 0, first_hit, &t, &err), CREC_OK, "%s", err.msg);
+    cr_assert_eq(crec_find(rec, c, 0, 0, 0, 0, first_hit, &t, &err), CREC_OK, "%s", err.msg);
     cr_assert_eq(t, 550);
     t = 0;
-    cr_assert_eq(crec_find(rec, c, 999, 1, 0, first_hit, &t, &err), CREC_OK);
+    cr_assert_eq(crec_find(rec, c, 999, 1, 0, 0, first_hit, &t, &err), CREC_OK);
     cr_assert_eq(t, 550);
     crec_cond_free(c);
     cr_assert_eq(crec_cond_parse(sym, "enter main", &c, &err), CREC_OK);
-    cr_assert_eq(crec_find(rec, c, 0, 0, 0, first_hit, &t, &err), CREC_OK);
+    cr_assert_eq(crec_find(rec, c, 0, 0, 0, 0, first_hit, &t, &err), CREC_OK);
     cr_assert_eq(t, 549);
     t = 0;
-    cr_assert_eq(crec_find(rec, c, 999, 1, 0, first_hit, &t, &err), CREC_OK);
+    cr_assert_eq(crec_find(rec, c, 999, 1, 0, 0, first_hit, &t, &err), CREC_OK);
     cr_assert_eq(t, 549);
     crec_cond_free(c);
     cr_assert_eq(crec_cond_parse(sym, "syscall no_such_call", &c, &err), CREC_ERR_ARG);
@@ -179,7 +179,7 @@ Test(analysis, backtrace_of_the_crash)
     cr_assert_eq(c.rip, 0x401162);
     cr_assert(c.has_addr);
     cr_assert_eq(c.addr, 0x40);
-    cr_assert_eq(crec_backtrace_run(rec, sym, crec_length(rec), 4, &b, &err), CREC_OK);
+    cr_assert_eq(crec_backtrace_run(rec, sym, crec_length(rec), 4, 0, &b, &err), CREC_OK);
     cr_assert_eq(b->nruns, 4);
     cr_assert_gt(b->depth, 1);
     crec_symtab_name(sym, b->stack[b->depth - 1].fn, name, sizeof name);
@@ -208,7 +208,7 @@ Test(analysis, printf_formats_when_read)
     cr_assert_eq(crec_printf_parse(sym, "main", "argc=%d argv[0]=%s %#06x%%", args, 3, &p, &err),
                  CREC_OK, "%s", err.msg);
     ctx[0] = p, ctx[1] = got;
-    cr_assert_eq(crec_printf_run(rec, p, 0, crec_length(rec), keep_hit, ctx, &err), CREC_OK);
+    cr_assert_eq(crec_printf_run(rec, p, 0, crec_length(rec), 0, keep_hit, ctx, &err), CREC_OK);
     cr_assert_str_eq(got, "argc=1 argv[0]=./segv 0x0001%");
     crec_printf_free(p);
     cr_assert_eq(crec_printf_parse(sym, "main", "%d %d", args, 1, &p, &err), CREC_ERR_ARG);

@@ -18,27 +18,39 @@
 static char tmpdir[64], path[128];
 static crec_recording *rec;
 
-static void setup(void)
+/* Open a copy of traces-sample/NAME in a temporary directory, so that the
+ * index it builds is not left in the samples. */
+static void open_sample(const char *name, crec_recording **out)
 {
     char cmd[300];
+    crec_error err = {0};
 
     strcpy(tmpdir, "/tmp/crec-exec-XXXXXX");
     cr_assert(mkdtemp(tmpdir) != NULL);
-    snprintf(path, sizeof path, "%s/readfile.crec", tmpdir);
-    snprintf(cmd, sizeof cmd, "cp traces-sample/readfile.crec %s", path);
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    snprintf(cmd, sizeof cmd, "cp traces-sample/%s %s", name, path);
     cr_assert_eq(system(cmd), 0);
-    crec_error err = {0};
-    cr_assert_eq(crec_open(path, 0, &rec, &err), CREC_OK, "%s", err.msg);
+    cr_assert_eq(crec_open(path, 0, out, &err), CREC_OK, "%s", err.msg);
+}
+
+static void close_sample(crec_recording **r)
+{
+    char cmd[300];
+
+    crec_close(*r);
+    *r = NULL;
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static void setup(void)
+{
+    open_sample("readfile.crec", &rec);
 }
 
 static void teardown(void)
 {
-    char cmd[300];
-
-    crec_close(rec);
-    rec = NULL;
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    cr_assert_eq(system(cmd), 0);
+    close_sample(&rec);
 }
 
 TestSuite(exec, .init = setup, .fini = teardown);
@@ -443,4 +455,239 @@ Test(exec, last_write_equals_a_linear_scan)
         cr_assert_eq(t, w.t[k], "before %lu", (unsigned long)(w.t[i] - 1));
     }
     cr_assert_eq(crec_last_write(rec, w.addr, 8, w.t[0] - 1, &t, &err), CREC_ERR_NOTFOUND);
+}
+
+/* ---- several threads: traces-sample/v2-threads.crec ---------------------------- */
+
+/*
+ * Three threads switched every 1000 instructions (44943 in all).  A run
+ * follows the recorded schedule: what it reports at each time equals what
+ * the query API says of the thread that runs then.
+ */
+static crec_recording *trec;
+
+static void tsetup(void)
+{
+    open_sample("v2-threads.crec", &trec);
+}
+
+static void tteardown(void)
+{
+    close_sample(&trec);
+}
+
+TestSuite(exec_threads, .init = tsetup, .fini = tteardown);
+
+#define TSTEP 300
+
+struct tsteps {
+    uint64_t n;
+    uint64_t t[TSTEP], rip[TSTEP];
+    uint32_t tid[TSTEP];
+    crec_regs regs[TSTEP];
+    uint8_t stack[TSTEP][16], known[TSTEP][16];
+    uint32_t other;           /* crec_exec_thread_regs of this thread too */
+    crec_regs oregs[TSTEP];
+    int orc[TSTEP];
+};
+
+static int ton_insn(void *ctx, crec_exec *x, uint64_t t, uint32_t tid, uint64_t rip)
+{
+    struct tsteps *s = ctx;
+    crec_error err = {0};
+
+    cr_assert_lt(s->n, TSTEP);
+    s->t[s->n] = t, s->rip[s->n] = rip, s->tid[s->n] = tid;
+    cr_assert_eq(crec_exec_regs(x, &s->regs[s->n], &err), CREC_OK, "%s", err.msg);
+    cr_assert_eq(crec_exec_read(x, s->regs[s->n].gpr[CREC_RSP], 16, s->stack[s->n],
+                                s->known[s->n], &err), CREC_OK, "%s", err.msg);
+    if (s->other)
+        s->orc[s->n] = crec_exec_thread_regs(x, s->other, &s->oregs[s->n], &err);
+    s->n++;
+    return 0;
+}
+
+/* Instructions [from, from+TSTEP) against crec_seek and the query API. */
+static void check_thread_steps(uint64_t from, unsigned flags, uint32_t other)
+{
+    static struct tsteps s;
+    crec_observer obs = {.ctx = &s, .flags = flags, .insn = ton_insn};
+    crec_error err = {0};
+    int switches = 0;
+
+    memset(&s, 0, sizeof s);
+    s.other = other;
+    cr_assert_eq(crec_exec_run(trec, from, from + TSTEP, &obs, NULL, &err), CREC_OK, "%s",
+                 err.msg);
+    cr_assert_eq(s.n, TSTEP);
+    for (uint64_t i = 0; i < TSTEP; i++) {
+        crec_regs want;
+        uint8_t b[16], k[16];
+        uint64_t t = from + i;
+        cr_assert_eq(s.t[i], t);
+        cr_assert_eq(s.tid[i], crec_thread_at(trec, t), "thread at %lu", (unsigned long)t);
+        switches += i > 0 && s.tid[i] != s.tid[i - 1];
+        cr_assert_eq(crec_seek(trec, t, &err), CREC_OK);
+        cr_assert_eq(crec_read_thread_registers(trec, s.tid[i], &want, &err), CREC_OK, "%s",
+                     err.msg);
+        cr_assert_eq(s.rip[i], want.rip, "rip at %lu", (unsigned long)t);
+        cr_assert_eq(memcmp(s.regs[i].gpr, want.gpr, sizeof want.gpr), 0, "gprs at %lu",
+                     (unsigned long)t);
+        cr_assert_eq(crec_read_memory(trec, want.gpr[CREC_RSP], 16, b, k, NULL, &err), CREC_OK);
+        for (int j = 0; j < 16; j++) {
+            cr_assert_eq(k[j], s.known[i][j], "known byte %d at %lu", j, (unsigned long)t);
+            if (k[j])
+                cr_assert_eq(b[j], s.stack[i][j], "stack byte %d at %lu", j, (unsigned long)t);
+        }
+        if (other) {
+            int rc = crec_read_thread_registers(trec, other, &want, &err);
+            cr_assert_eq(s.orc[i], rc, "thread %u's registers at %lu", other, (unsigned long)t);
+            if (rc == CREC_OK)
+                cr_assert_eq(memcmp(&s.oregs[i].gpr, &want.gpr, sizeof want.gpr), 0,
+                             "thread %u's registers at %lu", other, (unsigned long)t);
+        }
+    }
+    cr_assert_gt(switches, 0, "the stretch crosses a thread switch");
+}
+
+/* A stretch of TSTEP instructions around the first thread switch after t. */
+static uint64_t around_switch(uint64_t t)
+{
+    while (crec_thread_at(trec, t) == crec_thread_at(trec, t - 1))
+        t++;
+    return t - TSTEP / 2;
+}
+
+Test(exec_threads, run_follows_the_schedule)
+{
+    crec_error err = {0};
+    uint64_t t;
+
+    /* where thread 3 first takes over */
+    cr_assert_eq(crec_thread_time(trec, 3, 0, &t, &err), CREC_OK, "%s", err.msg);
+    check_thread_steps(around_switch(t - 1), CREC_EXEC_READS_MEMORY, 0);
+    check_thread_steps(around_switch(20000), 0, 0);
+}
+
+Test(exec_threads, other_threads_registers)
+{
+    check_thread_steps(around_switch(12000), CREC_EXEC_READS_MEMORY, 2);
+    check_thread_steps(around_switch(30000), 0, 3);
+}
+
+struct tblocks {
+    uint64_t next, per[4];
+    uint32_t only;
+};
+
+static int ton_block(void *ctx, crec_exec *x, uint64_t t, uint32_t tid, uint64_t addr,
+                     uint32_t n)
+{
+    struct tblocks *b = ctx;
+
+    cr_assert_eq(crec_exec_reg(x, CREC_REG_RIP), addr);
+    cr_assert_leq(tid, 3);
+    if (b->only)
+        cr_assert_eq(tid, b->only);
+    else
+        cr_assert_eq(t, b->next, "blocks follow each other: %lu after %lu", (unsigned long)t,
+                     (unsigned long)b->next);
+    b->next = t + n;
+    b->per[tid] += n;
+    return 0;
+}
+
+Test(exec_threads, blocks_cover_every_instruction_once)
+{
+    struct tblocks b = {0};
+    crec_observer obs = {.ctx = &b, .block = ton_block};
+    crec_info *info;
+    crec_error err = {0};
+    uint64_t stopped;
+
+    cr_assert_eq(crec_info_read(path, &info, &err), CREC_OK, "%s", err.msg);
+    cr_assert_eq(info->nthread_list, 3);
+    cr_assert_eq(crec_exec_run(trec, 0, crec_length(trec), &obs, &stopped, &err), CREC_OK, "%s",
+                 err.msg);
+    cr_assert_eq(stopped, crec_length(trec));
+    cr_assert_eq(b.next, crec_length(trec));
+    for (uint32_t tid = 1; tid <= 3; tid++) {
+        cr_assert_eq(b.per[tid], info->thread_list[tid - 1].instructions, "thread %u", tid);
+        /* one thread alone, with and without the others replayed */
+        struct tblocks o = {.only = tid};
+        crec_observer one = {.ctx = &o, .block = ton_block, .tid = tid};
+        cr_assert_eq(crec_exec_run(trec, 0, crec_length(trec), &one, NULL, &err), CREC_OK,
+                     "%s", err.msg);
+        cr_assert_eq(o.per[tid], b.per[tid], "thread %u alone", tid);
+        memset(&o, 0, sizeof o);
+        o.only = tid;
+        one.flags = CREC_EXEC_READS_MEMORY;
+        cr_assert_eq(crec_exec_run(trec, 5000, crec_length(trec), &one, NULL, &err), CREC_OK,
+                     "%s", err.msg);
+        cr_assert_leq(o.per[tid], b.per[tid]);
+    }
+    {
+        crec_observer bad = {.block = ton_block, .tid = 9};
+        cr_assert_eq(crec_exec_run(trec, 0, 10, &bad, NULL, &err), CREC_ERR_ARG);
+    }
+    crec_info_free(info);
+}
+
+struct twrites {
+    uint64_t t[4096];
+    uint32_t tid[4096];
+    size_t n;
+};
+
+static int ton_store(void *ctx, crec_exec *x, const crec_access *a)
+{
+    struct twrites *w = ctx;
+
+    (void)x;
+    if (a->kind != CREC_ACCESS_READ && w->n < 4096) {
+        w->t[w->n] = a->t + 1;
+        w->tid[w->n++] = a->tid;
+    }
+    return 0;
+}
+
+Test(exec_threads, last_write_across_threads_equals_a_linear_scan)
+{
+    static struct twrites w;
+    crec_error err = {0};
+    uint64_t addr, t;
+    int tids = 0;
+
+    cr_assert_eq(crec_lookup_symbol(trec, "unlocked", &addr, &err), CREC_OK, "%s", err.msg);
+    crec_range range = {addr, 8};
+    crec_observer o = {.ctx = &w, .access = ton_store, .ranges = &range, .n_ranges = 1};
+    cr_assert_eq(crec_exec_run(trec, 0, crec_length(trec), &o, NULL, &err), CREC_OK, "%s",
+                 err.msg);
+    cr_assert_gt(w.n, 100);
+    for (size_t i = 1; i < w.n; i++)
+        tids |= 1 << w.tid[i];
+    cr_assert_eq(tids, (1 << 2) | (1 << 3), "both workers store to it");
+    for (size_t i = 1; i < w.n; i += 7) {
+        crec_access hit;
+        int found;
+        cr_assert_eq(crec_last_write(trec, addr, 8, w.t[i] - 1, &t, &err), CREC_OK, "%s",
+                     err.msg);
+        size_t k = i;
+        while (k > 0 && w.t[k] - 1 >= w.t[i] - 1)
+            k--;
+        cr_assert_eq(t, w.t[k], "before %lu", (unsigned long)(w.t[i] - 1));
+        cr_assert_eq(crec_find_access(trec, &range, 1, 1, NULL, NULL, w.t[i] - 1, 0, &hit,
+                                      &found, &err), CREC_OK, "%s", err.msg);
+        cr_assert(found);
+        cr_assert_eq(hit.t + 1, w.t[i], "the next write from %lu", (unsigned long)(w.t[i] - 1));
+        cr_assert_eq(hit.tid, w.tid[i]);
+    }
+}
+
+Test(exec_threads, restart_before_is_a_start_at_or_before)
+{
+    for (uint64_t t = 0; t < crec_length(trec); t += 997) {
+        uint64_t r = crec_restart_before(trec, t);
+        cr_assert_leq(r, t);
+    }
 }

@@ -275,14 +275,17 @@ static void *serve_main(void *arg)
     return NULL;
 }
 
-/* A copy of traces-sample/segv.crec, opened: its index is written beside it. */
+/* The sample the server serves (traces-sample/NAME). */
+static const char *sample = "segv.crec";
+
+/* A copy of the sample, opened: its index is written beside it. */
 static void sample_open(void)
 {
     char cmd[256];
     crec_error err = {0};
 
     snprintf(rec_path, sizeof rec_path, "/tmp/crec-test-gdb-%d.crec", (int)getpid());
-    snprintf(cmd, sizeof cmd, "cp traces-sample/segv.crec %s", rec_path);
+    snprintf(cmd, sizeof cmd, "cp traces-sample/%s %s", sample, rec_path);
     cr_assert_eq(system(cmd), 0);
     cr_assert_eq(crec_open(rec_path, 0, &rec, &err), CREC_OK, "%s", err.msg);
 }
@@ -886,7 +889,7 @@ Test(gdb, the_stepping_window_equals_the_query_api)
         else if (dir > 0 ? t + 1 < end : t > 0)
             t = dir > 0 ? t + 1 : t - 1;
         crec_regs got, want = regs_at(t);
-        cr_assert_eq(gdb_window_regs(w, rec, t, dir, &got, &err), 0, "t %llu: %s",
+        cr_assert_eq(gdb_window_regs(w, rec, t, 1, dir, &got, &err), 0, "t %llu: %s",
                      (unsigned long long)t, err.msg);
         cr_assert(same_regs(&got, &want), "registers at %llu", (unsigned long long)t);
         for (uint64_t a = (want.gpr[CREC_RSP] - 128) & ~63ull; a < want.gpr[CREC_RSP] + 192; a += 64) {
@@ -906,9 +909,194 @@ Test(gdb, the_stepping_window_equals_the_query_api)
         }
     }
     cr_assert_gt(answered, 300, "the window answered memory (%d lines)", answered);
-    cr_assert_eq(gdb_window_regs(w, rec, end, 1, &(crec_regs){0}, &err), -1, "not at the end");
+    cr_assert_eq(gdb_window_regs(w, rec, end, 1, 1, &(crec_regs){0}, &err), -1, "not at the end");
     gdb_window_free(w);
     sample_close();
+}
+
+/* ---- threads: traces-sample/v2-threads.crec ------------------------------------- */
+
+/* Thread tid's registers at t, through the query API. */
+static crec_regs thread_regs_at(uint32_t tid, uint64_t t)
+{
+    crec_error err = {0};
+    crec_regs r;
+    cr_assert_eq(crec_seek(rec, t, &err), CREC_OK);
+    cr_assert_eq(crec_read_thread_registers(rec, tid, &r, &err), CREC_OK, "%s", err.msg);
+    return r;
+}
+
+/* The register n (gdb's number, 8 bytes) of a `g` reply. */
+static uint64_t g_reg(const char *g, int n)
+{
+    uint8_t le[8];
+    uint64_t v = 0;
+    cr_assert_eq(gdb_hex_decode(g + 16 * n, 8, le), 0);
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | le[i];
+    return v;
+}
+
+/* Go to time t with `monitor seek`. */
+static void seek_to(uint64_t t)
+{
+    char cmd[64], hex[130], q[140];
+    snprintf(cmd, sizeof cmd, "seek %llu", (unsigned long long)t);
+    gdb_hex_encode((const uint8_t *)cmd, strlen(cmd), hex);
+    snprintf(q, sizeof q, "qRcmd,%s", hex);
+    ask(q);
+    cr_assert_eq(monitor_when(), t);
+}
+
+/* The thread list now, as qfThreadInfo/qsThreadInfo give it ("p1.1,p1.2"). */
+static void thread_list(char *out, size_t size)
+{
+    const char *r = ask("qfThreadInfo");
+    out[0] = 0;
+    while (r[0] == 'm') {
+        snprintf(out + strlen(out), size - strlen(out), "%s%s", out[0] ? "," : "", r + 1);
+        r = ask("qsThreadInfo");
+    }
+    cr_assert_str_eq(r, "l");
+}
+
+/* A continue (or a reverse one) to the next write of range: where the
+ * index says, in the thread that wrote. */
+static void watch_motion(const crec_range *range, int backward)
+{
+    uint64_t from = monitor_when();
+    unsigned long long a;
+    crec_error err = {0};
+    crec_access hit;
+    unsigned tid;
+    int found;
+    const char *r;
+
+    cr_assert_eq(crec_find_access(rec, range, 1, 1, NULL, NULL, from, backward, &hit, &found,
+                                  &err), CREC_OK);
+    cr_assert(found);
+    r = ask(backward ? "bc" : "c");
+    cr_assert_eq(sscanf(r, "T05thread:p1.%x;watch:%llx;", &tid, &a), 2, "%s", r);
+    cr_assert_eq(monitor_when(), backward ? hit.t : hit.t + 1);
+    cr_assert_eq(tid, hit.tid);
+}
+
+Test(gdb, threads_as_the_recording_has_them)
+{
+    crec_error err = {0};
+    crec_thread_info ti[3];
+    char list[256], want[256], q[64];
+    const char *r;
+    uint64_t t, mid;
+
+    sample = "v2-threads.crec";
+    server_start();
+    ask("qSupported:multiprocess+;swbreak+;hwbreak+");
+    no_ack();
+    for (uint32_t k = 0; k < 3; k++)
+        cr_assert_eq(crec_thread_describe(rec, k + 1, &ti[k], &err), CREC_OK, "%s", err.msg);
+    cr_assert(ti[1].exited && ti[2].exited && ti[0].ended_program);
+    thread_list(list, sizeof list);
+    cr_assert_str_eq(list, "p1.1", "at 0 only the first thread is there");
+    cr_assert_str_eq(ask("Tp1.2"), "E01", "not started");
+
+    /* half way: the list, and each thread's registers as the query API has them */
+    mid = (ti[1].start + ti[2].end) / 2;
+    seek_to(mid);
+    thread_list(list, sizeof list);
+    want[0] = 0;
+    for (uint32_t k = 0; k < 3; k++)
+        if (ti[k].start <= mid && (mid <= ti[k].end || !ti[k].exited))
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%sp1.%u",
+                     want[0] ? "," : "", k + 1);
+    cr_assert_str_eq(list, want);
+    cr_assert_str_eq(list, "p1.1,p1.2,p1.3");
+    snprintf(q, sizeof q, "QCp1.%u", crec_thread_at(rec, mid));
+    cr_assert_str_eq(ask("qC"), q, "the thread that runs there");
+    for (uint32_t tid = 1; tid <= 3; tid++) {
+        snprintf(q, sizeof q, "Hgp1.%x", tid);
+        cr_assert_str_eq(ask(q), "OK");
+        snprintf(q, sizeof q, "Tp1.%x", tid);
+        cr_assert_str_eq(ask(q), "OK");
+        crec_regs w = thread_regs_at(tid, mid);
+        r = ask("g");
+        cr_assert_eq(g_reg(r, 16), w.rip, "thread %u's rip", tid);
+        cr_assert_eq(g_reg(r, 7), w.gpr[CREC_RSP], "thread %u's rsp", tid);
+        cr_assert_eq(g_reg(r, 0), w.gpr[CREC_RAX], "thread %u's rax", tid);
+    }
+
+    /* steps of thread 2 from 100 instructions before it is switched out:
+     * its own instructions, across the others' slices */
+    uint64_t t0 = mid;
+    while (crec_thread_at(rec, t0) != 2 || crec_thread_at(rec, t0 + 100) == 2)
+        t0++;
+    seek_to(t0);
+    cr_assert_str_eq(ask("Hgp1.2"), "OK");
+    uint64_t k0 = crec_thread_count(rec, 2, t0);
+    int crossed = 0;
+    for (int i = 0; i < 300; i++) {
+        uint64_t before = monitor_when();
+        cr_assert_str_eq(ask("vCont;s:p1.2;c"), "T05thread:p1.2;");
+        t = monitor_when();
+        cr_assert_eq(crec_thread_count(rec, 2, t), k0 + (uint64_t)i + 1, "one of its instructions");
+        crossed |= t > before + 1;
+        if (i % 37 == 0 || t > before + 1)
+            cr_assert_eq(g_reg(ask("g"), 16), thread_regs_at(2, t).rip, "rip after step %d", i);
+    }
+    cr_assert(crossed, "the steps went across another thread's slice");
+    cr_assert_str_eq(ask("Hcp1.2"), "OK");
+    for (int i = 0; i < 300; i++)
+        cr_assert_str_eq(ask("bs"), "T05thread:p1.2;");
+    cr_assert_eq(crec_thread_count(rec, 2, monitor_when()), k0, "back where it started");
+    cr_assert_eq(crec_thread_insn_time(rec, 2, k0, &t, &err), CREC_OK);
+    cr_assert_eq(monitor_when(), t, "before its instruction there");
+    cr_assert_geq(t, t0);
+    cr_assert_str_eq(ask("Hc-1"), "OK");
+
+    /* a breakpoint any thread hits: each stop names the thread that hit */
+    uint64_t work;
+    cr_assert_eq(crec_lookup_symbol(rec, "work", &work, &err), CREC_OK);
+    snprintf(q, sizeof q, "Z0,%llx,1", (unsigned long long)work);
+    cr_assert_str_eq(ask(q), "OK");
+    seek_to(0);
+    int seen[4] = {0};
+    uint64_t hits[2];
+    for (int i = 0; i < 2; i++) {
+        unsigned tid;
+        r = ask("vCont;c");
+        cr_assert_eq(sscanf(r, "T05thread:p1.%x;swbreak:;", &tid), 1, "%s", r);
+        t = monitor_when();
+        cr_assert_eq(tid, crec_thread_at(rec, t));
+        cr_assert_eq(thread_regs_at(tid, t).rip, work);
+        seen[tid] = 1;
+        hits[i] = t;
+    }
+    cr_assert(seen[2] && seen[3], "both workers enter work");
+    cr_assert_str_eq(ask("bc"), "T05thread:p1.2;swbreak:;");
+    cr_assert_eq(monitor_when(), hits[0], "back to the first hit");
+    snprintf(q, sizeof q, "z0,%llx,1", (unsigned long long)work);
+    cr_assert_str_eq(ask(q), "OK");
+
+    /* a watchpoint on what both workers write: the writer is the thread of the stop */
+    uint64_t unlocked;
+    crec_range range;
+    cr_assert_eq(crec_lookup_symbol(rec, "unlocked", &unlocked, &err), CREC_OK);
+    range = (crec_range){unlocked, 8};
+    snprintf(q, sizeof q, "Z2,%llx,8", (unsigned long long)unlocked);
+    cr_assert_str_eq(ask(q), "OK");
+    seek_to(mid);
+    for (int i = 0; i < 6; i++)
+        watch_motion(&range, 0);
+    for (int i = 0; i < 6; i++)
+        watch_motion(&range, 1);
+
+    /* the end names the thread the program ended in */
+    snprintf(q, sizeof q, "z2,%llx,8", (unsigned long long)unlocked);
+    cr_assert_str_eq(ask(q), "OK");
+    cr_assert_str_eq(ask("c"), "T05thread:p1.1;replaylog:end;");
+    cr_assert_str_eq(ask("D"), "OK");
+    cr_assert_eq(server_stop(), CREC_OK);
+    sample = "segv.crec";
 }
 
 Test(gdb, a_long_run_sees_the_interrupt_and_keeps_the_next_packet)

@@ -237,3 +237,155 @@ grep '^i=' "$TMP/gone/p.out" | diff - "$TMP/gpf" >/dev/null && pass "deleted pro
     fail "deleted program: trace" "$(head -2 "$TMP/gtr")"
 expect_eq "deleted program: find and calls" "6 6" \
     "$("$CREC" find --all "$TMP/gone/p.crec" 'enter add3' | wc -l) $("$CREC" calls "$TMP/gone/p.crec" add3 | wc -l)"
+
+# ---- several threads --------------------------------------------------------------------
+# threads_counter: 3 workers take a mutex 2000 times each; threads_crash: a worker
+# faults three calls deep; sig_threads: a handler entered in two threads.
+(cd "$TMP" && "$CREC" record -o tc.crec -- "$GUESTS/threads_counter" 3 2000 >tc.out 2>&1;
+ "$CREC" record -o tcr.crec -- "$GUESTS/threads_crash" >tcr.out 2>&1;
+ "$CREC" record -o st.crec -- "$GUESTS/sig_threads" >st.out 2>&1)
+TC=$TMP/tc.crec
+"$CREC" info "$TC" >"$TMP/tc.info"
+# from crec info's thread table: "THREAD PARENT TID FROM TO INSTR KF BYTES END..."
+thread_col() { awk -v t="$1" -v c="$2" '/^threads:/ { on = 1; next } on && $1 == t && NF >= 8 { print $c; exit }' "$TMP/tc.info"; }
+instrs() { for t in 1 2 3 4; do thread_col $t 6; done | tr '\n' ' ' | sed 's/ $//'; }
+expect_eq "threads: four threads recorded" "4" "$(sed -n 's/^threads: *//p' "$TMP/tc.info")"
+"$CREC" trace "$TC" | awk '{ n[$2]++ } END { for (t in n) print t, n[t] }' | sort >"$TMP/tc.per"
+expect_eq "trace: every instruction of every thread, with its thread" \
+    "1 $(thread_col 1 6) 2 $(thread_col 2 6) 3 $(thread_col 3 6) 4 $(thread_col 4 6)" \
+    "$(tr '\n' ' ' <"$TMP/tc.per" | sed 's/ $//')"
+expect_eq "trace --thread 3: that thread's instructions only" "3 $(thread_col 3 6)" \
+    "$("$CREC" trace --thread 3 "$TC" | awk '{ n[$2]++ } END { for (t in n) print t, n[t] }')"
+S=$(thread_col 3 4)
+"$CREC" trace --from $((S - 3)) --to $((S + 2)) "$TC" | awk '{ print $2, $3 }' >"$TMP/tsw"
+q=""
+for i in 0 1 2 3 4 5; do q="$q rip@$((S - 3 + i))"; done
+"$CREC" query "$TC" $q | sed 's/.*= *//; s/ .*//; s/^0x0*/0x/' >"$TMP/tsw.q"
+if [ "$(awk '{ print $2 }' "$TMP/tsw")" = "$(cat "$TMP/tsw.q")" ] &&
+    [ "$(awk '{ print ($1 == 3) }' "$TMP/tsw" | tr -d '\n')" = 000111 ]; then
+    pass "trace across a thread switch: the instructions query gives, the thread that ran"
+else
+    fail "trace across a thread switch: the instructions query gives, the thread that ran" \
+        "$(tr '\n' ' ' <"$TMP/tsw") / $(tr '\n' ' ' <"$TMP/tsw.q")"
+fi
+# thread 4 first runs when thread 3 is switched out after a call: that call's
+# change is thread 3's rsp after it
+S4=$(thread_col 4 4)
+rsp=$("$CREC" query "$TC" "3:rsp@$S4" | sed 's/.*= *//; s/ .*//; s/^0x0*/0x/')
+expect_eq "trace --regs across a thread switch: the changes of the thread switched out" \
+    "$((S4 - 1)) 3 call;    regs: rsp=$rsp" \
+    "$("$CREC" trace --regs --from $((S4 - 1)) --to $((S4 - 1)) "$TC" | sed 's/^\([0-9]* [0-9]*\) .*  \(call\) .*/\1 \2/' | tr '\n' ';' | sed 's/;$//')"
+expect_status "trace --format tenet wants a thread" 1 "$CREC" trace --format tenet "$TC"
+one_error_line "trace --format tenet wants a thread: one line"
+expect_status "trace --thread 9: no such thread" 1 "$CREC" trace --thread 9 "$TC"
+one_error_line "trace --thread 9: one line"
+S2=$(thread_col 2 4)
+"$CREC" trace --format tenet --thread 2 --from "$S2" --to $((S2 + 20)) "$TC" >"$TMP/tenet2"
+[ "$(wc -l <"$TMP/tenet2")" = 21 ] && ! grep -qv '^rip=0x' "$TMP/tenet2" &&
+    pass "trace --format tenet --thread N" || fail "trace --format tenet --thread N" "$(head -2 "$TMP/tenet2")"
+
+total=$(sed -n 's/^instructions: *//p' "$TMP/tc.info")
+"$CREC" profile "$TC" >"$TMP/tprof"
+expect_eq "profile (threads): self sums to the total" "$total" \
+    "$(awk 'NR > 2 { s += $2 } END { print s }' "$TMP/tprof")"
+expect_eq "profile (threads): a root frame per thread, its instructions inclusive" "$(instrs)" \
+    "$(for t in 1 2 3 4; do awk -v n="$t]" '$(NF-1) == "[thread" && $NF == n { print $4 }' "$TMP/tprof"; done | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "profile (threads): work called 3 times" "3" "$(awk '$NF == "work" { print $1 }' "$TMP/tprof")"
+expect_eq "calls: each worker takes the mutex 2000 times" "2000 2 2000 3 2000 4" \
+    "$("$CREC" calls "$TC" pthread_mutex_lock | awk '$1 > 1 { print $1 }' | sort | uniq -c | awk '{ print $1, $2 }' | tr '\n' ' ' | sed 's/ $//')"
+"$CREC" profile --folded "$TC" >"$TMP/tfold"
+expect_eq "profile --folded (threads): each thread's stacks under its root, summing to its instructions" \
+    "$(instrs)" \
+    "$(for t in 1 2 3 4; do grep "^\[thread $t\];" "$TMP/tfold" | awk '{ s += $NF } END { print s }'; done | tr '\n' ' ' | sed 's/ $//')"
+"$CREC" profile --folded --merge-threads "$TC" >"$TMP/tfoldm"
+if ! grep -q '^\[thread' "$TMP/tfoldm" && [ "$(awk '{ s += $NF } END { print s }' "$TMP/tfoldm")" = "$total" ] &&
+    [ "$(grep -c ';work;pthread_mutex_lock ' "$TMP/tfoldm")" = 1 ]; then
+    pass "profile --folded --merge-threads: the threads' stacks merged"
+else
+    fail "profile --folded --merge-threads: the threads' stacks merged" "$(grep ';work;pthread_mutex_lock ' "$TMP/tfoldm")"
+fi
+"$CREC" profile --callgrind -o "$TMP/tcg.out" "$TC"
+if callgrind_annotate "$TMP/tcg.out" >"$TMP/tcga" 2>"$TMP/tcga.err"; then
+    expect_eq "callgrind_annotate (threads): same total" "$total" \
+        "$(grep 'PROGRAM TOTALS' "$TMP/tcga" | awk '{ gsub(",", "", $1); print $1 }')"
+else
+    fail "callgrind_annotate reads --callgrind (threads)" "$(head -c 300 "$TMP/tcga.err")"
+fi
+expect_eq "profile --thread 3: that thread's instructions" "$(thread_col 3 6)" \
+    "$("$CREC" profile --thread 3 "$TC" | sed -n 's/^total: \([0-9]*\) instructions.*/\1/p')"
+"$CREC" profile --speedscope -o "$TMP/tss.json" "$TC"
+cat >"$TMP/ss.py" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ps = d["profiles"]
+assert [p["name"] for p in ps] == ["thread 1", "thread 2", "thread 3", "thread 4"], [p["name"] for p in ps]
+for p, n in zip(ps, sys.argv[2:]):
+    assert p["endValue"] - p["startValue"] == int(n)
+    stack, last = [], -1
+    for e in p["events"]:
+        assert e["at"] >= last; last = e["at"]
+        if e["type"] == "O": stack.append(e["frame"])
+        else: assert stack.pop() == e["frame"]
+    assert not stack
+EOF
+if python3 "$TMP/ss.py" "$TMP/tss.json" $(instrs) 2>"$TMP/err"; then
+    pass "profile --speedscope (threads): a nested evented profile per thread"
+else
+    fail "profile --speedscope (threads): a nested evented profile per thread" "$(tail -c 300 "$TMP/err")"
+fi
+
+"$CREC" calls --args 0 "$TC" work >"$TMP/twork"
+expect_eq "calls: each thread's call of work, with its thread" "2 3 4" \
+    "$(awk '{ print $1 }' "$TMP/twork" | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "find enter work --all: the times and threads calls gives" \
+    "$(awk '{ print $2, $1 }' "$TMP/twork")" "$("$CREC" find --all "$TC" 'enter work')"
+expect_eq "find --thread 4 enter work" "$(awk '$1 == 4 { print $2, $1 }' "$TMP/twork")" \
+    "$("$CREC" find --thread 4 "$TC" 'enter work')"
+expect_eq "find leave work --all: the ends calls gives" \
+    "$(awk '{ print $3, $1 }' "$TMP/twork" | sort -n)" "$("$CREC" find --all "$TC" 'leave work' | sort -n)"
+w3000=$("$CREC" when --size 8 --format dec "$TC" counter | awk '$2 == 3000 { print $1, $NF }')
+expect_eq "find: a store across threads, with the thread that made it (as crec when)" "$w3000" \
+    "$("$CREC" find "$TC" '*(u64*)counter == 3000')"
+expect_eq "find --backward: the same store" "$w3000" \
+    "$("$CREC" find --backward "$TC" '*(u64*)counter == 3000')"
+"$CREC" printf --time "$TC" work 'work in its thread\n' >"$TMP/tpf"
+expect_eq "printf --time: the thread of each hit" \
+    "$(awk '{ print $2 " " $1 ": work in its thread" }' "$TMP/twork")" "$(cat "$TMP/tpf")"
+"$CREC" syscalls "$TC" >"$TMP/tsys"
+expect_eq "syscalls: every thread's" "1 2 3 4" \
+    "$(awk '{ print $2 }' "$TMP/tsys" | sort -u | tr '\n' ' ' | sed 's/ $//')"
+awk '$2 != 1 { print $1, $2 }' "$TMP/tsys" | while read -r t tid; do
+    line=$("$CREC" trace --from "$t" --to "$t" "$TC")
+    case "$line" in "$t $tid "*"  syscall") ;; *) echo "$t $tid: $line" ;; esac
+done >"$TMP/tsysbad"
+[ ! -s "$TMP/tsysbad" ] && pass "syscalls: each one's time and thread are a syscall of that thread" ||
+    fail "syscalls: each one's time and thread are a syscall of that thread" "$(head -2 "$TMP/tsysbad")"
+
+CR=$TMP/tcr.crec
+"$CREC" info "$CR" | grep -q '^crash: *SIGSEGV at instruction [0-9]* in thread 2, 0x[0-9a-f]* inner: ' &&
+    pass "info: a crash names its thread" || fail "info: a crash names its thread" "$("$CREC" info "$CR" | grep crash)"
+"$CREC" backtrace "$CR" >"$TMP/tbt"
+last=$(sed -n '/^Call stack/q; /./p' "$TMP/tbt" | tail -1)
+case "$(head -1 "$TMP/tbt") | $last" in
+"Thread 2: "*"| "*"inner tests/guests/threads_crash.c:13  mov eax, dword ptr [rdi]   <- SIGSEGV, address 0x0")
+    pass "backtrace (threads): the faulting thread's blocks, the faulting instruction last" ;;
+*) fail "backtrace (threads): the faulting thread's blocks, the faulting instruction last" \
+       "$(head -1 "$TMP/tbt") | $last" ;;
+esac
+expect_eq "backtrace (threads): the faulting thread's stack" "inner middle outer work" \
+    "$(sed -n '/^Call stack of thread 2/,$p' "$TMP/tbt" | sed -n 's/^#[0-3]  0x[0-9a-f]* in \([a-z]*\) .*/\1/p' | tr '\n' ' ' | sed 's/ $//')"
+"$CREC" backtrace --thread 1 "$CR" >"$TMP/tbt1"
+grep -q '^Call stack of thread 1 at ' "$TMP/tbt1" && grep -q '^#[0-9]*  0x[0-9a-f]* in main ' "$TMP/tbt1" &&
+    pass "backtrace --thread 1: the main thread, waiting in main" ||
+    fail "backtrace --thread 1: the main thread, waiting in main" "$(sed -n '/^Call stack/,$p' "$TMP/tbt1" | head -8)"
+
+ST=$TMP/st.crec
+"$CREC" calls --tree "$ST" >"$TMP/sttree"
+expect_eq "calls --tree: the handler in each thread it ran in, as a signal frame" "1 1 3 2" \
+    "$(grep ' h(10, .*) (signal 10)$' "$TMP/sttree" | awk '{ print $2 }' | sort | uniq -c | awk '{ print $1, $2 }' | tr '\n' ' ' | sed 's/ $//')"
+# a handler's frame ends at its return, at its own depth
+bad=$(awk '/ h\(10, .*\(signal 10\)$/ { match($0, /^[0-9]* [0-9]* */); d[$2] = RLENGTH; want[$2] = 1; next }
+           want[$2] && / } h = / { match($0, /^[0-9]* [0-9]* */); if (RLENGTH != d[$2]) print "bad", $0; want[$2] = 0 }' "$TMP/sttree")
+[ -z "$bad" ] && pass "calls --tree: a handler returns at its own depth" ||
+    fail "calls --tree: a handler returns at its own depth" "$bad"
+expect_eq "profile: the handler's four runs" "4" "$("$CREC" profile "$ST" | awk '$NF == "h" { print $1 }')"

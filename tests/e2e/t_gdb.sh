@@ -258,6 +258,181 @@ PY
     fi
 done
 
+# ---- threads: a pthread program built -O0 -g ------------------------------------
+# Three workers add to a global under a mutex (tests/e2e/gdb/threads.c): gdb's
+# thread list, a breakpoint hit by each thread, thread N and bt, stepping one
+# thread across another's slice and back, reverse-continue across thread
+# switches, a watchpoint written by every thread; compared with what the
+# program printed and with crec query and crec info.
+TSRC=$E2E_DIR/gdb/threads.c
+tline() { grep -n "LINE:$1" "$TSRC" | cut -d: -f1; }
+L_ADD=$(tline add) L_PRINT=$(tline print) L_UNLOCK=$(tline unlock) L_JOIN=$(tline join)
+n="gdb threads"
+TP=$TMP/threads TR=$TMP/threads.crec TO=$TMP/gdb_threads.out
+if ! cc -O0 -g -pthread -o "$TP" "$TSRC" 2>"$TMP/cc.err"; then
+    fail "$n: build" "$(head -c 300 "$TMP/cc.err")"
+elif ! (cd "$TMP" && "$CREC" record -o "$TR" -- "$TP" >"$TMP/threads.txt" 2>"$TMP/rec.err"); then
+    fail "$n: record" "$(head -c 300 "$TMP/rec.err")"
+else
+    "$CREC" info "$TR" >"$TMP/threads.info"
+    # crec info's thread table: THREAD PARENT TID FROM TO INSTR KF BYTES END...
+    tcol() { awk -v t="$1" -v c="$2" '/^threads:/ { on = 1; next } on && $1 == t && NF >= 8 { print $c; exit }' "$TMP/threads.info"; }
+    # a preemption: a thread switched out where a worker first runs, which goes on later
+    F= X=
+    for k in 4 3 2; do
+        f=$(tcol $k 4)
+        x=$("$CREC" trace --from $((f - 1)) --to $((f - 1)) "$TR" | awk '{ print $2 }')
+        if [ -n "$x" ] && [ "$(tcol "$x" 5)" -gt "$f" ]; then F=$f X=$x; break; fi
+    done
+    cat >"$TMP/threads.gdb" <<EOF
+set pagination off
+set confirm off
+python
+def tid():
+    return gdb.selected_thread().ptid[1]
+def when():
+    s = gdb.execute("monitor when", to_string=True)
+    return int(s.split(":")[1].split()[0])
+def switch(n):
+    for t in gdb.selected_inferior().threads():
+        if t.ptid[1] == n:
+            t.switch()
+            return
+    raise gdb.GdbError("no thread %d" % n)
+def val(e):
+    return int(gdb.parse_and_eval(e))
+def line():
+    return gdb.selected_frame().find_sal().line
+end
+break threads.c:$L_ADD
+python
+hits = []
+for i in range(9):
+    gdb.execute("continue", to_string=True)
+    hits.append((tid(), val("id"), val("sum"), when()))
+    if i == 0:
+        # next and reverse-next in the thread that hit, the others running
+        steps = [(tid(), line())]
+        for c in ["next", "next", "reverse-next", "reverse-next"]:
+            gdb.execute(c, to_string=True)
+            steps.append((tid(), line()))
+        print("S " + " ".join("%d:%d" % s for s in steps))
+        bt = gdb.execute("bt", to_string=True)
+        print("BT0 " + " ".join(l.split(" in ")[-1].split(" (")[0].split()[-1] for l in bt.splitlines() if l.startswith("#")))
+    if i == 4:
+        print("I1 %d cur %d: %s" % (when(), tid(), " ".join(str(t.ptid[1]) for t in sorted(gdb.selected_inferior().threads(), key=lambda t: t.ptid[1]))))
+        info = gdb.execute("info threads", to_string=True)
+        print("I2 " + " ".join(l.split()[3] for l in info.splitlines() if l.startswith("*")))
+for h in hits:
+    print("H %d %d %d %d" % h)
+# the main thread at the last add: waiting to join, its registers as crec query has them
+switch(1)
+bt = gdb.execute("bt", to_string=True)
+print("M1 " + str(any(" main () at " in l and "threads.c:$L_JOIN" in l for l in bt.splitlines())))
+print("M2 %d %d %d %d" % (when(), val("\$pc"), val("\$sp"), val("\$rbp")))
+back = []
+for i in range(8):
+    gdb.execute("reverse-continue", to_string=True)
+    back.append((tid(), val("id"), val("sum"), when()))
+for b in back:
+    print("R %d %d %d %d" % b)
+end
+delete
+watch total
+python
+ws = []
+for i in range(4):
+    out = gdb.execute("continue", to_string=True)
+    ws.append((tid(), val("total"), when()))
+for w in ws:
+    print("W %d %d %d" % w)
+end
+reverse-continue
+python print("WB %d %d %d" % (tid(), val("total"), line()))
+delete
+python
+# one thread's stepi across another's slice, then back
+if "$F":
+    gdb.execute("monitor seek %d" % ($F - 2), to_string=True)
+    switch($X)
+    r0 = (val("\$pc"), val("\$sp"), val("\$rax"))
+    fwd = []
+    for i in range(4):
+        gdb.execute("stepi", to_string=True)
+        fwd.append((when(), tid(), val("\$pc")))
+    print("X1 " + " ".join("%d:%d:%d" % f for f in fwd))
+    for i in range(4):
+        gdb.execute("reverse-stepi", to_string=True)
+    print("X2 %d %s" % (tid(), (val("\$pc"), val("\$sp"), val("\$rax")) == r0))
+end
+EOF
+    gdb_session launch "$TR" "$TMP/threads.gdb" "$TO"
+    if [ $SESSION_OK = 1 ]; then pass "$n: session ends cleanly"; else
+        fail "$n: session ends cleanly" "$(tail -c 400 "$TO")"
+    fi
+    # the adds gdb stopped at, in order: the program's own lines, each in its worker's thread
+    expect_eq "$n: a breakpoint hit by every thread, in the recorded order" \
+        "$(sed -n 's/^add id=\([0-9]*\) sum=\([0-9]*\) .*/\1 \2/p' "$TMP/threads.txt" | tr '\n' ' ')" \
+        "$(awk '$1 == "H" { print $3, $4 }' "$TO" | tr '\n' ' ')"
+    expect_eq "$n: each hit names its worker's thread (crec's number)" "" \
+        "$(awk '$1 == "H" && $2 != $3 + 1 { print }' "$TO")"
+    expect_eq "$n: reverse-continue goes back through the hits across thread switches" \
+        "$(awk '$1 == "H" { print $2, $3, $4, $5 }' "$TO" | sed '$d' | tac | tr '\n' ' ')" \
+        "$(awk '$1 == "R" { print $2, $3, $4, $5 }' "$TO" | tr '\n' ' ')"
+    h1=$(awk '$1 == "H" { print $2; exit }' "$TO")
+    expect_eq "$n: next and reverse-next stay in the thread" \
+        "$h1:$L_ADD $h1:$L_PRINT $h1:$L_UNLOCK $h1:$L_PRINT $h1:$L_ADD" "$(field "$TO" S)"
+    case "$(field "$TO" BT0)" in
+    "worker start_thread clone3") pass "$n: bt in a worker thread" ;;
+    *) fail "$n: bt in a worker thread" "$(field "$TO" BT0)" ;;
+    esac
+    # info threads: the threads crec info says are there at that time
+    t=$(sed -n 's/^I1 \([0-9]*\) .*/\1/p' "$TO")
+    want=$(awk -v t="$t" '/^threads:/ { on = 1; next }
+        on && NF >= 8 && $1 ~ /^[0-9]+$/ && $4 <= t && ($5 >= t || $9 != "exit") { printf "%s ", $1 }' "$TMP/threads.info")
+    expect_eq "$n: the thread list is the threads there at that time" "${want% }" \
+        "$(sed -n 's/^I1 [0-9]* cur [0-9]*: //p' "$TO")"
+    cur=$(sed -n 's/^I1 [0-9]* cur \([0-9]*\):.*/\1/p' "$TO")
+    expect_eq "$n: info threads marks the thread that hit" "1.$cur" "$(field "$TO" I2)"
+    expect_eq "$n: thread 1 and bt: main waits to join" "True" "$(field "$TO" M1)"
+    set -- $(field "$TO" M2)
+    q=$("$CREC" query "$TR" "1:rip@$1" "1:rsp@$1" "1:rbp@$1" | sed 's/.*= 0x\([0-9a-f]*\) .*/\1/' |
+        while read -r h; do printf '%d ' "0x$h"; done)
+    expect_eq "$n: another thread's registers equal crec query N:REG@T" "${q% }" "$2 $3 $4"
+    # the watchpoint: each write in the thread that made it, and back to the last one
+    adds=$(sed -n 's/^add id=\([0-9]*\) sum=[0-9]* total=\([0-9]*\)/\1 \2/p' "$TMP/threads.txt")
+    expect_eq "$n: watch: each write stops in the thread that wrote" \
+        "$(echo "$adds" | head -4 | awk '{ print $1 + 1, $2 }' | tr '\n' ' ')" \
+        "$(awk '$1 == "W" { print $2, $3 }' "$TO" | tr '\n' ' ')"
+    # back from after the fourth write: before it, in its thread, at its line
+    set -- $(echo "$adds" | sed -n 3p) $(echo "$adds" | sed -n 4p)
+    if [ "$(field "$TO" WB)" = "$(($3 + 1)) $2 $L_ADD" ] &&
+        sed -n '/^W /,/^WB /p' "$TO" | tr '\n' ' ' | grep -q "Old value = $4 New value = $2 "; then
+        pass "$n: reverse-continue to the last write: its thread, line, old and new values"
+    else
+        fail "$n: reverse-continue to the last write: its thread, line, old and new values" \
+            "$(field "$TO" WB): $(sed -n '/^W /,/^WB /p' "$TO" | tail -c 300)"
+    fi
+    if [ -z "$F" ]; then
+        fail "$n: stepi across another thread's slice" "no preemption found in $(cat "$TMP/threads.info" | head -c 300)"
+    else
+        # thread X runs up to F, then another: its third step is its first instruction
+        # of its next slice, later than F
+        set -- $(field "$TO" X1 | tr ':' ' ')
+        ok=1
+        for i in 1 4 7 10; do
+            eval "tw=\${$i} tt=\${$((i + 1))} tp=\${$((i + 2))}"
+            [ "$tt" = "$X" ] || ok=0
+            qp=$("$CREC" query "$TR" "$X:rip@$tw" | sed 's/.*= 0x\([0-9a-f]*\) .*/\1/')
+            [ "$(printf '%d' "0x$qp")" = "$tp" ] || ok=0
+        done
+        [ "$1" = $((F - 1)) ] && [ "$4" = "$F" ] && [ "$7" -gt $((F + 1)) ] || ok=0
+        [ $ok = 1 ] && pass "$n: stepi of one thread across another's slice" ||
+            fail "$n: stepi of one thread across another's slice" "F=$F X=$X: $(field "$TO" X1)"
+        expect_eq "$n: reverse-stepi back across it" "$X True" "$(field "$TO" X2)"
+    fi
+fi
+
 # ---- the command line ---------------------------------------------------------
 expect_status "gdb: no file" 2 "$CREC" gdb
 one_error_line "gdb: no file, one line"

@@ -285,20 +285,6 @@ fi
 grep -q 'determined: no order' "$TMP/all2.out" && pass "threads: --all-values at the end: determined" ||
     fail "threads: --all-values at the end" "$(cat "$TMP/all2.out")"
 
-# The execution API follows one thread: the analysis commands and gdb
-# refuse a recording of several with one line naming it, and a non-zero exit.
-for c in "trace" "trace --thread 2" "backtrace" "profile" "gdb --server"; do
-    # shellcheck disable=SC2086
-    timeout 60 "$CREC" $c "$TMP/racy.crec" >"$TMP/api.out" 2>&1 </dev/null
-    st=$?
-    if [ "$st" -ne 0 ] && [ "$(wc -l <"$TMP/api.out")" -eq 1 ] &&
-        grep -q 'racy.crec: a recording of 3 threads: .* one thread only, not yet several' "$TMP/api.out"; then
-        pass "threads: crec $c refuses several threads in one line"
-    else
-        fail "threads: crec $c on several threads" "exit $st: $(head -c 300 "$TMP/api.out")"
-    fi
-done
-
 # --chaos: 10 seeds give at least two final values, and every one replays
 vals=$TMP/chaos.vals
 : >"$vals"
@@ -314,6 +300,33 @@ if [ "$nv" -ge 2 ]; then pass "threads: --chaos: $nv different final values of t
     fail "threads: --chaos: different final values" "$(sort -u "$vals")"; fi
 "$CREC" info "$TMP/chaos.crec" | grep -q 'chaos seed 10' && pass "threads: the chaos seed is in the recording" ||
     fail "threads: the chaos seed is in the recording" "$("$CREC" info "$TMP/chaos.crec" | grep schedule)"
+
+# The execution API on a --chaos recording whose threads were switched
+# inside blocks (between a load and a store of the racy counter): every
+# instruction once in its thread (the counts crec info gives), the
+# instructions around such a switch equal to query, and a profile whose
+# self counts sum to the total.
+"$CREC" record --chaos 3 -o "$TMP/chx.crec" -- "$GUESTS/threads_racy" 200000 >/dev/null 2>&1
+"$CREC" info "$TMP/chx.crec" >"$TMP/chx.info"
+want=$(awk '/^threads:/ { on = 1; next } on && NF >= 8 && $1 ~ /^[0-9]+$/ { print $1, $6 }' "$TMP/chx.info")
+"$CREC" trace "$TMP/chx.crec" >"$TMP/chx.trace"
+expect_eq "threads: trace of a --chaos recording: each thread's instructions once" "$want" \
+    "$(awk '{ n[$2]++ } END { for (t in n) print t, n[t] }' "$TMP/chx.trace" | sort -n)"
+# a switch after an instruction that does not end a block
+f=$(awk '{ if (pt != "" && $2 != pt && prev !~ /  (j[a-z]+|call|ret|syscall)/) { print $1; exit } pt = $2; prev = $0 }' "$TMP/chx.trace")
+if [ -z "$f" ]; then
+    fail "threads: trace across a switch inside a block equals query" "no such switch"
+else
+    "$CREC" trace --from $((f - 2)) --to $((f + 2)) "$TMP/chx.crec" | awk '{ print $3 }' >"$TMP/csw"
+    q=""
+    for i in 0 1 2 3 4; do q="$q rip@$((f - 2 + i))"; done
+    "$CREC" query "$TMP/chx.crec" $q | sed 's/.*= *//; s/ .*//; s/^0x0*/0x/' >"$TMP/csw.q"
+    diff "$TMP/csw" "$TMP/csw.q" >/dev/null && pass "threads: trace across a switch inside a block equals query" ||
+        fail "threads: trace across a switch inside a block equals query" "$(paste "$TMP/csw" "$TMP/csw.q" | tr '\n' ' ')"
+fi
+expect_eq "threads: profile of a --chaos recording: self sums to the total" \
+    "$(sed -n 's/^instructions: *//p' "$TMP/chx.info")" \
+    "$("$CREC" profile "$TMP/chx.crec" | awk 'NR > 2 { s += $2 } END { print s }')"
 
 # queries across threads
 out=$("$CREC" query "$TMP/counter.crec" "2:rip@end" "rax@2:1000" "rip@2:0" 2>&1)

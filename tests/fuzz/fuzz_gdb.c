@@ -9,9 +9,11 @@
  *   2. Each byte string framed as a reply (binary: escaped; text: run-length
  *      encoded) parses back to itself.
  *   3. Every packet found is answered by a session on
- *      traces-sample/segv.crec (999 instructions), over a socket pair whose
- *      other end is drained: breakpoints, watchpoints, steps and continues
- *      both ways, memory, registers, qXfer, monitor commands.
+ *      traces-sample/segv.crec (999 instructions), or, when the input's
+ *      first byte is odd, on traces-sample/v2-threads.crec (three threads,
+ *      44943 instructions), over a socket pair whose other end is drained:
+ *      breakpoints, watchpoints, steps and continues both ways, threads,
+ *      memory, registers, qXfer, monitor commands.
  * Any crash, hang, leak or sanitizer report is a bug; an error reply is
  * fine.  Run from the top of the tree (make fuzz).
  */
@@ -26,26 +28,33 @@
 #include "crec.h"
 #include "gdb/gdb_int.h"
 
-static crec_recording *rec;
+static crec_recording *one, *threads;
 static gdb_parser whole, split;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
+/* A copy of traces-sample/NAME, opened (opening it writes its index beside it). */
+static crec_recording *open_sample(const char *name)
 {
-    static char path[64];
+    char path[96], cmd[200];
     crec_error err = {0};
-    char cmd[160];
+    crec_recording *r = NULL;
 
-    (void)argc, (void)argv;
-    /* a copy: opening it writes its index beside it */
-    snprintf(path, sizeof path, "/dev/shm/crec-fuzz-gdb-%d.crec", (int)getpid());
-    snprintf(cmd, sizeof cmd, "cp traces-sample/segv.crec %s", path);
-    if (system(cmd) != 0 || crec_open(path, 0, &rec, &err) != CREC_OK) {
-        fprintf(stderr, "fuzz_gdb: can't open traces-sample/segv.crec (run from the top of the tree): %s\n",
-                err.msg);
+    snprintf(path, sizeof path, "/dev/shm/crec-fuzz-gdb-%d-%s", (int)getpid(), name);
+    snprintf(cmd, sizeof cmd, "cp traces-sample/%s %s", name, path);
+    if (system(cmd) != 0 || crec_open(path, 0, &r, &err) != CREC_OK) {
+        fprintf(stderr, "fuzz_gdb: can't open traces-sample/%s (run from the top of the tree): "
+                "%s\n", name, err.msg);
         exit(1);
     }
+    return r;
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    one = open_sample("segv.crec");
+    threads = open_sample("v2-threads.crec");
     return 0;
 }
 
@@ -105,8 +114,8 @@ static void drain(int fd)
         ;
 }
 
-/* Answer every packet of the input in one session. */
-static void serve(const uint8_t *data, size_t size)
+/* Answer every packet of the input in one session on rec. */
+static void serve(crec_recording *rec, const uint8_t *data, size_t size)
 {
     int sv[2];
     gdb_conn *c;
@@ -144,6 +153,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     parse_both_ways(data, size);
     frame_round_trip(data, size, 1);
     frame_round_trip(data, size, 0);
-    serve(data, size);
+    serve(size && data[0] & 1 ? threads : one, data, size);
     return 0;
 }

@@ -12,7 +12,9 @@
  * `avx_ops NAME v` runs one form and prints every state in and out, to see
  * what differs; `avx_ops quick` runs two states of every eighth form (for
  * recordings: each form's first run adds a code hook, and Unicorn checks
- * every hook while it translates, so the whole list records in a minute).
+ * every hook while it translates, so the whole list records in a minute);
+ * `avx_ops partK/N` runs every form t with t % N == K (the e2e test runs
+ * the list in eight such processes, for the same reason).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -141,7 +143,9 @@ static const struct {
 int main(int argc, char **argv)
 {
     static struct st s;
-    const char *only = argc > 1 && strcmp(argv[1], "quick") != 0 ? argv[1] : NULL;
+    unsigned part = 0, parts = 1;
+    int sliced = argc > 1 && sscanf(argv[1], "part%u/%u", &part, &parts) == 2 && parts > 0;
+    const char *only = argc > 1 && !sliced && strcmp(argv[1], "quick") != 0 ? argv[1] : NULL;
     int quick = argc > 1 && strcmp(argv[1], "quick") == 0;
     int runs = quick ? 2 : 8;
 
@@ -149,7 +153,8 @@ int main(int argc, char **argv)
 
     for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
         uint64_t h = 0;
-        if ((only && strcmp(only, tests[t].name) != 0) || (quick && t % 8 != 0))
+        if ((only && strcmp(only, tests[t].name) != 0) || (quick && t % 8 != 0) ||
+            (sliced && t % parts != part))
             continue;
         rng = 0x9e3779b97f4a7c15ull + t;
         for (int run = 0; run < runs; run++) {

@@ -31,8 +31,59 @@ static const char *exit_text(int how)
         return "killed by signal";
     case CREC_EXIT_STOPPED:
         return "recording stopped by signal";
+    case CREC_EXIT_ENDED:
+        return "the recording ended before the program";
     }
     return "status";
+}
+
+static const char *stop_text(int why)
+{
+    switch (why) {
+    case CREC_STOP_STOP_AT:
+        return "at --stop-at";
+    case CREC_STOP_MAX_SIZE:
+        return "the file reached --max-size";
+    case CREC_STOP_DUMP:
+        return "a dump, taken while the program ran on";
+    case CREC_STOP_THREADS:
+        return "the program started a second thread (a ring or --start-at recording holds one)";
+    case CREC_STOP_NEVER:
+        return "no --start-at trigger came: nothing was recorded";
+    }
+    return "?";
+}
+
+/* What a ring kept, the gaps of a --start-at recording, an early end. */
+static void print_flight(FILE *out, const crec_info *s)
+{
+    if (s->ring || s->recorded_from || s->ngaps)
+        fprintf(out, "recorded:      instructions %llu to %llu", (unsigned long long)s->recorded_from,
+                (unsigned long long)s->instructions);
+    if (s->ring)
+        fprintf(out, " (a ring of %llu bytes: %llu instructions dropped, %llu segments of %llu "
+                "bytes, in %llu rotations)\n", (unsigned long long)s->ring_size,
+                (unsigned long long)s->recorded_from, (unsigned long long)s->ring_dropped_segments,
+                (unsigned long long)s->ring_dropped_bytes, (unsigned long long)s->ring_rotations);
+    else if (s->recorded_from || s->ngaps)
+        fprintf(out, ", in %zu part%s\n", s->ngaps + (s->ngaps && s->gaps[0].from == 0 ? 0 : 1),
+                s->ngaps + (s->ngaps && s->gaps[0].from == 0 ? 0 : 1) == 1 ? "" : "s");
+    for (size_t i = 0; i < s->ngaps; i++)
+        fprintf(out, "%s%llu to %llu (%s)\n", i ? "               " : "not recorded:  ",
+                (unsigned long long)s->gaps[i].from, (unsigned long long)s->gaps[i].to,
+                s->gaps[i].why == CREC_GAP_BEFORE_START ? "before --start-at"
+                                                        : "from --stop-at to --start-at");
+    if (!s->stop_why)
+        return;
+    fprintf(out, "ended:         at instruction %llu: %s", (unsigned long long)s->stop_at,
+            stop_text(s->stop_why));
+    if (s->stop_why == CREC_STOP_DUMP)
+        fprintf(out, " (dump %llu)", (unsigned long long)s->dump_number);
+    if (s->program_ended)
+        fprintf(out, "; the program ran on, unrecorded, and %s %llu at instruction %llu",
+                s->program_how == CREC_EXIT_SIGNAL ? "was killed by signal" : "exited with status",
+                (unsigned long long)s->program_value, (unsigned long long)s->program_end);
+    fputc('\n', out);
 }
 
 static double bits_per_instr(const crec_info *s)
@@ -159,7 +210,10 @@ static void print_text(FILE *out, const char *name, const crec_info *s)
     if (s->nthread_list > 1)
         print_threads(out, s);
     fprintf(out, "instructions:  %llu\n", (unsigned long long)s->instructions);
-    if (s->exited)
+    print_flight(out, s);
+    if (s->exited && s->exit_how == CREC_EXIT_ENDED)
+        fprintf(out, "exit:          %s\n", exit_text(s->exit_how));
+    else if (s->exited)
         fprintf(out, "exit:          %s %llu\n", exit_text(s->exit_how),
                 (unsigned long long)s->exit_value);
     if (s->exited && s->exit_how == CREC_EXIT_SIGNAL && strcmp(name, "-") != 0)
@@ -230,6 +284,34 @@ static void json_header(FILE *out, const char *name, const crec_info *h)
     fputs("],\n", out);
 }
 
+static void json_flight(FILE *out, const crec_info *s)
+{
+    json_u64(out, "recorded_from", s->recorded_from);
+    if (s->ring)
+        fprintf(out, "  \"ring\": {\"size\": %llu, \"dropped_segments\": %llu, "
+                "\"dropped_bytes\": %llu, \"rotations\": %llu},\n",
+                (unsigned long long)s->ring_size, (unsigned long long)s->ring_dropped_segments,
+                (unsigned long long)s->ring_dropped_bytes, (unsigned long long)s->ring_rotations);
+    fputs("  \"gaps\": [", out);
+    for (size_t i = 0; i < s->ngaps; i++)
+        fprintf(out, "%s{\"from\": %llu, \"to\": %llu, \"why\": \"%s\"}", i ? ", " : "",
+                (unsigned long long)s->gaps[i].from, (unsigned long long)s->gaps[i].to,
+                s->gaps[i].why == CREC_GAP_BEFORE_START ? "before start" : "stopped");
+    fputs("],\n", out);
+    if (s->stop_why) {
+        fprintf(out, "  \"ended\": {\"at\": %llu, \"why\": ", (unsigned long long)s->stop_at);
+        cli_json_str(out, stop_text(s->stop_why));
+        if (s->stop_why == CREC_STOP_DUMP)
+            fprintf(out, ", \"dump\": %llu", (unsigned long long)s->dump_number);
+        if (s->program_ended)
+            fprintf(out, ", \"program_end\": %llu, \"program_%s\": %llu",
+                    (unsigned long long)s->program_end,
+                    s->program_how == CREC_EXIT_SIGNAL ? "signal" : "status",
+                    (unsigned long long)s->program_value);
+        fputs("},\n", out);
+    }
+}
+
 static void print_json(FILE *out, const char *name, const crec_info *s)
 {
     json_header(out, name, s);
@@ -273,8 +355,11 @@ static void print_json(FILE *out, const char *name, const crec_info *s)
         fprintf(out, "  \"exit\": {\"how\": \"%s\", \"value\": %llu},\n",
                 s->exit_how == CREC_EXIT_SIGNAL    ? "signal"
                 : s->exit_how == CREC_EXIT_STOPPED ? "stopped"
+                : s->exit_how == CREC_EXIT_ENDED   ? "ended"
                                                    : "status",
                 (unsigned long long)s->exit_value);
+    if (s->format_version >= 3)
+        json_flight(out, s);
     fputs("  \"streams\": [", out);
     for (size_t i = 0; i < s->nstreams; i++) {
         const crec_stream_info *si = &s->streams[i];

@@ -16,7 +16,8 @@ static const char when_usage[] =
     "List every instruction count T at which the value at ADDR (an address,\n"
     "ADDR:LEN or SYMBOL[+OFF]) changed: the value is new at T (the state after\n"
     "T instructions), written by instruction T at RIP.  The first line is the\n"
-    "initial value (T=0).  A byte the recording never saw prints as ??.\n"
+    "initial value (T=0, or where a ring or --start-at recording starts).  A\n"
+    "byte the recording never saw prints as ??.\n"
     "\n"
     "Output, one change a line:  T  VALUE  RIP  BYTES (DISASSEMBLY)\n"
     "In a recording of several threads each line ends with the thread that\n"
@@ -39,7 +40,7 @@ static int print_change(void *ctx, const crec_change *c)
 
     cli_format_value(c->value, c->known, c->len, w->fmt, v, sizeof v);
     if (w->first) {
-        printf("0 %s initial\n", v);
+        printf("%" PRIu64 " %s initial\n", c->t, v);
         w->first = 0;
         return 0;
     }
@@ -105,7 +106,7 @@ int cmd_when(int argc, char **argv)
         return cli_fail(EXIT_FAIL, "%s", err.msg);
     }
     /* the initial value first: a bad address fails here with one line */
-    if (crec_seek(rec, 0, &err) != CREC_OK ||
+    if (crec_seek(rec, crec_start(rec), &err) != CREC_OK ||
         crec_read_memory(rec, what.addr, what.len, b, k, &src, &err) != CREC_OK ||
         crec_watch(rec, what.addr, what.len, print_change, &w, &err) != CREC_OK)
         rc = cli_fail(EXIT_FAIL, "%s", err.msg);

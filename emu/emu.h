@@ -190,6 +190,18 @@ typedef void (*crec_emu_mem_fn)(void *ctx, int kind, uint64_t addr, unsigned siz
 int crec_emu_cpu_hook_mem(crec_emu_cpu *cpu, int kinds, crec_emu_mem_fn fn, void *ctx,
                           crec_error *err);
 
+/*! crec_emu_cpu_unhook_mem() :
+ *  Remove the hook crec_emu_cpu_hook_mem added with fn and ctx.  As when
+ *  adding one, code translated before still calls it: flush it
+ *  (crec_emu_cpu_flush_code), from a block hook then stop and enter the
+ *  block again (crec_emu_cpu_stop).
+ *  @return CREC_OK, or CREC_ERR_NOTFOUND when there is no such hook. */
+int crec_emu_cpu_unhook_mem(crec_emu_cpu *cpu, crec_emu_mem_fn fn, void *ctx);
+
+/*! crec_emu_cpu_block_bytes() : from a block hook: @return the bytes of
+ *  the block about to run (its instructions from the hook's address). */
+uint64_t crec_emu_cpu_block_bytes(const crec_emu_cpu *cpu);
+
 /*
  * Instructions crec executes itself, because Unicorn 2.0.1 can't (AVX,
  * AVX2, FMA, F16C and AVX-512 encodings, RDRAND/RDSEED; docs/EMU.md).

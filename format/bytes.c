@@ -280,7 +280,7 @@ static const char *const stream_names[] = {
     [CREC_FMT_S_KEYFRAMES] = "KEYFRAMES", [CREC_FMT_S_SNAPSHOTS] = "SNAPSHOTS",
     [CREC_FMT_S_BLOBS] = "BLOBS",         [CREC_FMT_S_CODE] = "CODE",
     [CREC_FMT_S_SYMBOLS] = "SYMBOLS",     [CREC_FMT_S_INDEX] = "INDEX",
-    [CREC_FMT_S_DIRECTORY] = "DIRECTORY",
+    [CREC_FMT_S_DIRECTORY] = "DIRECTORY", [CREC_FMT_S_MARKS] = "MARKS",
 };
 
 const char *crec_fmt_stream_name(int type)

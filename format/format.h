@@ -28,7 +28,7 @@
  * bump CREC_FMT_VERSION when this list changes (or when any layout in
  * docs/FORMAT.md changes).  A reader refuses every other version.
  */
-#define CREC_FMT_VERSION 2
+#define CREC_FMT_VERSION 3
 #define CREC_FMT_MIN_VERSION 1 /* the oldest version a reader still reads */
 
 enum crec_fmt_stream {
@@ -43,7 +43,8 @@ enum crec_fmt_stream {
     CREC_FMT_S_SYMBOLS = 9,   /* global: SYMBOL records */
     CREC_FMT_S_INDEX = 10,    /* global: opaque bytes of the index module */
     CREC_FMT_S_DIRECTORY = 11, /* the chunk directory (one chunk, last) */
-    CREC_FMT_S_MAX = 11
+    CREC_FMT_S_MARKS = 12,    /* version 3, global: MARK records (ring, gaps, stops) */
+    CREC_FMT_S_MAX = 12
 };
 
 /* Record kinds: the first byte of every framed record (docs/FORMAT.md §6). */
@@ -60,6 +61,9 @@ enum crec_fmt_kind {
     CREC_FMT_K_BLOB = 0x30,
     CREC_FMT_K_CODE = 0x40,
     CREC_FMT_K_SYMBOL = 0x50,
+    CREC_FMT_K_RING = 0x60, /* version 3, MARKS: what a ring recording dropped */
+    CREC_FMT_K_GAP = 0x61,  /* version 3, MARKS: instructions that ran unrecorded */
+    CREC_FMT_K_STOP = 0x62, /* version 3, MARKS: why the recording ended before the program */
 };
 
 /* ---- limits a reader enforces (and a writer respects) ------------------- */
@@ -257,7 +261,10 @@ enum crec_fmt_thread_how { CREC_FMT_TH_EXITED = 0, CREC_FMT_TH_ENDED = 1 };
  * was still running (value: the signal crec got, SIGINT or SIGTERM; or 0:
  * every thread was blocked for good, a deadlock). */
 enum crec_fmt_exit_how { CREC_FMT_EXIT_STATUS = 0, CREC_FMT_EXIT_SIGNAL = 1,
-                         CREC_FMT_EXIT_STOPPED = 2 };
+                         CREC_FMT_EXIT_STOPPED = 2,
+                         /* version 3: the recording ended before the program,
+                          * for the reason a STOP mark gives (value 0) */
+                         CREC_FMT_EXIT_ENDED = 3 };
 
 typedef struct crec_fmt_event {
     int kind; /* CREC_FMT_K_SYSCALL .. CREC_FMT_K_EXIT */
@@ -384,6 +391,69 @@ typedef struct crec_fmt_symbol {
 int crec_fmt_sym_encode(crec_fmt_buf *b, const crec_fmt_symbol *s);
 int crec_fmt_sym_decode(const uint8_t *body, size_t len, crec_fmt_symbol *s, crec_error *err);
 
+/*! MARK records (version 3, MARKS stream; marks.c): what a reader needs to
+ *  know of a recording that does not hold the whole run.  RING: a ring
+ *  recording, and what it dropped so far (the last RING mark is current).
+ *  GAP: instructions [from, to) ran but were not recorded.  STOP: the
+ *  recording ended at `at` before the program did, and how the program
+ *  ended if that is known. */
+enum crec_fmt_gap_why {
+    CREC_FMT_GAP_BEFORE_START = 1, /* before the first --start-at trigger */
+    CREC_FMT_GAP_STOPPED = 2,      /* between a --stop-at and the next --start-at */
+};
+enum crec_fmt_stop_why {
+    CREC_FMT_STOP_STOP_AT = 1,  /* a --stop-at trigger (no --start-at came after) */
+    CREC_FMT_STOP_MAX_SIZE = 2, /* the file reached --max-size */
+    CREC_FMT_STOP_DUMP = 3,     /* a dump taken while the program ran on */
+    CREC_FMT_STOP_THREADS = 4,  /* a ring or a --start-at recording met a second thread */
+    CREC_FMT_STOP_NEVER = 5,    /* no --start-at trigger came: nothing was recorded */
+};
+#define CREC_FMT_STOP_WHY_MAX 5
+typedef struct crec_fmt_mark {
+    int kind; /* CREC_FMT_K_RING, _GAP or _STOP */
+    union {
+        struct {
+            uint64_t size;             /* the bound the user gave (--ring SIZE) */
+            uint64_t kept_from;        /* global time of the first key frame kept */
+            uint64_t dropped_segments; /* segments dropped so far */
+            uint64_t dropped_bytes;    /* file bytes they took */
+            uint64_t rotations;        /* times the file was rewritten */
+        } ring;
+        struct {
+            uint64_t from, to; /* global times, from < to */
+            uint32_t why;      /* enum crec_fmt_gap_why */
+        } gap;
+        struct {
+            uint64_t at;       /* global time where the recording ended */
+            uint32_t why;      /* enum crec_fmt_stop_why */
+            uint64_t number;   /* a dump's number (1, 2, ...), else 0 */
+            int ended;         /* the program's end is known: */
+            uint64_t end;      /*   its global time, */
+            uint32_t how;      /*   CREC_FMT_EXIT_STATUS or _SIGNAL, */
+            uint64_t value;    /*   its status or signal */
+        } stop;
+    } u;
+} crec_fmt_mark;
+int crec_fmt_mark_encode(crec_fmt_buf *b, const crec_fmt_mark *m);
+int crec_fmt_mark_decode(int kind, const uint8_t *body, size_t len, crec_fmt_mark *m,
+                         crec_error *err);
+
+/* Every mark of a recording, in the order written (the MARKS stream). */
+typedef struct crec_fmt_marks {
+    crec_fmt_mark ring;        /* the last RING mark; kind 0 when there is none */
+    crec_fmt_mark stop;        /* the last STOP mark; kind 0 when there is none */
+    size_t ngaps;
+    crec_fmt_mark *gaps;       /* GAP marks, sorted by time; crec_malloc'd */
+} crec_fmt_marks;
+
+/*! crec_fmt_marks_read() :
+ *  Read the MARKS stream (none before version 3: no marks).  Gaps must not
+ *  overlap and go forward in time.
+ *  @return CREC_OK and *m (crec_fmt_marks_clear), or an error. */
+struct crec_fmt_reader;
+int crec_fmt_marks_read(struct crec_fmt_reader *r, crec_fmt_marks *m, crec_error *err);
+void crec_fmt_marks_clear(crec_fmt_marks *m);
+
 /* ---- writer --------------------------------------------------------------- */
 
 typedef struct crec_fmt_writer crec_fmt_writer;
@@ -441,6 +511,69 @@ int crec_fmt_flush_all(crec_fmt_writer *w, crec_error *err);
  *  @return CREC_OK and *hash, or an error. */
 int crec_fmt_blob_put(crec_fmt_writer *w, const void *data, size_t len, crec_fmt_hash *hash,
                       crec_error *err);
+
+/*! crec_fmt_blob_put_pinned() :
+ *  crec_fmt_blob_put() of bytes that must stay in the file for as long as
+ *  it is written: code, which the listing after every key frame names.  In
+ *  ring mode they go in chunks of their own that a rotation never drops;
+ *  otherwise this is crec_fmt_blob_put().
+ *  @return CREC_OK and *hash, or an error. */
+int crec_fmt_blob_put_pinned(crec_fmt_writer *w, const void *data, size_t len,
+                             crec_fmt_hash *hash, crec_error *err);
+
+/*! crec_fmt_writer_size() :
+ *  @return the bytes of the file so far plus an upper bound of what its
+ *  buffered bytes and its directory would add if it were closed now. */
+uint64_t crec_fmt_writer_size(const crec_fmt_writer *w);
+
+/*! crec_fmt_writer_copy_to() :
+ *  Start a copy of the recording so far in a new file (a dump): the bytes
+ *  written so far are copied to `fd`, which the writer then writes to
+ *  instead, as if it had been there from the start (ring mode is left).
+ *  Meant for a forked copy of the recorder.
+ *  @return CREC_OK, or CREC_ERR_IO naming `name`. */
+int crec_fmt_writer_copy_to(crec_fmt_writer *w, int fd, const char *name, crec_error *err);
+
+/* ---- ring mode (ring.c; docs/FORMAT.md §10) ---- */
+
+typedef struct crec_fmt_ring_opts {
+    const char *path;  /* the file being written (replaced at each rotation) */
+    uint64_t size;     /* the bound on the file, in bytes */
+    uint64_t segment;  /* bytes after which the recorder starts a new segment */
+} crec_fmt_ring_opts;
+
+/* What a ring has done so far. */
+typedef struct crec_fmt_ring_stats {
+    uint64_t rotations, dropped_segments, dropped_bytes, copied_bytes, kept_from;
+    double seconds;    /* spent rotating */
+    uint64_t fixed_bytes; /* header, code, symbols and the base snapshot */
+} crec_fmt_ring_stats;
+
+/*! crec_fmt_ring_start() :
+ *  Make w (a file opened by crec_fmt_writer_open, nothing written after the
+ *  header yet) a ring: its oldest segments are dropped whole so that the
+ *  file stays within o->size plus one segment.  Writes the first RING mark.
+ *  @return CREC_OK, or CREC_ERR_ARG (a pipe, a bound too small). */
+int crec_fmt_ring_start(crec_fmt_writer *w, const crec_fmt_ring_opts *o, crec_error *err);
+
+/*! crec_fmt_ring_segment_bytes() :
+ *  @return the bytes the current segment holds (buffered ones included);
+ *  0 when w is not a ring. */
+uint64_t crec_fmt_ring_segment_bytes(const crec_fmt_writer *w);
+
+/*! crec_fmt_ring_boundary() :
+ *  A new segment begins here, at global time `icount`, with a key frame
+ *  of every live thread written next, then a snapshot: every stream is
+ *  flushed, and when the file is full it is rewritten without its oldest
+ *  segments (a rotation: the new file replaces the old one by rename, so
+ *  that the path always names a readable recording).  The segment's
+ *  snapshot at `icount` must follow, so that a rotation can build the
+ *  memory at the start of the first segment it keeps.
+ *  @return CREC_OK or an error (the file is then as it was). */
+int crec_fmt_ring_boundary(crec_fmt_writer *w, uint64_t icount, crec_error *err);
+
+/*! crec_fmt_ring_stats_get() : @return 1 and *st when w is a ring, else 0. */
+int crec_fmt_ring_stats_get(const crec_fmt_writer *w, crec_fmt_ring_stats *st);
 
 /*! crec_fmt_writer_close() :
  *  Flush every stream, write the directory and the trailer, close the file
@@ -686,6 +819,8 @@ typedef struct crec_fmt_summary {
     size_t nthread_sums;       /* every thread, by number (crec_fmt_summary_clear) */
     crec_fmt_thread_sum *thread_sums;
     uint32_t version;          /* the file's format version */
+    uint64_t first;            /* the time of the first key frame */
+    crec_fmt_marks marks;      /* version 3: ring, gaps, stop (crec_fmt_summary_clear) */
     uint32_t cur_tid;          /* private: the EVENTS stream being read */
     /* while summarizing: */
     crec_fmt_reader *reader;

@@ -12,6 +12,7 @@ struct info_owner {
     crec_cpuid_leaf *cpuid;
     crec_stream_info *streams;
     crec_thread_info *threads;
+    crec_gap *gaps;
 };
 
 static void copy_header(crec_info *i, const crec_fmt_header *h, crec_cpuid_leaf *cpuid)
@@ -81,11 +82,31 @@ static void copy_summary(crec_info *i, const crec_fmt_summary *s)
     i->truncated = s->truncated;
     i->truncated_at = s->truncated_at;
     i->truncated_why = s->truncated_why;
+    i->recorded_from = s->first;
+    if (s->marks.ring.kind) {
+        i->ring = 1;
+        i->ring_size = s->marks.ring.u.ring.size;
+        i->ring_dropped_segments = s->marks.ring.u.ring.dropped_segments;
+        i->ring_dropped_bytes = s->marks.ring.u.ring.dropped_bytes;
+        i->ring_rotations = s->marks.ring.u.ring.rotations;
+    }
+    if (s->marks.stop.kind) {
+        i->stop_why = (int)s->marks.stop.u.stop.why;
+        i->stop_at = s->marks.stop.u.stop.at;
+        i->dump_number = s->marks.stop.u.stop.number;
+        i->program_ended = s->marks.stop.u.stop.ended;
+        i->program_end = s->marks.stop.u.stop.end;
+        i->program_how = (int)s->marks.stop.u.stop.how;
+        i->program_value = s->marks.stop.u.stop.value;
+    }
 }
 
 _Static_assert((int)CREC_EXIT_STATUS == (int)CREC_FMT_EXIT_STATUS &&
                    (int)CREC_EXIT_SIGNAL == (int)CREC_FMT_EXIT_SIGNAL &&
-                   (int)CREC_EXIT_STOPPED == (int)CREC_FMT_EXIT_STOPPED,
+                   (int)CREC_EXIT_STOPPED == (int)CREC_FMT_EXIT_STOPPED &&
+                   (int)CREC_EXIT_ENDED == (int)CREC_FMT_EXIT_ENDED &&
+                   (int)CREC_GAP_STOPPED == (int)CREC_FMT_GAP_STOPPED &&
+                   (int)CREC_STOP_NEVER == (int)CREC_FMT_STOP_NEVER,
                "the public exit kinds are the file's");
 
 int crec_info_read(const char *path, crec_info **out, crec_error *err)
@@ -111,7 +132,8 @@ int crec_info_read(const char *path, crec_info **out, crec_error *err)
     o->cpuid = crec_calloc(h->ncpuid ? h->ncpuid : 1, sizeof *o->cpuid);
     o->streams = crec_calloc(n ? n : 1, sizeof *o->streams);
     o->threads = crec_calloc(s.nthread_sums ? s.nthread_sums : 1, sizeof *o->threads);
-    if (!o->cpuid || !o->streams || !o->threads) {
+    o->gaps = crec_calloc(s.marks.ngaps ? s.marks.ngaps : 1, sizeof *o->gaps);
+    if (!o->cpuid || !o->streams || !o->threads || !o->gaps) {
         crec_fmt_summary_clear(&s);
         crec_info_free(&o->info);
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory describing a recording");
@@ -121,6 +143,11 @@ int crec_info_read(const char *path, crec_info **out, crec_error *err)
     copy_threads(o->threads, &s, o->r);
     o->info.nthread_list = s.nthread_sums;
     o->info.thread_list = o->threads;
+    for (size_t k = 0; k < s.marks.ngaps; k++)
+        o->gaps[k] = (crec_gap){s.marks.gaps[k].u.gap.from, s.marks.gaps[k].u.gap.to,
+                                (int)s.marks.gaps[k].u.gap.why};
+    o->info.ngaps = s.marks.ngaps;
+    o->info.gaps = o->gaps;
     crec_fmt_summary_clear(&s);
     for (size_t k = 0; k < n; k++) {
         crec_fmt_stream_info si;
@@ -147,5 +174,6 @@ void crec_info_free(crec_info *info)
     crec_free(o->cpuid);
     crec_free(o->streams);
     crec_free(o->threads);
+    crec_free(o->gaps);
     crec_free(o);
 }

@@ -350,6 +350,9 @@ static int build_streams(crec_fmt_reader *r, crec_error *err)
             *s = (struct rstream){.type = c->type, .tid = c->tid, .first = i};
         }
         char d[96];
+        if (c->type == CREC_FMT_S_MARKS && r->hdr.version < 3)
+            return crec_error_corrupt(err, "a MARKS chunk in a version %u file (marks came with "
+                                      "version 3)", r->hdr.version);
         if (c->seq != s->n || c->uoff != s->raw)
             return crec_error_corrupt(err, "%s is out of sequence (stream offset %llu, expected %llu)",
                                       chunk_desc(c, d, sizeof d), (unsigned long long)c->uoff,
@@ -1164,6 +1167,14 @@ static int cmp_blob(const void *a, const void *b)
     return memcmp(a, b, sizeof(crec_fmt_hash));
 }
 
+/* By hash, then by place in the stream. */
+static int cmp_blob_place(const void *a, const void *b)
+{
+    const crec_fmt_blob_loc *x = a, *y = b;
+    int c = cmp_blob(a, b);
+    return c ? c : x->off < y->off ? -1 : x->off > y->off;
+}
+
 static int blob_add(crec_fmt_reader *r, size_t *cap, const crec_fmt_blob_loc *e,
                     crec_error *err)
 {
@@ -1207,8 +1218,16 @@ static int build_blob_index(crec_fmt_reader *r, crec_error *err)
     crec_fmt_cursor_free(c);
     if (rc != CREC_ERR_NOTFOUND && rc != CREC_ERR_TRUNCATED)
         return rc;
-    if (r->nblobs)
-        qsort(r->blobs, r->nblobs, sizeof *r->blobs, cmp_blob);
+    if (r->nblobs) {
+        /* The same bytes may be stored twice (each ring segment stores the
+         * data blobs it names): the table keeps the last copy. */
+        size_t n = 0;
+        qsort(r->blobs, r->nblobs, sizeof *r->blobs, cmp_blob_place);
+        for (size_t i = 0; i < r->nblobs; i++)
+            if (i + 1 == r->nblobs || cmp_blob(&r->blobs[i], &r->blobs[i + 1]) != 0)
+                r->blobs[n++] = r->blobs[i];
+        r->nblobs = n;
+    }
     crec_free(r->blob_checked); /* found by the scan: right by construction */
     r->blob_checked = crec_malloc(r->nblobs ? r->nblobs : 1);
     if (!r->blob_checked)

@@ -26,7 +26,8 @@
  *                  create: varint parent tid, varint guest tid;
  *                  exit: varint thread icount, u8 how (0 exited, 1 ended),
  *                  varint status, varint cleared address
- *   EXIT     0x16  varint global icount, u8 how (0 status, 1 signal, 2 stopped),
+ *   EXIT     0x16  varint global icount, u8 how (0 status, 1 signal, 2 stopped,
+ *                  3 (v3) ended before the program: a STOP mark says why),
  *                  varint value
  *   SNAPSHOT 0x20  varint global icount, varint npages, npages x (varint addr, hash16)
  *   BLOB     0x30  hash16, then the blob bytes (the rest of the body)
@@ -352,12 +353,12 @@ static int thread_decode(uint32_t version, crec_fmt_cur *c, crec_fmt_event *ev,
     return fmt_cur_varint(c, &ev->u.thread.cleared, "thread cleared address", err);
 }
 
-static int exit_decode(crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
+static int exit_decode(uint32_t version, crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
 {
     uint8_t how;
     RC(fmt_cur_varint(c, &ev->u.exit.global_icount, "exit instruction count", err));
     RC(fmt_cur_u8(c, &how, "exit kind", err));
-    if (how > CREC_FMT_EXIT_STOPPED)
+    if (how > (version >= 3 ? CREC_FMT_EXIT_ENDED : CREC_FMT_EXIT_STOPPED))
         return crec_error_corrupt(err, "unknown exit kind %u", how);
     ev->u.exit.how = how;
     return fmt_cur_varint(c, &ev->u.exit.value, "exit status", err);
@@ -376,7 +377,7 @@ int crec_fmt_ev_decode(uint32_t version, int kind, const uint8_t *body, size_t l
     case CREC_FMT_K_MMAP: RC(mmap_decode(version, &c, ev, err)); break;
     case CREC_FMT_K_SIGNAL: RC(sig_decode(&c, ev, err)); break;
     case CREC_FMT_K_THREAD: RC(thread_decode(version, &c, ev, err)); break;
-    case CREC_FMT_K_EXIT: RC(exit_decode(&c, ev, err)); break;
+    case CREC_FMT_K_EXIT: RC(exit_decode(version, &c, ev, err)); break;
     default: return crec_error_corrupt(err, "record kind 0x%02x in an EVENTS stream", kind);
     }
     return fmt_cur_end(&c, "event", err);

@@ -27,46 +27,18 @@
 
 #include "format/format_int.h"
 
-struct wstream {
-    uint8_t type;
-    uint32_t tid;
-    uint8_t *buf;     /* grows by doubling up to chunk_size */
-    size_t len, cap;  /* bytes buffered, bytes allocated */
-    uint64_t flushed; /* bytes already written as chunks */
-    uint32_t seq;     /* next chunk number */
-};
-
-struct crec_fmt_writer {
-    int fd, own_fd;
-    char *name;
-    int failed; /* after an error only free/close are accepted */
-    size_t chunk_size;
-    int level;
-    ZSTD_CCtx *cctx;
-    uint8_t *zbuf;
-    size_t zcap;
-    struct wstream *streams;
-    size_t nstreams, scap;
-    size_t last[CREC_FMT_S_MAX + 1]; /* per type: the stream written last */
-    fmt_chunk *dir;
-    size_t ndir, dcap;
-    uint64_t off; /* bytes written to the file so far */
-    crec_fmt_hash *blobs; /* open-addressing set of stored blob hashes */
-    size_t bcap, bcount;
-};
-
-static int w_nomem(crec_fmt_writer *w, crec_error *err)
+int fmt_w_nomem(crec_fmt_writer *w, crec_error *err)
 {
     w->failed = 1;
     return crec_error_set(err, CREC_ERR_NOMEM, "%s: out of memory", w->name);
 }
 
-static int w_dead(crec_fmt_writer *w, crec_error *err)
+int fmt_w_dead(crec_fmt_writer *w, crec_error *err)
 {
     return crec_error_set(err, CREC_ERR_IO, "%s: an earlier write failed", w->name);
 }
 
-static int write_all(crec_fmt_writer *w, const void *p, size_t n, crec_error *err)
+int fmt_write_all(crec_fmt_writer *w, const void *p, size_t n, crec_error *err)
 {
     const uint8_t *b = p;
     while (n) {
@@ -92,14 +64,14 @@ static int zbuf_reserve(crec_fmt_writer *w, size_t ulen, crec_error *err)
         return CREC_OK;
     uint8_t *p = crec_realloc(w->zbuf, need);
     if (!p)
-        return w_nomem(w, err);
+        return fmt_w_nomem(w, err);
     w->zbuf = p;
     w->zcap = need;
     return CREC_OK;
 }
 
 /* Compress one chunk and write frame header and payload. */
-static int write_chunk(crec_fmt_writer *w, fmt_chunk *c, const uint8_t *data, crec_error *err)
+int fmt_write_chunk(crec_fmt_writer *w, fmt_chunk *c, const uint8_t *data, crec_error *err)
 {
     int rc = zbuf_reserve(w, c->ulen, err);
     if (rc)
@@ -117,20 +89,36 @@ static int write_chunk(crec_fmt_writer *w, fmt_chunk *c, const uint8_t *data, cr
     fmt_chunk_pack(hdr, c);
     c->sum = fmt_chunk_sum(hdr, w->zbuf, z);
     fmt_put_u64(hdr + 32, c->sum);
-    if ((rc = write_all(w, hdr, sizeof hdr, err)) != 0)
+    if ((rc = fmt_write_all(w, hdr, sizeof hdr, err)) != 0)
         return rc;
-    return write_all(w, w->zbuf, z, err);
+    return fmt_write_all(w, w->zbuf, z, err);
 }
 
-static int dir_add(crec_fmt_writer *w, const fmt_chunk *c, crec_error *err)
+/* A chunk of segment `seg` (FMT_SEG_PINNED: never dropped) in the directory. */
+int fmt_dir_add(crec_fmt_writer *w, const fmt_chunk *c, uint32_t seg, crec_error *err)
 {
     fmt_chunk *d = crec_grow(w->dir, &w->dcap, w->ndir + 1, sizeof *d, 64);
+    uint32_t *g;
 
     if (!d)
-        return w_nomem(w, err);
+        return fmt_w_nomem(w, err);
     w->dir = d;
+    if (w->ring) { /* the segment of each chunk, beside it */
+        if (!(g = crec_grow(w->dir_seg, &w->dseg_cap, w->ndir + 1, sizeof *g, 64)))
+            return fmt_w_nomem(w, err);
+        w->dir_seg = g;
+        w->dir_seg[w->ndir] = seg;
+    }
     w->dir[w->ndir++] = *c;
     return CREC_OK;
+}
+
+/* The segment a chunk of stream s flushed now belongs to. */
+static uint32_t chunk_segment(const crec_fmt_writer *w, const struct wstream *s)
+{
+    if (!w->ring)
+        return 0;
+    return w->pinning || s->pinned ? FMT_SEG_PINNED : fmt_ring_current(w);
 }
 
 static int flush_stream(crec_fmt_writer *w, struct wstream *s, crec_error *err)
@@ -140,20 +128,20 @@ static int flush_stream(crec_fmt_writer *w, struct wstream *s, crec_error *err)
     /* Reserve the directory slot first: a failure after the chunk is on
      * disk would leave the directory short of a chunk. */
     if (w->ndir == w->dcap) {
-        int rc = dir_add(w, &(fmt_chunk){0}, err);
+        int rc = fmt_dir_add(w, &(fmt_chunk){0}, 0, err);
         if (rc)
             return rc;
         w->ndir--;
     }
     fmt_chunk c = {.type = s->type, .tid = s->tid, .seq = s->seq, .uoff = s->flushed,
                    .ulen = (uint32_t)s->len};
-    int rc = write_chunk(w, &c, s->buf, err);
+    int rc = fmt_write_chunk(w, &c, s->buf, err);
     if (rc)
         return rc;
     s->flushed += s->len;
     s->seq++;
     s->len = 0;
-    return dir_add(w, &c, err);
+    return fmt_dir_add(w, &c, chunk_segment(w, s), err);
 }
 
 /* ---- streams ------------------------------------------------------------- */
@@ -183,11 +171,14 @@ static int add_stream(crec_fmt_writer *w, int type, uint32_t tid, struct wstream
                               CREC_FMT_MAX_STREAMS);
     s = crec_grow(w->streams, &w->scap, w->nstreams + 1, sizeof *s, 16);
     if (!s)
-        return w_nomem(w, err);
+        return fmt_w_nomem(w, err);
     w->streams = s;
     w->last[type] = w->nstreams;
     *out = &w->streams[w->nstreams++];
     **out = (struct wstream){.type = (uint8_t)type, .tid = tid};
+    /* a ring never drops the code's list, its symbols, or its marks */
+    (*out)->pinned = type == CREC_FMT_S_CODE || type == CREC_FMT_S_SYMBOLS ||
+                     type == CREC_FMT_S_MARKS;
     return CREC_OK;
 }
 
@@ -204,7 +195,7 @@ static int stream_reserve(crec_fmt_writer *w, struct wstream *s, size_t n, crec_
         cap = w->chunk_size;
     uint8_t *p = crec_realloc(s->buf, cap);
     if (!p)
-        return w_nomem(w, err);
+        return fmt_w_nomem(w, err);
     s->buf = p;
     s->cap = cap;
     return CREC_OK;
@@ -212,7 +203,7 @@ static int stream_reserve(crec_fmt_writer *w, struct wstream *s, size_t n, crec_
 
 static int check_stream(const crec_fmt_writer *w, int type, uint32_t tid, crec_error *err)
 {
-    if (type <= CREC_FMT_S_HEADER || type >= CREC_FMT_S_DIRECTORY)
+    if (type <= CREC_FMT_S_HEADER || type == CREC_FMT_S_DIRECTORY || type > CREC_FMT_S_MAX)
         return crec_error_set(err, CREC_ERR_ARG, "%s: bad stream type %d", w->name, type);
     if (tid != 0 && !crec_fmt_stream_per_thread(type))
         return crec_error_set(err, CREC_ERR_ARG, "%s: global stream %s with thread %u",
@@ -224,7 +215,7 @@ int crec_fmt_write(crec_fmt_writer *w, int type, uint32_t tid, const void *data,
                    crec_error *err)
 {
     if (w->failed)
-        return w_dead(w, err);
+        return fmt_w_dead(w, err);
     struct wstream *s = find_stream(w, type, tid);
     int rc;
     if (!s && ((rc = check_stream(w, type, tid, err)) || (rc = add_stream(w, type, tid, &s, err))))
@@ -266,7 +257,7 @@ uint64_t crec_fmt_writer_offset(const crec_fmt_writer *w, int type, uint32_t tid
 int crec_fmt_flush(crec_fmt_writer *w, int type, uint32_t tid, crec_error *err)
 {
     if (w->failed)
-        return w_dead(w, err);
+        return fmt_w_dead(w, err);
     struct wstream *s = find_stream(w, type, tid);
     return s ? flush_stream(w, s, err) : CREC_OK;
 }
@@ -274,7 +265,7 @@ int crec_fmt_flush(crec_fmt_writer *w, int type, uint32_t tid, crec_error *err)
 int crec_fmt_flush_all(crec_fmt_writer *w, crec_error *err)
 {
     if (w->failed)
-        return w_dead(w, err);
+        return fmt_w_dead(w, err);
     for (size_t i = 0; i < w->nstreams; i++) {
         int rc = flush_stream(w, &w->streams[i], err);
         if (rc)
@@ -285,69 +276,114 @@ int crec_fmt_flush_all(crec_fmt_writer *w, crec_error *err)
 
 /* ---- blobs ------------------------------------------------------------------ */
 
-static size_t blob_slot(const crec_fmt_writer *w, const crec_fmt_hash *h)
+/* The slot of h in set s: h itself, or the empty slot where it goes. */
+static size_t hset_slot(const struct fmt_hashset *s, const crec_fmt_hash *h)
 {
-    size_t i = (size_t)fmt_get_u64(h->b) & (w->bcap - 1);
+    size_t i = (size_t)fmt_get_u64(h->b) & (s->cap - 1);
     while (1) {
-        const crec_fmt_hash *e = &w->blobs[i];
+        const crec_fmt_hash *e = &s->v[i];
         static const crec_fmt_hash zero;
         if (memcmp(e, h, sizeof *h) == 0 || memcmp(e, &zero, sizeof zero) == 0)
             return i;
-        i = (i + 1) & (w->bcap - 1);
+        i = (i + 1) & (s->cap - 1);
     }
 }
 
-static int blob_grow(crec_fmt_writer *w, crec_error *err)
+int fmt_hset_has(const struct fmt_hashset *s, const crec_fmt_hash *h)
 {
-    size_t cap = w->bcap ? w->bcap * 2 : 256;
-    crec_fmt_hash *old = w->blobs;
-    size_t ocap = w->bcap;
-    crec_fmt_hash *t = crec_calloc(cap, sizeof *t);
-    if (!t)
-        return w_nomem(w, err);
-    w->blobs = t;
-    w->bcap = cap;
-    for (size_t i = 0; i < ocap; i++) {
-        static const crec_fmt_hash zero;
-        if (memcmp(&old[i], &zero, sizeof zero) != 0)
-            w->blobs[blob_slot(w, &old[i])] = old[i];
-    }
-    crec_free(old);
-    return CREC_OK;
+    return s->cap && memcmp(&s->v[hset_slot(s, h)], h, sizeof *h) == 0;
 }
 
 /*
  * An all-zero hash marks an empty slot.  XXH3-128 yields it with odds of
  * 2^-128; such a blob would merely be stored twice, never lost.
+ * @return 0, or -1 out of memory.
  */
-int crec_fmt_blob_put(crec_fmt_writer *w, const void *data, size_t len, crec_fmt_hash *hash,
-                      crec_error *err)
+int fmt_hset_add(struct fmt_hashset *s, const crec_fmt_hash *h)
+{
+    if ((s->count + 1) * 2 > s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 256;
+        crec_fmt_hash *t = crec_calloc(cap, sizeof *t);
+        struct fmt_hashset n = {t, cap, 0};
+        if (!t)
+            return -1;
+        for (size_t i = 0; i < s->cap; i++) {
+            static const crec_fmt_hash zero;
+            if (memcmp(&s->v[i], &zero, sizeof zero) != 0)
+                t[hset_slot(&n, &s->v[i])] = s->v[i];
+        }
+        n.count = s->count;
+        crec_free(s->v);
+        *s = n;
+    }
+    size_t slot = hset_slot(s, h);
+    if (memcmp(&s->v[slot], h, sizeof *h) != 0) {
+        s->v[slot] = *h;
+        s->count++;
+    }
+    return 0;
+}
+
+void fmt_hset_clear(struct fmt_hashset *s)
+{
+    if (s->v)
+        memset(s->v, 0, s->cap * sizeof *s->v);
+    s->count = 0;
+}
+
+/*
+ * Store a blob unless it is stored already.  A ring keeps two sets: blobs
+ * that are never dropped (pinned: code), and those of the current segment,
+ * which forgets the others so that a segment holds every data blob it
+ * names (its older copy may be dropped with its segment).
+ */
+static int blob_put(crec_fmt_writer *w, const void *data, size_t len, crec_fmt_hash *hash,
+                    int pinned, crec_error *err)
 {
     if (w->failed)
-        return w_dead(w, err);
+        return fmt_w_dead(w, err);
     if (len > CREC_FMT_MAX_RECORD - 16)
         return crec_error_set(err, CREC_ERR_LIMIT, "%s: blob of %zu bytes is too large",
                               w->name, len);
     crec_fmt_hash h = crec_fmt_hash_bytes(data, len);
+    struct fmt_hashset *set = w->ring && !pinned ? &w->seg_blobs : &w->blobs;
+    int rc;
     if (hash)
         *hash = h;
-    int rc;
-    if ((w->bcount + 1) * 2 > w->bcap && (rc = blob_grow(w, err)) != 0)
-        return rc;
-    size_t slot = blob_slot(w, &h);
-    if (memcmp(&w->blobs[slot], &h, sizeof h) == 0)
+    if (fmt_hset_has(&w->blobs, &h) || fmt_hset_has(set, &h))
         return CREC_OK;
     uint8_t head[1 + FMT_MAX_VARINT + 16];
     crec_fmt_buf b = {head, 0, sizeof head, 0};
     fmt_buf_u8(&b, CREC_FMT_K_BLOB);
     fmt_buf_varint(&b, 16 + len);
     fmt_buf_hash(&b, &h);
-    if ((rc = crec_fmt_write(w, CREC_FMT_S_BLOBS, 0, head, b.len, err)) != 0 ||
-        (rc = crec_fmt_write(w, CREC_FMT_S_BLOBS, 0, data, len, err)) != 0)
+    /* a pinned blob has chunks of its own in a ring: flushed before and after */
+    if (pinned && w->ring && (rc = crec_fmt_flush(w, CREC_FMT_S_BLOBS, 0, err)) != 0)
         return rc;
-    w->blobs[slot] = h;
-    w->bcount++;
+    w->pinning = pinned && w->ring;
+    rc = crec_fmt_write(w, CREC_FMT_S_BLOBS, 0, head, b.len, err);
+    if (rc == CREC_OK)
+        rc = crec_fmt_write(w, CREC_FMT_S_BLOBS, 0, data, len, err);
+    if (rc == CREC_OK && w->pinning)
+        rc = crec_fmt_flush(w, CREC_FMT_S_BLOBS, 0, err);
+    w->pinning = 0;
+    if (rc != CREC_OK)
+        return rc;
+    if (fmt_hset_add(set, &h) != 0)
+        return fmt_w_nomem(w, err);
     return CREC_OK;
+}
+
+int crec_fmt_blob_put(crec_fmt_writer *w, const void *data, size_t len, crec_fmt_hash *hash,
+                      crec_error *err)
+{
+    return blob_put(w, data, len, hash, 0, err);
+}
+
+int crec_fmt_blob_put_pinned(crec_fmt_writer *w, const void *data, size_t len,
+                             crec_fmt_hash *hash, crec_error *err)
+{
+    return blob_put(w, data, len, hash, 1, err);
 }
 
 /* ---- open, close ------------------------------------------------------------ */
@@ -367,17 +403,18 @@ static int write_start(crec_fmt_writer *w, const crec_fmt_header *h, crec_error 
                               CREC_FMT_MAX_STRINGS);
     if (fmt_header_encode(&b, h) != CREC_OK) {
         crec_fmt_buf_free(&b);
-        return w_nomem(w, err);
+        return fmt_w_nomem(w, err);
     }
     if (b.len > CREC_FMT_MAX_CHUNK) {
         crec_fmt_buf_free(&b);
         return crec_error_set(err, CREC_ERR_LIMIT, "%s: header too large", w->name);
     }
     fmt_chunk c = {.type = CREC_FMT_S_HEADER, .ulen = (uint32_t)b.len};
-    int rc = write_all(w, pre, sizeof pre, err);
+    int rc = fmt_write_all(w, pre, sizeof pre, err);
     if (!rc)
-        rc = write_chunk(w, &c, b.data, err);
+        rc = fmt_write_chunk(w, &c, b.data, err);
     crec_fmt_buf_free(&b);
+    w->header_end = w->off;
     return rc;
 }
 
@@ -426,7 +463,8 @@ int crec_fmt_writer_open(const char *path, const crec_fmt_header *h,
     *out = NULL;
     if (strcmp(path, "-") == 0)
         return crec_fmt_writer_open_fd(1, "<stdout>", h, opts, out, err);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* readable too: a ring reads itself back when it rotates */
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         return crec_error_set(err, CREC_ERR_IO, "%s: %s", path, strerror(errno));
     return crec_fmt_writer_open_fd(fd, path, h, opts, out, err);
@@ -449,12 +487,12 @@ static int write_directory(crec_fmt_writer *w, crec_error *err)
     }
     int rc = CREC_OK;
     if (b.nomem)
-        rc = w_nomem(w, err);
+        rc = fmt_w_nomem(w, err);
     else if (b.len > CREC_FMT_MAX_CHUNK)
         rc = crec_error_set(err, CREC_ERR_LIMIT, "%s: directory too large", w->name);
     fmt_chunk c = {.type = CREC_FMT_S_DIRECTORY, .ulen = (uint32_t)b.len};
     if (!rc)
-        rc = write_chunk(w, &c, b.data, err);
+        rc = fmt_write_chunk(w, &c, b.data, err);
     crec_fmt_buf_free(&b);
     if (rc)
         return rc;
@@ -463,7 +501,53 @@ static int write_directory(crec_fmt_writer *w, crec_error *err)
     fmt_put_u64(t + FMT_TRAILER_DIR_LEN, FMT_CHUNK_HDR + (uint64_t)c.clen);
     fmt_put_u64(t + FMT_TRAILER_SUM, XXH3_64bits(t, FMT_TRAILER_SUM));
     memcpy(t + FMT_TRAILER_MAGIC_AT, FMT_TRAILER_MAGIC, 8);
-    return write_all(w, t, sizeof t, err);
+    return fmt_write_all(w, t, sizeof t, err);
+}
+
+uint64_t crec_fmt_writer_size(const crec_fmt_writer *w)
+{
+    uint64_t n = w->off + FMT_CHUNK_HDR + FMT_TRAILER_LEN + 64;
+
+    for (size_t i = 0; i < w->nstreams; i++) /* what zstd can't shrink, at worst */
+        if (w->streams[i].len)
+            n += ZSTD_compressBound(w->streams[i].len) + FMT_CHUNK_HDR;
+    /* the directory: an entry is at most 10 varint bytes per field */
+    return n + (w->ndir + w->nstreams) * (uint64_t)(6 * FMT_MAX_VARINT + 9);
+}
+
+int crec_fmt_writer_copy_to(crec_fmt_writer *w, int fd, const char *name, crec_error *err)
+{
+    uint8_t buf[1 << 16];
+    char *nm = crec_malloc(strlen(name) + 1);
+
+    if (!nm)
+        return fmt_w_nomem(w, err);
+    strcpy(nm, name);
+    for (uint64_t at = 0; at < w->off;) {
+        size_t n = w->off - at < sizeof buf ? (size_t)(w->off - at) : sizeof buf;
+        ssize_t k = pread(w->fd, buf, n, (off_t)at);
+        if (k < 0 && errno == EINTR)
+            continue;
+        for (ssize_t done = 0, m; k > 0 && done < k; done += m)
+            if ((m = write(fd, buf + done, (size_t)(k - done))) <= 0 && !(m < 0 && errno == EINTR))
+                k = -1;
+            else if (m < 0)
+                m = 0;
+        if (k <= 0) {
+            crec_free(nm);
+            return crec_error_set(err, CREC_ERR_IO, "%s: can't copy the recording so far: %s",
+                                  name, errno ? strerror(errno) : "short read or write");
+        }
+        at += (uint64_t)k;
+    }
+    if (w->own_fd)
+        close(w->fd);
+    w->fd = fd;
+    w->own_fd = 1;
+    crec_free(w->name);
+    w->name = nm;
+    fmt_ring_free(w); /* the copy is a plain file that ends here */
+    return CREC_OK;
 }
 
 int crec_fmt_writer_close(crec_fmt_writer *w, crec_error *err)
@@ -492,7 +576,10 @@ void crec_fmt_writer_free(crec_fmt_writer *w)
         crec_free(w->streams[i].buf);
     crec_free(w->streams);
     crec_free(w->dir);
-    crec_free(w->blobs);
+    crec_free(w->dir_seg);
+    crec_free(w->blobs.v);
+    crec_free(w->seg_blobs.v);
+    fmt_ring_free(w);
     crec_free(w->zbuf);
     ZSTD_freeCCtx(w->cctx);
     crec_free(w->name);

@@ -402,7 +402,7 @@ static int do_step(gdb_session *s, int backward)
     gdb_stop st;
 
     s->dir = backward ? -1 : 1;
-    if (backward ? s->t == 0 : s->t >= s->end) {
+    if (backward ? s->t <= crec_start(s->rec) : s->t >= s->end) {
         stop_here(s, backward ? GDB_STOP_BEGIN : GDB_STOP_END, &st);
         return send_stop(s, &st);
     }
@@ -421,7 +421,7 @@ static int do_continue(gdb_session *s, int backward)
     int rc;
 
     s->dir = backward ? -1 : 1;
-    if (backward ? s->t == 0 : s->t >= s->end) {
+    if (backward ? s->t <= crec_start(s->rec) : s->t >= s->end) {
         stop_here(s, backward ? GDB_STOP_BEGIN : GDB_STOP_END, &st);
         return send_stop(s, &st);
     }
@@ -1027,6 +1027,7 @@ gdb_session *gdb_session_new(crec_recording *rec, gdb_conn *c, const crec_gdb_op
     s->c = c;
     s->o = o;
     s->end = crec_length(rec);
+    s->t = crec_start(rec); /* a ring or --start-at recording starts later than 0 */
     s->pid = 1; /* the recording's threads are numbered from 1 */
     s->tid = s->pid;
     s->avx = recorded_avx(rec);

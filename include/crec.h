@@ -98,6 +98,9 @@ typedef struct crec_exit {
                         while the program was alive */
     int deadlock;    /* every thread of it was blocked, with nothing that could
                         wake one: crec ended the run (signo 0) */
+    int ended;       /* the recording ended before the program (--stop-at,
+                        --max-size, a ring meeting a second thread); `why` */
+    char why[256];   /* ... says why and where, in one line */
     char msg[512];   /* signo != 0 or deadlock: one line, e.g. "guest killed by
                         SIGSEGV at ...", "deadlock: every thread is blocked; ..." */
 } crec_exit;
@@ -143,6 +146,31 @@ int crec_run(const crec_run_options *o, const char *path, char *const argv[],
 #define CREC_RECORD_DEFAULT_SNAP_INTERVAL 16       /* key frames */
 #define CREC_RECORD_DEFAULT_CACHE_LOG2 16          /* 65536 entries */
 
+/*
+ * Where a conditional recording starts or stops (crec record --start-at,
+ * --stop-at; docs/USAGE.md): at a block start, when the program reaches an
+ * address (the block holding it: the next block start after it), an
+ * instruction count, or the end of a syscall.
+ */
+enum crec_trigger_kind {
+    CREC_TRIGGER_ADDRESS = 1, /* `value`: an address of the program */
+    CREC_TRIGGER_SYMBOL = 2,  /* `symbol` (+ `value`): a function or object of the
+                                 program or of a library it maps */
+    CREC_TRIGGER_ICOUNT = 3,  /* `value`: an instruction count */
+    CREC_TRIGGER_SYSCALL = 4, /* `value`: a syscall number */
+};
+typedef struct crec_trigger {
+    int kind;                 /* enum crec_trigger_kind */
+    uint64_t value;
+    const char *symbol;
+} crec_trigger;
+
+/* What the recorder does when a file reaches crec_record_options.max_size. */
+enum crec_on_full {
+    CREC_ON_FULL_STOP = 0,     /* stop the program there (crec exits 128+SIGXFSZ) */
+    CREC_ON_FULL_CONTINUE = 1, /* the program runs on, unrecorded, to its end */
+};
+
 typedef struct crec_record_options {
     const char *out_path;        /* where to write, for messages (and to
                                     create, when out_fd is -1) */
@@ -160,6 +188,22 @@ typedef struct crec_record_options {
      * installs a signal handler. */
     volatile sig_atomic_t *stop;
     crec_thread_options threads; /* stored in the recording's header */
+    /* The flight recorder (docs/USAGE.md): every one 0 / NULL for a plain
+     * recording of the whole run. */
+    uint64_t ring;               /* > 0: keep only the end of the run, the file
+                                    within about this many bytes (a file, not a pipe) */
+    uint64_t max_size;           /* > 0: end the recording before the file grows past
+                                    this many bytes, as on_full says */
+    int on_full;                 /* enum crec_on_full */
+    /* NULL, or a counter the caller raises (from a signal handler, say):
+     * each raise writes the recording so far to a new file, dump_to with
+     * its number for %d, while the program runs on */
+    volatile sig_atomic_t *dump;
+    const char *dump_to;         /* NULL: the output's name with .dumpN */
+    const crec_trigger *start_at; /* recording starts at any of these (NULL: at once) */
+    size_t n_start_at;
+    const crec_trigger *stop_at;  /* ... and stops at any of these */
+    size_t n_stop_at;
 } crec_record_options;
 
 /* What a finished recording measured. */
@@ -168,6 +212,15 @@ typedef struct crec_record_stats {
     uint64_t reads_logged;  /* loads the cache did not predict */
     uint64_t reads_hit;     /* loads it did */
     uint64_t keyframes, snapshots, syscalls;
+    /* the flight recorder */
+    uint64_t recorded_from;   /* the first instruction the file holds */
+    uint64_t recorded_to;     /* ... and its end (the program may have run on) */
+    uint64_t parts;           /* parts recorded (--start-at, --stop-at) */
+    uint64_t rotations;       /* times a ring rewrote its file */
+    uint64_t dropped_bytes;   /* bytes of the segments a ring dropped */
+    uint64_t copied_bytes;    /* bytes rotations wrote */
+    double rotate_seconds;    /* time they took */
+    uint64_t dumps;           /* dumps written */
 } crec_record_stats;
 
 /*! crec_record() :
@@ -243,6 +296,28 @@ enum crec_exit_how {
     CREC_EXIT_STATUS = 0,  /* the program exited (value: its status) */
     CREC_EXIT_SIGNAL = 1,  /* it was killed (value: the signal) */
     CREC_EXIT_STOPPED = 2, /* the recording was stopped (value: the signal) */
+    CREC_EXIT_ENDED = 3,   /* the recording ended before the program (stop_why says
+                              why: --stop-at, --max-size, a dump) */
+};
+
+/* Instructions that ran but were not recorded (crec record --start-at and
+ * --stop-at): a recording holds parts of the run with gaps between them. */
+enum crec_gap_why {
+    CREC_GAP_BEFORE_START = 1, /* before the first --start-at trigger */
+    CREC_GAP_STOPPED = 2,      /* from a --stop-at to the next --start-at */
+};
+typedef struct crec_gap {
+    uint64_t from, to;         /* instructions [from, to) */
+    int why;                   /* enum crec_gap_why */
+} crec_gap;
+
+/* Why a recording ended before its program did (crec_info.stop_why). */
+enum crec_stop_why {
+    CREC_STOP_STOP_AT = 1,     /* a --stop-at trigger */
+    CREC_STOP_MAX_SIZE = 2,    /* the file reached --max-size */
+    CREC_STOP_DUMP = 3,        /* a dump (SIGUSR1, crec dump), the program ran on */
+    CREC_STOP_THREADS = 4,     /* a ring or --start-at recording met a second thread */
+    CREC_STOP_NEVER = 5,       /* no --start-at trigger came: nothing was recorded */
 };
 
 /* One CPUID answer the recording showed the program. */
@@ -305,6 +380,20 @@ typedef struct crec_info {
     const crec_stream_info *streams; /* sorted by (type, thread) */
     size_t nthread_list;
     const crec_thread_info *thread_list; /* by number */
+    /* the flight recorder (format 3) */
+    uint64_t recorded_from;     /* the time of the first key frame: a ring dropped what
+                                   came before, or it was not recorded */
+    int ring;                   /* a ring recording (crec record --ring): */
+    uint64_t ring_size, ring_dropped_segments, ring_dropped_bytes, ring_rotations;
+    size_t ngaps;
+    const crec_gap *gaps;       /* unrecorded instructions between parts, in order */
+    int stop_why;               /* 0, or the recording ended before the program
+                                   (enum crec_stop_why) at stop_at: */
+    uint64_t stop_at, dump_number;
+    int program_ended;          /* ... and the program ended after it, unrecorded: */
+    uint64_t program_end;       /*   at this instruction count, */
+    int program_how;            /*   CREC_EXIT_STATUS or CREC_EXIT_SIGNAL, */
+    uint64_t program_value;     /*   with this status or signal */
 } crec_info;
 
 /*! crec_info_read() :
@@ -359,6 +448,18 @@ void crec_close(crec_recording *rec);
 
 /*! crec_length() : @return the recording's instruction count (its end). */
 uint64_t crec_length(const crec_recording *rec);
+
+/*! crec_start() : @return the first time the recording holds: 0, or the
+ *  time of its first key frame when a ring dropped the start or a
+ *  --start-at recording began later.  crec_open starts there. */
+uint64_t crec_start(const crec_recording *rec);
+
+/*! crec_recorded() : is the state at time t in the recording?
+ *  @return CREC_OK; CREC_ERR_NOTFOUND when it was dropped by a ring or
+ *  not recorded (a gap), err saying so and what the recording keeps
+ *  ("time 0 was dropped: the ring keeps 8100000000 to 9000000000"); or
+ *  CREC_ERR_ARG past the end. */
+int crec_recorded(crec_recording *rec, uint64_t t, crec_error *err);
 
 /*! crec_seek() : make `t` the current time.
  *  @return CREC_OK, or CREC_ERR_ARG when t is past the end. */
@@ -433,7 +534,8 @@ typedef struct crec_change {
 /*! crec_watch() :
  *  Call fn for every change of the `len` (1..64) bytes at addr over the
  *  whole recording, in time order (fn returning non-zero stops early).
- *  The first call gives the initial value (t 0, rip 0).
+ *  The first call gives the initial value (at crec_start: 0, unless a ring
+ *  dropped the start or a --start-at recording began later; rip 0).
  *  @return CREC_OK or an error. */
 int crec_watch(crec_recording *rec, uint64_t addr, size_t len,
                int (*fn)(void *ctx, const crec_change *c), void *ctx, crec_error *err);

@@ -50,6 +50,7 @@ struct crec_recording {
     size_t nkf;
     uint8_t *kf_regs;        /* kf_regs[i]: kfs[i].regs are read (qx_need_kf) */
     uint64_t end;            /* instructions in the recording */
+    crec_fmt_marks marks;    /* a ring, gaps (crec_recorded says what a time is) */
     uint64_t t;              /* the current time (crec_seek) */
     int regs_valid;          /* regs_at_t holds the registers at time regs_t: */
     uint64_t regs_t;         /* the queries of one time share one replay */

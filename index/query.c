@@ -684,13 +684,14 @@ static int watch(crec_recording *rec, uint64_t addr, size_t len,
     }
     memset(&w, 0, sizeof w);
     w.rec = rec, w.addr = addr, w.len = len, w.fn = fn, w.ctx = ctx;
-    rc = read_at(rec, 0, addr, len, w.cur, w.curk, &src, err);
+    /* the initial value: at the recording's start (a ring dropped what came before) */
+    rc = read_at(rec, crec_start(rec), addr, len, w.cur, w.curk, &src, err);
     /* every span is read: a bad index is found before anything is reported */
     if (rc == CREC_OK && src != CREC_SRC_CODE && (rc = qx_ensure_index(rec, err)) == CREC_OK)
         rc = crec_idx_need_all(rec->ix, err);
     if (rc != CREC_OK)
         return rc;
-    watch_emit(&w, 0, 0, "(initial)");
+    watch_emit(&w, crec_start(rec), 0, "(initial)");
     if (src != CREC_SRC_CODE) /* code is not watched */
         rc = watch_spans(rec, &w, err);
     *emitted = w.emitted;

@@ -627,8 +627,11 @@ int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error
         rc = crec_error_corrupt(err, "the recording has no key frame whose data reached the file");
     if (rc == CREC_OK) {
         rec->end = rec->kfs[rec->nkf - 1].global_icount;
-        rc = load_snapshots(rec, err);
+        rec->t = rec->kfs[0].global_icount; /* a ring dropped what came before */
+        rc = crec_fmt_marks_read(rec->r, &rec->marks, err);
     }
+    if (rc == CREC_OK)
+        rc = load_snapshots(rec, err);
     if (rc == CREC_OK)
         rc = load_code(rec, err);
     if (rc == CREC_OK)
@@ -667,6 +670,7 @@ void crec_close(crec_recording *rec)
     crec_free(rec->listing);
     crec_free(rec->kfs);
     crec_free(rec->kf_regs);
+    crec_fmt_marks_clear(&rec->marks);
     if (!rec->borrowed_reader)
         crec_fmt_reader_free(rec->r);
     if (rec->spool_fd >= 0)
@@ -691,13 +695,76 @@ uint64_t crec_length(const crec_recording *rec)
     return rec->end;
 }
 
-int crec_seek(crec_recording *rec, uint64_t t, crec_error *err)
+uint64_t crec_start(const crec_recording *rec)
 {
+    return rec->nkf ? rec->kfs[0].global_icount : 0;
+}
+
+/* The parts the recording holds, "A to B, C to D", into buf. */
+static void parts_text(const crec_recording *rec, char *buf, size_t size)
+{
+    uint64_t from = crec_start(rec);
+    size_t n = 0, shown = 0;
+
+    buf[0] = 0;
+    for (size_t i = 0; i <= rec->marks.ngaps && n + 1 < size; i++) {
+        const crec_fmt_mark *g = i < rec->marks.ngaps ? &rec->marks.gaps[i] : NULL;
+        uint64_t to = g ? g->u.gap.from : rec->end;
+        if (g && g->u.gap.to <= from)
+            continue; /* the gap before the first part */
+        if (shown == 4 && g) { /* the first parts and the last */
+            n += (size_t)snprintf(buf + n, size - n, ", ...");
+            shown++;
+        } else if (shown < 4 || !g) {
+            n += (size_t)snprintf(buf + n, size - n, "%s%" PRIu64 " to %" PRIu64,
+                                  shown ? ", " : "", from, to);
+            shown++;
+        }
+        if (g)
+            from = g->u.gap.to;
+    }
+}
+
+int crec_recorded(crec_recording *rec, uint64_t t, crec_error *err)
+{
+    uint64_t start = crec_start(rec);
+    char parts[200];
+
     if (t > rec->end)
         return crec_error_set(err, CREC_ERR_ARG, "time %" PRIu64 " is past the end of the "
                               "recording (%" PRIu64 " instructions)", t, rec->end);
-    rec->t = t;
-    return CREC_OK;
+    if (t >= start && rec->marks.ngaps == 0)
+        return CREC_OK;
+    parts_text(rec, parts, sizeof parts);
+    for (size_t i = 0; i < rec->marks.ngaps; i++) {
+        const crec_fmt_mark *g = &rec->marks.gaps[i];
+        /* the state at a gap's ends is recorded: a part's last and first key frames */
+        if (t > g->u.gap.from && t < g->u.gap.to && g->u.gap.from >= start)
+            return crec_error_set(err, CREC_ERR_NOTFOUND, "time %" PRIu64 " was not recorded: "
+                                  "the program ran unrecorded from %" PRIu64 " to %" PRIu64
+                                  " (from --stop-at to --start-at); the recording holds %s",
+                                  t, g->u.gap.from, g->u.gap.to, parts);
+    }
+    if (t >= start)
+        return CREC_OK;
+    if (rec->marks.ring.kind)
+        return crec_error_set(err, CREC_ERR_NOTFOUND, "time %" PRIu64 " was dropped: the ring "
+                              "keeps %" PRIu64 " to %" PRIu64, t, start, rec->end);
+    if (rec->marks.ngaps && rec->marks.gaps[0].u.gap.why == CREC_FMT_GAP_BEFORE_START)
+        return crec_error_set(err, CREC_ERR_NOTFOUND, "time %" PRIu64 " was not recorded: the "
+                              "recording starts at %" PRIu64 " (--start-at); it holds %s", t,
+                              start, parts);
+    return crec_error_set(err, CREC_ERR_NOTFOUND, "time %" PRIu64 " is before the recording's "
+                          "first key frame (%" PRIu64 "): it holds %s", t, start, parts);
+}
+
+int crec_seek(crec_recording *rec, uint64_t t, crec_error *err)
+{
+    int rc = crec_recorded(rec, t, err);
+
+    if (rc == CREC_OK)
+        rec->t = t;
+    return rc;
 }
 
 uint64_t crec_tell(const crec_recording *rec)

@@ -102,6 +102,12 @@ void rec_mark_dirty_pages(struct rec_session *rs, uint64_t addr, uint64_t len)
 
 /* ---- code blobs and memory-map events ------------------------------------ */
 
+void rec_code_hashes_forget(struct rec_session *rs)
+{
+    for (size_t i = 0; i < rs->n_code_hashes; i++)
+        rs->code_hashes[i].valid = 0;
+}
+
 /* The stored hash of code mapped at exactly [start, end), if still valid. */
 static int code_hash_get(struct rec_session *rs, uint64_t start, uint64_t end, crec_fmt_hash *hash)
 {
@@ -151,7 +157,7 @@ static int rec_blob(struct rec_session *rs, uint64_t addr, uint64_t len, crec_fm
     }
     if (!host)
         crec_emu_mem_read(rs->cpu, bytes, addr, len);
-    rc = crec_fmt_blob_put(rs->w, host ? host : bytes, len, hash, &err);
+    rc = crec_fmt_blob_put_pinned(rs->w, host ? host : bytes, len, hash, &err);
     crec_free(bytes);
     if (rc != CREC_OK)
         rec_fail(rs, &err);
@@ -187,8 +193,13 @@ static int rec_code(struct rec_session *rs, uint64_t addr, uint64_t len, int pro
 {
     crec_fmt_code c = {0};
     crec_error err = {0};
+    struct rec_coded *k;
     int rc;
 
+    if ((k = crec_grow(rs->coded, &rs->capcoded, rs->ncoded + 1, sizeof *k, 16)) != NULL) {
+        rs->coded = k;
+        rs->coded[rs->ncoded++] = (struct rec_coded){addr, *hash};
+    }
     c.addr = addr;
     c.len = len;
     c.prot = (uint64_t)prot;
@@ -278,6 +289,11 @@ int rec_on_mem_event(struct rec_session *rs, const struct crec_emu_mem_event *me
 static void listing_code(struct rec_session *rs, const struct crec_emu_mapping *m, uint64_t at,
                          uint64_t len, const crec_fmt_hash *hash)
 {
+    /* once per piece of code: the listing that starts a part after a gap
+     * names again the code the parts before named */
+    for (size_t i = 0; i < rs->ncoded; i++)
+        if (rs->coded[i].addr == at && memcmp(&rs->coded[i].hash, hash, sizeof *hash) == 0)
+            return;
     for (size_t i = 0; i < rs->n_images; i++) {
         const struct rec_image *im = &rs->images[i];
         if (m->start >= im->addr && m->start < im->addr + im->len) {
@@ -333,7 +349,7 @@ static int listing_one(void *ctx, const struct crec_emu_mapping *m)
                 return 1;
             code_hash_put(rs, at, at + ev.u.mmap.len, &ev.u.mmap.blob);
         }
-        if (rs->stats.keyframes == 1)
+        if (rs->listing_code_due)
             listing_code(rs, m, at, ev.u.mmap.len, &ev.u.mmap.blob);
         if (rec_event(rs, &ev) != CREC_OK)
             return 1;
@@ -347,6 +363,7 @@ int rec_write_listing(struct rec_session *rs)
      * that a store to code hashed now is noticed. */
     rs->last_dirty_page = 0;
     crec_emu_mem_foreach(rs->cpu, listing_one, rs);
+    rs->listing_code_due = 0;
     return rs->failed ? rs->err.code : CREC_OK;
 }
 

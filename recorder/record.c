@@ -46,7 +46,7 @@ void rec_fail(struct rec_session *rs, const crec_error *err)
 }
 
 /* Hand the pending READS bytes to the writer. */
-static int rec_flush_reads(struct rec_session *rs)
+int rec_flush_reads(struct rec_session *rs)
 {
     crec_error err = {0};
     int rc;
@@ -330,8 +330,8 @@ static int rec_kernel_read(void *ctx, uint64_t addr, unsigned len, uint8_t *out)
  * inside a block hook (it may still point into the previous block).  0:
  * the registers' own RIP.
  */
-static int rec_keyframe(struct rec_session *rs, uint64_t icount, uint64_t ticount, uint64_t rip,
-                        const crec_regs *regs)
+int rec_keyframe(struct rec_session *rs, uint64_t icount, uint64_t ticount, uint64_t rip,
+                 const crec_regs *regs)
 {
     crec_fmt_keyframe kf = {0};
     crec_error err = {0};
@@ -425,6 +425,7 @@ static void rec_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
     struct rec_session *rs = ctx;
     uint64_t before = icount - ninsns;
     uint64_t tbefore = crec_emu_thread_icount(rs->emu) - ninsns;
+    int boundary = 0;
 
     if (rs->opt->stop && *rs->opt->stop) {
         crec_emu_stop(rs->emu);
@@ -432,14 +433,23 @@ static void rec_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
     }
     if (rs->failed)
         return;
-    if (tbefore >= rs->cur->next_kf) {
+    if (rs->fl && rec_flight_block(rs, addr, before, tbefore, &boundary))
+        return;
+    if (boundary || tbefore >= rs->cur->next_kf) {
         if (rs->multi)
             rec_seq_take_back(rs->cur, tbefore); /* before the key frame writes SEQ */
+        if (boundary && rec_ring_boundary(rs, before) != CREC_OK)
+            return;
         if (rec_keyframe(rs, before, tbefore, addr, NULL) != CREC_OK)
             return;
         rs->cur->next_kf = tbefore + rs->kf_interval;
-        if (rs->stats.keyframes % rs->snap_every == 1 % rs->snap_every)
-            rec_write_snapshot(rs, before, rs->stats.keyframes == 1);
+        /* every snap_every key frames; and at a ring segment's start, so that
+         * a rotation can build the memory there from the snapshots */
+        if (rs->snap_full_due || boundary || ++rs->kfs_since_snap >= rs->snap_every) {
+            rec_write_snapshot(rs, before, rs->snap_full_due);
+            rs->snap_full_due = 0;
+            rs->kfs_since_snap = 0;
+        }
         rec_sync(rs);
     }
     if (rs->multi)
@@ -455,6 +465,8 @@ static void rec_on_syscall_enter(void *ctx, const struct crec_emu_syscall *sc)
     crec_error err = {0};
 
     (void)sc;
+    if (!rs->active || rs->ended)
+        return;
     if (crec_emu_regs_get(rs->cpu, &rs->cur->sys_regs, &err) != CREC_OK)
         rec_fail(rs, &err);
     rs->cur->in_syscall = 1;
@@ -507,6 +519,10 @@ static void rec_on_syscall_exit(void *ctx, const struct crec_emu_syscall *sc)
     int sent;
 
     crec_emu_hostpages_clear(&rs->hostpages); /* the map may have changed */
+    if (rs->fl)
+        rec_flight_syscall(rs, sc->nr);
+    if (!rs->active || rs->ended)
+        return;
     if (rs->cur->blocked && rs->multi) /* it waited: others ran meanwhile */
         rec_seq(rs, rs->cur, crec_emu_thread_icount(rs->emu), CREC_FMT_SEQ_WAKE);
     rs->cur->in_syscall = rs->cur->blocked = 0;
@@ -543,8 +559,11 @@ static void rec_on_syscall_exit(void *ctx, const struct crec_emu_syscall *sc)
 
 static void rec_on_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf, const uint32_t out[4])
 {
+    struct rec_session *rs = ctx;
     crec_fmt_event ev = {.kind = CREC_FMT_K_CPUID};
 
+    if (!rs->active || rs->ended)
+        return;
     ev.u.cpuid.leaf = leaf;
     ev.u.cpuid.subleaf = subleaf;
     ev.u.cpuid.eax = out[0];
@@ -557,8 +576,11 @@ static void rec_on_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf, const uint3
 /* RDTSC, and RDRAND/RDSEED (docs/FORMAT.md: an RDTSC event carries both). */
 static void rec_on_rdtsc(void *ctx, uint64_t value)
 {
+    struct rec_session *rs = ctx;
     crec_fmt_event ev = {.kind = CREC_FMT_K_RDTSC};
 
+    if (!rs->active || rs->ended)
+        return;
     ev.u.rdtsc.value = value;
     rec_event(ctx, &ev);
 }
@@ -568,10 +590,14 @@ static void rec_on_mem(void *ctx, const struct crec_emu_mem_event *mev)
     struct rec_session *rs = ctx;
 
     crec_emu_hostpages_clear(&rs->hostpages);
-    if (rs->started)
+    if (rs->ended)
+        return;
+    if (rs->fl && mev->became_exec && mev->path && mev->kind != CREC_MEM_MUNMAP)
+        rec_flight_image(rs, mev->path, mev->offset, mev->addr);
+    if (rs->started && rs->active)
         rec_on_mem_event(rs, mev);
     else
-        rec_note_image(rs, mev);
+        rec_note_image(rs, mev); /* named by the listing that starts the next part */
 }
 
 /* ---- threads --------------------------------------------------------------- */
@@ -645,7 +671,11 @@ static void rec_on_thread(void *ctx, const struct crec_emu_thread_event *tev)
     struct rec_thread *t;
     uint64_t ticount = crec_emu_thread_icount(rs->emu);
 
-    if (rs->failed)
+    if (rs->failed || rs->ended)
+        return;
+    if (rs->fl && tev->op == CREC_EMU_THREAD_CREATE)
+        rec_flight_thread(rs);
+    if (!rs->active)
         return;
     if (tev->op == CREC_EMU_THREAD_CREATE) {
         if (!rs->multi) {
@@ -711,6 +741,8 @@ static void rec_on_switch(void *ctx, const struct crec_emu_switch *sw)
     struct rec_session *rs = ctx;
     struct rec_thread *from = rec_thread_of(rs, sw->from), *to = rec_thread_of(rs, sw->to);
 
+    if (rs->ended || !rs->active)
+        return;
     if (!from || !to || from != rs->cur) {
         crec_error err;
         crec_error_set(&err, CREC_ERR_EMU, "switch from thread %u to %u, which the recorder "
@@ -763,13 +795,16 @@ static void rec_end_thread(struct rec_session *rs, struct rec_thread *t,
     rec_thread_enter(rs, running);
 }
 
-/* The end: a last key frame of every thread at the final instruction, then
- * the EXIT event in the running thread's EVENTS. */
-static int rec_finish(struct rec_session *rs, const struct crec_emu_exit *ex)
+/*
+ * The end of the recording at global time `icount` (the running thread at
+ * its own `ticount`; `rip` the block start, or 0: the CPU's RIP): a last
+ * key frame of every thread, then the EXIT event (how, value) in the
+ * running thread's EVENTS.
+ */
+static int rec_finish_core(struct rec_session *rs, uint64_t icount, uint64_t ticount, uint64_t rip,
+                           uint32_t how, uint64_t value)
 {
     crec_fmt_event ev = {.kind = CREC_FMT_K_EXIT};
-    uint64_t icount = crec_emu_cpu_icount(rs->cpu);
-    uint64_t ticount = crec_emu_thread_icount(rs->emu);
     size_t n = crec_emu_threads(rs->emu, NULL, 0);
     struct crec_emu_thread_info *info;
 
@@ -790,18 +825,49 @@ static int rec_finish(struct rec_session *rs, const struct crec_emu_exit *ex)
     crec_free(info);
     if (rs->multi)
         rec_seq(rs, rs->cur, ticount, CREC_FMT_SEQ_OUT); /* the schedule ends */
-    if (rec_keyframe(rs, icount, ticount, 0, NULL) != CREC_OK)
+    if (rec_keyframe(rs, icount, ticount, rip, NULL) != CREC_OK)
         return rs->err.code;
     ev.u.exit.global_icount = icount;
-    ev.u.exit.how = rs->stopped || ex->deadlock ? CREC_FMT_EXIT_STOPPED
-                    : ex->signo                 ? CREC_FMT_EXIT_SIGNAL
-                                                : CREC_FMT_EXIT_STATUS;
-    ev.u.exit.value = ex->deadlock ? 0 : ex->signo ? (uint64_t)ex->signo : (uint64_t)ex->status;
+    ev.u.exit.how = how;
+    ev.u.exit.value = value;
     rec_event(rs, &ev);
     rec_flush_reads(rs);
     rec_flush_seq(rs, rs->cur);
     rs->stats.instructions = icount;
     return rs->failed ? rs->err.code : CREC_OK;
+}
+
+/* The program ended (or crec stopped it): the end of the recording. */
+static int rec_finish(struct rec_session *rs, const struct crec_emu_exit *ex)
+{
+    uint64_t icount = crec_emu_cpu_icount(rs->cpu);
+    uint32_t how = rs->stopped || ex->deadlock ? CREC_FMT_EXIT_STOPPED
+                   : ex->signo                 ? CREC_FMT_EXIT_SIGNAL
+                                               : CREC_FMT_EXIT_STATUS;
+    uint64_t value = ex->deadlock ? 0 : ex->signo ? (uint64_t)ex->signo : (uint64_t)ex->status;
+
+    if (rs->failed)
+        return rs->err.code;
+    if (rs->ended) /* the file was completed when the recording ended */
+        return CREC_OK;
+    if (rs->fl) { /* in a gap, or stopped at --max-size: flight.c ends it */
+        int rc = rec_flight_finish(rs, ex, icount);
+        if (rc != CREC_ERR_NOTFOUND)
+            return rc;
+    }
+    return rec_finish_core(rs, icount, crec_emu_thread_icount(rs->emu), 0, how, value);
+}
+
+int rec_end_here(struct rec_session *rs, uint32_t why, uint64_t number, uint64_t rip,
+                 uint64_t icount, uint64_t ticount)
+{
+    crec_fmt_mark m = {.kind = CREC_FMT_K_STOP};
+    int rc = rec_finish_core(rs, icount, ticount, rip, CREC_FMT_EXIT_ENDED, 0);
+
+    m.u.stop.at = icount;
+    m.u.stop.why = why;
+    m.u.stop.number = number;
+    return rc == CREC_OK ? rec_mark(rs, &m) : rc;
 }
 
 /* ---- set-up -------------------------------------------------------------- */
@@ -847,20 +913,33 @@ static void rec_header(const crec_record_options *o, struct rec_session *rs, cha
     h->envp = (char **)envp;
 }
 
-static int rec_add_hooks(struct rec_session *rs, crec_error *err)
+int rec_add_hooks(struct rec_session *rs, crec_error *err)
 {
     crec_emu_cpu_on_xstate(rs->cpu, rec_xstate, rs);
     if (crec_emu_cpu_hook_mem(rs->cpu, CREC_EMU_LOAD | CREC_EMU_STORE, rec_mem_hook, rs,
                               err) != CREC_OK)
         return crec_error_set(err, CREC_ERR_EMU, "can't add the recorder's memory hooks: %s",
                               err->msg);
-    /* No flush of translated code is needed (loading translates none), and
-     * a full flush would cost seconds: Unicorn zeroes its whole code buffer. */
+    rs->hooked = 1;
+    /* No flush of translated code is needed before the run (loading
+     * translates none), and a full flush would cost seconds: Unicorn zeroes
+     * its whole code buffer.  A hook added during the run: flight.c. */
     return CREC_OK;
+}
+
+void rec_remove_hooks(struct rec_session *rs)
+{
+    if (!rs->hooked)
+        return;
+    crec_emu_cpu_unhook_mem(rs->cpu, rec_mem_hook, rs);
+    crec_emu_cpu_on_xstate(rs->cpu, NULL, NULL);
+    rs->hooked = 0;
 }
 
 static void rec_session_free(struct rec_session *rs)
 {
+    rec_flight_free(rs);
+    crec_free(rs->coded);
     crec_emu_free(rs->emu);
     if (rs->cur) { /* the running thread's cache and reads are here */
         rs->cur->pc = rs->pc;
@@ -918,7 +997,11 @@ static int rec_start(struct rec_session *rs, const crec_record_options *o, const
     if (rc != CREC_OK)
         return rc;
     rs->cpu = crec_emu_cpu_of(rs->emu);
-    rc = rec_add_hooks(rs, err);
+    /* --start-at: the program runs with no memory hook (at `crec run`'s
+     * speed) until a trigger adds them (flight.c) */
+    rs->active = o->n_start_at == 0;
+    rs->snap_full_due = rs->listing_code_due = 1;
+    rc = rs->active ? rec_add_hooks(rs, err) : CREC_OK;
     if (rc != CREC_OK)
         return rc;
     rec_header(o, rs, argv, envp, leaves, &h);
@@ -929,7 +1012,9 @@ static int rec_start(struct rec_session *rs, const crec_record_options *o, const
     if (rc != CREC_OK)
         return rc;
     rs->started = 1;
-    return CREC_OK;
+    if (o->ring || o->max_size || o->dump || o->n_start_at || o->n_stop_at)
+        rc = rec_flight_open(rs, err);
+    return rc;
 }
 
 int crec_record(const crec_record_options *opt, const char *path, char *const argv[],
@@ -965,7 +1050,12 @@ int crec_record(const crec_record_options *opt, const char *path, char *const ar
 
     /* However the run ended, what was recorded is completed and closed. */
     rc = crec_emu_run(rs.emu, &ex, err);
-    if (rc == CREC_OK && ex.unrecordable)
+    if (rc == CREC_OK && rs.fl && rec_flight_full_stop(&rs)) {
+        rs.stopped = 1; /* at --max-size, with --on-full stop */
+        ex.signo = SIGXFSZ;
+        snprintf(ex.msg, sizeof ex.msg, "the recording reached --max-size at instruction %llu: "
+                 "the program was stopped there", (unsigned long long)crec_emu_cpu_icount(rs.cpu));
+    } else if (rc == CREC_OK && ex.unrecordable)
         rs.stopped = 1; /* ex.signo and ex.msg say why */
     else if (rc == CREC_OK && o.stop && *o.stop && !ex.signo) {
         int signo = (int)*o.stop;
@@ -979,21 +1069,29 @@ int crec_record(const crec_record_options *opt, const char *path, char *const ar
     }
     if (rec_finish(&rs, &ex) != CREC_OK) {
         crec_fmt_writer_free(rs.w);
+        rs.w = NULL;
         if (rc == CREC_OK && err)
             crec_error_set(err, rs.err.code, "%s; the program was stopped at instruction %llu, "
                            "and the recording is readable up to its last complete chunk",
                            rs.err.msg, (unsigned long long)crec_emu_cpu_icount(rs.cpu));
         rc = rc == CREC_OK ? (int)rs.err.code : rc;
-    } else {
-        int crc = crec_fmt_writer_close(rs.w, rc == CREC_OK ? err : NULL);
+    } else if (rs.w) { /* NULL: completed when the recording ended before the program */
+        int crc;
+        rec_flight_stats(&rs);
+        crc = crec_fmt_writer_close(rs.w, rc == CREC_OK ? err : NULL);
+        rs.w = NULL;
         rc = rc == CREC_OK ? crc : rc;
     }
-    *st = rs.stats;
+    if (rs.fl)
+        rec_flight_wait_dumps(&rs);
     out->status = ex.status;
     out->signo = ex.signo;
     out->stopped = rs.stopped;
     out->deadlock = ex.deadlock;
     snprintf(out->msg, sizeof out->msg, "%s", ex.msg);
+    if (rs.fl)
+        rec_flight_why(&rs, out);
+    *st = rs.stats;
     rec_session_free(&rs);
     return rc;
 }

@@ -802,7 +802,8 @@ static int rep_stopped_here(struct rep_seg *s)
     if (rep_next_event(s, &ev) != CREC_OK)
         return 0;
     rep_unget_event(s, &ev);
-    return (ev.kind == CREC_FMT_K_EXIT && ev.u.exit.how == CREC_FMT_EXIT_STOPPED) ||
+    return (ev.kind == CREC_FMT_K_EXIT && (ev.u.exit.how == CREC_FMT_EXIT_STOPPED ||
+                                           ev.u.exit.how == CREC_FMT_EXIT_ENDED)) ||
            (ev.kind == CREC_FMT_K_THREAD && ev.u.thread.op == CREC_FMT_TH_EXIT &&
             ev.u.thread.how == CREC_FMT_TH_ENDED);
 }
@@ -952,6 +953,70 @@ static int rep_block_lazy(struct rep_seg *s, uint64_t addr)
     return refill;
 }
 
+/* Is key frame k the end of a part of a conditional recording, followed by
+ * a gap and the next part's first key frame (k + 1)? */
+static int rep_part_end(const struct rep_seg *s, size_t k)
+{
+    if (s->whole || k + 1 >= s->nkf)
+        return 0;
+    for (size_t i = 0; i < s->ngaps; i++)
+        if (s->gaps[i].from == s->kfs[k].global_icount &&
+            s->gaps[i].to == s->kfs[k + 1].global_icount)
+            return 1;
+    return 0;
+}
+
+/*
+ * Over a gap: the run goes on at key frame k, the first of the next part,
+ * as a run starting there would (its registers, and memory mapped as its
+ * listing says: what the program did in the gap was not recorded, so the
+ * map is built again and the memory's old bytes go; the part's first
+ * loads of every byte are in READS).  The EVENTS cursor is left at the
+ * listing, which the block hook then checks as at any key frame.
+ */
+static int rep_jump(struct rep_seg *s, size_t k)
+{
+    const crec_fmt_keyframe *kf = &s->kfs[k];
+    crec_fmt_event ev = {.kind = CREC_FMT_K_MMAP};
+    crec_error err = {0};
+    int rc;
+
+    s->nmaps = 0;
+    if (crec_emu_mem_foreach(s->cpu, rep_collect_map, s) != 0)
+        return rep_corrupt(s, "out of memory jumping over a gap");
+    ev.u.mmap.op = CREC_FMT_MM_UNMAP;
+    for (size_t i = 0; i < s->nmaps; i++) {
+        ev.u.mmap.addr = s->maps[i].start;
+        ev.u.mmap.len = s->maps[i].end - s->maps[i].start;
+        if (rep_apply_mmap(s, &ev) != CREC_OK)
+            return rep_outcome(s);
+    }
+    crec_fmt_cursor_free(s->events);
+    s->events = NULL;
+    s->have_peek = 0;
+    rc = crec_fmt_cursor_open(s->r, CREC_FMT_S_EVENTS, kf->tid, kf->events_off, &s->events, &err);
+    if (rc == CREC_OK && (rc = rep_listing(s, k, 1)) == CREC_OK) {
+        crec_fmt_cursor_free(s->events);
+        s->events = NULL;
+        s->have_peek = 0;
+        rc = crec_fmt_cursor_open(s->r, CREC_FMT_S_EVENTS, kf->tid, kf->events_off, &s->events,
+                                  &err);
+    }
+    if (rc == CREC_OK)
+        rc = crec_emu_regs_set(s->cpu, &kf->regs, &err);
+    if (rc != CREC_OK) {
+        if (!s->failed)
+            rep_fail(s, &err);
+        return rep_outcome(s);
+    }
+    s->skipped += kf->thread_icount - crec_emu_cpu_icount(s->cpu);
+    crec_emu_cpu_set_icount(s->cpu, kf->thread_icount);
+    crec_emu_cpu_xstate_forget(s->cpu);
+    crec_emu_hostpages_clear(&s->hostpages);
+    s->next_kf = k;
+    return CREC_OK;
+}
+
 static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t icount)
 {
     struct rep_seg *s = ctx;
@@ -976,6 +1041,11 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
                 return;
             if (s->on_keyframe)
                 s->on_keyframe(s->access_ctx, k);
+            if (rep_part_end(s, k) && tb < s->until) { /* over the gap, outside the hook */
+                s->jump_to = k + 1;
+                crec_emu_cpu_stop(s->cpu);
+                return;
+            }
             continue;
         }
         if (kf->thread_icount < tb) {
@@ -990,6 +1060,11 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
             return;
         if (rep_listing(s, k, 0) != CREC_OK)
             return;
+        if (rep_part_end(s, k) && tb < s->stop_at) { /* over the gap, outside the hook */
+            s->jump_to = k + 1;
+            crec_emu_cpu_stop(s->cpu);
+            return;
+        }
     }
     /* no restart point once vector state a point can't hold was used */
     if (s->on_point && tb >= s->next_point && s->next_kf < s->nkf &&
@@ -1005,6 +1080,27 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
 }
 
 /* ---- one run of segments ------------------------------------------------- */
+
+/* The gaps of a conditional recording (MARKS), which a run jumps over. */
+static int rep_read_gaps(struct rep_seg *s, crec_error *err)
+{
+    crec_fmt_marks m;
+    int rc = crec_fmt_marks_read(s->r, &m, err);
+
+    if (rc != CREC_OK || m.ngaps == 0) {
+        crec_fmt_marks_clear(&m);
+        return rc;
+    }
+    if (!(s->gaps = crec_malloc(m.ngaps * sizeof *s->gaps))) {
+        crec_fmt_marks_clear(&m);
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory reading the gaps");
+    }
+    for (size_t i = 0; i < m.ngaps; i++)
+        s->gaps[i] = (struct rep_gap){m.gaps[i].u.gap.from, m.gaps[i].u.gap.to};
+    s->ngaps = m.ngaps;
+    crec_fmt_marks_clear(&m);
+    return CREC_OK;
+}
 
 static int rep_seg_open(struct rep_seg *s, crec_error *err)
 {
@@ -1039,6 +1135,8 @@ static int rep_seg_open(struct rep_seg *s, crec_error *err)
         return rc;
     s->tid = kf->tid;
     s->version = crec_fmt_reader_header(s->r)->version;
+    if (!s->whole && (rc = rep_read_gaps(s, err)) != CREC_OK)
+        return rc;
     if (s->alone && !s->whole) { /* where the thread was cut and switched in */
         rc = crec_fmt_cursor_open(s->r, CREC_FMT_S_SEQ, kf->tid, s->kfs[s->first].seq_off,
                                   &s->seq, err);
@@ -1193,9 +1291,15 @@ static int rep_seg_run_until(struct rep_seg *s)
             crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->refill_at);
             s->refill_at = 0;
         }
+        if (s->jump_to) {
+            size_t k = s->jump_to;
+            s->jump_to = 0;
+            if (rep_jump(s, k) != CREC_OK)
+                return rep_outcome(s);
+        }
         s->stopped_at_block = 0;
         rc = crec_emu_cpu_run_until(s->cpu, s->until, &s->reached, &stop, &err);
-    } while (rc == CREC_OK && s->refill_at && !s->failed && !s->diverged);
+    } while (rc == CREC_OK && (s->refill_at || s->jump_to) && !s->failed && !s->diverged);
     if (rc == CREC_OK && s->stopped_at_block) /* a query reads RIP: set it now */
         crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->stopped_at_block);
     if (rc == CREC_OK)
@@ -1248,6 +1352,10 @@ static int rep_seg_start(struct rep_seg *s)
         return rep_outcome(s);
     if ((rc = rep_seg_first_hits(s, &err)) != CREC_OK)
         rep_fail(s, &err);
+    /* a run from the last key frame of a part goes on at the next part */
+    if (!s->failed && s->start == &s->kfs[s->first] && rep_part_end(s, s->first) &&
+        s->kfs[s->first].thread_icount < (s->query ? s->until : s->stop_at))
+        rep_jump(s, s->first + 1);
     return rep_outcome(s);
 }
 
@@ -1262,11 +1370,17 @@ static void rep_run_cpu(struct rep_seg *s, struct crec_emu_stop *stop)
             crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->refill_at);
             s->refill_at = 0;
         }
+        if (s->jump_to) {
+            size_t k = s->jump_to;
+            s->jump_to = 0;
+            if (rep_jump(s, k) != CREC_OK)
+                return;
+        }
         if (crec_emu_cpu_run(s->cpu, stop, &err) != CREC_OK) {
             rep_fail(s, &err);
             return;
         }
-        if (s->refill_at && !s->failed && !s->diverged)
+        if ((s->refill_at || s->jump_to) && !s->failed && !s->diverged)
             continue;
         if (!s->cut_at || s->failed || s->diverged || stop->why != CREC_STOP_REQUESTED)
             return;
@@ -1387,6 +1501,10 @@ static int rep_thread_load(struct rep_seg *s, struct rep_thread *t)
         return rep_outcome(s);
     if ((rc = rep_seg_first_hits(s, &err)) != CREC_OK)
         rep_fail(s, &err);
+    /* a run from the last key frame of a part goes on at the next part */
+    if (!s->failed && s->start == &s->kfs[s->first] && rep_part_end(s, s->first) &&
+        s->kfs[s->first].thread_icount < (s->query ? s->until : s->stop_at))
+        rep_jump(s, s->first + 1);
     return rep_outcome(s);
 }
 
@@ -1502,6 +1620,8 @@ void rep_seg_close(struct rep_seg *s)
     crec_free(s->code_ok);
     s->maps = NULL, s->nmaps = s->capmaps = 0;
     s->code_ok = NULL, s->ncode_ok = s->capcode_ok = 0;
+    crec_free(s->gaps);
+    s->gaps = NULL, s->ngaps = 0;
     rep_lazy_free(s);
     crec_fmt_cursor_free(s->reads);
     crec_fmt_cursor_free(s->events);

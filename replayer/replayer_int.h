@@ -150,6 +150,12 @@ struct rep_seg {
     size_t ncode_ok, capcode_ok;
     uint64_t code_hashed;        /* bytes of writable code hashed at this key frame */
 
+    /* the gaps of a conditional recording (MARKS), jumped over (replay.c) */
+    struct rep_gap { uint64_t from, to; } *gaps;
+    size_t ngaps;
+    size_t jump_to;              /* non-zero: go on at this key frame, the CPU stopped */
+    uint64_t skipped;            /* instructions of the gaps jumped over */
+
     /* execution runs (qexec.c): the client, and where the run is */
     const struct crec_replay_exec *exec;
     int halted;                  /* the client ended the run: report nothing more */

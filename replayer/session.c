@@ -163,8 +163,8 @@ static void *worker_main(void *arg)
             rep_seg_run(s);
             /* what merge() needs, then the CPU goes: at most one per host
              * thread is alive (an engine holds a big code buffer) */
-            if (s->cpu)
-                s->replayed = crec_emu_cpu_icount(s->cpu) -
+            if (s->cpu) /* the gaps jumped over were not replayed */
+                s->replayed = crec_emu_cpu_icount(s->cpu) - s->skipped -
                               (s->whole ? 0 : s->kfs[s->first].thread_icount);
             rep_seg_close(s);
         }

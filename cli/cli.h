@@ -42,6 +42,7 @@ struct cli_command {
 #ifndef CREC_NO_RECORDER
 int cmd_record(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
 #endif
 int cmd_replay(int argc, char **argv);
 int cmd_info(int argc, char **argv);
@@ -56,6 +57,7 @@ int cmd_syscalls(int argc, char **argv);
 int cmd_find(int argc, char **argv);
 int cmd_printf(int argc, char **argv);
 int cmd_gdb(int argc, char **argv);
+int cmd_keyframes(int argc, char **argv);
 
 /* ---- shared by the analysis commands (cli/analysis.c) ---------------------- */
 

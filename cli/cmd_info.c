@@ -61,9 +61,9 @@ static void print_flight(FILE *out, const crec_info *s)
         fprintf(out, "recorded:      instructions %llu to %llu", (unsigned long long)s->recorded_from,
                 (unsigned long long)s->instructions);
     if (s->ring)
-        fprintf(out, " (a ring of %llu bytes: %llu instructions dropped, %llu segments of %llu "
-                "bytes, in %llu rotations)\n", (unsigned long long)s->ring_size,
-                (unsigned long long)s->recorded_from, (unsigned long long)s->ring_dropped_segments,
+        fprintf(out, " (a ring of %llu bytes; it dropped %llu segments, %llu bytes, in %llu "
+                "rotations)\n", (unsigned long long)s->ring_size,
+                (unsigned long long)s->ring_dropped_segments,
                 (unsigned long long)s->ring_dropped_bytes, (unsigned long long)s->ring_rotations);
     else if (s->recorded_from || s->ngaps)
         fprintf(out, ", in %zu part%s\n", s->ngaps + (s->ngaps && s->gaps[0].from == 0 ? 0 : 1),

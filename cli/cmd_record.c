@@ -215,13 +215,19 @@ static void print_stats(const char *out, const crec_record_stats *st, double sec
             (unsigned long long)st->snapshots, (unsigned long long)st->syscalls,
             (unsigned long long)st->reads_logged,
             (unsigned long long)(st->reads_logged + st->reads_hit));
+    if (st->rotations)
+        fprintf(stderr, "crec: the ring rotated %llu times in %.2f s, writing %llu bytes again\n",
+                (unsigned long long)st->rotations, st->rotate_seconds,
+                (unsigned long long)st->copied_bytes);
+    if (st->dumps)
+        fprintf(stderr, "crec: %llu dumps written\n", (unsigned long long)st->dumps);
 }
 
 /* What the flight recorder kept, in one line (ring, parts, an early end). */
 static void print_flight(const char *out, const crec_record_options *o,
                          const crec_record_stats *st, const crec_exit *ex)
 {
-    if (ex->ended && !(o->max_size && o->on_full == CREC_ON_FULL_STOP && ex->stopped))
+    if (ex->ended && ex->why[0] && !(o->max_size && o->on_full == CREC_ON_FULL_STOP && ex->stopped))
         fprintf(stderr, "crec: %s\n", ex->why);
     if (o->ring)
         fprintf(stderr, "crec: %s keeps instructions %llu to %llu of the run (ring of %llu "

@@ -21,7 +21,10 @@ static const char replay_usage[] =
     "write-like syscall and at the end that it runs exactly as recorded.\n"
     "A recording cut short (the recorder was killed) is verified up to its\n"
     "last key frame, and the result says so.  On a terminal, a long replay\n"
-    "shows how far it has got on standard error.\n"
+    "shows how far it has got on standard error.  FILE '-' (or a FIFO) is\n"
+    "verified as it arrives, while the recorder still writes it\n"
+    "(crec record -o - -- PROG | crec replay -), and each part verified is\n"
+    "reported on standard error.\n"
     "\n"
     "A program of several threads is replayed whole, its threads switched where\n"
     "the recording switched them.  With --jobs N (N > 1), --thread, --from, or\n"
@@ -66,6 +69,17 @@ static void show_progress(void *ctx, uint64_t done, uint64_t total)
             total ? (int)(100 * (double)done / (double)total) : 100);
     fflush(stderr);
     p->shown = 1;
+}
+
+/* A recording read from a pipe while it is made: how far it is verified. */
+static void show_live(void *ctx, uint64_t verified, uint64_t replayed)
+{
+    const char *file = ctx;
+
+    fprintf(stderr, "crec replay: %s: verified up to instruction %" PRIu64 " (%" PRIu64
+            " replayed); the recording goes on\n", strcmp(file, "-") ? file : "<stdin>", verified,
+            replayed);
+    fflush(stderr);
 }
 
 static void erase_progress(const struct progress *p)
@@ -239,6 +253,10 @@ int cmd_replay(int argc, char **argv)
     if (!quiet && isatty(STDERR_FILENO)) {
         o.progress = show_progress;
         o.progress_ctx = &prog;
+    }
+    if (!quiet) {
+        o.live = show_live;
+        o.live_ctx = argv[optind];
     }
     prog.t0 = cli_now();
     rc = crec_replay_run(argv[optind], &o, &res, &err);

@@ -17,6 +17,7 @@ static const struct cli_command commands[] = {
     {"replay", "re-execute a recording with no OS and verify it", cmd_replay},
 #ifndef CREC_NO_RECORDER
     {"run", "run a program under the emulator, without recording", cmd_run},
+    {"dump", "ask a running recorder for a dump of the recording so far", cmd_dump},
 #endif
     {"info", "describe a recording: header, threads, streams, sizes", cmd_info},
     {"query", "the value of memory or a register at any instruction count", cmd_query},
@@ -32,6 +33,8 @@ static const struct cli_command commands[] = {
     {"find", "the next or previous time at which a condition holds", cmd_find},
     {"printf", "a printf added after the run, evaluated where it would have run", cmd_printf},
     {"gdb", "debug a recording with gdb, forwards and backwards in time", cmd_gdb},
+    {"keyframes", "make key frames for a range of interest, for faster queries there",
+     cmd_keyframes},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

@@ -713,6 +713,9 @@ static int rotate(crec_fmt_writer *w, crec_error *err)
         g->st.copied_bytes += w->off;
         g->st.kept_from = t.g0;
         g->st.fixed_bytes = w->header_end + g->base_bytes;
+        for (size_t i = 0; i < w->ndir; i++)
+            if (w->dir_seg[i] == FMT_SEG_PINNED)
+                g->st.fixed_bytes += FMT_CHUNK_HDR + (uint64_t)w->dir[i].clen;
         g->st.seconds += now_seconds() - t0;
     }
     crec_fmt_reader_free(t.r);

@@ -100,7 +100,8 @@ typedef struct crec_exit {
                         wake one: crec ended the run (signo 0) */
     int ended;       /* the recording ended before the program (--stop-at,
                         --max-size, a ring meeting a second thread); `why` */
-    char why[256];   /* ... says why and where, in one line */
+    char why[256];   /* ... says why and where, in one line (empty when crec's
+                        log said so as it happened) */
     char msg[512];   /* signo != 0 or deadlock: one line, e.g. "guest killed by
                         SIGSEGV at ...", "deadlock: every thread is blocked; ..." */
 } crec_exit;
@@ -247,6 +248,12 @@ typedef struct crec_replay_options {
      * replay runs (may be NULL) */
     crec_progress_fn progress;
     void *progress_ctx;
+    /* A recording read from a pipe or a FIFO (crec record -o - | crec replay
+     * -) is verified as it arrives, key frame to key frame: called each time
+     * more of it is verified, with the instruction count it is verified to
+     * and the instructions replayed so far (may be NULL). */
+    void (*live)(void *ctx, uint64_t verified, uint64_t replayed);
+    void *live_ctx;
 } crec_replay_options;
 
 /* Where and how a replay left the recorded path. */
@@ -608,6 +615,30 @@ const char *crec_index_note(const crec_recording *rec);
  *  @return CREC_OK or an error. */
 int crec_index_info(crec_recording *rec, uint64_t *index_bytes, uint64_t *trace_bytes,
                     int *built, crec_error *err);
+
+/* What crec_keyframes made. */
+typedef struct crec_keyframes_result {
+    uint64_t from, to;      /* the range, within the recording */
+    uint64_t points;        /* restart points the index now has in it */
+    uint64_t all_points;    /* ... and in all */
+    uint64_t index_bytes;   /* the size of PATH.idx */
+} crec_keyframes_result;
+
+#define CREC_KEYFRAMES_MIN_EVERY 1000 /* instructions between two key frames, at least */
+
+/*! crec_keyframes() :
+ *  Key frames on demand: make restart points (registers, stream positions
+ *  and the memory a replay starting there needs: a key frame made by
+ *  replay) every `every` instructions in [from, to) of the recording at
+ *  path, so that later queries, seeks and steps back there replay less.
+ *  They are kept in PATH.idx, and the request in PATH.kf, which every
+ *  later build of the index follows (docs/QUERY.md).  A recording of one
+ *  thread.  progress (may be NULL) as for crec_set_progress.
+ *  @return CREC_OK and *res, or an error (CREC_ERR_ARG: an empty range, or
+ *  `every` under CREC_KEYFRAMES_MIN_EVERY). */
+int crec_keyframes(const char *path, uint64_t from, uint64_t to, uint64_t every,
+                   crec_progress_fn progress, void *pctx, crec_keyframes_result *res,
+                   crec_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Execution: replay part of a recording and watch it (docs/API.md)        */

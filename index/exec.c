@@ -293,12 +293,13 @@ static int start_of(crec_recording *rec, struct crec_exec *x, uint64_t from, siz
                 return rc;
             for (size_t i = 0; x->track && i < rf->nlines; i++)
                 mark(x, rf->lines[i] << 6, 64, 1);
-            return CREC_OK;
+            return qx_need_parts(rec, err);
         }
     } else {
         *kf = qx_seg_of(rec, from);
     }
-    return qx_need_kf(rec, *kf, err);
+    int rc = qx_need_parts(rec, err); /* a run jumps over gaps to where the next part starts */
+    return rc != CREC_OK ? rc : qx_need_kf(rec, *kf, err);
 }
 
 int crec_exec_run(crec_recording *rec, uint64_t from, uint64_t to, const crec_observer *obs,

@@ -117,6 +117,21 @@ int crec_idx_kernel_writes(const crec_idx *ix, size_t seg, uint64_t addr, uint64
  *  index names.  @return CREC_OK or CREC_ERR_IO. */
 int crec_idx_recording_id(const char *path, uint64_t *size, uint64_t *hash, crec_error *err);
 
+/* A range where the index takes restart points every `every` instructions
+ * (crec keyframes; dense.c): [from, to) in global time. */
+typedef struct crec_idx_dense {
+    uint64_t from, to, every;
+} crec_idx_dense;
+
+/*! crec_idx_dense_read() : the ranges PATH.kf asks for (none when it is
+ *  missing, bad, or names another recording).  *out crec_malloc'd.
+ *  @return CREC_OK. */
+int crec_idx_dense_read(const char *path, crec_idx_dense **out, size_t *n);
+
+/*! crec_idx_dense_add() : add a range to PATH.kf (made anew, renamed).
+ *  @return CREC_OK or CREC_ERR_IO. */
+int crec_idx_dense_add(const char *path, const crec_idx_dense *d, crec_error *err);
+
 /*! crec_idx_build() : replay every segment (on `jobs` threads) and collect
  *  the index, calling progress (may be NULL) now and then from this thread.
  *  @return CREC_OK and *out, or an error. */

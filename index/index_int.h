@@ -166,6 +166,11 @@ int qx_index_retry(crec_recording *rec, int rc, crec_error *err);
  *  was there gave the key frames without them).  @return CREC_OK or an error. */
 int qx_need_kf(crec_recording *rec, size_t k, crec_error *err);
 
+/*! qx_need_parts() : the registers of every key frame that starts a part
+ *  after a gap (a run jumps there, docs/QUERY.md).  @return CREC_OK or an
+ *  error. */
+int qx_need_parts(crec_recording *rec, crec_error *err);
+
 /*! qx_seg_of() : @return the segment holding time t (the last key frame at
  *  or before it; the last segment for t at the end). */
 size_t qx_seg_of(const crec_recording *rec, uint64_t t);

@@ -89,6 +89,8 @@ int qx_run_checked(crec_recording *rec, size_t kf, const crec_replay_from *from,
     crec_replay_watch w = {fn, NULL, ctx, NULL, 0};
     int rc = from ? CREC_OK : qx_need_kf(rec, kf, err);
 
+    if (rc == CREC_OK) /* a run jumps over gaps to where the next part starts */
+        rc = qx_need_parts(rec, err);
     if (rc == CREC_OK)
         rc = crec_replay_query(rec->r, rec->kfs, rec->nkf, kf, from, until, &w, q, err);
 

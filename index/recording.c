@@ -359,6 +359,25 @@ const char *crec_index_note(const crec_recording *rec)
     return rec->index_note.msg[0] ? rec->index_note.msg : NULL;
 }
 
+int qx_need_parts(crec_recording *rec, crec_error *err)
+{
+    for (size_t i = 0; i < rec->marks.ngaps; i++) {
+        uint64_t t = rec->marks.gaps[i].u.gap.to;
+        size_t lo = 0, hi = rec->nkf;
+        while (lo < hi) { /* the first key frame at or after t */
+            size_t m = lo + (hi - lo) / 2;
+            if (rec->kfs[m].global_icount < t)
+                lo = m + 1;
+            else
+                hi = m;
+        }
+        int rc = lo < rec->nkf ? qx_need_kf(rec, lo, err) : CREC_OK;
+        if (rc != CREC_OK)
+            return rc;
+    }
+    return CREC_OK;
+}
+
 int qx_need_kf(crec_recording *rec, size_t k, crec_error *err)
 {
     crec_fmt_cursor *c = NULL;

@@ -68,6 +68,8 @@ struct rec_flight {
     pid_t kids[FL_MAX_KIDS];
     size_t nkids;
     char why[256];     /* why the recording ended before the program */
+    int why_told;      /* ... and the log was told when it happened */
+    int warned;        /* that the ring is mostly code */
 };
 
 static FILE *fl_log(const struct rec_session *rs)
@@ -262,6 +264,7 @@ static void end_now(struct rec_session *rs, uint32_t why, const char *text, uint
     close_now(rs);
     if (!rs->failed)
         fprintf(fl_log(rs), "crec: %s; the program runs on, unrecorded\n", f->why);
+    f->why_told = 1;
 }
 
 /* The end of a recording that is in a gap: its last part's end is the
@@ -430,9 +433,20 @@ int rec_ring_boundary(struct rec_session *rs, uint64_t icount)
 
     if (rec_flush_reads(rs) != CREC_OK)
         return rs->err.code;
+    crec_fmt_ring_stats st;
+
     if (crec_fmt_ring_boundary(rs->w, icount, &err) != CREC_OK) {
         rec_fail(rs, &err);
         return err.code;
+    }
+    if (crec_fmt_ring_stats_get(rs->w, &st) && st.rotations) {
+        rs->stats.recorded_from = st.kept_from;
+        if (!rs->fl->warned && st.fixed_bytes > rs->opt->ring / 2) {
+            rs->fl->warned = 1;
+            fprintf(fl_log(rs), "crec: --ring %llu: the program's code, symbols and memory take "
+                    "%llu bytes of it, which leaves little for the run\n",
+                    (unsigned long long)rs->opt->ring, (unsigned long long)st.fixed_bytes);
+        }
     }
     return CREC_OK;
 }
@@ -480,6 +494,7 @@ int rec_flight_block(struct rec_session *rs, uint64_t addr, uint64_t before, uin
             close_now(rs);
             if (!rs->failed)
                 fprintf(fl_log(rs), "crec: %s; the program runs on, unrecorded\n", f->why);
+            f->why_told = 1;
         }
         return 1;
     }
@@ -598,9 +613,9 @@ void rec_flight_why(struct rec_session *rs, crec_exit *out)
     rs->stats.parts = f->parts ? f->parts : f->nstart == 0;
     if (!rs->ended)
         rs->stats.recorded_to = rs->active ? rs->stats.instructions : f->part_end;
-    if (f->why[0]) {
+    if (f->why[0]) { /* (empty when the log was told as it happened) */
         out->ended = 1;
-        snprintf(out->why, sizeof out->why, "%s", f->why);
+        snprintf(out->why, sizeof out->why, "%s", f->why_told ? "" : f->why);
     }
 }
 

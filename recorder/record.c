@@ -684,7 +684,9 @@ static void rec_on_thread(void *ctx, const struct crec_emu_thread_event *tev)
              * which a program of one thread does without, says its tid */
             struct crec_emu_thread_info first;
             rs->multi = 1;
-            rec_seq(rs, rs->cur, 0, CREC_FMT_SEQ_IN);
+            /* from its first key frame in the file: 0, unless a ring
+             * dropped the start or --start-at began later */
+            rec_seq(rs, rs->cur, rs->stats.recorded_from, CREC_FMT_SEQ_IN);
             rec_seq(rs, rs->cur, ticount, CREC_FMT_SEQ_SYSCALL);
             if (crec_emu_threads(rs->emu, &first, 1) >= 1) {
                 ev.u.thread.op = CREC_FMT_TH_CREATE;

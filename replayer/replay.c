@@ -1299,7 +1299,7 @@ static int rep_seg_run_until(struct rep_seg *s)
         }
         s->stopped_at_block = 0;
         rc = crec_emu_cpu_run_until(s->cpu, s->until, &s->reached, &stop, &err);
-    } while (rc == CREC_OK && (s->refill_at || s->jump_to) && !s->failed && !s->diverged);
+        } while (rc == CREC_OK && (s->refill_at || s->jump_to) && !s->failed && !s->diverged);
     if (rc == CREC_OK && s->stopped_at_block) /* a query reads RIP: set it now */
         crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->stopped_at_block);
     if (rc == CREC_OK)

@@ -15,6 +15,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "common/common.h"
 #include "replayer/replayer_int.h"
@@ -463,8 +467,9 @@ static int run_whole(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t nk
         if (o->progress) /* one thread: the caller's own reports nothing meanwhile */
             o->progress(o->progress_ctx, 0, kfs[nkf - 1].global_icount);
         rep_whole_run(&s);
-        s.replayed = s.cpu ? crec_emu_cpu_icount(s.cpu) : 0; /* from instruction 0 */
-        res->start_icount = 0;
+        /* from its first key frame: 0, unless a ring dropped the start */
+        res->start_icount = kfs[0].global_icount;
+        s.replayed = s.cpu ? crec_emu_cpu_icount(s.cpu) - res->start_icount : 0;
         res->instructions = kfs[nkf - 1].global_icount;
         rc = merge(&s, 1, res, err);
     }
@@ -503,21 +508,32 @@ size_t crec_replay_reachable_keyframes(crec_fmt_reader *r, const crec_fmt_keyfra
     return n;
 }
 
-int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_result *res,
-                    crec_error *err)
+/* Does the recording have gaps (--start-at, --stop-at)?  A whole-program
+ * replay does not jump over them; each thread alone does. */
+static int has_gaps(crec_fmt_reader *r)
+{
+    crec_fmt_marks m;
+    int gaps = crec_fmt_marks_read(r, &m, NULL) == CREC_OK && m.ngaps > 0;
+
+    crec_fmt_marks_clear(&m);
+    return gaps;
+}
+
+/*
+ * Replay the recording at `path` (a file that can be opened again and
+ * again).  live: a stream still being written, read as it stands; nothing
+ * past key frame `o->from` to verify yet is CREC_ERR_NOTFOUND (no message).
+ */
+static int replay_path(const char *path, const crec_replay_options *o, int live,
+                       crec_replay_result *res, crec_error *err)
 {
     crec_fmt_reader *r = NULL;
     crec_fmt_keyframe *kfs = NULL;
-    char spooled[PATH_MAX];
     size_t nkf = 0;
-    int truncated = 0, spool_fd, rc;
+    int truncated = 0, rc;
 
     memset(res, 0, sizeof *res);
-    /* each job opens the file again: a pipe or FIFO is read once, kept */
-    rc = crec_fmt_reader_spool(path, spooled, sizeof spooled, &spool_fd, err);
-    path = spooled;
-    if (rc == CREC_OK)
-        rc = crec_fmt_reader_open(path, &r, err);
+    rc = crec_fmt_reader_open(path, &r, err);
     /* every chunk, also of streams a replay never reads (SYMBOLS): a file
      * that is damaged anywhere is not "verified" */
     if (rc == CREC_OK)
@@ -530,6 +546,8 @@ int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_
             rc = crec_error_corrupt(err, "the recording was cut short before its first key "
                                          "frame's data");
     }
+    if (rc == CREC_OK && live && truncated && kfs[nkf - 1].global_icount <= o->from)
+        rc = CREC_ERR_NOTFOUND; /* the stream has not got past `from` yet */
     if (rc == CREC_OK && kfs[nkf - 1].global_icount == 0) /* never "verified" */
         rc = truncated ? crec_error_set(err, CREC_ERR_TRUNCATED, "the recording was cut short "
                                         "before its first complete segment: nothing to verify")
@@ -554,8 +572,9 @@ int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_
                             : crec_error_set(err, CREC_ERR_ARG, "no thread %u (the recording "
                                              "has one thread, 1)", o->thread);
         /* Several threads: the whole program in the recorded order, or (with
-         * --jobs, --thread, --from, or a file cut short) each thread alone. */
-        if (rc == CREC_OK && nviews > 1 && (o->jobs <= 1 && !o->thread && !o->from && !truncated))
+         * --jobs, --thread, --from, a file cut short, or gaps) each thread alone. */
+        if (rc == CREC_OK && nviews > 1 && (o->jobs <= 1 && !o->thread && !o->from && !truncated &&
+                                            !has_gaps(r)))
             rc = run_whole(r, kfs, nkf, o, res, err);
         else if (rc == CREC_OK) {
             res->alone = nviews > 1;
@@ -566,6 +585,179 @@ int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_
     }
     crec_free(kfs);
     crec_fmt_reader_free(r);
+    return rc;
+}
+
+/* ---- a live stream ----------------------------------------------------------- */
+
+/*
+ * A recording read from a pipe while it is made (crec record -o - | crec
+ * replay -): a thread pumps the pipe into an anonymous file, and the
+ * replay verifies what has arrived, from key frame to key frame, as a
+ * replay with --from does, each time more has come; the recorder is held
+ * back by the pipe, never loses data.
+ */
+struct live {
+    int in, out;
+    uint64_t bytes;   /* pumped so far */
+    int eof;          /* the pipe ended (or failed: rerr) */
+    int rerr;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+};
+
+static void *pump_main(void *arg)
+{
+    struct live *l = arg;
+    static __thread uint8_t buf[1 << 16];
+
+    for (;;) {
+        ssize_t k = read(l->in, buf, sizeof buf), done = 0;
+        if (k < 0 && errno == EINTR)
+            continue;
+        while (k > 0 && done < k) {
+            ssize_t m = write(l->out, buf + done, (size_t)(k - done));
+            if (m < 0 && errno == EINTR)
+                continue;
+            if (m <= 0) {
+                k = -1;
+                break;
+            }
+            done += m;
+        }
+        pthread_mutex_lock(&l->mu);
+        if (k > 0)
+            l->bytes += (uint64_t)k;
+        else {
+            l->eof = 1;
+            l->rerr = k < 0 ? errno ? errno : EIO : 0;
+        }
+        pthread_cond_broadcast(&l->cv);
+        pthread_mutex_unlock(&l->mu);
+        if (k <= 0)
+            return NULL;
+    }
+}
+
+/* Add one piece's result to the whole's. */
+static void live_add(crec_replay_result *all, const crec_replay_result *r, int first)
+{
+    if (first)
+        all->start_icount = r->start_icount;
+    all->instructions = r->instructions;
+    all->replayed += r->replayed;
+    all->keyframes_checked += r->keyframes_checked;
+    all->syscalls += r->syscalls;
+    all->writes_checked += r->writes_checked;
+    all->exited_by_signal = r->exited_by_signal;
+    all->exit_value = r->exit_value;
+    all->truncated = r->truncated;
+    all->threads = r->threads;
+    all->alone = r->alone;
+    if (r->diverged) {
+        all->diverged = 1;
+        all->div = r->div;
+    }
+}
+
+#define LIVE_EVERY_S 0.5 /* the least time between two replays of the stream */
+
+static double live_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int replay_live(const char *name, int in, const crec_replay_options *o,
+                       crec_replay_result *res, crec_error *err)
+{
+    struct live l = {.in = in, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    crec_replay_options po = *o;
+    char path[64];
+    pthread_t th;
+    uint64_t tried = 0;
+    int pieces = 0, eof = 0, rc = CREC_OK;
+
+    memset(res, 0, sizeof *res);
+    if ((l.out = memfd_create("crec-stream", MFD_CLOEXEC)) < 0)
+        return crec_error_set(err, CREC_ERR_IO, "%s: can't keep the stream: %s", name,
+                              strerror(errno));
+    snprintf(path, sizeof path, "/proc/self/fd/%d", l.out);
+    if (pthread_create(&th, NULL, pump_main, &l) != 0) {
+        close(l.out);
+        return crec_error_set(err, CREC_ERR_NOMEM, "%s: can't start reading the stream", name);
+    }
+    po.jobs = 1;
+    po.progress = NULL;
+    for (;;) {
+        crec_replay_result r;
+        crec_error e = {0};
+        uint64_t have;
+        double until = live_now() + LIVE_EVERY_S;
+        /* wait for more, at most every LIVE_EVERY_S, or for the end */
+        pthread_mutex_lock(&l.mu);
+        while (!l.eof && (l.bytes == tried || live_now() < until)) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 50 * 1000 * 1000;
+            if (ts.tv_nsec >= 1000000000)
+                ts.tv_sec++, ts.tv_nsec -= 1000000000;
+            pthread_cond_timedwait(&l.cv, &l.mu, &ts);
+        }
+        have = l.bytes, eof = l.eof;
+        pthread_mutex_unlock(&l.mu);
+        tried = have;
+        if (eof && l.rerr) {
+            rc = crec_error_set(err, CREC_ERR_IO, "%s: read failed: %s", name, strerror(l.rerr));
+            break;
+        }
+        rc = replay_path(path, &po, !eof, &r, &e);
+        if (!eof && (rc == CREC_ERR_NOTFOUND || rc == CREC_ERR_TRUNCATED ||
+                     rc == CREC_ERR_CORRUPT))
+            continue; /* not far enough yet (the header, a first segment) */
+        if (rc != CREC_OK) {
+            *err = e;
+            break;
+        }
+        live_add(res, &r, pieces++ == 0);
+        po.from = r.instructions; /* the next replay starts where this one was checked */
+        if (r.diverged || eof)
+            break;
+        if (o->live)
+            o->live(o->live_ctx, res->instructions, res->replayed);
+    }
+    if (!eof) /* stopped early (a divergence, an error): stop reading too */
+        pthread_cancel(th);
+    pthread_join(th, NULL);
+    close(l.out);
+    return rc;
+}
+
+int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_result *res,
+                    crec_error *err)
+{
+    char spooled[PATH_MAX];
+    struct stat st;
+    int spool_fd, rc;
+
+    memset(res, 0, sizeof *res);
+    /* a stream (a pipe, a FIFO) is verified as it arrives */
+    if (strcmp(path, "-") == 0 && fstat(0, &st) == 0 && !S_ISREG(st.st_mode))
+        return replay_live("<stdin>", 0, o, res, err);
+    if (strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISFIFO(st.st_mode)) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return crec_error_set(err, CREC_ERR_IO, "%s: %s", path, strerror(errno));
+        rc = replay_live(path, fd, o, res, err);
+        close(fd);
+        return rc;
+    }
+    /* each job opens the file again: a device is read once, kept */
+    rc = crec_fmt_reader_spool(path, spooled, sizeof spooled, &spool_fd, err);
+    if (rc == CREC_OK)
+        rc = replay_path(spooled, o, 0, res, err);
     if (spool_fd >= 0)
         close(spool_fd);
     return rc;

@@ -316,8 +316,8 @@ int cmd_record(int argc, char **argv)
                 return EXIT_USAGE;
             break;
         case 'D':
-            if (strstr(optarg, "%") && (!strstr(optarg, "%d") || strchr(strstr(optarg, "%d") + 1,
-                                                                         '%')))
+            if (strchr(optarg, '%') &&
+                (!strstr(optarg, "%d") || strchr(optarg, '%') != strrchr(optarg, '%')))
                 return cli_usage_error("record", "--dump-to '%s': one %%d, for the dump's "
                                        "number, and no other %%", optarg);
             o.dump_to = optarg;

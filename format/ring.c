@@ -167,11 +167,11 @@ uint64_t crec_fmt_ring_segment_bytes(const crec_fmt_writer *w)
 
     if (!w->ring)
         return 0;
-    /* buffered bytes shrink by about half when compressed (READS, most of a
-     * segment, by more): an estimate that errs towards shorter segments */
+    /* buffered bytes counted whole, as if they did not compress: the
+     * estimate errs towards shorter segments, never longer ones */
     for (size_t i = 0; i < w->nstreams; i++)
         buffered += w->streams[i].len;
-    return w->off - w->ring->segs[w->ring->nsegs - 1].file_start + buffered / 2;
+    return w->off - w->ring->segs[w->ring->nsegs - 1].file_start + buffered;
 }
 
 int crec_fmt_ring_stats_get(const crec_fmt_writer *w, crec_fmt_ring_stats *st)

@@ -458,7 +458,8 @@ static int full(struct rec_session *rs)
     crec_error err = {0};
     uint64_t max = rs->opt->max_size;
 
-    if (crec_fmt_writer_size(rs->w) + FL_FULL_RESERVE < max)
+    /* the READS bytes the recorder holds before the writer has them count too */
+    if (crec_fmt_writer_size(rs->w) + 2 * rs->reads.len + FL_FULL_RESERVE < max)
         return 0;
     if (rec_flush_reads(rs) != CREC_OK)
         return 0;
@@ -522,7 +523,7 @@ int rec_flight_block(struct rec_session *rs, uint64_t addr, uint64_t before, uin
         }
         return 1;
     }
-    if (f->segment && crec_fmt_ring_segment_bytes(rs->w) >= f->segment)
+    if (f->segment && crec_fmt_ring_segment_bytes(rs->w) + rs->reads.len >= f->segment)
         *boundary = 1;
     return 0;
 }

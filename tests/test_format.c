@@ -814,6 +814,13 @@ Test(format, byte_flipped_at_every_offset)
                 corrupt++;
                 continue;
             }
+            /* version 3 read as 2: a file with nothing of version 3 (no MARKS,
+             * no EXIT how 3) means the same either way, and one with them is
+             * refused as corrupt */
+            if (i == 8 && q[8] == 2 && CREC_FMT_VERSION == 3) {
+                corrupt++;
+                continue;
+            }
             cr_assert_geq(i, len - FMT_TRAILER_LEN, "a flip at byte %zu of %zu (0x%02x) went unnoticed", i,
                           len, m ? 0x01 : 0xff);
             cr_assert(s.truncated, "a flip in the trailer (byte %zu) must read as a cut file", i);
@@ -836,7 +843,7 @@ Test(format, version_refused_with_both_numbers)
     crec_error e = {0};
     put_u32le(p + 8, 9);
     cr_assert_eq(info_mem(p, len, NULL, &e), CREC_ERR_VERSION);
-    cr_assert(strstr(e.msg, "unsupported format version 9 (this crec reads 1 to 2)"), "%s", e.msg);
+    cr_assert(strstr(e.msg, "unsupported format version 9 (this crec reads 1 to 3)"), "%s", e.msg);
     free(p);
 }
 
@@ -1165,7 +1172,7 @@ Test(format, golden_bytes)
     /* the preamble of every file */
     size_t len;
     uint8_t *p = sample_bytes(1, 4096, 1, &len);
-    const uint8_t pre[16] = {0x89, 'C', 'R', 'E', 'C', '\r', '\n', 0x1a, 2, 0, 0, 0, 0, 0, 0, 0};
+    const uint8_t pre[16] = {0x89, 'C', 'R', 'E', 'C', '\r', '\n', 0x1a, 3, 0, 0, 0, 0, 0, 0, 0};
     cr_assert(memcmp(p, pre, 16) == 0);
     cr_assert(memcmp(p + 16, "CRCK\x01\0\0\0", 8) == 0);
     cr_assert(memcmp(p + len - 8, "CRECEND\0", 8) == 0);
@@ -1355,7 +1362,7 @@ Test(format, header_v2_and_schedule)
     uint8_t *mem;
     crec_fmt_reader *r = seq_file(&h, seqs, n, 2, &mem);
     const crec_fmt_header *rh = crec_fmt_reader_header(r);
-    cr_assert_eq(rh->version, 2);
+    cr_assert_eq(rh->version, CREC_FMT_VERSION);
     cr_assert_eq(rh->time_slice, 5000);
     cr_assert_eq(rh->cpus, 4);
     cr_assert_eq(rh->chaos, 1);

@@ -57,7 +57,7 @@ S390X_CREC    := $(S390X_BUILD)/crec
 # Unit tests of the replay-side modules that need no recorder, built against
 # a small stand-in for Criterion (tests/s390x/criterion/criterion.h): Debian
 # has no libcriterion for s390x.  A name here whose file is missing is skipped.
-S390X_TESTS   := tests/test_format.c tests/test_common.c tests/test_gdb.c
+S390X_TESTS   := tests/test_format.c tests/test_common.c tests/test_gdb.c tests/test_ring.c
 S390X_UNIT    := $(patsubst tests/%.c,$(S390X_BUILD)/tests/%,$(wildcard $(S390X_TESTS)))
 
 .PHONY: deps-s390x cross-s390x test-s390x clean-s390x

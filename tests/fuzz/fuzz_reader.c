@@ -8,7 +8,8 @@
  * Each file is read twice: with checksums enforced (what users run), and
  * without (fmt_fuzz_no_checksums), so that mutations reach the zstd frames,
  * the directory and the record decoders behind the checksums.  An input
- * that starts with 'R' is instead one record body given to every decoder.
+ * that starts with 'R' is instead one record body given to every decoder
+ * (the marks of version 3 too).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -86,6 +87,14 @@ static void decode_records(const uint8_t *p, size_t n)
         crec_fmt_snapshot_clear(&s);
     crec_fmt_code_decode(p, n, &m, &e);
     crec_fmt_sym_decode(p, n, &y, &e);
+    for (int k = CREC_FMT_K_RING; k <= CREC_FMT_K_STOP; k++) { /* version 3 */
+        crec_fmt_mark mk;
+        crec_fmt_buf b = {0};
+        if (crec_fmt_mark_decode(k, p, n, &mk, &e) == CREC_OK &&
+            crec_fmt_mark_encode(&b, &mk) != CREC_OK)
+            abort(); /* what decodes encodes again */
+        crec_fmt_buf_free(&b);
+    }
     for (uint32_t ver = CREC_FMT_MIN_VERSION; ver <= CREC_FMT_VERSION; ver++) {
         crec_fmt_cur c = {p, n, 0};
         crec_fmt_seq_ctx ctx = {0, 0, 1};
@@ -106,6 +115,11 @@ static void read_file(const uint8_t *data, size_t size)
         return;
     if (crec_fmt_summarize(r, &s, &e) == CREC_OK)
         crec_fmt_summary_clear(&s);
+    {
+        crec_fmt_marks mk;
+        if (crec_fmt_marks_read(r, &mk, &e) == CREC_OK)
+            crec_fmt_marks_clear(&mk);
+    }
     {
         crec_fmt_slice *v;
         size_t n;

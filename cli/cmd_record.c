@@ -235,7 +235,7 @@ static void print_flight(const char *out, const crec_record_options *o,
                 (unsigned long long)st->recorded_from, (unsigned long long)st->recorded_to,
                 (unsigned long long)o->ring, (unsigned long long)st->rotations,
                 (unsigned long long)st->dropped_bytes);
-    else if (o->n_start_at || o->n_stop_at)
+    else if ((o->n_start_at || o->n_stop_at) && st->parts)
         fprintf(stderr, "crec: %s holds %llu part%s of the run, from instruction %llu to "
                 "%llu\n", out, (unsigned long long)st->parts, st->parts == 1 ? "" : "s",
                 (unsigned long long)st->recorded_from, (unsigned long long)st->recorded_to);

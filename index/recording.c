@@ -642,12 +642,17 @@ int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error
         rc = crec_fmt_reader_open(rec->path, &rec->r, err);
     if (rc == CREC_OK)
         rc = load_keyframes(rec, err);
+    if (rc == CREC_OK)
+        rc = crec_fmt_marks_read(rec->r, &rec->marks, err);
     if (rc == CREC_OK && rec->nkf == 0)
-        rc = crec_error_corrupt(err, "the recording has no key frame whose data reached the file");
+        rc = rec->marks.stop.kind && rec->marks.stop.u.stop.why == CREC_FMT_STOP_NEVER
+                 ? crec_error_set(err, CREC_ERR_NOTFOUND, "nothing was recorded: no --start-at "
+                                  "trigger came")
+                 : crec_error_corrupt(err, "the recording has no key frame whose data reached "
+                                      "the file");
     if (rc == CREC_OK) {
         rec->end = rec->kfs[rec->nkf - 1].global_icount;
         rec->t = rec->kfs[0].global_icount; /* a ring dropped what came before */
-        rc = crec_fmt_marks_read(rec->r, &rec->marks, err);
     }
     if (rc == CREC_OK)
         rc = load_snapshots(rec, err);

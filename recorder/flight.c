@@ -606,10 +606,22 @@ void rec_flight_stats(struct rec_session *rs)
         rs->stats.recorded_from = st.kept_from;
 }
 
+/* A symbol trigger that never named anything: say so, it is likely a typo. */
+static void unresolved(const struct rec_session *rs, const struct fl_trig *v, size_t n,
+                       const char *opt)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i].kind == CREC_TRIGGER_SYMBOL && !v[i].known)
+            fprintf(fl_log(rs), "crec: --%s %s: neither the program nor a library it mapped "
+                    "has that symbol\n", opt, v[i].symbol);
+}
+
 void rec_flight_why(struct rec_session *rs, crec_exit *out)
 {
     struct rec_flight *f = rs->fl;
 
+    unresolved(rs, f->start, f->nstart, "start-at");
+    unresolved(rs, f->stop, f->nstop, "stop-at");
     /* a recording that started at once is one part */
     rs->stats.parts = f->parts ? f->parts : f->nstart == 0;
     if (!rs->ended)

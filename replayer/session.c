@@ -25,6 +25,17 @@
 
 #define REP_MAX_JOBS 64
 
+/* Does a STOP mark say that no --start-at trigger came? */
+static int nothing_recorded(crec_fmt_reader *r)
+{
+    crec_fmt_marks m;
+    int never = crec_fmt_marks_read(r, &m, NULL) == CREC_OK && m.stop.kind &&
+                m.stop.u.stop.why == CREC_FMT_STOP_NEVER;
+
+    crec_fmt_marks_clear(&m);
+    return never;
+}
+
 /* Every KEYFRAME record, in order.  *out is crec_malloc'd. */
 int rep_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
                        crec_error *err)
@@ -68,7 +79,10 @@ int rep_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
      * it are the recording's. */
     if (rc == CREC_ERR_TRUNCATED)
         rc = CREC_ERR_NOTFOUND;
-    if (rc == CREC_ERR_NOTFOUND && len == 0 && crec_fmt_reader_truncated(r, NULL, NULL))
+    if (rc == CREC_ERR_NOTFOUND && len == 0 && nothing_recorded(r))
+        rc = crec_error_set(err, CREC_ERR_NOTFOUND, "nothing was recorded: no --start-at "
+                            "trigger came");
+    else if (rc == CREC_ERR_NOTFOUND && len == 0 && crec_fmt_reader_truncated(r, NULL, NULL))
         rc = crec_error_set(err, CREC_ERR_TRUNCATED, "the recording was cut short before its "
                             "first key frame: nothing to verify");
     else if (rc == CREC_ERR_NOTFOUND && len == 0)

@@ -557,12 +557,33 @@ static void watch_flush(struct watch *w, crec_replay_qrun *q)
     }
 }
 
+/* Does a gap of a --start-at recording begin at t?  *to: where it ends. */
+static int gap_at(const crec_recording *rec, uint64_t t, uint64_t *to)
+{
+    for (size_t i = 0; i < rec->marks.ngaps; i++)
+        if (rec->marks.gaps[i].u.gap.from == t && t >= crec_start(rec)) {
+            *to = rec->marks.gaps[i].u.gap.to;
+            return 1;
+        }
+    return 0;
+}
+
 static void watch_kernel_emit(struct watch *w)
 {
-    if (w->have_kernel) {
-        w->have_kernel = 0;
-        watch_emit(w, w->k_t, 0, "(the kernel: a syscall or a new mapping)");
+    uint64_t to;
+    int src;
+
+    if (!w->have_kernel)
+        return;
+    w->have_kernel = 0;
+    /* a run over a gap drops the memory (the program changed it unrecorded):
+     * the value is new where the next part starts, as its snapshot says */
+    if (gap_at(w->rec, w->k_t, &to) &&
+        qx_read_at(w->rec, to, w->addr, w->len, w->cur, w->curk, &src, NULL) == CREC_OK) {
+        watch_emit(w, to, 0, "(not recorded: the program ran unrecorded before this part)");
+        return;
     }
+    watch_emit(w, w->k_t, 0, "(the kernel: a syscall or a new mapping)");
 }
 
 static void watch_access(void *ctx, crec_replay_qrun *q, int kind, uint64_t a, uint64_t l)

@@ -271,7 +271,7 @@ static void end_now(struct rec_session *rs, uint32_t why, const char *text, uint
  * recording's (EXIT there), and the STOP mark says how the program ended,
  * when it did (ex NULL: it runs on). */
 static int end_in_gap(struct rec_session *rs, const struct crec_emu_exit *ex, uint64_t icount,
-                      uint32_t why)
+                      uint32_t why, uint64_t number)
 {
     struct rec_flight *f = rs->fl;
     crec_fmt_mark m = {.kind = CREC_FMT_K_STOP};
@@ -279,6 +279,7 @@ static int end_in_gap(struct rec_session *rs, const struct crec_emu_exit *ex, ui
 
     m.u.stop.why = f->parts ? why : CREC_FMT_STOP_NEVER;
     m.u.stop.at = f->parts ? f->part_end : 0;
+    m.u.stop.number = number;
     if (ex && !rs->stopped) {
         m.u.stop.ended = 1;
         m.u.stop.end = icount;
@@ -372,7 +373,7 @@ static void dump_child(struct rec_session *rs, uint64_t n, const char *path, uin
     rc = crec_fmt_writer_copy_to(rs->w, fd, path, &err);
     if (rc == CREC_OK)
         rc = rs->active ? rec_end_here(rs, CREC_FMT_STOP_DUMP, n, addr, before, tbefore)
-                        : end_in_gap(rs, NULL, before, CREC_FMT_STOP_DUMP);
+                        : end_in_gap(rs, NULL, before, CREC_FMT_STOP_DUMP, n);
     if (rc != CREC_OK && rs->failed)
         err = rs->err;
     if (rc == CREC_OK)
@@ -488,7 +489,7 @@ int rec_flight_block(struct rec_session *rs, uint64_t addr, uint64_t before, uin
         if (rs->active) {
             end_now(rs, CREC_FMT_STOP_THREADS, "the program started a second thread (a ring "
                     "or --start-at recording holds one)", addr, before, tbefore);
-        } else if (end_in_gap(rs, NULL, before, CREC_FMT_STOP_THREADS) == CREC_OK) {
+        } else if (end_in_gap(rs, NULL, before, CREC_FMT_STOP_THREADS, 0) == CREC_OK) {
             snprintf(f->why, sizeof f->why, "the program started a second thread (a "
                      "--start-at recording holds one): the recording ended at instruction %llu",
                      (unsigned long long)f->part_end);
@@ -571,7 +572,7 @@ int rec_flight_finish(struct rec_session *rs, const struct crec_emu_exit *ex, ui
     int rc;
 
     if (!rs->active) {
-        rc = end_in_gap(rs, ex, icount, CREC_FMT_STOP_STOP_AT);
+        rc = end_in_gap(rs, ex, icount, CREC_FMT_STOP_STOP_AT, 0);
         if (f->parts == 0)
             snprintf(f->why, sizeof f->why, "no --start-at trigger came: nothing was recorded");
         else

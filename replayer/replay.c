@@ -1286,6 +1286,12 @@ static int rep_seg_run_until(struct rep_seg *s)
     if (s->ended)
         return CREC_OK;
     s->stop_at = s->until;
+    /* stopped (or started) right at a part's last key frame: going on
+     * means going over the gap */
+    if (s->next_kf > 0 && !s->jump_to && rep_part_end(s, s->next_kf - 1) &&
+        crec_emu_cpu_icount(s->cpu) == s->kfs[s->next_kf - 1].thread_icount &&
+        s->until > crec_emu_cpu_icount(s->cpu))
+        s->jump_to = s->next_kf;
     do {
         if (s->refill_at) { /* a block whose code was just copied in (lazy.c) */
             crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->refill_at);

@@ -202,6 +202,14 @@ grep -q "^crec: rip@$((g1 + 10)): time $((g1 + 10)) was not recorded: the progra
 "$CREC" trace parts.crec --from $((g1 - 2)) --to $((g2 + 2)) >tr.out 2>&1
 expect_eq "parts: a trace goes on over the gap" "$((g1 - 2)) $((g1 - 1)) $g2 $((g2 + 1)) $((g2 + 2))" "$(cut -d' ' -f1 tr.out | tr '\n' ' ' | sed 's/ $//')"
 expect_eq "parts: calls of work in every part" 3 "$("$CREC" calls parts.crec work | wc -l)"
+line=$("$CREC" when parts.crec acc 2>&1 | grep "^$g2 ")
+case "$line" in
+"$g2 0x"*" - (not recorded: the program ran unrecorded before this part)")
+    pass "parts: when gives the value a part starts with, after a gap" ;;
+*) fail "parts: when gives the value a part starts with, after a gap" "$line" ;;
+esac
+n=$("$CREC" when parts.crec acc 2>&1 | awk -v a="$g1" -v b="$g2" '$1 > a && $1 < b' | wc -l)
+expect_eq "parts: when reports no change inside a gap" 0 "$n"
 "$CREC" record -o never.crec --start-at no_such_function -- "$G" phases 1 >/dev/null 2>never.err
 expect_eq "parts: a trigger that never comes: the program runs" 0 $?
 "$CREC" info never.crec | grep -q "no --start-at trigger came: nothing was recorded" &&

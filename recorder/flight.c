@@ -42,6 +42,8 @@
 
 #define FL_MAX_KIDS 8                /* dumps being written at once */
 #define FL_FULL_RESERVE (64u << 10)  /* what the end of a recording may take */
+#define FL_THREAD_RESERVE (4u << 10) /* and per thread */
+#define FL_FULL_GAP (16u << 10)      /* less than this left: the file is full */
 
 struct fl_trig {
     int kind;          /* enum crec_trigger_kind */
@@ -148,7 +150,10 @@ void rec_flight_syscall(struct rec_session *rs, uint64_t nr)
 
 void rec_flight_thread(struct rec_session *rs)
 {
-    rs->fl->threads_stop = 1;
+    /* a ring and a --start-at recording hold one thread (--stop-at alone,
+     * --max-size and dumps end as any recording of threads does) */
+    if (rs->opt->ring || rs->opt->n_start_at)
+        rs->fl->threads_stop = 1;
 }
 
 /* Does a trigger of v fire at the block [addr, addr+bytes) that starts
@@ -453,22 +458,29 @@ int rec_ring_boundary(struct rec_session *rs, uint64_t icount)
 }
 
 /* Is the file about to outgrow --max-size?  Buffered bytes are counted as
- * if they could not be compressed: before saying yes, compress them. */
+ * if they could not be compressed: before saying yes, hand them to the
+ * writer and let it compress them.  The file is full when what is left
+ * below the bound, less what the end of the recording takes (a key frame
+ * and the SEQ end of every thread, the directory), is under FL_FULL_GAP:
+ * flushing again for the last few bytes would only add small chunks. */
 static int full(struct rec_session *rs)
 {
-    crec_error err = {0};
-    uint64_t max = rs->opt->max_size;
+    uint64_t max = rs->opt->max_size, held = rs->reads.len, later, reserve, size;
 
-    /* the READS bytes the recorder holds before the writer has them count too */
-    if (crec_fmt_writer_size(rs->w) + 2 * rs->reads.len + FL_FULL_RESERVE < max)
-        return 0;
-    if (rec_flush_reads(rs) != CREC_OK)
-        return 0;
-    if (crec_fmt_flush_all(rs->w, &err) != CREC_OK) {
-        rec_fail(rs, &err);
-        return 0;
+    for (size_t i = 0; i < rs->nthreads; i++) {
+        struct rec_thread *t = rs->threads[i];
+        if (t && t->live && t != rs->cur)
+            held += t->reads.len + t->seq.len;
     }
-    return crec_fmt_writer_size(rs->w) + FL_FULL_RESERVE >= max;
+    later = rs->cur ? rs->cur->seq.len : 0; /* written at the block's end */
+    reserve = FL_FULL_RESERVE + rs->nthreads * (uint64_t)FL_THREAD_RESERVE + 2 * later;
+    if (crec_fmt_writer_size(rs->w) + 2 * held + reserve + FL_FULL_GAP < max)
+        return 0;
+    rec_flush_held(rs);
+    if (rs->failed)
+        return 0;
+    size = crec_fmt_writer_size(rs->w);
+    return size + reserve + FL_FULL_GAP >= max;
 }
 
 int rec_flight_block(struct rec_session *rs, uint64_t addr, uint64_t before, uint64_t tbefore,

@@ -386,13 +386,22 @@ static double monotonic_seconds(void)
  */
 static void rec_sync(struct rec_session *rs)
 {
-    crec_error err = {0};
     double now = monotonic_seconds();
 
     if (rs->failed || now - rs->last_sync < REC_SYNC_SECONDS)
         return;
     rs->last_sync = now;
-    if (rec_flush_reads(rs) != CREC_OK)
+    rec_flush_held(rs);
+}
+
+/* Hand the writer every byte the recorder holds but the running thread's
+ * SEQ entries (its block's atomics may yet be taken back), and write every
+ * stream's pending bytes as chunks. */
+void rec_flush_held(struct rec_session *rs)
+{
+    crec_error err = {0};
+
+    if (rs->failed || rec_flush_reads(rs) != CREC_OK)
         return;
     for (size_t i = 0; i < rs->nthreads; i++) {
         struct rec_thread *t = rs->threads[i];

@@ -356,6 +356,7 @@ void rec_fail(struct rec_session *rs, const crec_error *err);
 int rec_keyframe(struct rec_session *rs, uint64_t icount, uint64_t ticount, uint64_t rip,
                  const crec_regs *regs);
 int rec_flush_reads(struct rec_session *rs);
+void rec_flush_held(struct rec_session *rs);
 int rec_add_hooks(struct rec_session *rs, crec_error *err);
 void rec_remove_hooks(struct rec_session *rs);
 /* End the recording with the program still running (why: enum

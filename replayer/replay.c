@@ -1041,8 +1041,14 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
                 return;
             if (s->on_keyframe)
                 s->on_keyframe(s->access_ctx, k);
-            if (rep_part_end(s, k) && tb < s->until) { /* over the gap, outside the hook */
-                s->jump_to = k + 1;
+            if (rep_part_end(s, k) && tb < s->until) {
+                /* over the gap (outside the hook) when the run goes as far as
+                 * the next part; a run to a time in the gap ends here: the
+                 * program's state there is not in the recording */
+                if (s->until >= s->kfs[k + 1].thread_icount)
+                    s->jump_to = k + 1;
+                else
+                    s->stopped_at_block = addr;
                 crec_emu_cpu_stop(s->cpu);
                 return;
             }
@@ -1290,8 +1296,11 @@ static int rep_seg_run_until(struct rep_seg *s)
      * means going over the gap */
     if (s->next_kf > 0 && !s->jump_to && rep_part_end(s, s->next_kf - 1) &&
         crec_emu_cpu_icount(s->cpu) == s->kfs[s->next_kf - 1].thread_icount &&
-        s->until > crec_emu_cpu_icount(s->cpu))
+        s->until > crec_emu_cpu_icount(s->cpu)) {
+        if (s->until < s->kfs[s->next_kf].thread_icount)
+            return CREC_OK; /* a time in the gap: the run stays at the part's end */
         s->jump_to = s->next_kf;
+    }
     do {
         if (s->refill_at) { /* a block whose code was just copied in (lazy.c) */
             crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->refill_at);

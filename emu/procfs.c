@@ -433,6 +433,17 @@ static const char *self_path(const char *p)
 
     if (strncmp(p, "/proc/self/", 11) == 0)
         return p + 11;
+    /* /dev/fd and /dev/std{in,out,err} are links into /proc/self, which the
+     * host would resolve to crec's own descriptors (bash's <(...) opens
+     * /dev/fd/63) */
+    if (strncmp(p, "/dev/fd/", 8) == 0)
+        return p + 5;
+    if (strcmp(p, "/dev/stdin") == 0)
+        return "fd/0";
+    if (strcmp(p, "/dev/stdout") == 0)
+        return "fd/1";
+    if (strcmp(p, "/dev/stderr") == 0)
+        return "fd/2";
     if (strncmp(p, "/proc/thread-self/", 18) == 0)
         return p + 18;
     n = (size_t)snprintf(pid, sizeof pid, "/proc/%d/", getpid());
@@ -509,7 +520,8 @@ int emu_procfs_open(crec_emu *e, const char *path, int flags, int *hostfd)
 
 int emu_procfs_readlink(crec_emu *e, const char *path, char *out, size_t size)
 {
-    const char *rest = self_path(path);
+    /* /dev/stdout itself is a link whose text the host gives right */
+    const char *rest = strncmp(path, "/dev/std", 8) == 0 ? NULL : self_path(path);
     char host[64];
     int gfd;
     ssize_t n;

@@ -103,6 +103,10 @@ else fail "run: sleep 0.2 takes its time" "$(((t1 - t0) / 1000000)) ms"; fi
 
 # /proc/self is the guest, not crec; the CPUs agree with the model.
 same_as_native "run: /proc/self" "PROCSELF_TEST=yes @ $GUESTS/procself arg1"
+# /dev/fd/N is the guest's descriptor N, not crec's: bash's process
+# substitution passes /dev/fd/63
+same_as_native "run: /dev/fd/N (bash process substitution)" \
+    "@ bash -c 'join <(printf \"a 1\\nb 2\\n\") <(printf \"a 3\\nb 4\\n\"); cat /dev/stdin </etc/hostname'"
 "$CREC" run -- cat /proc/self/maps >"$TMP/maps" 2>"$TMP/err"
 if grep -q ' \[stack\]$' "$TMP/maps" && grep -q '/cat$' "$TMP/maps" &&
     ! grep -q 'unicorn\|crec' "$TMP/maps"; then

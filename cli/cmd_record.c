@@ -42,6 +42,8 @@ static const char record_usage[] =
     "                              length that may end inside a block, the next thread\n"
     "                              drawn at random, now and then one starved (races\n"
     "                              show up); the seed is stored in the recording\n"
+    "  --forward-signals           SIGINT and SIGTERM sent to crec go to the program\n"
+    "                              (see below) instead of stopping the recording\n"
     "  --env-clear                 start the program with an empty environment\n"
     "  -e, --env NAME=VALUE        set NAME in the program's environment (again and\n"
     "                              again for more)\n"
@@ -53,10 +55,18 @@ static const char record_usage[] =
     "read (files, standard input, the network): share it as you would share those.\n"
     "--env-clear and -e choose the environment it holds.\n"
     "\n"
-    "SIGINT or SIGTERM stops the recording: the file is completed where the\n"
-    "program was, and crec exits 128+N.  A program whose threads are all\n"
-    "blocked for good ends with \"deadlock\" and exit status 124; its recording\n"
-    "is complete too.\n";
+    "SIGINT or SIGTERM sent to crec from outside the recorded processes (Ctrl-C,\n"
+    "kill from another shell) stops the recording: the file is completed where\n"
+    "the program was, and crec exits 128+N; with --forward-signals the program\n"
+    "gets them instead, as it would natively.  Every other signal, and any signal\n"
+    "one recorded process sends another, is the program's (its handler runs, or\n"
+    "its default action, and the recording holds it).  A program whose threads\n"
+    "are all blocked for good ends with \"deadlock\" and exit status 124; its\n"
+    "recording is complete too.\n"
+    "\n"
+    "Every process the program forks is recorded too, into the same file (one\n"
+    "process per program image: execve starts a new one); crec waits for all of\n"
+    "them before it completes the file.\n";
 
 /* The signal that asked us to stop recording (SIGINT/SIGTERM), or 0: the
  * recorder looks at it at every block start (crec_record_options.stop). */
@@ -166,6 +176,7 @@ int cmd_record(int argc, char **argv)
         {"env-clear", no_argument, NULL, 'E'},
         {"env", required_argument, NULL, 'e'},
         {"force", no_argument, NULL, 'f'},
+        {"forward-signals", no_argument, NULL, 'F'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -192,6 +203,9 @@ int cmd_record(int argc, char **argv)
             break;
         case 'f':
             force = 1;
+            break;
+        case 'F':
+            o.forward_signals = 1;
             break;
         case 'o':
             o.out_path = optarg;
@@ -275,7 +289,7 @@ int cmd_record(int argc, char **argv)
     sigaction(SIGTERM, &old_term, NULL);
     if (rc != CREC_OK)
         return cli_fail(rc == CREC_ERR_GUEST ? EXIT_NOT_EXEC : EXIT_CREC_FAILED, "%s", err.msg);
-    if (stats)
+    if (stats && !ex.forked) /* a forked child records into the same file */
         print_stats(o.out_path, &st, secs);
     return cli_guest_status(&ex, stderr);
 }

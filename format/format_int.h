@@ -16,7 +16,8 @@
  *
  *   0   4  chunk magic "CRCK" (43 52 43 4B)
  *   4   1  stream type
- *   5   3  reserved, must be zero
+ *   5   3  version 3: process number (u24 LE), 0 for the shared streams;
+ *          versions 1 and 2: reserved, must be zero
  *   8   4  thread id (u32 LE), 0 for global streams
  *   12  4  chunk sequence number within its stream (u32 LE)
  *   16  8  uncompressed offset of the chunk within its stream (u64 LE)
@@ -99,6 +100,7 @@ int fmt_cur_hash(crec_fmt_cur *c, crec_fmt_hash *h, const char *what, crec_error
 typedef struct fmt_chunk {
     uint64_t file_off; /* where the frame header starts */
     uint8_t type;
+    uint32_t proc;     /* version 3: the process (< 2^24) */
     uint32_t tid, seq;
     uint64_t uoff;
     uint32_t clen, ulen;
@@ -106,9 +108,11 @@ typedef struct fmt_chunk {
 } fmt_chunk;
 
 void fmt_chunk_pack(uint8_t hdr[FMT_CHUNK_HDR], const fmt_chunk *c);
-/* Parse and range-check a frame header (not the checksum). */
-int fmt_chunk_unpack(const uint8_t hdr[FMT_CHUNK_HDR], uint64_t file_off, fmt_chunk *c,
-                     crec_error *err);
+/* Parse and range-check a frame header (not the checksum) of a file of
+ * format `version` (a process number only from version 3 on). */
+int fmt_chunk_unpack(uint32_t version, const uint8_t hdr[FMT_CHUNK_HDR], uint64_t file_off,
+                     fmt_chunk *c, crec_error *err);
+#define FMT_MAX_PROC ((1u << 24) - 1) /* the chunk header's field */
 uint64_t fmt_chunk_sum(const uint8_t hdr[FMT_CHUNK_HDR], const uint8_t *payload, size_t clen);
 
 /* A SEQ entry's numbers, read as the file holds them (records.c). */

@@ -227,7 +227,7 @@ struct rec_code_hash {
 /* Code is stored in blobs of at most this many bytes: memory stays bounded
  * and a blob fits a record whatever the size of an executable mapping. */
 #define REC_CODE_PIECE (16ull << 20)
-#define REC_MAX_IMAGES 16
+#define REC_MAX_IMAGES 1024
 #define REC_MAX_SYMBOLIZED 256
 
 /*
@@ -291,14 +291,26 @@ struct rec_session {
 
     struct rec_code_hash *code_hashes; /* one per piece of code (REC_CODE_PIECE) */
     size_t n_code_hashes, cap_code_hashes;
-    struct rec_image images[REC_MAX_IMAGES]; /* from the ELF loader */
-    size_t n_images;
+    /* the files code is mapped from (the loader's, then mmap's), so that the
+     * first listing of a process can name them (a fork's child) */
+    struct rec_image *images;
+    size_t n_images, cap_images;
     crec_fmt_hash symbolized[REC_MAX_SYMBOLIZED]; /* blobs whose symbols are written */
     size_t n_symbolized;
 
     crec_record_stats stats;
     int failed;           /* a write failed: `err` says why; stop recording */
     crec_error err;
+
+    /* processes (docs/ARCHITECTURE.md, "Processes"): this one's number, its
+     * command line, and where a fork or execve began in it */
+    uint32_t proc;
+    char *path;           /* the program (crec_malloc'd) */
+    char **argv;          /* its argv, one crec_malloc'd block */
+    int child;            /* this crec was made by a guest's fork */
+    uint32_t from_tid;    /* fork/execve: the thread that made it, */
+    uint64_t from_icount; /* ... its own count at the syscall */
+    uint32_t exec_parent; /* execve: the process it replaced */
 };
 
 /* rec_mem.c: the memory map, code, snapshots and dirty pages. */
@@ -326,6 +338,9 @@ int rec_foreign_mmap(struct rec_session *rs, const crec_fmt_event *ev);
 int rec_write_snapshot(struct rec_session *rs, uint64_t icount, int full);
 int rec_on_mem_event(struct rec_session *rs, const struct crec_emu_mem_event *ev);
 void rec_note_image(struct rec_session *rs, const struct crec_emu_mem_event *ev);
+/* A new process image (a fork's child, execve): nothing of the old one's
+ * memory is known (the next snapshot takes every page). */
+void rec_mem_restart(struct rec_session *rs);
 
 /* symbols.c: SYMBOL records for the ELF file `path`, whose bytes from
  * file_off on are the code blob `blob`.  A missing or odd file: none. */

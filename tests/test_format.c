@@ -239,9 +239,20 @@ Test(format, event_roundtrip_every_kind)
         memset(&ev, 0, sizeof ev);
         ev.kind = CREC_FMT_K_SIGNAL;
         ev.u.sig.icount = x;
-        ev.u.sig.signo = (uint32_t)x;
+        ev.u.sig.signo = 1 + (uint32_t)(x % 64); /* version 3: a signal's number */
         ev.u.sig.code = -(int64_t)(x & 0xff);
         ev.u.sig.addr = x;
+        ev.u.sig.flags = (uint32_t)(x & 3);
+        ev.u.sig.nregs = (uint32_t)(x % 3);
+        for (uint32_t i = 0; i < ev.u.sig.nregs; i++) {
+            ev.u.sig.regs[i].id = i ? CREC_FMT_REG_RIP : CREC_RSP;
+            ev.u.sig.regs[i].value = x + i;
+        }
+        ev.u.sig.nout = (uint32_t)(x & 1);
+        if (ev.u.sig.nout) {
+            ev.u.sig.out[0].addr = x % (CREC_FMT_ADDR_LIMIT / 2);
+            ev.u.sig.out[0].len = 1000;
+        }
         ev_check(&ev);
         memset(&ev, 0, sizeof ev);
         ev.kind = CREC_FMT_K_THREAD;
@@ -836,7 +847,7 @@ Test(format, version_refused_with_both_numbers)
     crec_error e = {0};
     put_u32le(p + 8, 9);
     cr_assert_eq(info_mem(p, len, NULL, &e), CREC_ERR_VERSION);
-    cr_assert(strstr(e.msg, "unsupported format version 9 (this crec reads 1 to 2)"), "%s", e.msg);
+    cr_assert(strstr(e.msg, "unsupported format version 9 (this crec reads 1 to 3)"), "%s", e.msg);
     free(p);
 }
 
@@ -1165,7 +1176,7 @@ Test(format, golden_bytes)
     /* the preamble of every file */
     size_t len;
     uint8_t *p = sample_bytes(1, 4096, 1, &len);
-    const uint8_t pre[16] = {0x89, 'C', 'R', 'E', 'C', '\r', '\n', 0x1a, 2, 0, 0, 0, 0, 0, 0, 0};
+    const uint8_t pre[16] = {0x89, 'C', 'R', 'E', 'C', '\r', '\n', 0x1a, 3, 0, 0, 0, 0, 0, 0, 0};
     cr_assert(memcmp(p, pre, 16) == 0);
     cr_assert(memcmp(p + 16, "CRCK\x01\0\0\0", 8) == 0);
     cr_assert(memcmp(p + len - 8, "CRECEND\0", 8) == 0);
@@ -1355,7 +1366,7 @@ Test(format, header_v2_and_schedule)
     uint8_t *mem;
     crec_fmt_reader *r = seq_file(&h, seqs, n, 2, &mem);
     const crec_fmt_header *rh = crec_fmt_reader_header(r);
-    cr_assert_eq(rh->version, 2);
+    cr_assert_eq(rh->version, CREC_FMT_VERSION);
     cr_assert_eq(rh->time_slice, 5000);
     cr_assert_eq(rh->cpus, 4);
     cr_assert_eq(rh->chaos, 1);

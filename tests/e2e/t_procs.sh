@@ -71,13 +71,13 @@ same_as_native "procs: fork from threads, execve with another thread alive" "@ /
 same_as_native "procs: a command not found, then one that is" \
     "@ sh -c 'no-such-command-xyz 2>/dev/null; echo \$?; /etc/passwd 2>/dev/null; echo \$?; true; echo \$?'"
 
-# a recording: fork is not supported yet (one line), the program goes on
-# without the child, and the recording replays
+# a recording of a fork and an execve: every process, each replayed alone
 "$CREC" record -o "$TMP/fork.crec" -- sh -c 'echo before; ls /dev/null; echo after' \
     >"$TMP/out" 2>"$TMP/err"
-if grep -q 'not supported yet' "$TMP/err" && "$CREC" replay "$TMP/fork.crec" 2>&1 |
-    grep -q 'replay verified'; then
-    pass "procs: fork in a recording: 'not supported yet', and a replay"
+if [ ! -s "$TMP/err" ] && [ "$(cat "$TMP/out")" = "before
+/dev/null
+after" ] && "$CREC" replay "$TMP/fork.crec" 2>&1 | grep -q 'replay verified (3 processes'; then
+    pass "procs: fork and execve in a recording, every process replayed"
 else
-    fail "procs: fork in a recording" "$(head -c 300 "$TMP/err")"
+    fail "procs: fork and execve in a recording" "$(head -c 300 "$TMP/err")"
 fi

@@ -304,6 +304,8 @@ struct emu_thread {
     int futex_pi;             /* a LOCK_PI waiter: owns the lock when woken */
     uint64_t requeue_pi;      /* WAIT_REQUEUE_PI: the PI futex it may be moved to */
     uint64_t futex_seq;       /* when it began to wait: wakes go first come first */
+    int futex_shared;         /* ... on memory shared with other processes, holding: */
+    uint32_t futex_val;       /* ... this value, which another process may change */
     int64_t deadline;         /* CLOCK_MONOTONIC ns when the wait times out; -1: never */
     int64_t timeout_ret;      /* what the syscall returns then */
     struct pollfd *wait_fds;  /* EMU_WAIT_FD: the host fds and poll events */
@@ -387,6 +389,11 @@ int64_t emu_syscall_call(crec_emu *e, struct crec_emu_syscall *sc);
 void emu_syscall_finish(crec_emu *e, int64_t ret, uint64_t next_rip);
 /* sys_thread.c: wake up to n waiters of futex addr whose bitset meets bitset. */
 int emu_futex_wake(crec_emu *e, uint64_t addr, int n, uint32_t bitset);
+/* sys_thread.c: wake the waiters of a futex shared with other processes
+ * whose word changed.  @return how many there are still (the scheduler then
+ * waits at most EMU_SHARED_POLL_NS on the host). */
+void emu_futex_shared_poll(crec_emu *e);
+#define EMU_SHARED_POLL_NS 10000000ll
 /* sys_timer.c: queue signal si->signo to thread t (NULL: the process), for
  * rt_sigtimedwait; a waiting thread is woken.  @return 1 queued (or merged
  * with the same signal pending), 0 if nobody blocks or waits for it (the
@@ -426,6 +433,12 @@ void emu_signal_kick(crec_emu *e);
  * at an instruction boundary (a block start, a syscall's end): tell the
  * observer (on_signal, fatal). */
 void emu_signal_fatal_observe(crec_emu *e);
+/* sys_signal.c: the signal mask of pselect6, ppoll, epoll_pwait (the guest
+ * address of a sigset of `size` bytes, 0: none): in force while the call
+ * waits, the mask before coming back at its end (or in the frame of a
+ * handler it lets in).  @return 0, -EINTR when a signal it lets through is
+ * pending already, or -errno. */
+int64_t emu_signal_wait_mask(crec_emu *e, uint64_t addr, uint64_t size);
 /* sys_signal.c: the signal taken at the end of a syscall that a signal
  * interrupted (EINTR): SA_RESTART makes it run again after the handler. */
 int emu_signal_restartable(uint64_t nr);
@@ -508,6 +521,8 @@ struct crec_emu {
     unsigned char unsupported_seen[512 / 8];
 
     int sc_eintr;             /* the syscall in progress was ended by a signal (EINTR) */
+    int sc_deadline_set;      /* ... has its timeout's end in sc_deadline */
+    uint64_t sc_deadline;
     int forked;               /* a child crec made by fork (sys_process.c) */
     int fork_child_syscall;   /* the fork returning 0 in the child: not observed (the
                                  child's recording starts after it) */
@@ -534,6 +549,10 @@ static inline int emu_signal_ready(const crec_emu *e)
 #define EMU_FOREVER UINT64_MAX
 /* now + rel (a past or zero rel: now; too far: EMU_FOREVER) */
 uint64_t emu_deadline_after(const struct timespec *rel);
+/* The same for the timeout of the syscall in progress: computed once, so
+ * that one run again after a signal to crec the guest did not take
+ * (syscall.c) ends when it would have. */
+uint64_t emu_sc_deadline_after(crec_emu *e, const struct timespec *rel);
 void emu_deadline_left(uint64_t deadline, struct timespec *left);
 /* Block until one of the host descriptors fds[0..n) is ready (revents
  * set) or the deadline passes (EMU_FOREVER: never; a past one: just
@@ -615,6 +634,9 @@ int64_t emu_synthdir_getdents(crec_emu *e, int gfd, uint64_t addr, uint64_t size
 void emu_named_map(crec_emu *e, uint64_t addr, uint64_t len, int hostfd, const char *path,
                    uint64_t off, int shared);
 void emu_named_unmap(crec_emu *e, uint64_t addr, uint64_t len);
+/* procfs.c: does addr lie in a MAP_SHARED mapping (shared with other
+ * processes: a file's, or anonymous memory a fork shares)? */
+int emu_named_shared(const crec_emu *e, uint64_t addr);
 void emu_named_free(crec_emu *e);
 
 /* The CPUs the guest is shown (--cpus): /proc/cpuinfo, /sys,

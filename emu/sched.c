@@ -385,10 +385,20 @@ int64_t emu_fd_wait(crec_emu *e, uint64_t nr, const uint64_t a[6])
     case 270:
     case 232:
     case 281:
-    case 441:
+    case 441: {
+        /* the mask it waits with (ppoll, pselect6, epoll_pwait(2)) */
+        uint64_t sig[2] = {0, 0};
+        int64_t r = 0;
+        if (nr == 271 || nr == 281 || nr == 441)
+            sig[0] = nr == 271 ? a[3] : a[4], sig[1] = nr == 271 ? a[4] : a[5];
+        else if (nr == 270 && a[5] && emu_copy_in(e, sig, a[5], sizeof sig) != 0)
+            return 0; /* the handler reports it */
         if (poll_set(e, t, nr, a, &deadline, &zero) != 0 || zero ||
             !fds_would_wait(t->wait_fds, t->nwait_fds))
             return 0;
+        if ((r = emu_signal_wait_mask(e, sig[0], sig[1])) != 0)
+            return r;
+    }
         emu_block(e, EMU_WAIT_FD, deadline, 0);
         t->wait_poll = 1;
         return EMU_BLOCKED;
@@ -436,6 +446,18 @@ static void poll_timed_out(crec_emu *e, const struct crec_emu_syscall *sc)
 
 static int signal_waiter(const crec_emu *e);
 
+/* Does a blocked thread wait on a futex shared with other processes? */
+static int shared_waiter(const crec_emu *e)
+{
+    const struct emu_sched *s = &e->sched;
+
+    for (size_t i = 0; i < s->n; i++)
+        if (s->th[i]->state == EMU_TH_BLOCKED && s->th[i]->wait == EMU_WAIT_FUTEX &&
+            s->th[i]->futex_shared)
+            return 1;
+    return 0;
+}
+
 /* Wake the threads whose timeout passed or whose fd is ready; wait on the
  * host up to `wait_ns` (0: just look, -1: as long as it takes) for one.
  * @return how many were woken. */
@@ -465,10 +487,15 @@ static int wake_outside(crec_emu *e, int64_t wait_ns)
             who[nfd++] = t;
         }
     }
+    emu_futex_shared_poll(e); /* another process may have changed a shared futex */
+    for (size_t i = 0; i < s->n; i++)
+        woken += s->th[i]->state == EMU_TH_RUNNABLE && s->th[i]->woken;
     if (woken || (wait_ns == 0 && nfd == 0))
         return woken;
     if (wait_ns != 0 && nearest >= 0 && (wait_ns < 0 || nearest - now < wait_ns))
         wait_ns = nearest - now;
+    if (shared_waiter(e) && (wait_ns < 0 || wait_ns > EMU_SHARED_POLL_NS))
+        wait_ns = EMU_SHARED_POLL_NS;
     if (wait_ns < 0 && nfd == 0 && !signal_waiter(e))
         return 0; /* nothing can come: the caller sees a deadlock */
     {
@@ -527,7 +554,7 @@ static int someone_waits_outside(const crec_emu *e)
 {
     const struct emu_sched *s = &e->sched;
 
-    if (emu_timers_next(e) >= 0 || signal_waiter(e))
+    if (emu_timers_next(e) >= 0 || signal_waiter(e) || shared_waiter(e))
         return 1;
     for (size_t i = 0; i < s->n; i++)
         if (s->th[i]->state == EMU_TH_BLOCKED &&
@@ -658,6 +685,7 @@ static int complete(crec_emu *e, struct emu_thread *t)
     t->wait_poll = 0;
     if (t->retry) {
         t->retry = 0;
+        e->sc_deadline_set = 0; /* (its wait had the thread's own deadline) */
         ret = emu_syscall_call(e, &e->sc);
         if (ret == EMU_BLOCKED) {
             t->sc = e->sc;

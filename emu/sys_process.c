@@ -37,7 +37,6 @@
 #define CLONE_PARENT_SETTID_ 0x00100000ull
 #define CLONE_CHILD_CLEARTID_ 0x00200000ull
 #define CLONE_CHILD_SETTID_ 0x01000000ull
-#define SA_NOCLDWAIT_ 2ull
 #define ARG_MAX_BYTES (2u << 20) /* argv and envp together, as Linux's default limit */
 #define ARG_MAX_COUNT 65536
 
@@ -52,11 +51,6 @@ int64_t emu_fork(crec_emu *e, uint64_t flags, uint64_t stack, uint64_t ptid, uin
     if ((flags & CLONE_VM_) && !(flags & CLONE_VFORK_))
         return emu_not_yet(e, "clone with CLONE_VM but neither CLONE_THREAD nor CLONE_VFORK",
                            -EAGAIN);
-    /* The host reaps crec's children itself only where the guest asked
-     * for it (SIGCHLD ignored, SA_NOCLDWAIT), so that wait4 finds them. */
-    signal(SIGCHLD, e->sigs[SIGCHLD].handler == 1 || (e->sigs[SIGCHLD].flags & SA_NOCLDWAIT_)
-                        ? SIG_IGN
-                        : SIG_DFL);
     if (e->obs.on_fork)
         e->obs.on_fork(e->obs.ctx, CREC_EMU_FORK_BEFORE, 0);
     if (e->fatal)

@@ -574,6 +574,25 @@ static int64_t suspend(crec_emu *e, uint64_t mask)
     }
 }
 
+int64_t emu_signal_wait_mask(crec_emu *e, uint64_t addr, uint64_t size)
+{
+    struct emu_thread *t = e->sched.cur;
+    uint64_t mask;
+
+    if (!addr)
+        return 0;
+    if (size != 8)
+        return -EINVAL;
+    if (emu_copy_in(e, &mask, addr, 8) != 0)
+        return -EFAULT;
+    if (!t->suspended) {
+        t->suspend_mask = e->sigmask;
+        t->suspended = 1;
+    }
+    e->sigmask = crec_le_get((const uint8_t *)&mask, 8) & ~(sigbit(SIGKILL) | sigbit(SIGSTOP));
+    return emu_signal_ready(e) ? -EINTR : 0;
+}
+
 static int64_t sys_rt_sigsuspend(crec_emu *e, const uint64_t a[6])
 {
     uint64_t mask;

@@ -175,7 +175,7 @@ void emu_syscall_entry(void *ctx, crec_emu_cpu *cpu)
     int64_t ret;
 
     memset(sc, 0, sizeof *sc);
-    e->sc_eintr = 0;
+    e->sc_eintr = e->sc_deadline_set = 0;
     sc->nr = nr;
     for (int i = 0; i < 6; i++)
         sc->args[i] = emu_reg_get(cpu, arg_regs[i]);

@@ -6,6 +6,27 @@
  */
 #include "format/format_int.h"
 
+/* A process with no end: its instructions up to its last key frame whose
+ * data reached the file (where a replay of it can get). */
+static int last_reached(crec_fmt_reader *r, crec_fmt_proc_sum *p, crec_error *err)
+{
+    crec_fmt_cursor *c;
+    const uint8_t *body;
+    size_t len;
+    int kind, rc = crec_fmt_cursor_open(r, CREC_FMT_S_KEYFRAMES, 0, 0, &c, err);
+
+    while (rc == CREC_OK && (rc = crec_fmt_cursor_next(c, &kind, &body, &len, err)) == CREC_OK) {
+        crec_fmt_keyframe kf;
+        if (kind != CREC_FMT_K_KEYFRAME || crec_fmt_kf_decode(body, len, &kf, NULL) != CREC_OK ||
+            !crec_fmt_kf_reached(r, &kf))
+            break;
+        if (kf.global_icount > p->instructions)
+            p->instructions = kf.global_icount;
+    }
+    crec_fmt_cursor_free(c);
+    return rc == CREC_ERR_NOTFOUND || rc == CREC_ERR_TRUNCATED || rc == CREC_OK ? CREC_OK : rc;
+}
+
 /* Read the PROCESS stream of the selected process into *p. */
 static int read_one(crec_fmt_reader *r, crec_fmt_proc_sum *p, crec_error *err)
 {
@@ -53,7 +74,9 @@ static int read_one(crec_fmt_reader *r, crec_fmt_proc_sum *p, crec_error *err)
     }
     crec_fmt_cursor_free(c);
     /* a process whose recorder was killed ends where its stream does */
-    return rc == CREC_ERR_NOTFOUND || rc == CREC_ERR_TRUNCATED ? CREC_OK : rc;
+    if (rc == CREC_ERR_NOTFOUND || rc == CREC_ERR_TRUNCATED)
+        rc = CREC_OK;
+    return rc == CREC_OK && !p->ended ? last_reached(r, p, err) : rc;
 }
 
 void crec_fmt_processes_free(crec_fmt_proc_sum *v, size_t n)

@@ -233,25 +233,32 @@ static int shared_type(const crec_fmt_writer *w, int type)
 }
 
 /* Write chunk c of stream s from `data` (its number and stream offset are
- * the shared ones for a shared stream), and list it. */
+ * the shared ones for a shared stream: taken once it is written whole, so
+ * that a process that dies writing it leaves no gap in the numbering), and
+ * list it.  A shared writer's lock is held (`locked`), or taken here. */
 static int emit_chunk(crec_fmt_writer *w, struct wstream *s, fmt_chunk *c, const uint8_t *data,
-                      crec_error *err)
+                      int locked, crec_error *err)
 {
     size_t z;
     int rc = compress_chunk(w, data, c->ulen, &z, err);
 
     if (rc)
         return rc;
-    w_lock(w);
+    if (!locked)
+        w_lock(w);
     if (shared_type(w, s->type)) {
-        c->seq = w->sh->seq[s->type]++;
+        c->seq = w->sh->seq[s->type];
         c->uoff = w->sh->uoff[s->type];
-        w->sh->uoff[s->type] += c->ulen;
     }
     rc = put_chunk(w, c, z, err);
+    if (rc == CREC_OK && shared_type(w, s->type)) {
+        w->sh->seq[s->type]++;
+        w->sh->uoff[s->type] += c->ulen;
+    }
     if (rc == CREC_OK)
         rc = dir_add(w, c, err);
-    w_unlock(w);
+    if (!locked)
+        w_unlock(w);
     return rc;
 }
 
@@ -268,20 +275,25 @@ static int flush_stream(crec_fmt_writer *w, struct wstream *s, crec_error *err)
         w->ndir--;
     }
     /* A shared stream holds whole records only (another process's chunks
-     * may follow), so its buffer may pass chunk_size: cut it here. */
-    for (size_t at = 0; at < s->len;) {
+     * may follow), so its buffer may pass chunk_size: cut it here, its
+     * chunks one after another under one hold of the lock, so that no
+     * other process's come between them. */
+    int whole = shared_type(w, s->type), rc = CREC_OK;
+    if (whole)
+        w_lock(w);
+    for (size_t at = 0; at < s->len && rc == CREC_OK;) {
         size_t n = s->len - at < w->chunk_size ? s->len - at : w->chunk_size;
         fmt_chunk c = {.type = s->type, .proc = s->proc, .tid = s->tid, .seq = s->seq,
                        .uoff = s->flushed, .ulen = (uint32_t)n};
-        int rc = emit_chunk(w, s, &c, s->buf + at, err);
-        if (rc)
-            return rc;
+        rc = emit_chunk(w, s, &c, s->buf + at, whole, err);
         s->flushed += n;
         s->seq++;
         at += n;
     }
+    if (whole)
+        w_unlock(w);
     s->len = 0;
-    return CREC_OK;
+    return rc;
 }
 
 /* ---- streams ------------------------------------------------------------- */

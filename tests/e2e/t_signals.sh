@@ -95,3 +95,60 @@ else
     fail "signals: ... recorded, and the replay ends at rt_sigreturn as recorded" \
         "$(cat "$TMP/sort-rec.rc"): $(head -c 200 "$TMP/sort-rec.err")"
 fi
+
+# issue 15's guests: a SIGSEGV handler that longjmps and prints "recovered",
+# raise(SIGUSR1) to SA_SIGINFO (si_signo, si_code), SIGPIPE/EPIPE (ignored,
+# a handler, the default: exit 141)
+same_as_native "signals: recovered, SA_SIGINFO, SIGPIPE/EPIPE (crec run)" "@ $GUESTS/sig_recover"
+rr recover "$GUESTS/sig_recover"
+if grep -q '^recovered$' "$TMP/recover.out" && grep -q '^si_signo 10 si_code -6$' "$TMP/recover.out"; then
+    pass "signals: ... prints recovered, si_signo 10 si_code -6"
+else
+    fail "signals: ... prints recovered, si_signo 10 si_code -6" "$(cat "$TMP/recover.out")"
+fi
+# between processes: SIGUSR1 to a child that computes (delivered at an
+# instruction, recorded in the child's part), SIGCHLD in sigsuspend,
+# SIGTERM and SIGKILL to children (each child's part ends with it)
+same_as_native "signals: between processes (crec run)" "@ $GUESTS/sig_procs"
+rr procs "$GUESTS/sig_procs"
+if "$CREC" info "$TMP/procs.crec" | grep -q 'SIGTERM' && "$CREC" info "$TMP/procs.crec" | grep -q 'SIGKILL'; then
+    pass "signals: ... info shows the children killed by SIGTERM and SIGKILL"
+else
+    fail "signals: ... info shows the children killed" "$("$CREC" info "$TMP/procs.crec" | head -20)"
+fi
+# blocking syscalls: pause and nanosleep ended by a handler (EINTR), read
+# with and without SA_RESTART, sigtimedwait
+same_as_native "signals: EINTR, SA_RESTART, pause, sigtimedwait (crec run)" "@ $GUESTS/sig_eintr"
+rr eintr "$GUESTS/sig_eintr"
+
+# signals sent to crec record itself: SIGUSR1 goes to the program; SIGTERM
+# stops the recording (exit 143, the file complete), or with
+# --forward-signals goes to the program too (its handler: exit 3)
+term_test() {
+    name=$1 want=$2
+    shift 2
+    rm -f "$TMP/$name.out"
+    "$CREC" record "$@" -o "$TMP/$name.crec" -- "$GUESTS/sig_wait_term" >"$TMP/$name.out" \
+        2>"$TMP/$name.err" &
+    p=$!
+    for i in $(seq 100); do grep -q ready "$TMP/$name.out" 2>/dev/null && break; sleep 0.1; done
+    kill -USR1 $p
+    for i in $(seq 100); do grep -q usr1 "$TMP/$name.out" 2>/dev/null && break; sleep 0.1; done
+    kill -TERM $p
+    wait $p
+    rc=$?
+    if [ "$rc" = "$want" ] && grep -q usr1 "$TMP/$name.out" &&
+        "$CREC" replay "$TMP/$name.crec" 2>&1 | grep -q 'replay verified'; then
+        pass "signals: SIGUSR1 then SIGTERM to crec record $* (exit $want)"
+    else
+        fail "signals: SIGUSR1 then SIGTERM to crec record $*" \
+            "exit $rc, want $want: $(cat "$TMP/$name.out" "$TMP/$name.err" | head -c 300)"
+    fi
+}
+term_test stop 143
+grep -q 'recording stopped by SIGTERM' "$TMP/stop.err" && ! grep -q term "$TMP/stop.out" &&
+    pass "signals: ... by default SIGTERM stops the recording" ||
+    fail "signals: ... by default SIGTERM stops the recording" "$(cat "$TMP/stop.err")"
+term_test forward 3 --forward-signals
+grep -q '^term$' "$TMP/forward.out" && pass "signals: ... --forward-signals: the program's handler ran" ||
+    fail "signals: ... --forward-signals: the program's handler ran" "$(cat "$TMP/forward.out")"

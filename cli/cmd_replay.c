@@ -95,10 +95,12 @@ static void print_result(const char *file, const crec_replay_result *res, uint32
         snprintf(threads, sizeof threads, res->alone ? " (%" PRIu64 " threads, each alone)"
                                                      : " (%" PRIu64 " threads, in the recorded "
                                                        "order)", res->threads);
-    if (res->processes > 1 || (res->processes == 1 && res->threads == 0 && thread == 0))
-        snprintf(procs, sizeof procs, " (%" PRIu64 " process%s, each alone%s)", res->processes,
-                 res->processes == 1 ? "" : "es",
+    if (res->processes > 0)
+        snprintf(procs, sizeof procs, " (%" PRIu64 " process%s%s%s)", res->processes,
+                 res->processes == 1 ? "" : "es", res->processes == 1 ? "" : ", each alone",
                  res->processes_cut ? ", some cut short: their recorders were killed" : "");
+    if (res->processes > 0 && res->threads > 1)
+        snprintf(threads, sizeof threads, " (up to %" PRIu64 " threads in one)", res->threads);
     if (res->processes > 0) {
         printf("%s: replay verified%s%s: %" PRIu64 " instructions replayed in all, %" PRIu64
                " key frames checked, %" PRIu64 " syscalls, %" PRIu64 " writes checked, %.2f s",

@@ -680,6 +680,24 @@ static int rep_signal_stopped(struct rep_seg *s, const struct crec_emu_stop *sto
     return !s->failed;
 }
 
+/* A query run stopped at exactly its time: a signal the recording entered
+ * a handler for at that count is part of the state there (the handler's
+ * first instruction is the next one), so it is entered now. */
+static void rep_signal_at_stop(struct rep_seg *s)
+{
+    uint64_t tb;
+
+    if (s->failed || s->diverged || s->version < 3)
+        return;
+    if (s->stopped_at_block) /* RIP is stale after a stop in a block hook */
+        crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->stopped_at_block);
+    s->stopped_at_block = 0;
+    tb = rep_ticount(s);
+    if ((rep_signal_next(s, tb, 0) || rep_signal_next(s, tb, 1)) &&
+        !(s->peek.u.sig.flags & CREC_FMT_SIG_FATAL))
+        rep_signal_apply(s);
+}
+
 /* ---- syscalls, CPUID, RDTSC ---------------------------------------------- */
 
 static void rep_set_regs(struct rep_seg *s, const crec_fmt_event *ev)
@@ -1307,6 +1325,8 @@ static int rep_seg_run_until(struct rep_seg *s)
              (s->refill_at || (!s->reached && rep_signal_stopped(s, &stop))));
     if (rc == CREC_OK && s->stopped_at_block) /* a query reads RIP: set it now */
         crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->stopped_at_block);
+    if (rc == CREC_OK && s->reached)
+        rep_signal_at_stop(s);
     if (rc == CREC_OK)
         rc = crec_emu_cpu_error(s->cpu, &err); /* that write, if it failed */
     if (rc != CREC_OK)
@@ -1561,9 +1581,7 @@ int rep_whole_run(struct rep_seg *s)
         rep_run_cpu(s, &stop);
         if (s->whole_until && crec_emu_cpu_icount(s->cpu) == s->whole_until) {
             s->reached = 1; /* a query run got where it was going */
-            if (s->stopped_at_block)
-                crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->stopped_at_block);
-            s->stopped_at_block = 0;
+            rep_signal_at_stop(s);
             return rep_outcome(s);
         }
         if (s->failed || s->diverged || s->have_exit)

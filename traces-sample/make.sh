@@ -32,6 +32,7 @@ if [ "$1" != "--answers" ]; then
         { echo "make.sh: needs musl-gcc: apt-get install musl-tools" >&2; exit 1; }
     musl-gcc -O1 -static -o "$W/segv" traces-sample/src/segv.c
     musl-gcc -O1 -static -o "$W/threads" traces-sample/src/threads.c
+    musl-gcc -O1 -static -o "$W/procs" traces-sample/src/procs.c
     cp traces-sample/src/input.txt "$W/input.txt"
 
     # rec NAME 'RECORD OPTIONS' PROG ARGS...: record one sample, unless it
@@ -56,6 +57,9 @@ if [ "$1" != "--answers" ]; then
     rec segv "--keyframe-interval 200" ./segv
     # format version 2: three threads, switched every 1000 instructions
     rec v2-threads "--slice 1000 --keyframe-interval 1000" ./threads
+    # format version 3: three processes (a fork, an execve), a pipe between
+    # them, a signal from one to the other and a fault's handler
+    rec v3-procs "--keyframe-interval 20000" ./procs
 fi
 
 CREC=$CREC ANSWERS_WRITE=1 sh tests/e2e/t_samples.sh

@@ -910,8 +910,10 @@ static int select_proc(crec_fmt_reader *r, uint32_t proc, crec_error *err)
     /* A process with a PROCESS stream but no end: its recorder was killed,
      * and its streams end where its last chunks did. */
     r->sel_cut = r->version >= 3 && has_process_stream && !proc_ended(r, proc);
-    snprintf(r->sel_why, sizeof r->sel_why,
-             r->sel_cut ? "process %u has no end: its recorder was killed" : "", proc);
+    r->sel_why[0] = '\0';
+    if (r->sel_cut)
+        snprintf(r->sel_why, sizeof r->sel_why,
+                 "process %u has no end: its recorder was killed", proc);
     return CREC_OK;
 }
 

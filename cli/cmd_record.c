@@ -42,6 +42,9 @@ static const char record_usage[] =
     "                              length that may end inside a block, the next thread\n"
     "                              drawn at random, now and then one starved (races\n"
     "                              show up); the seed is stored in the recording\n"
+    "  --forward-signals           SIGINT, SIGTERM and SIGUSR1 sent to crec go to the\n"
+    "                              program (see below) instead of stopping the\n"
+    "                              recording or writing a dump\n"
     "  --env-clear                 start the program with an empty environment\n"
     "  -e, --env NAME=VALUE        set NAME in the program's environment (again and\n"
     "                              again for more)\n"
@@ -53,10 +56,23 @@ static const char record_usage[] =
     "read (files, standard input, the network): share it as you would share those.\n"
     "--env-clear and -e choose the environment it holds.\n"
     "\n"
-    "SIGINT or SIGTERM stops the recording: the file is completed where the\n"
-    "program was, and crec exits 128+N.  A program whose threads are all\n"
-    "blocked for good ends with \"deadlock\" and exit status 124; its recording\n"
-    "is complete too.\n";
+    "SIGINT or SIGTERM sent to crec from outside the recorded processes (Ctrl-C,\n"
+    "kill from another shell) stops the recording: the file is completed where\n"
+    "the program was, and crec exits 128+N; SIGUSR1 (crec dump PID) writes a\n"
+    "dump.  With --forward-signals the program gets these three instead, as it\n"
+    "would natively.  Every other signal, and any signal\n"
+    "one recorded process sends another, is the program's (its handler runs, or\n"
+    "its default action, and the recording holds it).  A program whose threads\n"
+    "are all blocked for good ends with \"deadlock\" and exit status 124; its\n"
+    "recording is complete too.\n"
+    "\n"
+    "Every process the program forks is recorded too, into the same file (one\n"
+    "process per program image: execve starts a new one); crec waits for all of\n"
+    "them before it completes the file.  --ring, --start-at, --stop-at and\n"
+    "--max-size record one process: when it forks or calls execve the recording\n"
+    "ends there (crec says so in one line; the file is complete and replays) and\n"
+    "the program runs on, unrecorded.  A dump is refused once the program has\n"
+    "forked.\n";
 
 /* The signal that asked us to stop recording (SIGINT/SIGTERM), or 0: the
  * recorder looks at it at every block start (crec_record_options.stop). */
@@ -263,6 +279,7 @@ int cmd_record(int argc, char **argv)
         {"start-at", required_argument, NULL, 'A'},
         {"stop-at", required_argument, NULL, 'B'},
         {"dump-to", required_argument, NULL, 'D'},
+        {"forward-signals", no_argument, NULL, 'G'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -321,6 +338,9 @@ int cmd_record(int argc, char **argv)
                 return cli_usage_error("record", "--dump-to '%s': one %%d, for the dump's "
                                        "number, and no other %%", optarg);
             o.dump_to = optarg;
+            break;
+        case 'G':
+            o.forward_signals = 1;
             break;
         case 'o':
             o.out_path = optarg;
@@ -421,9 +441,9 @@ int cmd_record(int argc, char **argv)
     sigaction(SIGUSR1, &old_usr1, NULL);
     if (rc != CREC_OK)
         return cli_fail(rc == CREC_ERR_GUEST ? EXIT_NOT_EXEC : EXIT_CREC_FAILED, "%s", err.msg);
-    if (stats)
+    if (stats && !ex.forked) /* a forked child records into the same file */
         print_stats(o.out_path, &st, secs);
-    if (o.ring || o.n_start_at || o.n_stop_at || o.max_size)
+    if ((o.ring || o.n_start_at || o.n_stop_at || o.max_size) && !ex.forked)
         print_flight(o.out_path, &o, &st, &ex);
     return cli_guest_status(&ex, stderr);
 }

@@ -26,6 +26,8 @@ static const char when_usage[] =
     "Options:\n"
     "  --size N        bytes to watch (default 8, at most 64)\n"
     "  --format F      hex (default), dec, str or bytes\n"
+    "  --pid N[.K]     a recording of several processes: the process of guest pid\n"
+    "                  N (N.K: its K-th program), in its own time, as for query\n"
     "  -h, --help      show this help\n";
 
 struct when_ctx {
@@ -59,6 +61,7 @@ int cmd_when(int argc, char **argv)
     static const struct option longopts[] = {
         {"size", required_argument, NULL, 's'},
         {"format", required_argument, NULL, 'f'},
+        {"pid", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -68,6 +71,7 @@ int cmd_when(int argc, char **argv)
     crec_error err = {0};
     struct cli_what what;
     uint8_t b[64], k[64];
+    uint32_t pid = 0, image = 0;
     int c, src, rc = EXIT_OK;
 
     opterr = 0;
@@ -83,6 +87,10 @@ int cmd_when(int argc, char **argv)
                 return EXIT_USAGE;
             w.fmt = optarg;
             break;
+        case 'P':
+            if (cli_parse_pid("when", optarg, &pid, &image) != EXIT_OK)
+                return EXIT_USAGE;
+            break;
         case 'h':
             fputs(when_usage, stdout);
             return EXIT_OK;
@@ -94,7 +102,7 @@ int cmd_when(int argc, char **argv)
     }
     if (argc - optind != 2)
         return cli_usage_error("when", "needs a FILE and an ADDR");
-    if (crec_open(argv[optind], 0, &rec, &err) != CREC_OK)
+    if (cli_open_process(argv[optind], pid, image, 0, &rec, &err) != CREC_OK)
         return cli_fail_file(argv[optind], &err);
     cli_show_progress(rec, argv[optind]);
     if (cli_parse_what(rec, argv[optind + 1], (size_t)size, &what, &err) != 0 || what.is_reg ||

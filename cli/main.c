@@ -148,6 +148,25 @@ int cli_option_u64(const char *cmd, const char *name, const char *s, uint64_t mi
     return EXIT_OK;
 }
 
+int cli_parse_pid(const char *cmd, const char *arg, uint32_t *pid, uint32_t *image)
+{
+    char num[32];
+    const char *dot = strchr(arg, '.');
+    uint64_t p = 0, k = 0;
+    size_t n = dot ? (size_t)(dot - arg) : strlen(arg);
+
+    if (n == 0 || n >= sizeof num)
+        return cli_usage_error(cmd, "bad --pid '%s' (a pid, or PID.K: its K-th program)", arg);
+    memcpy(num, arg, n);
+    num[n] = '\0';
+    if (cli_parse_u64(num, &p) != 0 || p == 0 || p > UINT32_MAX ||
+        (dot && (cli_parse_u64(dot + 1, &k) != 0 || k == 0 || k > UINT32_MAX)))
+        return cli_usage_error(cmd, "bad --pid '%s' (a pid, or PID.K: its K-th program)", arg);
+    *pid = (uint32_t)p;
+    *image = (uint32_t)k;
+    return EXIT_OK;
+}
+
 double cli_now(void)
 {
     struct timespec ts;

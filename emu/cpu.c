@@ -191,8 +191,14 @@ static void hook_syscall(uc_engine *uc, void *ud)
     (void)uc;
     if (cpu->hooks.syscall) {
         cpu->in_syscall_hook = 1;
+        cpu->rip_moved = 0;
         cpu->hooks.syscall(cpu->hooks.ctx, cpu);
         cpu->in_syscall_hook = 0;
+        /* Unicorn 2.0.1 drops a stop asked for in a hook that also wrote RIP
+         * (a process that dies of a signal at rt_sigreturn): the next block
+         * hook asks again, before its block */
+        if (cpu->stop_requested && cpu->rip_moved)
+            cpu->xstop_pending = 1;
     } else
         emu_reg_set(cpu, UC_X86_REG_RAX, (uint64_t)-ENOSYS);
 }
@@ -575,6 +581,7 @@ void crec_emu_cpu_resume_at(crec_emu_cpu *cpu, uint64_t rip)
     /* Unicorn 2.0.1 adds the syscall's length to RIP after the syscall hook
      * returns, whatever the hook wrote there. */
     emu_reg_set(cpu, UC_X86_REG_RIP, cpu->in_syscall_hook ? rip - 2 : rip);
+    cpu->rip_moved = cpu->in_syscall_hook;
 }
 
 void crec_emu_cpu_stop(crec_emu_cpu *cpu)
@@ -716,6 +723,10 @@ int crec_emu_cpu_run(crec_emu_cpu *cpu, struct crec_emu_stop *stop, crec_error *
         if (cpu->until_stop_rip) { /* RIP is stale after a stop in a block hook */
             emu_reg_set(cpu, UC_X86_REG_RIP, cpu->until_stop_rip);
             cpu->until_stop_rip = 0;
+        }
+        if (cpu->xstop_rip) { /* ... and so after the stop asked again there */
+            emu_reg_set(cpu, UC_X86_REG_RIP, cpu->xstop_rip);
+            cpu->xstop_rip = 0;
         }
         if (cpu->engine_err != UC_ERR_OK)
             return crec_emu_cpu_error(cpu, err);

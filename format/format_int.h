@@ -16,7 +16,8 @@
  *
  *   0   4  chunk magic "CRCK" (43 52 43 4B)
  *   4   1  stream type
- *   5   3  reserved, must be zero
+ *   5   3  version 3: process number (u24 LE), 0 for the shared streams;
+ *          versions 1 and 2: reserved, must be zero
  *   8   4  thread id (u32 LE), 0 for global streams
  *   12  4  chunk sequence number within its stream (u32 LE)
  *   16  8  uncompressed offset of the chunk within its stream (u64 LE)
@@ -99,6 +100,7 @@ int fmt_cur_hash(crec_fmt_cur *c, crec_fmt_hash *h, const char *what, crec_error
 typedef struct fmt_chunk {
     uint64_t file_off; /* where the frame header starts */
     uint8_t type;
+    uint32_t proc;     /* version 3: the process (< 2^24) */
     uint32_t tid, seq;
     uint64_t uoff;
     uint32_t clen, ulen;
@@ -106,15 +108,18 @@ typedef struct fmt_chunk {
 } fmt_chunk;
 
 void fmt_chunk_pack(uint8_t hdr[FMT_CHUNK_HDR], const fmt_chunk *c);
-/* Parse and range-check a frame header (not the checksum). */
-int fmt_chunk_unpack(const uint8_t hdr[FMT_CHUNK_HDR], uint64_t file_off, fmt_chunk *c,
-                     crec_error *err);
+/* Parse and range-check a frame header (not the checksum) of a file of
+ * format `version` (a process number only from version 3 on). */
+int fmt_chunk_unpack(uint32_t version, const uint8_t hdr[FMT_CHUNK_HDR], uint64_t file_off,
+                     fmt_chunk *c, crec_error *err);
+#define FMT_MAX_PROC ((1u << 24) - 1) /* the chunk header's field */
 uint64_t fmt_chunk_sum(const uint8_t hdr[FMT_CHUNK_HDR], const uint8_t *payload, size_t clen);
 
 /* ---- the writer (writer.c; ring.c reads and rewrites its state) -------- */
 
 struct wstream {
     uint8_t type;
+    uint32_t proc;    /* per-process streams: its process; shared ones: 0 */
     uint32_t tid;
     uint8_t *buf;     /* grows by doubling up to chunk_size */
     size_t len, cap;  /* bytes buffered, bytes allocated */
@@ -134,10 +139,17 @@ void fmt_hset_clear(struct fmt_hashset *s);
 
 #define FMT_SEG_PINNED UINT32_MAX /* a chunk no rotation drops */
 
-struct fmt_ring; /* ring.c */
+struct fmt_ring;   /* ring.c */
+struct fmt_shared; /* writer.c: what the processes of a shared writer share */
 
 struct crec_fmt_writer {
     int fd, own_fd;
+    struct fmt_shared *sh; /* shared writers only (else NULL; never a ring) */
+    fmt_chunk *sdir;       /* ... their directory, FMT_SHARED_DIR_MAX entries */
+    int alive[2];          /* ... the pipe each process holds open (-1: closed) */
+    int forked;            /* this is a process a fork made (not the first) */
+    uint32_t proc;         /* the process whose streams are written */
+    uint32_t next_proc;    /* the next process number, when not shared */
     char *name;
     int failed; /* after an error only free/close are accepted */
     size_t chunk_size;

@@ -13,7 +13,130 @@ struct info_owner {
     crec_stream_info *streams;
     crec_thread_info *threads;
     crec_gap *gaps;
+    crec_process_info *procs;
+    crec_fmt_proc_sum *sums;  /* owns the processes' strings */
+    size_t nsums;
 };
+
+/* ---- processes ----------------------------------------------------------------- */
+
+_Static_assert((int)CREC_EXIT_EXEC == (int)CREC_FMT_EXIT_EXEC &&
+                   (int)CREC_PROCESS_ROOT == (int)CREC_FMT_PR_ROOT &&
+                   (int)CREC_PROCESS_FORK == (int)CREC_FMT_PR_FORK &&
+                   (int)CREC_PROCESS_EXEC == (int)CREC_FMT_PR_EXEC,
+               "the public process kinds are the file's");
+
+/* The public view of the processes of r (strings owned by sums). */
+static int copy_processes(crec_fmt_reader *r, const crec_fmt_proc_sum *v, size_t n,
+                          crec_process_info **out, crec_error *err)
+{
+    const crec_fmt_header *h = crec_fmt_reader_header(r);
+    crec_process_info *p = crec_calloc(n ? n : 1, sizeof *p);
+
+    *out = NULL;
+    if (!p)
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for %zu processes", n);
+    for (size_t i = 0; i < n; i++) {
+        const crec_fmt_proc_sum *s = &v[i];
+        crec_process_info *o = &p[i];
+        o->proc = s->proc;
+        o->pid = s->pid;
+        o->ppid = s->ppid;
+        o->image = 1;
+        for (size_t k = 0; k < i; k++)
+            o->image += v[k].started && s->started && v[k].pid == s->pid;
+        o->how = (int)s->how;
+        o->parent = s->started ? s->parent : s->proc;
+        o->parent_tid = s->parent_tid;
+        o->parent_icount = s->parent_icount;
+        if (s->started) {
+            o->path = s->path;
+            o->argv = s->argv;
+            while (s->argv[o->argc])
+                o->argc++;
+        } else { /* an older file: the header's command */
+            o->path = h->argc ? h->argv[0] : "";
+            o->argv = h->argv;
+            o->argc = h->argc;
+        }
+        o->ended = s->ended || !s->started;
+        o->exit_how = (int)s->end_how;
+        o->exit_value = s->value;
+        o->instructions = s->instructions;
+    }
+    *out = p;
+    return CREC_OK;
+}
+
+/* Bytes to round up to, for an array of pointers in a block. */
+#define ALIGN_UP(x) (((x) + 7) & ~(size_t)7)
+
+/* One block: the array, then each process's argv array and strings. */
+static crec_process_info *pack_processes(const crec_process_info *p, size_t n)
+{
+    size_t bytes = ALIGN_UP(n * sizeof *p), off;
+    uint8_t *blk;
+    crec_process_info *q;
+
+    for (size_t i = 0; i < n; i++) {
+        size_t b = (p[i].argc + 1) * sizeof(char *) + strlen(p[i].path) + 1;
+        for (size_t k = 0; k < p[i].argc; k++)
+            b += strlen(p[i].argv[k]) + 1;
+        bytes += ALIGN_UP(b);
+    }
+    if (!(blk = crec_malloc(bytes ? bytes : 1)))
+        return NULL;
+    q = (crec_process_info *)(void *)blk;
+    memcpy(q, p, n * sizeof *p);
+    off = ALIGN_UP(n * sizeof *p);
+    for (size_t i = 0; i < n; i++) {
+        char **av = (char **)(void *)(blk + off);
+        size_t l;
+        off += (q[i].argc + 1) * sizeof(char *);
+        for (size_t k = 0; k < q[i].argc; k++) {
+            l = strlen(p[i].argv[k]) + 1;
+            memcpy(blk + off, p[i].argv[k], l);
+            av[k] = (char *)(blk + off);
+            off += l;
+        }
+        av[q[i].argc] = NULL;
+        q[i].argv = av;
+        l = strlen(p[i].path) + 1;
+        memcpy(blk + off, p[i].path, l);
+        q[i].path = (const char *)(blk + off);
+        off = ALIGN_UP(off + l);
+    }
+    return q;
+}
+
+int crec_list_processes(const char *path, crec_process_info **out, size_t *n, crec_error *err)
+{
+    crec_fmt_reader *r = NULL;
+    crec_fmt_proc_sum *v = NULL;
+    crec_process_info *p = NULL;
+    size_t nv = 0;
+    int rc = crec_fmt_reader_open(path, &r, err);
+
+    *out = NULL, *n = 0;
+    if (rc == CREC_OK)
+        rc = crec_fmt_processes(r, &v, &nv, err);
+    if (rc == CREC_OK)
+        rc = copy_processes(r, v, nv, &p, err);
+    if (rc == CREC_OK && !(*out = pack_processes(p, nv)))
+        rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory listing %zu processes", nv);
+    if (rc == CREC_OK)
+        *n = nv;
+    crec_free(p);
+    crec_fmt_processes_free(v, nv);
+    crec_fmt_reader_free(r);
+    return rc;
+}
+
+void crec_processes_free(crec_process_info *p, size_t n)
+{
+    (void)n;
+    crec_free(p);
+}
 
 static void copy_header(crec_info *i, const crec_fmt_header *h, crec_cpuid_leaf *cpuid)
 {
@@ -106,7 +229,8 @@ _Static_assert((int)CREC_EXIT_STATUS == (int)CREC_FMT_EXIT_STATUS &&
                    (int)CREC_EXIT_STOPPED == (int)CREC_FMT_EXIT_STOPPED &&
                    (int)CREC_EXIT_ENDED == (int)CREC_FMT_EXIT_ENDED &&
                    (int)CREC_GAP_STOPPED == (int)CREC_FMT_GAP_STOPPED &&
-                   (int)CREC_STOP_NEVER == (int)CREC_FMT_STOP_NEVER,
+                   (int)CREC_STOP_NEVER == (int)CREC_FMT_STOP_NEVER &&
+                   (int)CREC_STOP_PROCESS == (int)CREC_FMT_STOP_PROCESS,
                "the public exit kinds are the file's");
 
 int crec_info_read(const char *path, crec_info **out, crec_error *err)
@@ -160,6 +284,15 @@ int crec_info_read(const char *path, crec_info **out, crec_error *err)
     }
     o->info.nstreams = n;
     o->info.streams = o->streams;
+    if ((rc = crec_fmt_processes(o->r, &o->sums, &o->nsums, err)) != CREC_OK ||
+        (rc = copy_processes(o->r, o->sums, o->nsums, &o->procs, err)) != CREC_OK) {
+        crec_info_free(&o->info);
+        return rc;
+    }
+    o->info.nprocesses = o->nsums;
+    o->info.processes = o->procs;
+    crec_fmt_reader_totals(o->r, &o->info.chunks, &o->info.raw_bytes,
+                           &o->info.compressed_bytes);
     *out = &o->info;
     return CREC_OK;
 }
@@ -175,5 +308,7 @@ void crec_info_free(crec_info *info)
     crec_free(o->streams);
     crec_free(o->threads);
     crec_free(o->gaps);
+    crec_free(o->procs);
+    crec_fmt_processes_free(o->sums, o->nsums);
     crec_free(o);
 }

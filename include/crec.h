@@ -104,6 +104,8 @@ typedef struct crec_exit {
                         log said so as it happened) */
     char msg[512];   /* signo != 0 or deadlock: one line, e.g. "guest killed by
                         SIGSEGV at ...", "deadlock: every thread is blocked; ..." */
+    int forked;      /* this is a crec process that the program's fork made (it
+                        recorded or ran that child, and exits as it does) */
 } crec_exit;
 
 /*
@@ -205,6 +207,10 @@ typedef struct crec_record_options {
     size_t n_start_at;
     const crec_trigger *stop_at;  /* ... and stops at any of these */
     size_t n_stop_at;
+    /* SIGINT and SIGTERM sent to crec from outside the recorded processes
+     * go to the program, as every other signal does, instead of stopping
+     * the recording (crec record --forward-signals; docs/USAGE.md) */
+    int forward_signals;
 } crec_record_options;
 
 /* What a finished recording measured. */
@@ -254,6 +260,10 @@ typedef struct crec_replay_options {
      * and the instructions replayed so far (may be NULL). */
     void (*live)(void *ctx, uint64_t verified, uint64_t replayed);
     void *live_ctx;
+    /* a recording of several processes: 0 every one; else only those of
+     * guest pid `pid` (all its programs, or with image K its K-th: execve
+     * starts a new process; `crec info` lists them) */
+    uint32_t pid, image;
 } crec_replay_options;
 
 /* Where and how a replay left the recorded path. */
@@ -266,6 +276,9 @@ typedef struct crec_divergence {
     uint64_t rip;
     char insn[160];   /* the instruction at rip: bytes and disassembly */
     char what[400];   /* what differed */
+    uint32_t pid;     /* a recording of several processes: the guest pid of the
+                         process it was noticed in (0: the recording has one) */
+    uint32_t image;   /* ... which of that pid's programs, from 1 */
 } crec_divergence;
 
 typedef struct crec_replay_result {
@@ -283,6 +296,9 @@ typedef struct crec_replay_result {
                                  (else the whole program, in the recorded order) */
     int diverged;
     crec_divergence div;
+    uint64_t processes;       /* the processes verified, when the recording has more
+                                 than one (their instructions are summed above) */
+    uint64_t processes_cut;   /* ... of which cut short (a recorder was killed) */
 } crec_replay_result;
 
 /*! crec_replay_run() :
@@ -303,7 +319,9 @@ enum crec_exit_how {
     CREC_EXIT_STATUS = 0,  /* the program exited (value: its status) */
     CREC_EXIT_SIGNAL = 1,  /* it was killed (value: the signal) */
     CREC_EXIT_STOPPED = 2, /* the recording was stopped (value: the signal) */
-    CREC_EXIT_ENDED = 3,   /* the recording ended before the program (stop_why says
+    CREC_EXIT_EXEC = 3,    /* a process called execve (value: the process it goes
+                              on as): crec_process_info */
+    CREC_EXIT_ENDED = 4,   /* the recording ended before the program (stop_why says
                               why: --stop-at, --max-size, a dump) */
 };
 
@@ -325,7 +343,51 @@ enum crec_stop_why {
     CREC_STOP_DUMP = 3,        /* a dump (SIGUSR1, crec dump), the program ran on */
     CREC_STOP_THREADS = 4,     /* a ring or --start-at recording met a second thread */
     CREC_STOP_NEVER = 5,       /* no --start-at trigger came: nothing was recorded */
+    CREC_STOP_PROCESS = 6,     /* a --ring, --max-size, --start-at or --stop-at recording
+                                  (one process) met a fork or an execve */
 };
+
+/* How a process of a recording began (crec_process_info.how). */
+enum crec_process_start {
+    CREC_PROCESS_ROOT = 0, /* the program crec started */
+    CREC_PROCESS_FORK = 1, /* a fork (vfork, clone) of its parent */
+    CREC_PROCESS_EXEC = 2, /* execve: the same pid, a new program */
+};
+
+/*
+ * One process of a recording.  A recording holds every process the program
+ * forked (format 3), each with its own threads, memory and time (its own
+ * instruction count from 0): one process per program image, so a pid that
+ * called execve has one process for each program it ran ("images").
+ */
+typedef struct crec_process_info {
+    uint32_t proc;           /* crec's number of it (0: the one crec started) */
+    uint32_t pid, ppid;      /* the guest's pid and parent pid (0: not recorded) */
+    uint32_t image;          /* which program of that pid it is, from 1 */
+    int how;                 /* enum crec_process_start */
+    uint32_t parent;         /* the process it came from (fork or execve); the
+                                first process: its own number */
+    uint32_t parent_tid;     /* ... that process's thread that made the call, */
+    uint64_t parent_icount;  /* ... at this count of its own */
+    const char *path;        /* the program ("" if not recorded) */
+    size_t argc;
+    char *const *argv;       /* its command line */
+    int ended;               /* its end was recorded; else its recorder was killed
+                                and its part of the recording is cut short */
+    int exit_how;            /* enum crec_exit_how (CREC_EXIT_EXEC: execve) */
+    uint64_t exit_value;
+    uint64_t instructions;   /* its own instruction count */
+} crec_process_info;
+
+/*! crec_list_processes() :
+ *  The processes of the recording at `path`, by number (one for a recording
+ *  of one process, or of format 1 or 2), without decoding more than their
+ *  PROCESS streams.  @return CREC_OK, *out (crec_processes_free) and *n,
+ *  or an error. */
+int crec_list_processes(const char *path, crec_process_info **out, size_t *n, crec_error *err);
+
+/*! crec_processes_free() : NULL is fine. */
+void crec_processes_free(crec_process_info *p, size_t n);
 
 /* One CPUID answer the recording showed the program. */
 typedef struct crec_cpuid_leaf {
@@ -401,6 +463,10 @@ typedef struct crec_info {
     uint64_t program_end;       /*   at this instruction count, */
     int program_how;            /*   CREC_EXIT_STATUS or CREC_EXIT_SIGNAL, */
     uint64_t program_value;     /*   with this status or signal */
+    /* every process (format 3), by number; the fields above are the first's,
+     * but for the file's size, chunks and streams, which are all of them */
+    size_t nprocesses;
+    const crec_process_info *processes;
 } crec_info;
 
 /*! crec_info_read() :
@@ -444,6 +510,25 @@ enum crec_source {
  *  (PATH.idx) is loaded, or built and saved, on the first memory query.
  *  The current time is 0.  @return CREC_OK and *out, or an error. */
 int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error *err);
+
+/*! crec_open_process() :
+ *  crec_open of one process of a recording of several (`proc`: crec's
+ *  number, crec_process_info; crec_open is process 0).  Its times are its
+ *  own instruction counts; its index file is PATH.pN.idx.
+ *  @return CREC_OK and *out, CREC_ERR_NOTFOUND (no such process), or an
+ *  error. */
+int crec_open_process(const char *path, uint32_t proc, unsigned flags, crec_recording **out,
+                      crec_error *err);
+
+/*! crec_recording_processes() : crec_list_processes of an open recording
+ *  (one read from a pipe too).  @return CREC_OK, *out and *n, or an error. */
+int crec_recording_processes(crec_recording *rec, crec_process_info **out, size_t *n,
+                             crec_error *err);
+
+/*! crec_reopen_process() : replace *rec by a handle of process `proc` of
+ *  the same recording (with its flags and progress; *rec is closed).
+ *  @return CREC_OK, or an error (*rec is then unchanged). */
+int crec_reopen_process(crec_recording **rec, uint32_t proc, crec_error *err);
 
 /*! crec_set_progress() : call fn (NULL: nothing) now and then while a
  *  query does long work, such as building the index (units: instructions

@@ -222,6 +222,7 @@ struct build_shared {
 
 struct build_job {
     const char *path;
+    uint32_t proc;
     const crec_fmt_keyframe *kfs;
     size_t nkf;
     uint64_t point_every; /* offer restart points this often (0: none) */
@@ -365,6 +366,8 @@ static void *job_main(void *arg)
     bj->last_taken = bj->kfs[bj->first].global_icount;
     rc = crec_fmt_reader_open(bj->path, &r, &err);
     if (rc == CREC_OK)
+        rc = crec_fmt_reader_select(r, bj->proc, &err);
+    if (rc == CREC_OK)
         rc = crec_replay_query(r, bj->kfs, bj->nkf, bj->first, NULL,
                                bj->kfs[bj->last].global_icount, &w, &q, &err);
     crec_replay_qrun_free(q);
@@ -437,13 +440,16 @@ static void wait_reporting(struct build_shared *sh, uint64_t total, crec_progres
 
 /* What the index keeps besides the spans: where the blobs lie, the ranges
  * ever mapped, the syscall times and the key frames (docs/QUERY.md). */
-static int read_tables(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, crec_idx *ix,
-                       crec_error *err)
+static int read_tables(const char *path, uint32_t proc, const crec_fmt_keyframe *kfs, size_t nkf,
+                       crec_idx *ix, crec_error *err)
 {
     const crec_fmt_blob_loc *locs;
     crec_fmt_reader *r = NULL;
     size_t n = 0;
     int rc = crec_fmt_reader_open(path, &r, err);
+
+    if (rc == CREC_OK)
+        rc = crec_fmt_reader_select(r, proc, err);
 
     if (rc == CREC_OK)
         rc = crec_fmt_blob_table(r, &locs, &n, err);
@@ -476,7 +482,7 @@ static int read_tables(const char *path, const crec_fmt_keyframe *kfs, size_t nk
 static uint64_t point_every(const char *path)
 {
     crec_fmt_reader *r = NULL;
-    uint64_t every = 0;
+    uint64_t every = 0; /* the header's: every process's */
 
     if (crec_fmt_reader_open(path, &r, NULL) == CREC_OK)
         every = crec_fmt_reader_header(r)->keyframe_interval / BUILD_POINTS;
@@ -505,7 +511,8 @@ static int gather(crec_idx *ix, struct build_job *bj, unsigned n, crec_error *er
                      : crec_error_set(err, CREC_ERR_NOMEM, "out of memory building the index");
 }
 
-int crec_idx_build(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, unsigned jobs,
+int crec_idx_build(const char *path, uint32_t proc, const crec_fmt_keyframe *kfs, size_t nkf,
+                   unsigned jobs,
                    crec_progress_fn progress, void *pctx, crec_idx **out, crec_error *err)
 {
     struct build_job bj[BUILD_MAX_JOBS];
@@ -521,13 +528,14 @@ int crec_idx_build(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, u
     *out = NULL;
     if (!(ix = crec_calloc(1, sizeof *ix)))
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory building the index");
-    crec_idx_dense_read(path, &dense, &ndense); /* crec keyframes asked for more */
+    if (proc == 0) /* crec keyframes asked for more (of the first process: its times) */
+        crec_idx_dense_read(path, &dense, &ndense);
     for (size_t i = 0; i < ndense; i++)
         if (offer == 0 || dense[i].every < offer)
             offer = dense[i].every;
     rc = crec_idx_recording_id(path, &ix->rec_size, &ix->rec_hash, err);
     if (rc == CREC_OK)
-        rc = read_tables(path, kfs, nkf, ix, err);
+        rc = read_tables(path, proc, kfs, nkf, ix, err);
     memset(bj, 0, sizeof bj);
     if (rc == CREC_OK && nseg > 0) {
         jobs = jobs < 1 ? 1 : jobs > BUILD_MAX_JOBS ? BUILD_MAX_JOBS : jobs;
@@ -535,7 +543,7 @@ int crec_idx_build(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, u
     }
     sh.running = n;
     for (unsigned j = 0; j < n; j++) {
-        bj[j].path = path, bj[j].kfs = kfs, bj[j].nkf = nkf, bj[j].sh = &sh;
+        bj[j].path = path, bj[j].proc = proc, bj[j].kfs = kfs, bj[j].nkf = nkf, bj[j].sh = &sh;
         bj[j].point_every = offer;
         bj[j].default_every = every;
         bj[j].dense = dense, bj[j].ndense = ndense;

@@ -44,6 +44,7 @@ struct qx_mapping {
 
 struct crec_recording {
     char *path;              /* where to open it again (crec_fmt_reader_spool) */
+    uint32_t proc;           /* the process it is of (crec_open_process) */
     int spool_fd;            /* >= 0: the in-memory copy of a pipe's recording */
     crec_fmt_reader *r;
     crec_fmt_keyframe *kfs;

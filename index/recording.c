@@ -293,7 +293,7 @@ static int load_keyframes(crec_recording *rec, crec_error *err)
 
     if (rec->flags & CREC_OPEN_NO_INDEX)
         return load_keyframes_from_file(rec, err);
-    rc = crec_idx_load(rec->path, 0, NULL, 0, &ix, &why);
+    rc = crec_idx_load(rec->path, rec->proc, 0, NULL, 0, &ix, &why);
     if (rc == CREC_ERR_NOMEM)
         return crec_error_set(err, rc, "%s", why.msg);
     if (rc == CREC_ERR_CORRUPT)
@@ -327,7 +327,11 @@ int qx_index_retry(crec_recording *rec, int rc, crec_error *err)
         return 0;
     /* Everything taken from the index goes: the index, what the reader and
      * the handle hold of it, the key frames if it gave them. */
-    snprintf(why, sizeof why, "%.150s.idx can't be used (%.300s)", rec->path, err->msg);
+    {
+        char ipath[200];
+        crec_idx_file(rec->path, rec->proc, ipath, sizeof ipath);
+        snprintf(why, sizeof why, "%.160s can't be used (%.300s)", ipath, err->msg);
+    }
     index_unusable(rec, why);
     rec->index_dropped = 1;
     crec_idx_free(rec->ix);
@@ -344,6 +348,7 @@ int qx_index_retry(crec_recording *rec, int rc, crec_error *err)
     crec_free(rec->kf_regs);
     rec->r = NULL, rec->kfs = NULL, rec->kf_regs = NULL, rec->nkf = 0;
     if (crec_fmt_reader_open(rec->path, &rec->r, err) != CREC_OK ||
+        crec_fmt_reader_select(rec->r, rec->proc, err) != CREC_OK ||
         load_keyframes_from_file(rec, err) != CREC_OK)
         return 0;
     if (rec->nkf == 0) {
@@ -436,6 +441,7 @@ static int open_thread(crec_recording *rec, uint32_t tid, crec_recording **out, 
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
     }
     strcpy(t->path, rec->path);
+    t->proc = rec->proc;
     t->r = rec->r;
     t->borrowed_reader = 1;
     t->flags = rec->flags;
@@ -613,6 +619,12 @@ int crec_thread_time(crec_recording *rec, uint32_t tid, uint64_t step, uint64_t 
 
 int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error *err)
 {
+    return crec_open_process(path, 0, flags, out, err);
+}
+
+int crec_open_process(const char *path, uint32_t proc, unsigned flags, crec_recording **out,
+                      crec_error *err)
+{
     crec_recording *rec;
     char spooled[PATH_MAX];
     int rc;
@@ -622,6 +634,7 @@ int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error
     if (!rec)
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory opening a recording");
     rec->flags = flags;
+    rec->proc = proc;
     rec->spool_fd = -1;
     rec->path = crec_malloc(strlen(path) + 1);
     if (!rec->path) {
@@ -640,6 +653,8 @@ int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error
     }
     if (rc == CREC_OK)
         rc = crec_fmt_reader_open(rec->path, &rec->r, err);
+    if (rc == CREC_OK)
+        rc = crec_fmt_reader_select(rec->r, proc, err);
     if (rc == CREC_OK)
         rc = load_keyframes(rec, err);
     if (rc == CREC_OK)
@@ -665,6 +680,32 @@ int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error
         return rc;
     }
     *out = rec;
+    return CREC_OK;
+}
+
+int crec_recording_processes(crec_recording *rec, crec_process_info **out, size_t *n,
+                             crec_error *err)
+{
+    /* the path opens again: a pipe's recording was kept (crec_fmt_reader_spool) */
+    return crec_list_processes(rec->path, out, n, err);
+}
+
+int crec_reopen_process(crec_recording **rec, uint32_t proc, crec_error *err)
+{
+    crec_recording *old = *rec, *nw = NULL;
+    int rc;
+
+    if (old->proc == proc)
+        return CREC_OK;
+    rc = crec_open_process(old->path, proc, old->flags, &nw, err);
+    if (rc != CREC_OK)
+        return rc;
+    /* the kept copy of a pipe's recording goes with the new handle */
+    nw->spool_fd = old->spool_fd;
+    old->spool_fd = -1;
+    crec_set_progress(nw, old->progress, old->progress_ctx);
+    crec_close(old);
+    *rec = nw;
     return CREC_OK;
 }
 
@@ -898,12 +939,12 @@ int qx_ensure_index(crec_recording *rec, crec_error *err)
     if (rec->ix)
         return CREC_OK;
     if (rec->index_dropped) { /* the file's index failed a query: build it anew */
-        rc = crec_idx_rebuild(rec->path, rec->tid, rec->kfs, rec->nkf, rec->progress, rec->progress_ctx,
+        rc = crec_idx_rebuild(rec->path, rec->proc, rec->tid, rec->kfs, rec->nkf, rec->progress, rec->progress_ctx,
                               &ix, err);
         rec->index_built = rc == CREC_OK;
     } else {
         crec_error note = {0};
-        rc = crec_idx_load_or_build(rec->path, rec->tid, rec->kfs, rec->nkf, rec->progress,
+        rc = crec_idx_load_or_build(rec->path, rec->proc, rec->tid, rec->kfs, rec->nkf, rec->progress,
                                     rec->progress_ctx, &ix, &rec->index_built, &note, err);
         if (note.msg[0])
             index_unusable(rec, note.msg);
@@ -920,7 +961,7 @@ int crec_index_info(crec_recording *rec, uint64_t *index_bytes, uint64_t *trace_
 
     if (rc != CREC_OK)
         return rc;
-    snprintf(ipath, sizeof ipath, "%s.idx", rec->path);
+    crec_idx_file(rec->path, rec->proc, ipath, sizeof ipath);
     *index_bytes = stat(ipath, &st) == 0 ? (uint64_t)st.st_size : 0;
     *trace_bytes = stat(rec->path, &st) == 0 ? (uint64_t)st.st_size : 0;
     *built = rec->index_built;

@@ -63,6 +63,8 @@ struct rec_flight {
     uint64_t part_end; /* where the last part ended */
     uint64_t parts;
     int threads_stop;  /* a second thread started */
+    int process_stop;  /* the program forked: end at the next block start */
+    char process_what[160]; /* ... what to say ("--ring records one process; ...") */
     int full_stop;     /* --max-size reached with --on-full stop */
     uint64_t segment;  /* a ring's segment */
     sig_atomic_t dumps_seen;
@@ -154,6 +156,55 @@ void rec_flight_thread(struct rec_session *rs)
      * --max-size and dumps end as any recording of threads does) */
     if (rs->opt->ring || rs->opt->n_start_at)
         rs->fl->threads_stop = 1;
+}
+
+/* The options that hold one process: a ring rewrites its file (other
+ * processes could not write theirs to it), parts and --max-size are one
+ * process's time and bytes.  NULL when none is given. */
+static const char *one_process_option(const struct rec_session *rs)
+{
+    const crec_record_options *o = rs->opt;
+
+    return o->ring ? "--ring" : o->n_start_at ? "--start-at" : o->n_stop_at ? "--stop-at"
+         : o->max_size ? "--max-size" : NULL;
+}
+
+int rec_flight_one_process(const struct rec_session *rs)
+{
+    return rs->fl && one_process_option(rs) != NULL;
+}
+
+static void retranslate(struct rec_session *rs);
+
+static const char *program_name(const struct rec_session *rs)
+{
+    const char *p = rs->path ? strrchr(rs->path, '/') : NULL;
+
+    return p ? p + 1 : rs->path ? rs->path : "the program";
+}
+
+void rec_flight_forked(struct rec_session *rs, int phase, int pid)
+{
+    struct rec_flight *f = rs->fl;
+
+    if (phase == CREC_EMU_FORK_BEFORE) {
+        f->process_stop = 1; /* the parent ends at its next block start */
+        return;
+    }
+    if (phase == CREC_EMU_FORK_PARENT) {
+        snprintf(f->process_what, sizeof f->process_what, "%s records one process; %s forked "
+                 "(pid %d)", one_process_option(rs), program_name(rs), pid);
+        return;
+    }
+    /* the child: its copy of the writer is the parent's, which goes on
+     * writing the file; it lets go of it unwritten and runs unrecorded */
+    crec_fmt_writer_free(rs->w);
+    rs->w = NULL;
+    rs->ended = 1;
+    f->why_told = 1;
+    f->nkids = 0; /* the parent's dumps are the parent's */
+    rec_remove_hooks(rs);
+    retranslate(rs);
 }
 
 /* Does a trigger of v fire at the block [addr, addr+bytes) that starts
@@ -405,6 +456,12 @@ static void dump(struct rec_session *rs, uint64_t addr, uint64_t before, uint64_
                             "be copied from\n");
         return;
     }
+    if (rs->forks || rs->child) {
+        fprintf(fl_log(rs), "crec: no dump: a dump holds one process, and the program has "
+                            "forked (its processes write to the one file); the recording "
+                            "goes on\n");
+        return;
+    }
     if (!rs->active && f->parts == 0) {
         fprintf(fl_log(rs), "crec: no dump: nothing is recorded yet (--start-at)\n");
         return;
@@ -496,6 +553,20 @@ int rec_flight_block(struct rec_session *rs, uint64_t addr, uint64_t before, uin
     if (rs->opt->dump && *rs->opt->dump != f->dumps_seen) {
         f->dumps_seen = *rs->opt->dump;
         dump(rs, addr, before, tbefore);
+    }
+    if (f->process_stop) {
+        const char *what = f->process_what[0] ? f->process_what : "the program forked";
+        if (rs->active) {
+            end_now(rs, CREC_FMT_STOP_PROCESS, what, addr, before, tbefore);
+        } else if (end_in_gap(rs, NULL, before, CREC_FMT_STOP_PROCESS, 0) == CREC_OK) {
+            snprintf(f->why, sizeof f->why, "%s: the recording ended at instruction %llu", what,
+                     (unsigned long long)f->part_end);
+            close_now(rs);
+            if (!rs->failed)
+                fprintf(fl_log(rs), "crec: %s; the program runs on, unrecorded\n", f->why);
+            f->why_told = 1;
+        }
+        return 1;
     }
     if (f->threads_stop) {
         if (rs->active) {
@@ -598,6 +669,28 @@ int rec_flight_finish(struct rec_session *rs, const struct crec_emu_exit *ex, ui
     snprintf(f->why, sizeof f->why, "the file reached --max-size: the recording ended at "
              "instruction %llu", (unsigned long long)icount);
     return rc;
+}
+
+void rec_flight_exec(struct rec_session *rs)
+{
+    struct rec_flight *f = rs->fl;
+    uint64_t icount = crec_emu_cpu_icount(rs->cpu);
+    char what[200];
+
+    snprintf(what, sizeof what, "%s records one process; %s called execve",
+             one_process_option(rs), program_name(rs));
+    if (rs->active) {
+        end_now(rs, CREC_FMT_STOP_PROCESS, what, 0, icount, crec_emu_thread_icount(rs->emu));
+        return;
+    }
+    if (end_in_gap(rs, NULL, icount, CREC_FMT_STOP_PROCESS, 0) != CREC_OK)
+        return;
+    snprintf(f->why, sizeof f->why, "%s: the recording ended at instruction %llu", what,
+             (unsigned long long)f->part_end);
+    close_now(rs);
+    if (!rs->failed)
+        fprintf(fl_log(rs), "crec: %s; the program runs on, unrecorded\n", f->why);
+    f->why_told = 1;
 }
 
 int rec_flight_full_stop(const struct rec_session *rs)

@@ -248,6 +248,7 @@ int rec_on_mem_event(struct rec_session *rs, const struct crec_emu_mem_event *me
 {
     crec_fmt_event ev = {.kind = CREC_FMT_K_MMAP};
 
+    rec_note_image(rs, mev);
     ev.u.mmap.op = mem_op(mev->kind);
     ev.u.mmap.addr = mev->addr;
     ev.u.mmap.len = mev->len;
@@ -305,13 +306,35 @@ static void listing_code(struct rec_session *rs, const struct crec_emu_mapping *
     rec_code(rs, at, len, m->prot, hash, NULL, 0);
 }
 
-/* Before recording starts, remember where the loader put executable code. */
+/* Forget the files of code mapped at [addr, addr+len) (unmapped, or mapped anew). */
+static void images_forget(struct rec_session *rs, uint64_t addr, uint64_t len)
+{
+    size_t j = 0;
+
+    for (size_t i = 0; i < rs->n_images; i++) {
+        struct rec_image *im = &rs->images[i];
+        if (im->addr < addr + len && addr < im->addr + im->len)
+            crec_free(im->path);
+        else
+            rs->images[j++] = *im;
+    }
+    rs->n_images = j;
+}
+
+/* Remember the file code at [addr, addr+len) came from (the loader's, and
+ * mmap's), for the first listing of a process that a fork makes. */
 void rec_note_image(struct rec_session *rs, const struct crec_emu_mem_event *mev)
 {
     struct rec_image *im;
 
+    if (mev->kind == CREC_MEM_MUNMAP || mev->kind == CREC_MEM_MMAP)
+        images_forget(rs, mev->addr, mev->len);
     if (!mev->became_exec || !mev->path || rs->n_images == REC_MAX_IMAGES)
         return;
+    im = crec_grow(rs->images, &rs->cap_images, rs->n_images + 1, sizeof *im, 16);
+    if (!im)
+        return; /* only the names are lost */
+    rs->images = im;
     im = &rs->images[rs->n_images];
     im->path = crec_malloc(strlen(mev->path) + 1);
     if (!im->path)
@@ -441,6 +464,21 @@ static int snap_big_page(void *ctx, uint64_t page)
             if (s->slots[j] == key)
                 return 0;
     return snap_add_page(b, page) != CREC_OK;
+}
+
+void rec_mem_restart(struct rec_session *rs)
+{
+    /* a new process: its first listing writes the CODE records of its own
+     * stream, whatever the process it came from wrote */
+    rs->ncoded = 0;
+    rs->listing_code_due = 1;
+    rs->snap_full_due = 1; /* its first key frame's snapshot holds every page */
+    rs->kfs_since_snap = 0;
+    rs->n_code_hashes = 0;
+    pageset_clear(&rs->dirty);
+    rs->n_dirty_big = 0;
+    rs->dirty_all = 1;
+    rs->last_dirty_page = 0;
 }
 
 int rec_write_snapshot(struct rec_session *rs, uint64_t icount, int full)

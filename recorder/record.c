@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/common.h"
 #include "recorder/recorder_int.h"
@@ -497,7 +498,9 @@ static void rec_changed_regs(struct rec_session *rs, const struct crec_emu_sysca
         return;
     }
     for (int i = 0; i < CREC_NGPR; i++)
-        if (now.gpr[i] != before->gpr[i] && i != CREC_RAX) {
+        if (i == CREC_RAX ? now.gpr[i] != (uint64_t)sc->ret : now.gpr[i] != before->gpr[i]) {
+            /* rax is the result, unless a signal handler was entered (rax 0,
+             * or the syscall's number when SA_RESTART will run it again) */
             ev->u.sys.regs[n].id = (uint32_t)i;
             ev->u.sys.regs[n++].value = now.gpr[i];
         }
@@ -592,6 +595,53 @@ static void rec_on_rdtsc(void *ctx, uint64_t value)
         return;
     ev.u.rdtsc.value = value;
     rec_event(ctx, &ev);
+}
+
+/* A signal delivered at an instruction boundary: the registers entering
+ * the handler set, and the frame it wrote (docs/FORMAT.md, SIGNAL). */
+static void rec_on_signal(void *ctx, const struct crec_emu_signal *sig)
+{
+    struct rec_session *rs = ctx;
+    crec_fmt_event ev = {.kind = CREC_FMT_K_SIGNAL};
+    crec_error err = {0};
+    crec_regs now;
+    uint32_t n = 0;
+
+    if (rs->failed)
+        return;
+    crec_emu_hostpages_clear(&rs->hostpages);
+    ev.u.sig.icount = crec_emu_thread_icount(rs->emu);
+    ev.u.sig.signo = (uint32_t)sig->signo;
+    ev.u.sig.code = sig->code;
+    ev.u.sig.addr = sig->addr;
+    ev.u.sig.flags = (sig->fault ? CREC_FMT_SIG_FAULT : 0) | (sig->fatal ? CREC_FMT_SIG_FATAL : 0);
+    if (sig->before) {
+        const crec_regs *b = sig->before;
+        if (crec_emu_regs_get(rs->cpu, &now, &err) != CREC_OK) {
+            rec_fail(rs, &err);
+            return;
+        }
+        for (int i = 0; i < CREC_NGPR; i++)
+            if (now.gpr[i] != b->gpr[i]) {
+                ev.u.sig.regs[n].id = (uint32_t)i;
+                ev.u.sig.regs[n++].value = now.gpr[i];
+            }
+        if (now.rflags != b->rflags) {
+            ev.u.sig.regs[n].id = CREC_FMT_REG_RFLAGS;
+            ev.u.sig.regs[n++].value = now.rflags;
+        }
+        ev.u.sig.regs[n].id = CREC_FMT_REG_RIP; /* the handler */
+        ev.u.sig.regs[n++].value = now.rip;
+    }
+    ev.u.sig.nregs = n;
+    for (unsigned i = 0; i < sig->n_out && i < CREC_FMT_SYS_MAXOUT; i++) {
+        ev.u.sig.out[i].addr = sig->out[i].addr;
+        ev.u.sig.out[i].len = sig->out[i].len;
+        ev.u.sig.nout = i + 1;
+        rec_mark_dirty(rs, sig->out[i].addr, sig->out[i].len);
+        rec_kernel_wrote(rs, sig->out[i].addr, sig->out[i].len);
+    }
+    rec_event(rs, &ev);
 }
 
 static void rec_on_mem(void *ctx, const struct crec_emu_mem_event *mev)
@@ -806,16 +856,202 @@ static void rec_end_thread(struct rec_session *rs, struct rec_thread *t,
     rec_thread_enter(rs, running);
 }
 
+/* ---- processes --------------------------------------------------------------- */
+
+/* A PROCESS record in the process's own PROCESS stream. */
+static int rec_process(struct rec_session *rs, const crec_fmt_process *p)
+{
+    crec_error err = {0};
+    int rc;
+
+    crec_fmt_buf_reset(&rs->scratch);
+    rc = crec_fmt_proc_encode(&rs->scratch, p);
+    if (rc == CREC_OK)
+        rc = crec_fmt_write_buf(rs->w, CREC_FMT_S_PROCESS, 0, &rs->scratch, &err);
+    else
+        crec_error_set(&err, rc, "out of memory encoding a process record");
+    if (rc != CREC_OK)
+        rec_fail(rs, &err);
+    return rc;
+}
+
+/* The start of this process: who made it, its pid, its command line. */
+static int rec_process_start(struct rec_session *rs, uint32_t how, uint32_t parent)
+{
+    crec_fmt_process p = {0};
+
+    p.op = CREC_FMT_PR_START;
+    p.proc = rs->proc;
+    p.how = how;
+    p.parent = parent;
+    p.parent_tid = how == CREC_FMT_PR_ROOT ? 0 : rs->from_tid;
+    p.parent_icount = how == CREC_FMT_PR_ROOT ? 0 : rs->from_icount;
+    p.pid = (uint32_t)getpid();
+    p.ppid = (uint32_t)getppid();
+    p.path = rs->path ? rs->path : "";
+    p.path_len = strlen(p.path);
+    for (p.argc = 0; rs->argv && rs->argv[p.argc]; p.argc++)
+        ;
+    p.argv = rs->argv;
+    return rec_process(rs, &p);
+}
+
+/* Keep the program's path and argv (crec_malloc'd), for its START record. */
+static void rec_set_command(struct rec_session *rs, const char *path, char *const argv[])
+{
+    size_t n = 0, bytes = 0;
+    char **v, *at;
+
+    crec_free(rs->path);
+    crec_free(rs->argv);
+    rs->path = NULL, rs->argv = NULL;
+    for (; argv && argv[n]; n++)
+        bytes += strlen(argv[n]) + 1;
+    if ((rs->path = crec_malloc(strlen(path) + 1)) != NULL)
+        strcpy(rs->path, path);
+    if (!(v = crec_malloc((n + 1) * sizeof *v + bytes)))
+        return; /* only the record's command line is lost */
+    at = (char *)(v + n + 1);
+    for (size_t i = 0; i < n; i++) {
+        v[i] = at;
+        strcpy(at, argv[i]);
+        at += strlen(argv[i]) + 1;
+    }
+    v[n] = NULL;
+    rs->argv = v;
+}
+
+/*
+ * A new process image starts (a fork's child, the program execve loaded):
+ * its only thread is number 1 with nothing written yet, sequencing is off
+ * until it makes a second one, its next block start takes its first key
+ * frame (the cache emptied, the memory map listed, every page snapshot).
+ */
+static void rec_image_restart(struct rec_session *rs)
+{
+    struct rec_thread *cur = rs->cur;
+
+    for (size_t i = 0; i < rs->nthreads; i++)
+        if (rs->threads[i] && rs->threads[i] != cur)
+            rec_thread_free(rs->threads[i]);
+    rs->threads[0] = cur;
+    rs->nthreads = 1;
+    cur->tid = rs->tid = 1;
+    cur->live = 1;
+    cur->next_kf = 0;
+    cur->in_syscall = cur->blocked = 0;
+    crec_fmt_buf_reset(&cur->seq);
+    cur->seq_ctx = (crec_fmt_seq_ctx){0, 0, 1};
+    cur->seq_atomics = 0;
+    rs->multi = 0;
+    rs->seq = 0;
+    crec_fmt_buf_reset(&rs->reads);
+    rs->hits = 0;
+    crec_pcache_flush(rs->pc);
+    crec_emu_hostpages_clear(&rs->hostpages);
+    memset(&rs->stats, 0, sizeof rs->stats);
+    rs->last_sync = 0;
+    rec_mem_restart(rs);
+}
+
+static int rec_finish_core(struct rec_session *rs, uint64_t icount, uint64_t ticount, uint64_t rip,
+                           uint32_t how, uint64_t value);
+
+/* The end of this process now (an execve). */
+static int rec_end(struct rec_session *rs, uint32_t how, uint64_t value)
+{
+    return rec_finish_core(rs, crec_emu_cpu_icount(rs->cpu), crec_emu_thread_icount(rs->emu), 0,
+                           how, value);
+}
+
+static void rec_on_fork(void *ctx, int phase, int pid)
+{
+    struct rec_session *rs = ctx;
+    crec_error err = {0};
+    uint32_t parent = rs->proc;
+
+    if (phase == CREC_EMU_FORK_CHILD)
+        rs->child = 1; /* it exits as the guest's child does, however it records */
+    if (rs->failed || rs->ended) /* ended: the program runs on unrecorded */
+        return;
+    if (rec_flight_one_process(rs)) {
+        rec_flight_forked(rs, phase, pid);
+        return;
+    }
+    switch (phase) {
+    case CREC_EMU_FORK_BEFORE: /* the blobs the child will know of are in the file */
+        rs->from_tid = rs->tid;
+        rs->from_icount = crec_emu_thread_icount(rs->emu);
+        if (crec_fmt_writer_prefork(rs->w, &err) != CREC_OK)
+            rec_fail(rs, &err);
+        break;
+    case CREC_EMU_FORK_PARENT:
+        rs->forks++;
+        break;
+    case CREC_EMU_FORK_CHILD:
+        if (crec_fmt_writer_forked(rs->w, &rs->proc, &err) != CREC_OK) {
+            rec_fail(rs, &err);
+            return;
+        }
+        rec_image_restart(rs);
+        rec_process_start(rs, CREC_FMT_PR_FORK, parent);
+        break;
+    }
+}
+
+static void rec_on_exec(void *ctx, int phase, const char *path, char *const argv[])
+{
+    struct rec_session *rs = ctx;
+    crec_error err = {0};
+    uint32_t next;
+
+    if (rs->failed || rs->ended)
+        return;
+    if (phase == CREC_EMU_EXEC_BEFORE && rec_flight_one_process(rs)) {
+        rec_flight_exec(rs);
+        return;
+    }
+    if (phase == CREC_EMU_EXEC_BEFORE) {
+        /* the old image ends in its execve, and goes on as process `next` */
+        rs->from_tid = rs->tid;
+        rs->from_icount = crec_emu_thread_icount(rs->emu);
+        if (crec_fmt_writer_take_process(rs->w, &next, &err) != CREC_OK) {
+            rec_fail(rs, &err);
+            return;
+        }
+        if (rec_end(rs, CREC_FMT_EXIT_EXEC, next) != CREC_OK)
+            return;
+        if (crec_fmt_writer_set_process(rs->w, next, &err) != CREC_OK) {
+            rec_fail(rs, &err);
+            return;
+        }
+        rs->exec_parent = rs->proc;
+        rs->proc = next;
+        rs->started = 0; /* the loader's mappings are the new image's listing */
+        for (size_t i = 0; i < rs->n_images; i++)
+            crec_free(rs->images[i].path);
+        rs->n_images = 0;
+        return;
+    }
+    rec_image_restart(rs);
+    rec_set_command(rs, path, argv);
+    rs->started = 1;
+    rec_process_start(rs, CREC_FMT_PR_EXEC, rs->exec_parent);
+}
+
 /*
  * The end of the recording at global time `icount` (the running thread at
  * its own `ticount`; `rip` the block start, or 0: the CPU's RIP): a last
  * key frame of every thread, then the EXIT event (how, value) in the
- * running thread's EVENTS.
+ * running thread's EVENTS, the END of its PROCESS stream.  how: enum
+ * crec_fmt_exit_how (an exit, a fatal signal, a stop, an execve, the
+ * recording ending before the program).
  */
 static int rec_finish_core(struct rec_session *rs, uint64_t icount, uint64_t ticount, uint64_t rip,
                            uint32_t how, uint64_t value)
 {
     crec_fmt_event ev = {.kind = CREC_FMT_K_EXIT};
+    crec_fmt_process p = {0};
     size_t n = crec_emu_threads(rs->emu, NULL, 0);
     struct crec_emu_thread_info *info;
 
@@ -844,6 +1080,12 @@ static int rec_finish_core(struct rec_session *rs, uint64_t icount, uint64_t tic
     rec_event(rs, &ev);
     rec_flush_reads(rs);
     rec_flush_seq(rs, rs->cur);
+    p.op = CREC_FMT_PR_END;
+    p.proc = rs->proc;
+    p.end_how = how;
+    p.value = value;
+    p.instructions = icount;
+    rec_process(rs, &p);
     rs->stats.instructions = icount;
     return rs->failed ? rs->err.code : CREC_OK;
 }
@@ -965,12 +1207,18 @@ static void rec_session_free(struct rec_session *rs)
     crec_free(rs->dirty_big);
     for (size_t i = 0; i < rs->n_images; i++)
         crec_free(rs->images[i].path);
+    crec_free(rs->images);
+    crec_free(rs->path);
+    crec_free(rs->argv);
 }
 
 static int rec_start(struct rec_session *rs, const crec_record_options *o, const char *path,
                      char *const argv[], char *const envp[], crec_error *err)
 {
     struct crec_emu_options eo = {0};
+    /* shared once the program forks (crec_fmt_writer_prefork): a guest's fork
+     * makes a crec process that writes to it too */
+    crec_fmt_writer_opts wo = {0};
     crec_fmt_cpuid leaves[REC_HEADER_LEAVES];
     crec_fmt_header h;
     int rc;
@@ -986,9 +1234,15 @@ static int rec_start(struct rec_session *rs, const crec_record_options *o, const
         .on_thread = rec_on_thread,
         .on_switch = rec_on_switch,
         .on_rdrand = rec_on_rdtsc,
+        .on_fork = rec_on_fork,
+        .on_exec = rec_on_exec,
+        .on_signal = rec_on_signal,
     };
     eo.strace = o->strace;
     eo.recording = 1;
+    eo.stop = o->stop;
+    eo.dump = o->forward_signals ? NULL : o->dump;
+    eo.forward_signals = o->forward_signals;
     eo.strict = o->strict;
     eo.log = o->log;
     eo.observer = &rs->observer;
@@ -1017,12 +1271,18 @@ static int rec_start(struct rec_session *rs, const crec_record_options *o, const
         return rc;
     rec_header(o, rs, argv, envp, leaves, &h);
     if (o->out_fd >= 0)
-        rc = crec_fmt_writer_open_fd(o->out_fd, o->out_path, &h, NULL, &rs->w, err);
+        rc = crec_fmt_writer_open_fd(o->out_fd, o->out_path, &h, &wo, &rs->w, err);
     else
-        rc = crec_fmt_writer_open(o->out_path, &h, NULL, &rs->w, err);
+        rc = crec_fmt_writer_open(o->out_path, &h, &wo, &rs->w, err);
     if (rc != CREC_OK)
         return rc;
     rs->started = 1;
+    rec_set_command(rs, path, argv);
+    rec_process_start(rs, CREC_FMT_PR_ROOT, 0);
+    if (rs->failed) {
+        *err = rs->err;
+        return rs->err.code;
+    }
     if (o->ring || o->max_size || o->dump || o->n_start_at || o->n_stop_at)
         rc = rec_flight_open(rs, err);
     return rc;
@@ -1066,9 +1326,7 @@ int crec_record(const crec_record_options *opt, const char *path, char *const ar
         ex.signo = SIGXFSZ;
         snprintf(ex.msg, sizeof ex.msg, "the recording reached --max-size at instruction %llu: "
                  "the program was stopped there", (unsigned long long)crec_emu_cpu_icount(rs.cpu));
-    } else if (rc == CREC_OK && ex.unrecordable)
-        rs.stopped = 1; /* ex.signo and ex.msg say why */
-    else if (rc == CREC_OK && o.stop && *o.stop && !ex.signo) {
+    } else if (rc == CREC_OK && o.stop && *o.stop && !ex.signo) {
         int signo = (int)*o.stop;
         rs.stopped = 1;
         ex.signo = signo;
@@ -1086,6 +1344,10 @@ int crec_record(const crec_record_options *opt, const char *path, char *const ar
                            "and the recording is readable up to its last complete chunk",
                            rs.err.msg, (unsigned long long)crec_emu_cpu_icount(rs.cpu));
         rc = rc == CREC_OK ? (int)rs.err.code : rc;
+    } else if (rs.w && rs.child) { /* the first process writes the directory, for all */
+        int crc = crec_fmt_writer_leave(rs.w, rc == CREC_OK ? err : NULL);
+        rs.w = NULL;
+        rc = rc == CREC_OK ? crc : rc;
     } else if (rs.w) { /* NULL: completed when the recording ended before the program */
         int crc;
         rec_flight_stats(&rs);
@@ -1095,10 +1357,18 @@ int crec_record(const crec_record_options *opt, const char *path, char *const ar
     }
     if (rs.fl)
         rec_flight_wait_dumps(&rs);
+    if (rs.child && rc == CREC_OK) {
+        /* the guest's parent sees it die of its signal, as natively (a
+         * recording stopped: of the signal that stopped it) */
+        if (rs.stopped)
+            signal(ex.signo, SIG_DFL), raise(ex.signo);
+        crec_emu_forked_exit(rs.emu);
+    }
     out->status = ex.status;
     out->signo = ex.signo;
     out->stopped = rs.stopped;
     out->deadlock = ex.deadlock;
+    out->forked = rs.child;
     snprintf(out->msg, sizeof out->msg, "%s", ex.msg);
     if (rs.fl)
         rec_flight_why(&rs, out);

@@ -227,7 +227,7 @@ struct rec_code_hash {
 /* Code is stored in blobs of at most this many bytes: memory stays bounded
  * and a blob fits a record whatever the size of an executable mapping. */
 #define REC_CODE_PIECE (16ull << 20)
-#define REC_MAX_IMAGES 16
+#define REC_MAX_IMAGES 1024
 #define REC_MAX_SYMBOLIZED 256
 
 /*
@@ -291,8 +291,10 @@ struct rec_session {
 
     struct rec_code_hash *code_hashes; /* one per piece of code (REC_CODE_PIECE) */
     size_t n_code_hashes, cap_code_hashes;
-    struct rec_image images[REC_MAX_IMAGES]; /* from the ELF loader */
-    size_t n_images;
+    /* the files code is mapped from (the loader's, then mmap's), so that the
+     * first listing of a process can name them (a fork's child) */
+    struct rec_image *images;
+    size_t n_images, cap_images;
     crec_fmt_hash symbolized[REC_MAX_SYMBOLIZED]; /* blobs whose symbols are written */
     size_t n_symbolized;
 
@@ -310,6 +312,17 @@ struct rec_session {
     int listing_code_due; /* the next listing writes CODE records for new code */
     struct rec_coded { uint64_t addr; crec_fmt_hash hash; } *coded; /* CODE records written */
     size_t ncoded, capcoded;
+
+    /* processes (docs/ARCHITECTURE.md, "Processes"): this one's number, its
+     * command line, and where a fork or execve began in it */
+    uint32_t proc;
+    char *path;           /* the program (crec_malloc'd) */
+    char **argv;          /* its argv, one crec_malloc'd block */
+    int child;            /* this crec was made by a guest's fork */
+    uint64_t forks;       /* the guest forked this many times here (recorded) */
+    uint32_t from_tid;    /* fork/execve: the thread that made it, */
+    uint64_t from_icount; /* ... its own count at the syscall */
+    uint32_t exec_parent; /* execve: the process it replaced */
 };
 
 /* rec_mem.c: the memory map, code, snapshots and dirty pages. */
@@ -339,6 +352,9 @@ int rec_foreign_mmap(struct rec_session *rs, const crec_fmt_event *ev);
 int rec_write_snapshot(struct rec_session *rs, uint64_t icount, int full);
 int rec_on_mem_event(struct rec_session *rs, const struct crec_emu_mem_event *ev);
 void rec_note_image(struct rec_session *rs, const struct crec_emu_mem_event *ev);
+/* A new process image (a fork's child, execve): nothing of the old one's
+ * memory is known (the next snapshot takes every page). */
+void rec_mem_restart(struct rec_session *rs);
 
 /* symbols.c: SYMBOL records for the ELF file `path`, whose bytes from
  * file_off on are the code blob `blob`.  A missing or odd file: none. */
@@ -388,6 +404,14 @@ void rec_flight_image(struct rec_session *rs, const char *path, uint64_t file_of
 /* A second thread starts: a ring or a conditional recording ends at the
  * next block start (they hold one thread). */
 void rec_flight_thread(struct rec_session *rs);
+/* Does this recording hold one process (--ring, --start-at, --stop-at,
+ * --max-size)?  Then a fork ends it (rec_flight_forked, each phase of
+ * enum crec_emu_fork_phase: the parent at its next block start, the child
+ * lets go of the file) and so does an execve (rec_flight_exec, at once),
+ * with one line, and the program runs on unrecorded. */
+int rec_flight_one_process(const struct rec_session *rs);
+void rec_flight_forked(struct rec_session *rs, int phase, int pid);
+void rec_flight_exec(struct rec_session *rs);
 /* The program ended (or crec stopped it) at icount: the end of a recording
  * that is in a gap or reached --max-size.  @return CREC_ERR_NOTFOUND when
  * neither is so (the plain end), else CREC_OK or an error. */

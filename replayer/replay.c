@@ -244,6 +244,7 @@ static int rep_next_event(struct rep_seg *s, crec_fmt_event *ev)
     size_t len;
     int kind, rc;
 
+    s->peek_stale = 1;
     if (s->have_peek) {
         *ev = s->peek;
         s->have_peek = 0;
@@ -588,14 +589,14 @@ static const char *event_name(int kind)
     return "an unknown event";
 }
 
-/* ---- syscalls, CPUID, RDTSC ---------------------------------------------- */
-
-static void rep_set_regs(struct rep_seg *s, const crec_fmt_event *ev)
+/* Set the registers a SYSCALL or SIGNAL record lists (RIP: where the
+ * program goes on; from a syscall hook, crec_emu_cpu_resume_at makes up
+ * for what Unicorn adds after it). */
+static void rep_reg_list(struct rep_seg *s, const crec_fmt_reg_value *r, uint32_t n)
 {
-    crec_emu_reg_set(s->cpu, CREC_EMU_RAX, (uint64_t)ev->u.sys.ret);
-    for (uint32_t i = 0; i < ev->u.sys.nregs; i++) {
-        uint32_t id = ev->u.sys.regs[i].id;
-        uint64_t v = ev->u.sys.regs[i].value;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t id = r[i].id;
+        uint64_t v = r[i].value;
         if (id < CREC_NGPR)
             crec_emu_reg_set(s->cpu, (enum crec_emu_reg)(CREC_EMU_RAX + id), v);
         else if (id == CREC_FMT_REG_FS_BASE)
@@ -607,6 +608,102 @@ static void rep_set_regs(struct rep_seg *s, const crec_fmt_event *ev)
         else if (id == CREC_FMT_REG_RIP) /* a signal handler, rt_sigreturn */
             crec_emu_cpu_resume_at(s->cpu, v);
     }
+}
+
+/* ---- signals at an instruction boundary (version 3) ------------------------------ */
+
+/* Read the next event ahead (a SIGNAL record is found before its block). */
+static void rep_lookahead(struct rep_seg *s)
+{
+    crec_fmt_event ev;
+
+    s->peek_stale = 0;
+    if (!s->have_peek && rep_next_event(s, &ev) == CREC_OK) {
+        rep_unget_event(s, &ev);
+        s->peek_stale = 0;
+    }
+}
+
+/* Is the next event a SIGNAL record at the thread's count tb, of the kind
+ * (fault or not) asked for? */
+static int rep_signal_next(struct rep_seg *s, uint64_t tb, int fault)
+{
+    if (s->peek_stale && s->version >= 3)
+        rep_lookahead(s);
+    return s->have_peek && s->peek.kind == CREC_FMT_K_SIGNAL && s->peek.u.sig.icount == tb &&
+           !(s->peek.u.sig.flags & CREC_FMT_SIG_FAULT) == !fault;
+}
+
+/* Enter the handler as the recording did: the registers of the SIGNAL
+ * record, and the frame it wrote (kernel-written memory a query must know
+ * is stale in replay memory). */
+static void rep_signal_apply(struct rep_seg *s)
+{
+    crec_fmt_event ev;
+
+    if (rep_next_event(s, &ev) != CREC_OK)
+        return;
+    rep_reg_list(s, ev.u.sig.regs, ev.u.sig.nregs);
+    for (uint32_t i = 0; i < ev.u.sig.nout; i++) {
+        if (s->on_access)
+            s->on_access(s->access_ctx, s->owner, 'k', ev.u.sig.out[i].addr,
+                         ev.u.sig.out[i].len);
+        if (s->exec)
+            rep_exec_access(s, 'k', ev.u.sig.out[i].addr, ev.u.sig.out[i].len, NULL);
+    }
+    crec_emu_hostpages_clear(&s->hostpages);
+}
+
+/*
+ * The CPU stopped: for a signal at a block start (s->sig_at), enter its
+ * handler and @return 1 (the run goes on); for a fault the recording
+ * delivered to a handler, the same; else 0.
+ */
+static int rep_signal_stopped(struct rep_seg *s, const struct crec_emu_stop *stop)
+{
+    if (s->failed || s->diverged)
+        return 0;
+    if (s->sig_at) {
+        crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->sig_at); /* stale after a block hook */
+        s->sig_at = 0;
+        rep_signal_apply(s);
+        return !s->failed;
+    }
+    if (s->fatal_at) { /* it died there: RIP where the recording left it */
+        crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->fatal_at);
+        s->fatal_at = 0;
+        return 0;
+    }
+    if (stop->why == CREC_STOP_REQUESTED || !rep_signal_next(s, rep_ticount(s), 1))
+        return 0;
+    rep_signal_apply(s);
+    return !s->failed;
+}
+
+/* A query run stopped at exactly its time: a signal the recording entered
+ * a handler for at that count is part of the state there (the handler's
+ * first instruction is the next one), so it is entered now. */
+static void rep_signal_at_stop(struct rep_seg *s)
+{
+    uint64_t tb;
+
+    if (s->failed || s->diverged || s->version < 3)
+        return;
+    if (s->stopped_at_block) /* RIP is stale after a stop in a block hook */
+        crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->stopped_at_block);
+    s->stopped_at_block = 0;
+    tb = rep_ticount(s);
+    if ((rep_signal_next(s, tb, 0) || rep_signal_next(s, tb, 1)) &&
+        !(s->peek.u.sig.flags & CREC_FMT_SIG_FATAL))
+        rep_signal_apply(s);
+}
+
+/* ---- syscalls, CPUID, RDTSC ---------------------------------------------- */
+
+static void rep_set_regs(struct rep_seg *s, const crec_fmt_event *ev)
+{
+    crec_emu_reg_set(s->cpu, CREC_EMU_RAX, (uint64_t)ev->u.sys.ret);
+    rep_reg_list(s, ev->u.sys.regs, ev->u.sys.nregs);
 }
 
 static void rep_check_sent(struct rep_seg *s, const crec_fmt_event *ev)
@@ -634,6 +731,18 @@ static void rep_sigreturn(struct rep_seg *s, const crec_fmt_event *ev)
 
     if (crec_emu_sigreturn_apply(s->cpu, ev->u.sys.args[0], &mask, &err) != CREC_OK)
         rep_diverge(s, "%s", err.msg);
+}
+
+/* Is the next event a SIGNAL record of the process's death at the end of
+ * the syscall just applied?  Then it is taken. */
+static int rep_dies_after_syscall(struct rep_seg *s)
+{
+    crec_fmt_event ev;
+
+    if (!rep_signal_next(s, rep_ticount(s), 0) || !(s->peek.u.sig.flags & CREC_FMT_SIG_FATAL))
+        return 0;
+    rep_next_event(s, &ev);
+    return 1;
 }
 
 static void rep_on_syscall(void *ctx, crec_emu_cpu *cpu)
@@ -674,6 +783,9 @@ static void rep_on_syscall(void *ctx, crec_emu_cpu *cpu)
     if (nr == CREC_EMU_NR_RT_SIGRETURN && !s->diverged)
         rep_sigreturn(s, &ev);
     rep_set_regs(s, &ev);
+    /* a signal its end made pending kills the process there (version 3) */
+    if (s->version >= 3 && rep_dies_after_syscall(s))
+        crec_emu_cpu_stop(cpu);
     if (s->on_access) {
         for (uint32_t i = 0; i < ev.u.sys.nout; i++)
             s->on_access(s->access_ctx, s->owner, 'k', ev.u.sys.out[i].addr,
@@ -1030,6 +1142,20 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
         return;
     if (s->seq && !s->whole && rep_seq_block(s, tb, ninsns))
         return;
+    /* a signal the recording delivered at this block start: its handler,
+     * or the end of the process (before the block, which runs later) */
+    if (s->version >= 3 && rep_signal_next(s, tb, 0)) {
+        if (s->peek.u.sig.flags & CREC_FMT_SIG_FATAL) {
+            crec_fmt_event ev;
+            rep_next_event(s, &ev);
+            s->fatal_at = addr;
+        } else {
+            s->sig_at = addr;
+        }
+        s->stopped_at_block = addr;
+        crec_emu_cpu_stop(s->cpu);
+        return;
+    }
 
     while (s->next_kf < s->nkf_blocks && s->kfs[s->next_kf].thread_icount <= tb) {
         size_t k = s->next_kf++;
@@ -1314,9 +1440,12 @@ static int rep_seg_run_until(struct rep_seg *s)
         }
         s->stopped_at_block = 0;
         rc = crec_emu_cpu_run_until(s->cpu, s->until, &s->reached, &stop, &err);
-        } while (rc == CREC_OK && (s->refill_at || s->jump_to) && !s->failed && !s->diverged);
+    } while (rc == CREC_OK && !s->failed && !s->diverged &&
+             (s->refill_at || s->jump_to || (!s->reached && rep_signal_stopped(s, &stop))));
     if (rc == CREC_OK && s->stopped_at_block) /* a query reads RIP: set it now */
         crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->stopped_at_block);
+    if (rc == CREC_OK && s->reached)
+        rep_signal_at_stop(s);
     if (rc == CREC_OK)
         rc = crec_emu_cpu_error(s->cpu, &err); /* that write, if it failed */
     if (rc != CREC_OK)
@@ -1397,6 +1526,10 @@ static void rep_run_cpu(struct rep_seg *s, struct crec_emu_stop *stop)
         }
         if ((s->refill_at || s->jump_to) && !s->failed && !s->diverged)
             continue;
+        if (rep_signal_stopped(s, stop)) {
+            s->stopped_at_block = 0;
+            continue; /* in the handler now */
+        }
         if (!s->cut_at || s->failed || s->diverged || stop->why != CREC_STOP_REQUESTED)
             return;
         if (crec_emu_cpu_icount(s->cpu) != s->cut_at)
@@ -1581,9 +1714,7 @@ int rep_whole_run(struct rep_seg *s)
         rep_run_cpu(s, &stop);
         if (s->whole_until && crec_emu_cpu_icount(s->cpu) == s->whole_until) {
             s->reached = 1; /* a query run got where it was going */
-            if (s->stopped_at_block)
-                crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->stopped_at_block);
-            s->stopped_at_block = 0;
+            rep_signal_at_stop(s);
             return rep_outcome(s);
         }
         if (s->failed || s->diverged || s->have_exit)

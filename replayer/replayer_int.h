@@ -76,6 +76,13 @@ struct rep_seg {
     uint64_t ev_off;             /* the EVENTS offset of the last event read */
     crec_fmt_event exit;         /* the EXIT event, once reached */
     int have_exit;
+    /* signals (version 3): the look-ahead is read at the next block start
+     * (a SIGNAL record may be the next event, at that block), and a block
+     * start where the CPU stopped to enter a handler, or where the process
+     * died of a signal */
+    int peek_stale;
+    uint64_t sig_at;
+    uint64_t fatal_at;
 
     uint64_t keyframes_checked, syscalls, writes_checked, reads_taken;
     uint64_t at;                 /* the last block start: how far the run has got */

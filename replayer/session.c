@@ -142,6 +142,7 @@ int rep_thread_keyframes(const crec_fmt_keyframe *kfs, size_t nkf, uint32_t tid,
 /* Pieces of replay (rep_seg) spread over host threads, in order. */
 struct pool {
     const char *path;
+    uint32_t proc;            /* the process replayed */
     crec_fmt_reader *r0;      /* the caller's reader, for the first worker */
     struct rep_seg *segs;
     unsigned nsegs;
@@ -164,8 +165,11 @@ static void *worker_main(void *arg)
 
     if (w->id == 0)
         r = p->r0;
-    else if ((w->rc = crec_fmt_reader_open(p->path, &r, &w->err)) != CREC_OK)
+    else if ((w->rc = crec_fmt_reader_open(p->path, &r, &w->err)) != CREC_OK ||
+             (w->rc = crec_fmt_reader_select(r, p->proc, &w->err)) != CREC_OK) {
+        crec_fmt_reader_free(r);
         r = NULL;
+    }
     for (;;) {
         struct rep_seg *s;
         pthread_mutex_lock(&p->mu);
@@ -226,7 +230,8 @@ static void run_pool(const char *path, crec_fmt_reader *r0, struct rep_seg *segs
                      unsigned jobs, const crec_replay_options *o, uint64_t total)
 {
     const struct timespec tenth = {0, 100 * 1000 * 1000};
-    struct pool p = {path, r0, segs, n, 0, PTHREAD_MUTEX_INITIALIZER};
+    struct pool p = {path, crec_fmt_reader_selected(r0), r0, segs, n, 0,
+                     PTHREAD_MUTEX_INITIALIZER};
     struct worker w[REP_MAX_JOBS];
     pthread_t th[REP_MAX_JOBS];
     int started[REP_MAX_JOBS];
@@ -533,27 +538,19 @@ static int has_gaps(crec_fmt_reader *r)
     return gaps;
 }
 
-/*
- * Replay the recording at `path` (a file that can be opened again and
- * again).  live: a stream still being written, read as it stands; nothing
- * past key frame `o->from` to verify yet is CREC_ERR_NOTFOUND (no message).
- */
-static int replay_path(const char *path, const crec_replay_options *o, int live,
-                       crec_replay_result *res, crec_error *err)
+/* Replay the process selected in r (one process of the recording at
+ * `path`, a file that can be opened again and again).  live: a stream still
+ * being written, read as it stands; nothing past key frame `o->from` to
+ * verify yet is CREC_ERR_NOTFOUND (no message). */
+static int replay_one(const char *path, crec_fmt_reader *r, const crec_replay_options *o,
+                      int live, crec_replay_result *res, crec_error *err)
 {
-    crec_fmt_reader *r = NULL;
     crec_fmt_keyframe *kfs = NULL;
     size_t nkf = 0;
     int truncated = 0, rc;
 
     memset(res, 0, sizeof *res);
-    rc = crec_fmt_reader_open(path, &r, err);
-    /* every chunk, also of streams a replay never reads (SYMBOLS): a file
-     * that is damaged anywhere is not "verified" */
-    if (rc == CREC_OK)
-        rc = crec_fmt_reader_verify(r, err);
-    if (rc == CREC_OK)
-        rc = rep_load_keyframes(r, &kfs, &nkf, err);
+    rc = rep_load_keyframes(r, &kfs, &nkf, err);
     if (rc == CREC_OK) {
         nkf = crec_replay_reachable_keyframes(r, kfs, nkf, &truncated);
         if (nkf == 0)
@@ -598,6 +595,98 @@ static int replay_path(const char *path, const crec_replay_options *o, int live,
         views_free(views, nviews);
     }
     crec_free(kfs);
+    return rc;
+}
+
+/* Add the result of one process's replay to the whole's. */
+static void add_result(crec_replay_result *all, const crec_replay_result *one)
+{
+    if (all->processes == 0) {
+        *all = *one;
+        all->processes = 1;
+        all->processes_cut = one->truncated;
+        return;
+    }
+    all->processes++;
+    all->processes_cut += one->truncated;
+    all->instructions += one->instructions;
+    all->replayed += one->replayed;
+    all->keyframes_checked += one->keyframes_checked;
+    all->syscalls += one->syscalls;
+    all->writes_checked += one->writes_checked;
+    all->truncated |= one->truncated;
+    if (one->threads > all->threads)
+        all->threads = one->threads;
+    if (one->diverged && !all->diverged) {
+        all->diverged = 1;
+        all->div = one->div;
+    }
+}
+
+/* Replay every process of the recording at `path` (a file that can be
+ * opened again and again), or those o->pid and o->image pick; live: as
+ * replay_one, but a stream of several processes is verified only once it
+ * has ended (CREC_ERR_NOTFOUND until then; *several says so). */
+static int replay_path(const char *path, const crec_replay_options *o, int live,
+                       crec_replay_result *res, int *several, crec_error *err)
+{
+    crec_fmt_reader *r = NULL;
+    crec_fmt_proc_sum *sums = NULL;
+    size_t *which = NULL;
+    size_t nsums = 0, np = 0;
+    int rc;
+
+    memset(res, 0, sizeof *res);
+    rc = crec_fmt_reader_open(path, &r, err);
+    /* every chunk, also of streams a replay never reads (SYMBOLS): a file
+     * that is damaged anywhere is not "verified" */
+    if (rc == CREC_OK)
+        rc = crec_fmt_reader_verify(r, err);
+    if (rc == CREC_OK)
+        rc = crec_fmt_processes(r, &sums, &nsums, err);
+    if (rc == CREC_OK && !(which = crec_malloc(nsums * sizeof *which)))
+        rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory for %zu processes", nsums);
+    if (rc == CREC_OK)
+        rc = crec_fmt_pick_processes(sums, nsums, o->pid, o->image, which, &np, err);
+    *several = rc == CREC_OK && nsums > 1;
+    if (rc == CREC_OK && live && nsums > 1)
+        rc = CREC_ERR_NOTFOUND; /* --from is one process's time: wait for the end */
+    else if (rc == CREC_OK && nsums == 1) { /* one process: as before processes */
+        rc = replay_one(path, r, o, live, res, err);
+    } else if (rc == CREC_OK) {
+        /* each process alone, in number order: the first divergence or
+         * error stops it, naming the process */
+        for (size_t i = 0; i < np && rc == CREC_OK && !res->diverged; i++) {
+            const crec_fmt_proc_sum *ps = &sums[which[i]];
+            crec_replay_result one;
+            crec_error e1 = {0};
+            uint32_t image = 1;
+            for (size_t k = 0; k < which[i]; k++)
+                image += sums[k].started && sums[k].pid == ps->pid;
+            rc = crec_fmt_reader_select(r, ps->proc, err);
+            if (rc == CREC_OK)
+                rc = replay_one(path, r, o, live, &one, &e1);
+            if (rc == CREC_ERR_NOTFOUND || (rc == CREC_ERR_TRUNCATED && !ps->ended)) {
+                /* nothing to verify: 0 instructions (a fork's child that
+                 * called execve at once), or killed before its first key
+                 * frame */
+                memset(&one, 0, sizeof one);
+                one.truncated = rc == CREC_ERR_TRUNCATED;
+                rc = CREC_OK;
+            } else if (rc != CREC_OK) {
+                crec_error_set(err, e1.code, "pid %u (process %u, %s): %s", ps->pid, ps->proc,
+                               ps->argv && ps->argv[0] ? ps->argv[0] : "?", e1.msg);
+            }
+            if (rc == CREC_OK && one.diverged) {
+                one.div.pid = ps->pid;
+                one.div.image = image;
+            }
+            if (rc == CREC_OK)
+                add_result(res, &one);
+        }
+    }
+    crec_fmt_processes_free(sums, nsums);
+    crec_free(which);
     crec_fmt_reader_free(r);
     return rc;
 }
@@ -692,7 +781,7 @@ static int replay_live(const char *name, int in, const crec_replay_options *o,
     char path[64];
     pthread_t th;
     uint64_t tried = 0;
-    int pieces = 0, eof = 0, rc = CREC_OK;
+    int pieces = 0, eof = 0, several = 0, rc = CREC_OK;
 
     memset(res, 0, sizeof *res);
     if ((l.out = memfd_create("crec-stream", MFD_CLOEXEC)) < 0)
@@ -727,12 +816,22 @@ static int replay_live(const char *name, int in, const crec_replay_options *o,
             rc = crec_error_set(err, CREC_ERR_IO, "%s: read failed: %s", name, strerror(l.rerr));
             break;
         }
-        rc = replay_path(path, &po, !eof, &r, &e);
+        rc = replay_path(path, &po, !eof, &r, &several, &e);
         if (!eof && (rc == CREC_ERR_NOTFOUND || rc == CREC_ERR_TRUNCATED ||
                      rc == CREC_ERR_CORRUPT))
             continue; /* not far enough yet (the header, a first segment) */
+        if (several && po.from) {
+            /* the program forked after the first pieces: every process
+             * from its start, the first one again too */
+            po.from = 0;
+            rc = replay_path(path, &po, 0, &r, &several, &e);
+        }
         if (rc != CREC_OK) {
             *err = e;
+            break;
+        }
+        if (several) {
+            *res = r;
             break;
         }
         live_add(res, &r, pieces++ == 0);
@@ -754,7 +853,7 @@ int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_
 {
     char spooled[PATH_MAX];
     struct stat st;
-    int spool_fd, rc;
+    int spool_fd, several, rc;
 
     memset(res, 0, sizeof *res);
     /* a stream (a pipe, a FIFO) is verified as it arrives */
@@ -771,7 +870,7 @@ int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_
     /* each job opens the file again: a device is read once, kept */
     rc = crec_fmt_reader_spool(path, spooled, sizeof spooled, &spool_fd, err);
     if (rc == CREC_OK)
-        rc = replay_path(spooled, o, 0, res, err);
+        rc = replay_path(spooled, o, 0, res, &several, err);
     if (spool_fd >= 0)
         close(spool_fd);
     return rc;

@@ -34,6 +34,7 @@ if [ "$1" != "--answers" ]; then
     musl-gcc -O1 -static -o "$W/threads" traces-sample/src/threads.c
     musl-gcc -O1 -static -o "$W/ring" traces-sample/src/ring.c
     musl-gcc -O1 -static -o "$W/parts" traces-sample/src/parts.c
+    musl-gcc -O1 -static -o "$W/procs" traces-sample/src/procs.c
     cp traces-sample/src/input.txt "$W/input.txt"
 
     # rec NAME 'RECORD OPTIONS' PROG ARGS...: record one sample, unless it
@@ -62,6 +63,9 @@ if [ "$1" != "--answers" ]; then
     # crashed, and a recording in parts
     rec v3-ring "--ring 64K --keyframe-interval 2000" ./ring
     rec v3-parts "--start-at work --stop-at rest --keyframe-interval 2000" ./parts
+    # format version 3: three processes (a fork, an execve), a pipe between
+    # them, a signal from one to the other and a fault's handler
+    rec v3-procs "--keyframe-interval 20000" ./procs
 fi
 
 CREC=$CREC ANSWERS_WRITE=1 sh tests/e2e/t_samples.sh

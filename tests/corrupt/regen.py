@@ -72,6 +72,10 @@ def main():
          good[:-32]),
         ("reserved_nonzero", "reserved preamble word not zero",
          "reserved header field is not zero", patched(good, 12, b"\x01")),
+        ("shared_stream_has_process", "the BLOBS chunk names process 1 (chunk bytes 5-7)",
+         (f"shared stream BLOBS has process 1 at offset {blobs[0]}" if good[8] >= 3 else
+          f"reserved chunk bytes not zero at offset {blobs[0]}"),
+         patched(good, blobs[0] + 5, b"\x01")),
         ("too_short", "file cut inside the preamble", "too short for a recording", good[:10]),
         ("trailer_damaged", "last trailer magic byte damaged: recovered by the scan", "truncated",
          patched(good, len(good) - 2, b"X")),

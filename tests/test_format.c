@@ -1566,7 +1566,7 @@ Test(format, process_record_roundtrip_and_refusals)
     cr_expect_eq(crec_fmt_proc_decode(op0, sizeof op0, &d, &e), CREC_ERR_CORRUPT);
     cr_expect(strstr(e.msg, "process operation"), "%s", e.msg);
     cr_expect_eq(crec_fmt_proc_decode(op3, sizeof op3, &d, &e), CREC_ERR_CORRUPT);
-    const uint8_t end_how[] = {CREC_FMT_PR_END, 1, CREC_FMT_EXIT_EXEC + 1, 0, 0};
+    const uint8_t end_how[] = {CREC_FMT_PR_END, 1, CREC_FMT_EXIT_ENDED + 1, 0, 0};
     cr_expect_eq(crec_fmt_proc_decode(end_how, sizeof end_how, &d, &e), CREC_ERR_CORRUPT);
     cr_expect(strstr(e.msg, "process end"), "%s", e.msg);
     const uint8_t start_how[] = {CREC_FMT_PR_START, 1, CREC_FMT_PR_EXEC + 1, 0, 0, 0, 0, 0, 0, 0};
@@ -1677,17 +1677,25 @@ Test(format, shared_writer_processes_fork_exec_and_a_killed_child)
 
     cr_assert(fd >= 0);
     cr_assert_eq(crec_fmt_writer_open_fd(fd, path, &h, &o, &w, &e), CREC_OK, "%s", e.msg);
+    int took[2];
+    char one;
+
+    cr_assert_eq(pipe(took), 0);
     proc_part(w, 0, CREC_FMT_PR_ROOT, 0, 100, 'a', 700, 1);
     cr_assert_eq(crec_fmt_writer_prefork(w, &e), CREC_OK, "%s", e.msg);
     pid_t c1 = fork();
     cr_assert(c1 >= 0);
     if (c1 == 0) {
         uint32_t me = 99;
-        if (crec_fmt_writer_forked(w, &me, &e) != CREC_OK || me != 1)
+        int ok = crec_fmt_writer_forked(w, &me, &e) == CREC_OK && me == 1;
+        if (write(took[1], "1", 1) != 1 || !ok)
             _exit(10);
         proc_part(w, 1, CREC_FMT_PR_FORK, 0, 101, 'b', 1500, 0);
         _exit(crec_fmt_writer_leave(w, &e) == CREC_OK ? 0 : 11);
     }
+    /* the second child's number is 2: the first has taken its own */
+    cr_assert_eq(read(took[0], &one, 1), 1);
+    close(took[0]), close(took[1]);
     cr_assert_eq(crec_fmt_writer_prefork(w, &e), CREC_OK, "%s", e.msg);
     pid_t c2 = fork();
     cr_assert(c2 >= 0);

@@ -394,7 +394,7 @@ Test(index, step_moves_the_current_time_within_the_recording)
     crec_close(rec);
 }
 
-/* ---- processes: traces-sample/v3-procs.crec (pid 4092 forks 4093, which
+/* ---- processes: traces-sample/v3-procs.crec (pid 2107 forks 2108, which
  * runs execve of the same program) ------------------------------------------ */
 
 Test(index, processes_listed_opened_and_replayed_one_at_a_time)
@@ -415,32 +415,32 @@ Test(index, processes_listed_opened_and_replayed_one_at_a_time)
 
     cr_assert_eq(crec_list_processes(path, &p, &n, &err), CREC_OK, "%s", err.msg);
     cr_assert_eq(n, 3);
-    cr_expect_eq(p[0].pid, 4092);
+    cr_expect_eq(p[0].pid, 2107);
     cr_expect_eq(p[0].how, CREC_PROCESS_ROOT);
     cr_expect_eq(p[0].exit_how, CREC_EXIT_STATUS);
     cr_expect_eq(p[0].instructions, 3009);
-    cr_expect_eq(p[1].pid, 4093);
-    cr_expect_eq(p[1].ppid, 4092);
+    cr_expect_eq(p[1].pid, 2108);
+    cr_expect_eq(p[1].ppid, 2107);
     cr_expect_eq(p[1].image, 1);
     cr_expect_eq(p[1].how, CREC_PROCESS_FORK);
     cr_expect_eq(p[1].parent, 0);
     cr_expect_eq(p[1].exit_how, CREC_EXIT_EXEC);
     cr_expect_eq(p[1].exit_value, 2);
-    cr_expect_eq(p[2].pid, 4093);
+    cr_expect_eq(p[2].pid, 2108);
     cr_expect_eq(p[2].image, 2);
     cr_expect_eq(p[2].how, CREC_PROCESS_EXEC);
     cr_expect_eq(p[2].parent, 1);
     cr_expect(p[2].ended);
     cr_expect_eq(p[2].exit_value, 7);
-    cr_expect_eq(p[2].instructions, 227091);
+    cr_expect_eq(p[2].instructions, 136203);
     cr_assert_eq(p[2].argc, 2);
     cr_expect_str_eq(p[2].argv[1], "child");
     crec_processes_free(p, n);
 
-    /* process 2 in its own time: the signal's handler entered at 225536 */
+    /* process 2 in its own time: the signal's handler entered at 134648 */
     cr_assert_eq(crec_open_process(path, 2, 0, &rec, &err), CREC_OK, "%s", err.msg);
-    cr_expect_eq(crec_length(rec), 227091);
-    cr_assert_eq(crec_seek(rec, 225536, &err), CREC_OK, "%s", err.msg);
+    cr_expect_eq(crec_length(rec), 136203);
+    cr_assert_eq(crec_seek(rec, 134648, &err), CREC_OK, "%s", err.msg);
     cr_assert_eq(crec_read_registers(rec, &regs, &err), CREC_OK, "%s", err.msg);
     cr_expect_eq(regs.rip, 0x401139);
     /* and process 0 through the same handle */
@@ -455,16 +455,16 @@ Test(index, processes_listed_opened_and_replayed_one_at_a_time)
 
     /* a replay of one pid's second program, then of all */
     {
-        crec_replay_options o = {.pid = 4093, .image = 2};
+        crec_replay_options o = {.pid = 2108, .image = 2};
         crec_replay_result res;
         cr_assert_eq(crec_replay_run(path, &o, &res, &err), CREC_OK, "%s", err.msg);
         cr_expect(!res.diverged, "%s", res.div.what);
-        cr_expect_eq(res.replayed, 227091);
+        cr_expect_eq(res.replayed, 136203);
         o.pid = 0, o.image = 0;
         cr_assert_eq(crec_replay_run(path, &o, &res, &err), CREC_OK, "%s", err.msg);
         cr_expect(!res.diverged, "%s", res.div.what);
         cr_expect_eq(res.processes, 3);
-        cr_expect_eq(res.replayed, 3009 + 194 + 227091);
+        cr_expect_eq(res.replayed, 3009 + 194 + 136203);
         o.pid = 4094;
         cr_expect_eq(crec_replay_run(path, &o, &res, &err), CREC_ERR_NOTFOUND);
     }

@@ -85,13 +85,13 @@ static void mark_refused(int kind, const uint8_t *body, size_t len, const char *
 Test(ring, marks_refuse_bad_fields)
 {
     const uint8_t gap_empty[] = {5, 5, 1}, gap_why[] = {1, 5, 3};
-    const uint8_t stop_why[] = {9, 6, 0, 0}, stop_ended[] = {9, 1, 0, 2};
+    const uint8_t stop_why[] = {9, 7, 0, 0}, stop_ended[] = {9, 1, 0, 2};
     const uint8_t stop_before[] = {9, 1, 0, 1, 8, 0, 0}, stop_how[] = {9, 1, 0, 1, 10, 2, 0};
     const uint8_t stray[] = {1, 5, 1, 0}, ring_cut[] = {1, 2, 3};
 
     mark_refused(CREC_FMT_K_GAP, gap_empty, sizeof gap_empty, "empty or backwards");
     mark_refused(CREC_FMT_K_GAP, gap_why, sizeof gap_why, "gap reason 3");
-    mark_refused(CREC_FMT_K_STOP, stop_why, sizeof stop_why, "stop mark reason 6");
+    mark_refused(CREC_FMT_K_STOP, stop_why, sizeof stop_why, "stop mark reason 7");
     mark_refused(CREC_FMT_K_STOP, stop_ended, sizeof stop_ended, "end flag 2");
     mark_refused(CREC_FMT_K_STOP, stop_before, sizeof stop_before, "before the recording");
     mark_refused(CREC_FMT_K_STOP, stop_how, sizeof stop_how, "end kind 2");
@@ -333,8 +333,11 @@ Test(ring, marks_refused_before_version_3)
     cr_assert_eq(crec_fmt_writer_close(w, &e), CREC_OK);
     cr_assert_eq(crec_fmt_reader_open(path, &r, &e), CREC_OK, "%s", e.msg);
     crec_fmt_reader_free(r);
+    /* version 2, and no trailer: a version 2 directory has no process field,
+     * so the reader scans the chunks, and meets the MARKS one */
     fd = open(path, O_WRONLY);
     cr_assert_eq(pwrite(fd, two, 4, 8), 4);
+    cr_assert_eq(ftruncate(fd, lseek(fd, 0, SEEK_END) - 1), 0);
     close(fd);
     cr_assert_eq(crec_fmt_reader_open(path, &r, &e), CREC_ERR_CORRUPT);
     cr_assert(strstr(e.msg, "MARKS chunk in a version 2 file"), "%s", e.msg);

@@ -244,6 +244,50 @@ expect_status "keyframes: every under 1000 is refused" 2 "$CREC" keyframes kf.cr
 expect_status "keyframes: a range past the end is refused" 1 "$CREC" keyframes kf.crec --from 999999999999 --every 5000
 one_error_line "keyframes: ... in one line"
 
+# ---- one process: a fork or an execve ends these recordings -------------------------
+# --ring, --start-at, --stop-at and --max-size record one process: the
+# recording ends at a fork (at the parent's next block) or an execve, with
+# one line; the file is complete and replays; the program runs on
+one_process() {
+    name=$1 what=$2
+    shift 2
+    rm -f "$name.crec"
+    timeout 300 "$CREC" record "$@" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    if [ "$rc" = 0 ] && grep -q "^a$" "$TMP/out" && grep -q "^b$" "$TMP/out" &&
+        grep -q "records one process; sh $what" "$TMP/err" &&
+        timeout 300 "$CREC" info "$name.crec" 2>&1 | grep -q "forked or called execve" &&
+        timeout 300 "$CREC" replay "$name.crec" 2>&1 | grep -q "replay verified"; then
+        pass "one process: $* ends at the $what, replays, the program runs on"
+    else
+        fail "one process: $*" "exit $rc: $(cat "$TMP/out" "$TMP/err" | head -c 400)"
+    fi
+}
+one_process rfork forked --ring 1M -o rfork.crec -- sh -c 'echo a; /bin/true; echo b'
+one_process mfork forked --max-size 50M -o mfork.crec -- sh -c 'echo a; /bin/true; echo b'
+one_process sexec "called execve" --stop-at syscall:nanosleep -o sexec.crec -- \
+    sh -c 'echo a; exec sh -c "echo b"'
+# a --start-at that never came: the fork ends it in its gap, nothing recorded
+rm -f gfork.crec
+timeout 300 "$CREC" record --start-at syscall:nanosleep -o gfork.crec -- sh -c 'echo a; /bin/true; echo b' \
+    >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ "$rc" = 0 ] && grep -q "^b$" "$TMP/out" && grep -q "records one process; sh forked" "$TMP/err" &&
+    pass "one process: --start-at in its gap at a fork: ends there, the program runs on" ||
+    fail "one process: --start-at in its gap at a fork" "exit $rc: $(cat "$TMP/out" "$TMP/err" | head -c 400)"
+# a dump is refused once the program has forked (its processes share the file)
+rm -f dfork.crec dfork.dump1.crec
+timeout 300 "$CREC" record -o dfork.crec -- sh -c '/bin/true; sleep 2; echo b' >"$TMP/out" 2>"$TMP/err" &
+p=$!
+sleep 1
+pkill -USR1 -P $p # crec, the child of timeout
+wait $p
+rc=$?
+[ "$rc" = 0 ] && grep -q "no dump: a dump holds one process" "$TMP/err" && [ ! -e dfork.dump1.crec ] &&
+    timeout 300 "$CREC" replay dfork.crec 2>&1 | grep -q "replay verified" &&
+    pass "one process: a dump after a fork is refused in one line; the recording goes on" ||
+    fail "one process: a dump after a fork is refused" "exit $rc: $(cat "$TMP/out" "$TMP/err" | head -c 400)"
+
 # ---- usage -------------------------------------------------------------------------
 expect_status "usage: --ring to a pipe" 2 "$CREC" record --ring 8M -o - -- /bin/true
 expect_status "usage: --ring and --max-size" 2 "$CREC" record --ring 8M --max-size 8M -- /bin/true

@@ -24,7 +24,7 @@ rec() {
     fi
     pass "procs: record $name"
     [ -n "$cleanup" ] && (cd "$TMP" && sh -c "$cleanup")
-    if "$CREC" replay "$TMP/$name.crec" >"$TMP/$name.replay" 2>&1 &&
+    if timeout 600 "$CREC" replay "$TMP/$name.crec" >"$TMP/$name.replay" 2>&1 &&
         grep -q 'replay verified (.* process' "$TMP/$name.replay"; then
         pass "procs: replay $name (every process)"
     else
@@ -230,7 +230,7 @@ sleep 0.5
 [ -n "$child" ] && kill -9 "$child"
 wait $root
 rc=$?
-"$CREC" replay "$TMP/k1.crec" >"$TMP/k1.replay" 2>&1
+timeout 600 "$CREC" replay "$TMP/k1.crec" >"$TMP/k1.replay" 2>&1
 rrc=$?
 if [ "$rc" = 0 ] && grep -q waited "$TMP/out" && [ $rrc = 0 ] &&
     grep -q 'some cut short' "$TMP/k1.replay" && "$CREC" info "$TMP/k1.crec" | grep -q 'cut short *sleep 30'; then
@@ -243,13 +243,17 @@ fi
 # read up to its last complete chunk, and replayed up to its last key frame
 setsid "$CREC" record -o "$TMP/k2.crec" -- sh -c 'for i in 1 2; do (i=0; while [ $i -lt 1000000 ]; do i=$((i+1)); done) & done; wait' \
     >/dev/null 2>&1 &
+# setsid execs crec in this background process (not a group leader), so
+# $! is crec's pid and its process group holds the whole tree: killing by
+# it cannot miss (a pgrep -f of the command line matched the children's
+# crecs too, and a miss left the tree computing for many minutes)
+pg=$!
 sleep 3
-pg=$(pgrep -f "record -o $TMP/k2.crec" | head -1)
-[ -n "$pg" ] && kill -9 -- "-$pg" 2>/dev/null
-sleep 0.5
-if "$CREC" info "$TMP/k2.crec" >"$TMP/k2.info" 2>&1 && grep -q 'truncated: *yes' "$TMP/k2.info" &&
+kill -9 -- "-$pg" 2>/dev/null
+wait $pg 2>/dev/null
+if timeout 300 "$CREC" info "$TMP/k2.crec" >"$TMP/k2.info" 2>&1 && grep -q 'truncated: *yes' "$TMP/k2.info" &&
     grep -q 'cut short' "$TMP/k2.info" &&
-    "$CREC" replay "$TMP/k2.crec" 2>&1 | grep -q 'replay verified (3 processes.*cut short'; then
+    timeout 600 "$CREC" replay "$TMP/k2.crec" 2>&1 | grep -q 'replay verified (3 processes.*cut short'; then
     pass "procs: the recorder SIGKILLed with its children: the file reads and replays up to where each was"
 else
     fail "procs: the recorder SIGKILLed with its children" "$(head -c 400 "$TMP/k2.info")"

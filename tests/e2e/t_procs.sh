@@ -244,12 +244,13 @@ fi
 setsid "$CREC" record -o "$TMP/k2.crec" -- sh -c 'for i in 1 2; do (i=0; while [ $i -lt 1000000 ]; do i=$((i+1)); done) & done; wait' \
     >/dev/null 2>&1 &
 # setsid execs crec in this background process (not a group leader), so
-# $! is crec's pid and its process group holds the whole tree: killing by
-# it cannot miss (a pgrep -f of the command line matched the children's
-# crecs too, and a miss left the tree computing for many minutes)
+# $! is crec's pid and its process group holds the whole tree.  The kill
+# has no "--": dash's kill refuses it ("Illegal number"), and then killed
+# nothing and left the tree computing its two loops under emulation for
+# many minutes (the hang this case was suspected of)
 pg=$!
 sleep 3
-kill -9 -- "-$pg" 2>/dev/null
+kill -9 "-$pg"
 wait $pg 2>/dev/null
 if timeout 300 "$CREC" info "$TMP/k2.crec" >"$TMP/k2.info" 2>&1 && grep -q 'truncated: *yes' "$TMP/k2.info" &&
     grep -q 'cut short' "$TMP/k2.info" &&

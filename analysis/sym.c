@@ -183,7 +183,7 @@ static const uint8_t *module_code(crec_symtab *s, struct an_module *am)
         return am->code;
     am->code_tried = 1;
     am->code = malloc(am->m->len ? am->m->len : 1);
-    if (am->code && (crec_seek(s->rec, 0, NULL) != CREC_OK ||
+    if (am->code && (crec_seek(s->rec, crec_start(s->rec), NULL) != CREC_OK ||
                      crec_read_memory(s->rec, am->m->addr, am->m->len, am->code, NULL, NULL,
                                       NULL) != CREC_OK)) {
         free(am->code);

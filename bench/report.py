@@ -3,7 +3,7 @@
 
 usage: report.py DATA_DIR RESULTS_DIR [--quick 0|1] [--rounds N] [--crec CREC]
 
-Reads DATA_DIR/{raw,sizes,gdb,gdb_reverse,scaling,index,failures,phases}.tsv and
+Reads DATA_DIR/{raw,sizes,gdb,gdb_reverse,scaling,index,failures,phases,flight}.tsv and
 query.json; writes RESULTS_DIR/latest.md, latest.json, latest.png (the
 ratios) and latest-scaling.png, and a copy of each in
 RESULTS_DIR/runs/YYYYMMDD-HHMM[-quick]/ (report.md, report.json, ratios.png,
@@ -403,13 +403,47 @@ def md_gdb_reverse(rows):
                          body)
 
 
+def md_flight(rows):
+    lines = ["", "## The flight recorder", ""]
+    if not rows:
+        return lines + ["Not measured (see Failures)."]
+    by = {}
+    for r in rows:
+        by.setdefault(r["figure"], []).append(float(r["value"]))
+    med = {k: statistics.median(v) for k, v in by.items()}
+    lines += ["bench/flight.sh, medians: `crec record` and `crec record --ring 8M` of "
+              "tests/guests/flight_static `ring` (a loop reading /dev/urandom), one after the "
+              "other in each round; 200 queries at random times of a range of a recording of "
+              "flight_static `phases` (key frames every 1,000,000 or 20,000,000 instructions), "
+              "with the index's restart points, then after `crec keyframes --every 5000` on "
+              "that range.", ""]
+    body = []
+    if "record-s" in med and "ring-s" in med:
+        body.append(["record, whole run", fmt_s(med["record-s"]),
+                     fmt_bytes(med.get("full-bytes", 0))])
+        body.append(["record --ring 8M", fmt_s(med["ring-s"]),
+                     f"{fmt_bytes(med.get('ring-bytes', 0))}, {med.get('rotations', 0):.0f} "
+                     f"rotations in {fmt_s(med.get('rotate-s', 0))}, "
+                     f"{fmt_bytes(med.get('copied-bytes', 0))} written again"])
+        body.append(["ring / whole", f"{med['ring-s'] / med['record-s']:.2f}x", ""])
+    for k, every in (("kf1m", "1,000,000"), ("kf20m", "20,000,000")):
+        if f"{k}-query-s" in med and f"{k}-query-kf-s" in med:
+            body.append([f"200 queries, key frames every {every}", fmt_s(med[f"{k}-query-s"]),
+                         "the index's default restart points"])
+            body.append([f"200 queries, key frames every {every}",
+                         fmt_s(med[f"{k}-query-kf-s"]),
+                         f"after crec keyframes ({fmt_s(med.get(f'{k}-keyframes-s', 0))})"])
+            body.append(["speed-up", f"{med[f'{k}-query-s'] / med[f'{k}-query-kf-s']:.1f}x", ""])
+    return lines + table(["what", "time", "notes"], body)
+
+
 def markdown(doc):
     modes = [m for m in MODES if any(m in w["modes"] or m in w.get("failed", {})
                                      for w in doc["workloads"].values())]
     lines = [f"# crec benchmarks, {doc['date']}", ""]
     lines += md_times(doc, modes) + md_ratios(doc) + md_recordings(doc) + md_rss(doc, modes)
     lines += md_query(doc.get("query")) + md_gdb(doc["gdb_record_full"])
-    lines += md_gdb_reverse(doc.get("gdb_reverse"))
+    lines += md_gdb_reverse(doc.get("gdb_reverse")) + md_flight(doc.get("flight"))
     lines += md_scaling(doc["scaling"]) + md_xinsn(doc) + md_targets(doc) + md_footer(doc)
     return "\n".join(lines) + "\n"
 
@@ -560,6 +594,7 @@ def build_doc(data_dir, args):
             "gdb_reverse": read_tsv(os.path.join(data_dir, "gdb_reverse.tsv")),
             "scaling": summarise_scaling(read_tsv(os.path.join(data_dir, "scaling.tsv"))),
             "query": read_json(os.path.join(data_dir, "query.json")),
+            "flight": read_tsv(os.path.join(data_dir, "flight.tsv")),
             "failures": failures,
             "phases": {r["phase"]: float(r["seconds"])
                        for r in read_tsv(os.path.join(data_dir, "phases.tsv"))}}

@@ -249,6 +249,12 @@ fi
 progress_end
 phase_done queries
 
+# --- 6. the flight recorder: a ring's cost, key frames on demand ------------
+progress "flight recorder"
+bash "$BENCH_SRC/flight.sh" >flight.tsv 2>flight.log || fail flight "ring, keyframes" "$(tail -c 300 flight.log)"
+progress_end
+phase_done flight
+
 printf 'total\t%s\n' "$(seconds_since "$bench_start")" >>phases.tsv
 python3 "$BENCH_SRC/report.py" "$data" "$top/bench/results" \
     --quick "$QUICK" --rounds "$rounds" --crec "$CREC"

@@ -42,6 +42,7 @@ struct cli_command {
 #ifndef CREC_NO_RECORDER
 int cmd_record(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
 #endif
 int cmd_replay(int argc, char **argv);
 int cmd_info(int argc, char **argv);
@@ -56,6 +57,7 @@ int cmd_syscalls(int argc, char **argv);
 int cmd_find(int argc, char **argv);
 int cmd_printf(int argc, char **argv);
 int cmd_gdb(int argc, char **argv);
+int cmd_keyframes(int argc, char **argv);
 
 /* ---- shared by the analysis commands (cli/analysis.c) ---------------------- */
 
@@ -91,7 +93,14 @@ int cli_finish(crec_recording *rec, crec_symtab *sym, int rc);
  * recording at `path`.  `size`, `fmt`, `json` and `no_index` are query's
  * options.  @return the exit status (the answers and errors are printed). */
 int cli_query_run(const char *path, char **queries, size_t n, uint64_t size, const char *fmt,
-                  int json, int no_index, int all_values);
+                  int json, int no_index, int all_values, uint32_t pid, uint32_t image);
+
+/* Open the process of guest pid `pid` of the recording at path (image K:
+ * its K-th program; 0: the one it ran last), or, pid 0, the recording's
+ * one process; a recording of several without a pid is an error listing
+ * them.  @return CREC_OK and *rec, or an error in err. */
+int cli_open_process(const char *path, uint32_t pid, uint32_t image, unsigned flags,
+                     crec_recording **rec, crec_error *err);
 
 /* The most bytes one query or `--size` reads (a value printed on one line). */
 #define CLI_QUERY_MAX 4096
@@ -181,6 +190,10 @@ int cli_thread_option(const char *cmd, const char *name, const char *value,
 /* run/record: how the guest ended, as crec's exit status (its own status,
  * 128+N for a fatal signal N, EXIT_DEADLOCK), saying why on `log`. */
 int cli_guest_status(const crec_exit *ex, FILE *log);
+
+/* --pid N or N.K (the K-th program of pid N): EXIT_OK and *pid, *image
+ * (0 without .K), or a usage error of `cmd` printed and EXIT_USAGE. */
+int cli_parse_pid(const char *cmd, const char *arg, uint32_t *pid, uint32_t *image);
 
 /* True when argv[i] is -h or --help. */
 int cli_is_help(const char *arg);

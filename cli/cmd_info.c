@@ -31,13 +31,82 @@ static const char *exit_text(int how)
         return "killed by signal";
     case CREC_EXIT_STOPPED:
         return "recording stopped by signal";
+    case CREC_EXIT_EXEC:
+        return "execve, going on as process";
+    case CREC_EXIT_ENDED:
+        return "the recording ended before the program";
     }
     return "status";
 }
 
+static const char *stop_text(int why)
+{
+    switch (why) {
+    case CREC_STOP_STOP_AT:
+        return "at --stop-at";
+    case CREC_STOP_MAX_SIZE:
+        return "the file reached --max-size";
+    case CREC_STOP_DUMP:
+        return "a dump, taken while the program ran on";
+    case CREC_STOP_THREADS:
+        return "the program started a second thread (a ring or --start-at recording holds one)";
+    case CREC_STOP_NEVER:
+        return "no --start-at trigger came: nothing was recorded";
+    case CREC_STOP_PROCESS:
+        return "the program forked or called execve (this recording holds one process)";
+    }
+    return "?";
+}
+
+/* What a ring kept, the gaps of a --start-at recording, an early end. */
+static void print_flight(FILE *out, const crec_info *s)
+{
+    if (s->ring || s->recorded_from || s->ngaps)
+        fprintf(out, "recorded:      instructions %llu to %llu", (unsigned long long)s->recorded_from,
+                (unsigned long long)s->instructions);
+    if (s->ring)
+        fprintf(out, " (a ring of %llu bytes; it dropped %llu segments, %llu bytes, in %llu "
+                "rotations)\n", (unsigned long long)s->ring_size,
+                (unsigned long long)s->ring_dropped_segments,
+                (unsigned long long)s->ring_dropped_bytes, (unsigned long long)s->ring_rotations);
+    else if (s->recorded_from || s->ngaps)
+        fprintf(out, ", in %zu part%s\n", s->ngaps + (s->ngaps && s->gaps[0].from == 0 ? 0 : 1),
+                s->ngaps + (s->ngaps && s->gaps[0].from == 0 ? 0 : 1) == 1 ? "" : "s");
+    for (size_t i = 0; i < s->ngaps; i++)
+        fprintf(out, "%s%llu to %llu (%s)\n", i ? "               " : "not recorded:  ",
+                (unsigned long long)s->gaps[i].from, (unsigned long long)s->gaps[i].to,
+                s->gaps[i].why == CREC_GAP_BEFORE_START ? "before --start-at"
+                                                        : "from --stop-at to --start-at");
+    if (!s->stop_why)
+        return;
+    fprintf(out, "ended:         at instruction %llu: %s", (unsigned long long)s->stop_at,
+            stop_text(s->stop_why));
+    if (s->stop_why == CREC_STOP_DUMP)
+        fprintf(out, " (dump %llu)", (unsigned long long)s->dump_number);
+    if (s->program_ended)
+        fprintf(out, "; the program ran on, unrecorded, and %s %llu at instruction %llu",
+                s->program_how == CREC_EXIT_SIGNAL ? "was killed by signal" : "exited with status",
+                (unsigned long long)s->program_value, (unsigned long long)s->program_end);
+    fputc('\n', out);
+}
+
+/* Instructions of every process (the first's alone for a recording of one). */
+static uint64_t all_instructions(const crec_info *s)
+{
+    uint64_t n = 0;
+
+    if (s->nprocesses < 2)
+        return s->instructions;
+    for (size_t i = 0; i < s->nprocesses; i++)
+        n += s->processes[i].instructions;
+    return n;
+}
+
 static double bits_per_instr(const crec_info *s)
 {
-    return s->instructions ? (double)s->compressed_bytes * 8.0 / (double)s->instructions : 0.0;
+    uint64_t n = all_instructions(s);
+
+    return n ? (double)s->compressed_bytes * 8.0 / (double)n : 0.0;
 }
 
 static void print_time(FILE *out, int64_t sec)
@@ -114,6 +183,89 @@ static void print_threads(FILE *out, const crec_info *s)
     }
 }
 
+/* How deep process i is in the tree (its parents, fork or execve). */
+static size_t depth(const crec_info *s, size_t i)
+{
+    size_t d = 0;
+
+    for (uint32_t p = s->processes[i].proc; d < s->nprocesses;) {
+        size_t k = 0;
+        while (k < s->nprocesses && s->processes[k].proc != p)
+            k++;
+        if (k == s->nprocesses || s->processes[k].parent == p)
+            break;
+        p = s->processes[k].parent;
+        d++;
+    }
+    return d;
+}
+
+static void print_end(FILE *out, const crec_process_info *p)
+{
+    char buf[48];
+
+    if (!p->ended)
+        snprintf(buf, sizeof buf, "cut short");
+    else if (p->exit_how == CREC_EXIT_EXEC)
+        snprintf(buf, sizeof buf, "execve -> %llu", (unsigned long long)p->exit_value);
+    else if (p->exit_how == CREC_EXIT_SIGNAL)
+        snprintf(buf, sizeof buf, "SIG%s",
+                 sigabbrev_np((int)p->exit_value) ? sigabbrev_np((int)p->exit_value) : "?");
+    else if (p->exit_how == CREC_EXIT_STOPPED)
+        snprintf(buf, sizeof buf, "stopped");
+    else
+        snprintf(buf, sizeof buf, "exit %llu", (unsigned long long)p->exit_value);
+    fprintf(out, "  %-14s", buf);
+}
+
+static void print_process(FILE *out, const crec_info *s, size_t i)
+{
+    const crec_process_info *p = &s->processes[i];
+    char parent[16] = "-";
+
+    if (p->how != CREC_PROCESS_ROOT)
+        snprintf(parent, sizeof parent, "%s%u", p->how == CREC_PROCESS_EXEC ? "x" : "",
+                 p->parent);
+    fprintf(out, "               %7u %8u %8s %12llu", p->proc, p->pid, parent,
+            (unsigned long long)p->instructions);
+    print_end(out, p);
+    fprintf(out, " %*s", (int)(2 * depth(s, i)), "");
+    for (size_t k = 0; k < p->argc; k++)
+        print_arg(out, p->argv[k]);
+    fputc('\n', out);
+}
+
+/* Process i, then the processes that came from it, depth first. */
+static void print_subtree(FILE *out, const crec_info *s, size_t i, size_t level)
+{
+    print_process(out, s, i);
+    if (level > s->nprocesses)
+        return;
+    for (size_t k = 0; k < s->nprocesses; k++)
+        if (k != i && s->processes[k].parent == s->processes[i].proc &&
+            s->processes[k].how != CREC_PROCESS_ROOT)
+            print_subtree(out, s, k, level + 1);
+}
+
+/* Every process, as a tree: a child under the process it came from (by
+ * fork, or execve: the same pid going on as a new program, "x" in the
+ * parent column). */
+static void print_processes(FILE *out, const crec_info *s)
+{
+    fprintf(out, "processes:     %zu (each one program of one pid: execve goes on as a new "
+                 "process)\n", s->nprocesses);
+    fprintf(out, "               %7s %8s %8s %12s  %-14s %s\n", "process", "pid", "parent",
+            "instr", "end", "command");
+    for (size_t i = 0; i < s->nprocesses; i++) {
+        const crec_process_info *p = &s->processes[i];
+        int orphan = p->how != CREC_PROCESS_ROOT;
+        for (size_t k = 0; k < s->nprocesses && orphan; k++)
+            orphan = k == i || s->processes[k].proc != p->parent;
+        if (p->how == CREC_PROCESS_ROOT || orphan) /* a parent not in the file: at the top */
+            print_subtree(out, s, i, 0);
+    }
+}
+
 /* A crash: the signal, the faulting instruction and address, and where
  * to look next. */
 static void print_crash(FILE *out, const char *name)
@@ -158,20 +310,31 @@ static void print_text(FILE *out, const char *name, const crec_info *s)
             fprintf(out, ", chaos seed %llu", (unsigned long long)s->chaos_seed);
         fputc('\n', out);
     }
+    if (s->nprocesses > 1) {
+        print_processes(out, s);
+        fprintf(out, "process 0:     the program crec started, as the lines below describe\n");
+    }
     fprintf(out, "threads:       %llu\n", (unsigned long long)s->threads);
     if (s->nthread_list > 1)
         print_threads(out, s);
     fprintf(out, "instructions:  %llu\n", (unsigned long long)s->instructions);
-    if (s->exited)
+    print_flight(out, s);
+    if (s->exited && s->exit_how == CREC_EXIT_ENDED)
+        fprintf(out, "exit:          %s\n", exit_text(s->exit_how));
+    else if (s->exited)
         fprintf(out, "exit:          %s %llu\n", exit_text(s->exit_how),
                 (unsigned long long)s->exit_value);
+    if (s->nprocesses > 1)
+        fprintf(out, "all processes: %llu instructions\n",
+                (unsigned long long)all_instructions(s));
     if (s->exited && s->exit_how == CREC_EXIT_SIGNAL && strcmp(name, "-") != 0)
         print_crash(out, name);
     fprintf(out, "records:       %llu events, %llu code mappings, %llu symbols, %llu blobs\n",
             (unsigned long long)s->events, (unsigned long long)s->code_mappings,
             (unsigned long long)s->symbols, (unsigned long long)s->blobs);
-    fprintf(out, "chunks:        %llu in %zu streams\n", (unsigned long long)s->chunks,
-            s->nstreams);
+    fprintf(out, "chunks:        %llu in %zu streams%s\n", (unsigned long long)s->chunks,
+            s->nstreams, s->nprocesses > 1 ? " (of the first process, and shared; the "
+                                             "chunks and totals are of all)" : "");
     fprintf(out, "streams:       %-10s %8s %8s %14s %14s\n", "type", "thread", "chunks", "raw",
             "compressed");
     for (size_t i = 0; i < s->nstreams; i++) {
@@ -233,6 +396,34 @@ static void json_header(FILE *out, const char *name, const crec_info *h)
     fputs("],\n", out);
 }
 
+static void json_flight(FILE *out, const crec_info *s)
+{
+    json_u64(out, "recorded_from", s->recorded_from);
+    if (s->ring)
+        fprintf(out, "  \"ring\": {\"size\": %llu, \"dropped_segments\": %llu, "
+                "\"dropped_bytes\": %llu, \"rotations\": %llu},\n",
+                (unsigned long long)s->ring_size, (unsigned long long)s->ring_dropped_segments,
+                (unsigned long long)s->ring_dropped_bytes, (unsigned long long)s->ring_rotations);
+    fputs("  \"gaps\": [", out);
+    for (size_t i = 0; i < s->ngaps; i++)
+        fprintf(out, "%s{\"from\": %llu, \"to\": %llu, \"why\": \"%s\"}", i ? ", " : "",
+                (unsigned long long)s->gaps[i].from, (unsigned long long)s->gaps[i].to,
+                s->gaps[i].why == CREC_GAP_BEFORE_START ? "before start" : "stopped");
+    fputs("],\n", out);
+    if (s->stop_why) {
+        fprintf(out, "  \"ended\": {\"at\": %llu, \"why\": ", (unsigned long long)s->stop_at);
+        cli_json_str(out, stop_text(s->stop_why));
+        if (s->stop_why == CREC_STOP_DUMP)
+            fprintf(out, ", \"dump\": %llu", (unsigned long long)s->dump_number);
+        if (s->program_ended)
+            fprintf(out, ", \"program_end\": %llu, \"program_%s\": %llu",
+                    (unsigned long long)s->program_end,
+                    s->program_how == CREC_EXIT_SIGNAL ? "signal" : "status",
+                    (unsigned long long)s->program_value);
+        fputs("},\n", out);
+    }
+}
+
 static void print_json(FILE *out, const char *name, const crec_info *s)
 {
     json_header(out, name, s);
@@ -262,6 +453,32 @@ static void print_json(FILE *out, const char *name, const crec_info *s)
         fputs("\n  ],\n", out);
     }
     json_u64(out, "instructions", s->instructions);
+    if (s->nprocesses > 1) {
+        fputs("  \"processes\": [", out);
+        for (size_t i = 0; i < s->nprocesses; i++) {
+            const crec_process_info *p = &s->processes[i];
+            static const char *const start[] = {"root", "fork", "execve"};
+            fprintf(out, "%s\n    {\"process\": %u, \"pid\": %u, \"ppid\": %u, \"image\": %u, "
+                         "\"start\": \"%s\", \"parent\": %u, \"parent_thread\": %u, "
+                         "\"parent_instruction\": %llu, \"instructions\": %llu, \"path\": ",
+                    i ? "," : "", p->proc, p->pid, p->ppid, p->image,
+                    p->how >= 0 && p->how <= 2 ? start[p->how] : "?", p->parent, p->parent_tid,
+                    (unsigned long long)p->parent_icount, (unsigned long long)p->instructions);
+            cli_json_str(out, p->path);
+            fputs(", \"argv\": ", out);
+            json_strings(out, p->argv, p->argc);
+            if (p->ended)
+                fprintf(out, ", \"end\": {\"how\": \"%s\", \"value\": %llu}}",
+                        p->exit_how == CREC_EXIT_SIGNAL    ? "signal"
+                        : p->exit_how == CREC_EXIT_STOPPED ? "stopped"
+                        : p->exit_how == CREC_EXIT_EXEC    ? "execve"
+                                                           : "status",
+                        (unsigned long long)p->exit_value);
+            else
+                fputs(", \"end\": null}", out);
+        }
+        fputs("\n  ],\n", out);
+    }
     json_u64(out, "keyframes", s->keyframes);
     json_u64(out, "snapshots", s->snapshots);
     json_u64(out, "events", s->events);
@@ -276,8 +493,11 @@ static void print_json(FILE *out, const char *name, const crec_info *s)
         fprintf(out, "  \"exit\": {\"how\": \"%s\", \"value\": %llu},\n",
                 s->exit_how == CREC_EXIT_SIGNAL    ? "signal"
                 : s->exit_how == CREC_EXIT_STOPPED ? "stopped"
+                : s->exit_how == CREC_EXIT_ENDED   ? "ended"
                                                    : "status",
                 (unsigned long long)s->exit_value);
+    if (s->format_version >= 3)
+        json_flight(out, s);
     fputs("  \"streams\": [", out);
     for (size_t i = 0; i < s->nstreams; i++) {
         const crec_stream_info *si = &s->streams[i];

@@ -37,6 +37,8 @@ static const char query_usage[] =
     "       TID:STEP        thread TID after STEP of its own instructions (threads are\n"
     "                       numbered from 1, as 'crec info' lists them)\n"
     "       syscall:N       just before the Nth syscall (from 1)\n"
+    "       PID/WHEN        in the process of guest pid PID (PID.K: its K-th\n"
+    "                       program), as --pid says: PID/TID:STEP, PID/T, ...\n"
     "       WHEN+N, WHEN-N  N instructions after or before WHEN (syscall:3+1: just\n"
     "                       after the 3rd syscall)\n"
     "\n"
@@ -50,6 +52,11 @@ static const char query_usage[] =
     "  --json          one JSON array of answers; a failed query ends it with\n"
     "                  {\"query\": ..., \"error\": ...}\n"
     "  --no-index      answer by a full replay from instruction 0 (slow; a test oracle)\n"
+    "  --pid N[.K]     a recording of several processes (crec info lists them):\n"
+    "                  the process of guest pid N, in its own time (its own\n"
+    "                  instruction count, all its threads); N.K: its K-th program\n"
+    "                  (execve goes on as a new process), else the one it ran\n"
+    "                  last.  Without it such a recording says which pids it has\n"
     "  --all-values    a recording of several threads: every value the memory may\n"
     "                  hold at that time when threads are ordered only by their\n"
     "                  sequencing points (syscalls, atomic instructions), as on a\n"
@@ -595,30 +602,157 @@ int cli_check_format(const char *cmd, const char *f)
     return cli_usage_error(cmd, "bad --format '%s' (hex, dec, str, bytes)", f);
 }
 
+/* ---- processes ---------------------------------------------------------------- */
+
+/* "9021 (sh), 9028.1 (sh), 9028.2 (seq)" for the list of a recording's
+ * processes: PID.K where a pid ran more than one program. */
+static void describe_pids(const crec_process_info *p, size_t n, char *out, size_t size)
+{
+    size_t o = 0;
+
+    out[0] = '\0';
+    for (size_t i = 0; i < n && o + 48 < size; i++) {
+        const char *prog = p[i].argc ? p[i].argv[0] : p[i].path, *base = strrchr(prog, '/');
+        int several = 0;
+        char k[16] = "";
+        for (size_t j = 0; j < n; j++)
+            several |= j != i && p[j].pid == p[i].pid;
+        if (several)
+            snprintf(k, sizeof k, ".%u", p[i].image);
+        o += (size_t)snprintf(out + o, size - o, "%s%u%s (%.24s)", i ? ", " : "", p[i].pid, k,
+                              base ? base + 1 : prog);
+    }
+    if (o + 48 >= size && n)
+        snprintf(out + (o < size - 5 ? o : size - 5), 5, "...");
+}
+
+int cli_open_process(const char *path, uint32_t pid, uint32_t image, unsigned flags,
+                     crec_recording **rec, crec_error *err)
+{
+    crec_process_info *p = NULL;
+    size_t n = 0, pick = SIZE_MAX;
+    int rc = crec_open(path, flags, rec, err); /* process 0: reads a pipe once */
+
+    if (rc == CREC_OK)
+        rc = crec_recording_processes(*rec, &p, &n, err);
+    if (rc != CREC_OK) {
+        crec_close(*rec);
+        *rec = NULL;
+        return rc;
+    }
+    if (n == 1 && (!pid || (p[0].pid == pid && image <= 1) || !p[0].pid)) {
+        pick = 0;
+    } else if (!pid) {
+        char list[400];
+        describe_pids(p, n, list, sizeof list);
+        qerr(err, "the recording holds %zu processes: pid %s; choose one with --pid PID "
+                  "(PID.K: its K-th program)", n, list);
+        rc = CREC_ERR_ARG;
+    } else {
+        for (size_t i = 0; i < n; i++)
+            if (p[i].pid == pid && (image ? p[i].image == image : 1))
+                pick = i; /* without .K: the program it ran last */
+        if (pick == SIZE_MAX)
+        {
+            if (image)
+                qerr(err, "pid %u has no program %u", pid, image);
+            else
+                qerr(err, "no process with pid %u", pid);
+            rc = CREC_ERR_ARG;
+        }
+    }
+    if (rc == CREC_OK)
+        rc = crec_reopen_process(rec, p[pick].proc, err);
+    crec_processes_free(p, n);
+    if (rc != CREC_OK) {
+        crec_close(*rec);
+        *rec = NULL;
+    }
+    return rc;
+}
+
+/* A query's WHEN that names a process, PID[.K]/WHEN (the process's own
+ * time), into *pid and *image, the query without it into buf.
+ * @return 1 if it names one, 0 if not, -1 if it is malformed. */
+static int query_pid(const char *q, uint32_t *pid, uint32_t *image, char *buf, size_t size)
+{
+    const char *at = strrchr(q, '@'), *slash = at ? strchr(at, '/') : NULL;
+    char num[40];
+    uint64_t p = 0, k = 0;
+    const char *dot;
+
+    if (!slash)
+        return 0;
+    if ((size_t)(slash - at - 1) >= sizeof num || strlen(q) >= size)
+        return -1;
+    memcpy(num, at + 1, (size_t)(slash - at - 1));
+    num[slash - at - 1] = '\0';
+    dot = strchr(num, '.');
+    if (dot)
+        num[dot - num] = '\0';
+    if (cli_parse_u64(num, &p) != 0 || p == 0 || p > UINT32_MAX ||
+        (dot && (cli_parse_u64(dot + 1, &k) != 0 || k == 0 || k > UINT32_MAX)))
+        return -1;
+    *pid = (uint32_t)p;
+    *image = (uint32_t)k;
+    snprintf(buf, size, "%.*s%s", (int)(at + 1 - q), q, slash + 1);
+    return 1;
+}
+
 int cli_query_run(const char *path, char **args, size_t n, uint64_t size, const char *fmt,
-                  int json, int no_index, int all_values)
+                  int json, int no_index, int all_values, uint32_t pid, uint32_t image)
 {
     crec_recording *rec = NULL;
     crec_error err = {0};
     struct query *qs;
+    char **bare;
     size_t failed, shown;
     int rc = EXIT_OK;
 
-    if (crec_open(path, no_index ? CREC_OPEN_NO_INDEX : 0, &rec, &err) != CREC_OK)
-        return cli_fail_file(path, &err);
+    /* PID/WHEN names the process of a query: every query the same one */
+    bare = calloc(n ? n : 1, sizeof *bare);
+    if (!bare)
+        return cli_fail(EXIT_FAIL, "out of memory");
+    for (size_t i = 0; i < n && rc == EXIT_OK; i++) {
+        uint32_t qp = 0, qk = 0;
+        size_t len = strlen(args[i]) + 1;
+        int named;
+        if (!(bare[i] = malloc(len)))
+            rc = cli_fail(EXIT_FAIL, "out of memory");
+        else if ((named = query_pid(args[i], &qp, &qk, bare[i], len)) < 0)
+            rc = cli_fail(EXIT_FAIL, "%s: malformed PID/WHEN (a pid, or PID.K, then '/')",
+                          args[i]);
+        else if (!named)
+            memcpy(bare[i], args[i], len);
+        else if (pid && (qp != pid || qk != image))
+            rc = cli_fail(EXIT_FAIL, "%s: one process at a time (this names pid %u, another "
+                          "query or --pid %u)", args[i], qp, pid);
+        else
+            pid = qp, image = qk;
+    }
+    if (rc == EXIT_OK &&
+        cli_open_process(path, pid, image, no_index ? CREC_OPEN_NO_INDEX : 0, &rec, &err) !=
+            CREC_OK)
+        rc = cli_fail_file(path, &err);
+    if (rc != EXIT_OK) {
+        for (size_t i = 0; i < n; i++)
+            free(bare[i]);
+        free(bare);
+        return rc;
+    }
     qs = calloc(n, sizeof *qs);
     if (!qs) {
         crec_close(rec);
         return cli_fail(EXIT_FAIL, "out of memory");
     }
     for (size_t i = 0; i < n; i++) {
-        qs[i].arg = args[i];
+        qs[i].arg = args[i]; /* as the user wrote it, for the answer */
         qs[i].all = all_values;
     }
     /* answers up to the first failed query are printed; a bad query prints none */
     failed = n;
     for (size_t i = 0; i < n && failed == n; i++)
-        if (query_parse(rec, qs[i].arg, size, &qs[i], &err) != 0)
+        if (query_parse(rec, bare[i], size, &qs[i], &err) != 0)
             failed = i;
     shown = 0;
     if (failed == n) {
@@ -639,6 +773,9 @@ int cli_query_run(const char *path, char **args, size_t n, uint64_t size, const 
     }
     free(qs);
     cli_close_recording(rec);
+    for (size_t i = 0; i < n; i++)
+        free(bare[i]);
+    free(bare);
     return rc;
 }
 
@@ -650,11 +787,13 @@ int cmd_query(int argc, char **argv)
         {"json", no_argument, NULL, 'J'},
         {"no-index", no_argument, NULL, 'N'},
         {"all-values", no_argument, NULL, 'A'},
+        {"pid", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *fmt = "hex";
     uint64_t size = 8;
+    uint32_t pid = 0, image = 0;
     int json = 0, no_index = 0, all = 0, c;
 
     opterr = 0;
@@ -673,6 +812,10 @@ int cmd_query(int argc, char **argv)
         case 'J': json = 1; break;
         case 'N': no_index = 1; break;
         case 'A': all = 1; break;
+        case 'P':
+            if (cli_parse_pid("query", optarg, &pid, &image) != EXIT_OK)
+                return EXIT_USAGE;
+            break;
         case 'h': fputs(query_usage, stdout); return EXIT_OK;
         case ':': return cli_usage_error("query", "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error("query", "unknown option '%s'", argv[optind - 1]);
@@ -681,5 +824,5 @@ int cmd_query(int argc, char **argv)
     if (argc - optind < 2)
         return cli_usage_error("query", "needs a FILE and at least one WHAT@WHEN");
     return cli_query_run(argv[optind], argv + optind + 1, (size_t)(argc - optind - 1), size, fmt,
-                         json, no_index, all);
+                         json, no_index, all, pid, image);
 }

@@ -42,6 +42,9 @@ static const char record_usage[] =
     "                              length that may end inside a block, the next thread\n"
     "                              drawn at random, now and then one starved (races\n"
     "                              show up); the seed is stored in the recording\n"
+    "  --forward-signals           SIGINT, SIGTERM and SIGUSR1 sent to crec go to the\n"
+    "                              program (see below) instead of stopping the\n"
+    "                              recording or writing a dump\n"
     "  --env-clear                 start the program with an empty environment\n"
     "  -e, --env NAME=VALUE        set NAME in the program's environment (again and\n"
     "                              again for more)\n"
@@ -53,18 +56,98 @@ static const char record_usage[] =
     "read (files, standard input, the network): share it as you would share those.\n"
     "--env-clear and -e choose the environment it holds.\n"
     "\n"
-    "SIGINT or SIGTERM stops the recording: the file is completed where the\n"
-    "program was, and crec exits 128+N.  A program whose threads are all\n"
-    "blocked for good ends with \"deadlock\" and exit status 124; its recording\n"
-    "is complete too.\n";
+    "SIGINT or SIGTERM sent to crec from outside the recorded processes (Ctrl-C,\n"
+    "kill from another shell) stops the recording: the file is completed where\n"
+    "the program was, and crec exits 128+N; SIGUSR1 (crec dump PID) writes a\n"
+    "dump.  With --forward-signals the program gets these three instead, as it\n"
+    "would natively.  Every other signal, and any signal\n"
+    "one recorded process sends another, is the program's (its handler runs, or\n"
+    "its default action, and the recording holds it).  A program whose threads\n"
+    "are all blocked for good ends with \"deadlock\" and exit status 124; its\n"
+    "recording is complete too.\n"
+    "\n"
+    "Every process the program forks is recorded too, into the same file (one\n"
+    "process per program image: execve starts a new one); crec waits for all of\n"
+    "them before it completes the file.  --ring, --start-at, --stop-at and\n"
+    "--max-size record one process: when it forks or calls execve the recording\n"
+    "ends there (crec says so in one line; the file is complete and replays) and\n"
+    "the program runs on, unrecorded.  A dump is refused once the program has\n"
+    "forked.\n";
 
 /* The signal that asked us to stop recording (SIGINT/SIGTERM), or 0: the
  * recorder looks at it at every block start (crec_record_options.stop). */
 static volatile sig_atomic_t record_stop;
+/* Raised by SIGUSR1: the recorder writes a dump (crec_record_options.dump). */
+static volatile sig_atomic_t record_dump;
 
 static void on_stop_signal(int signo)
 {
     record_stop = signo;
+}
+
+static void on_dump_signal(int signo)
+{
+    (void)signo;
+    record_dump++;
+}
+
+/* A size: a number of bytes, or with K, M, G (powers of 1024).
+ * @return EXIT_OK and *out, or a usage error (printed). */
+static int parse_size(const char *name, const char *s, uint64_t *out)
+{
+    char num[32];
+    size_t n = strlen(s);
+    unsigned shift = 0;
+    uint64_t v;
+
+    if (n > 0 && n < sizeof num) {
+        char u = s[n - 1];
+        shift = u == 'K' || u == 'k' ? 10 : u == 'M' || u == 'm' ? 20 : u == 'G' || u == 'g' ? 30 : 0;
+        memcpy(num, s, n - (shift != 0));
+        num[n - (shift != 0)] = 0;
+        if (cli_parse_u64(num, &v) == 0 && v > 0 && v <= UINT64_MAX >> shift) {
+            *out = v << shift;
+            return EXIT_OK;
+        }
+    }
+    return cli_usage_error("record", "bad --%s '%s' (a size such as 65536, 64K, 8M or 2G)",
+                           name, s);
+}
+
+/* A trigger: syscall:NAME, 0xADDR, N (an instruction count), or a symbol
+ * with an optional +OFFSET.  @return EXIT_OK, or a usage error (printed). */
+static int parse_where(const char *name, char *s, crec_trigger *t)
+{
+    char *plus;
+    uint64_t v;
+
+    memset(t, 0, sizeof *t);
+    if (strncmp(s, "syscall:", 8) == 0) {
+        for (v = 0; v < 1024 && strcmp(crec_syscall_name(v), s + 8) != 0; v++)
+            ;
+        if (v == 1024 && cli_parse_u64(s + 8, &v) != 0)
+            return cli_usage_error("record", "--%s %s: no syscall named '%s'", name, s, s + 8);
+        t->kind = CREC_TRIGGER_SYSCALL;
+        t->value = v;
+        return EXIT_OK;
+    }
+    if (cli_parse_u64(s, &v) == 0) {
+        t->kind = strncmp(s, "0x", 2) == 0 ? CREC_TRIGGER_ADDRESS : CREC_TRIGGER_ICOUNT;
+        t->value = v;
+        return EXIT_OK;
+    }
+    if (!s[0] || s[0] == '+' || strchr(s, ' '))
+        return cli_usage_error("record", "bad --%s '%s' (FUNC, FUNC+0xN, 0xADDR, N or "
+                               "syscall:NAME)", name, s);
+    if ((plus = strchr(s, '+')) != NULL) {
+        if (cli_parse_u64(plus + 1, &v) != 0)
+            return cli_usage_error("record", "bad offset in --%s '%s'", name, s);
+        *plus = 0;
+        t->value = v;
+    }
+    t->kind = CREC_TRIGGER_SYMBOL;
+    t->symbol = s;
+    return EXIT_OK;
 }
 
 /* The default output: the program's base name with .crec, in the current directory. */
@@ -148,6 +231,30 @@ static void print_stats(const char *out, const crec_record_stats *st, double sec
             (unsigned long long)st->snapshots, (unsigned long long)st->syscalls,
             (unsigned long long)st->reads_logged,
             (unsigned long long)(st->reads_logged + st->reads_hit));
+    if (st->rotations)
+        fprintf(stderr, "crec: the ring rotated %llu times in %.2f s, writing %llu bytes again\n",
+                (unsigned long long)st->rotations, st->rotate_seconds,
+                (unsigned long long)st->copied_bytes);
+    if (st->dumps)
+        fprintf(stderr, "crec: %llu dumps written\n", (unsigned long long)st->dumps);
+}
+
+/* What the flight recorder kept, in one line (ring, parts, an early end). */
+static void print_flight(const char *out, const crec_record_options *o,
+                         const crec_record_stats *st, const crec_exit *ex)
+{
+    if (ex->ended && ex->why[0] && !(o->max_size && o->on_full == CREC_ON_FULL_STOP && ex->stopped))
+        fprintf(stderr, "crec: %s\n", ex->why);
+    if (o->ring)
+        fprintf(stderr, "crec: %s keeps instructions %llu to %llu of the run (ring of %llu "
+                "bytes: %llu rotations dropped %llu bytes)\n", out,
+                (unsigned long long)st->recorded_from, (unsigned long long)st->recorded_to,
+                (unsigned long long)o->ring, (unsigned long long)st->rotations,
+                (unsigned long long)st->dropped_bytes);
+    else if ((o->n_start_at || o->n_stop_at) && st->parts)
+        fprintf(stderr, "crec: %s holds %llu part%s of the run, from instruction %llu to "
+                "%llu\n", out, (unsigned long long)st->parts, st->parts == 1 ? "" : "s",
+                (unsigned long long)st->recorded_from, (unsigned long long)st->recorded_to);
 }
 
 int cmd_record(int argc, char **argv)
@@ -166,17 +273,25 @@ int cmd_record(int argc, char **argv)
         {"env-clear", no_argument, NULL, 'E'},
         {"env", required_argument, NULL, 'e'},
         {"force", no_argument, NULL, 'f'},
+        {"ring", required_argument, NULL, 'R'},
+        {"max-size", required_argument, NULL, 'M'},
+        {"on-full", required_argument, NULL, 'F'},
+        {"start-at", required_argument, NULL, 'A'},
+        {"stop-at", required_argument, NULL, 'B'},
+        {"dump-to", required_argument, NULL, 'D'},
+        {"forward-signals", no_argument, NULL, 'G'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     crec_record_options o = {0};
     crec_record_stats st;
-    struct sigaction sa = {0}, old_int, old_term;
+    struct sigaction sa = {0}, old_int, old_term, old_usr1;
     crec_exit ex;
     crec_error err = {0};
     char path[PATH_MAX], out[PATH_MAX], **env, *sets[argc]; /* -e: one per argument at most */
+    crec_trigger starts[argc], stops[argc];
     double t0, secs;
-    int c, stats = 0, force = 0, env_clear = 0, rc;
+    int c, stats = 0, force = 0, env_clear = 0, on_full = 0, rc;
     size_t nsets = 0;
     uint64_t v;
 
@@ -192,6 +307,40 @@ int cmd_record(int argc, char **argv)
             break;
         case 'f':
             force = 1;
+            break;
+        case 'R':
+        case 'M':
+            if (parse_size(c == 'R' ? "ring" : "max-size", optarg,
+                           c == 'R' ? &o.ring : &o.max_size) != EXIT_OK)
+                return EXIT_USAGE;
+            break;
+        case 'F':
+            if (strcmp(optarg, "stop") == 0)
+                o.on_full = CREC_ON_FULL_STOP;
+            else if (strcmp(optarg, "continue") == 0)
+                o.on_full = CREC_ON_FULL_CONTINUE;
+            else
+                return cli_usage_error("record", "--on-full wants stop or continue, not '%s'",
+                                       optarg);
+            on_full = 1;
+            break;
+        case 'A':
+            if (parse_where("start-at", optarg, &starts[o.n_start_at++]) != EXIT_OK)
+                return EXIT_USAGE;
+            break;
+        case 'B':
+            if (parse_where("stop-at", optarg, &stops[o.n_stop_at++]) != EXIT_OK)
+                return EXIT_USAGE;
+            break;
+        case 'D':
+            if (strchr(optarg, '%') &&
+                (!strstr(optarg, "%d") || strchr(optarg, '%') != strrchr(optarg, '%')))
+                return cli_usage_error("record", "--dump-to '%s': one %%d, for the dump's "
+                                       "number, and no other %%", optarg);
+            o.dump_to = optarg;
+            break;
+        case 'G':
+            o.forward_signals = 1;
             break;
         case 'o':
             o.out_path = optarg;
@@ -236,6 +385,16 @@ int cmd_record(int argc, char **argv)
     }
     if (optind >= argc)
         return cli_usage_error("record", "no program to record");
+    if (o.ring && o.max_size)
+        return cli_usage_error("record", "--ring and --max-size: a ring keeps the file within "
+                               "its size already");
+    if (on_full && !o.max_size)
+        return cli_usage_error("record", "--on-full says what --max-size does: give --max-size");
+    if (o.ring && o.out_path && strcmp(o.out_path, "-") == 0)
+        return cli_usage_error("record", "--ring writes a file, not a pipe (-o -): it rewrites "
+                               "the file as it drops segments");
+    o.start_at = starts;
+    o.stop_at = stops;
     switch (crec_find_program(argv[optind], path, sizeof path, &err)) {
     case CREC_OK:
         break;
@@ -267,15 +426,24 @@ int cmd_record(int argc, char **argv)
     sa.sa_handler = on_stop_signal;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
+    /* SIGUSR1: a dump of the recording so far (crec dump PID) */
+    record_dump = 0;
+    o.dump = &record_dump;
+    sa.sa_handler = on_dump_signal;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGUSR1, &sa, &old_usr1);
     t0 = cli_now();
     rc = crec_record(&o, path, argv + optind, env, &ex, &st, &err);
     secs = cli_now() - t0;
     free(env);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGUSR1, &old_usr1, NULL);
     if (rc != CREC_OK)
         return cli_fail(rc == CREC_ERR_GUEST ? EXIT_NOT_EXEC : EXIT_CREC_FAILED, "%s", err.msg);
-    if (stats)
+    if (stats && !ex.forked) /* a forked child records into the same file */
         print_stats(o.out_path, &st, secs);
+    if ((o.ring || o.n_start_at || o.n_stop_at || o.max_size) && !ex.forked)
+        print_flight(o.out_path, &o, &st, &ex);
     return cli_guest_status(&ex, stderr);
 }

@@ -21,7 +21,14 @@ static const char replay_usage[] =
     "write-like syscall and at the end that it runs exactly as recorded.\n"
     "A recording cut short (the recorder was killed) is verified up to its\n"
     "last key frame, and the result says so.  On a terminal, a long replay\n"
-    "shows how far it has got on standard error.\n"
+    "shows how far it has got on standard error.  FILE '-' (or a FIFO) is\n"
+    "verified as it arrives, while the recorder still writes it\n"
+    "(crec record -o - -- PROG | crec replay -), and each part verified is\n"
+    "reported on standard error.\n"
+    "\n"
+    "A recording of several processes (a program that forks) is verified one\n"
+    "process at a time, each from its own streams; a process whose recorder was\n"
+    "killed is verified up to its last key frame.\n"
     "\n"
     "A program of several threads is replayed whole, its threads switched where\n"
     "the recording switched them.  With --jobs N (N > 1), --thread, --from, or\n"
@@ -39,6 +46,9 @@ static const char replay_usage[] =
     "  -j, --jobs N    verify segments on N threads at once (default 1)\n"
     "  --thread T      verify thread T alone (threads are numbered from 1, as\n"
     "                  'crec info' lists them)\n"
+    "  --pid N[.K]     a recording of several processes: verify only those of pid N\n"
+    "                  (with .K its K-th program only: execve goes on as a new\n"
+    "                  process); without it every process is verified, each alone\n"
     "  -q, --quiet     print nothing when the replay is verified\n"
     "  --query Q       answer the query Q (WHAT@WHEN); more queries may follow FILE\n"
     "  --size N, --format F, --json, --no-index\n"
@@ -68,6 +78,17 @@ static void show_progress(void *ctx, uint64_t done, uint64_t total)
     p->shown = 1;
 }
 
+/* A recording read from a pipe while it is made: how far it is verified. */
+static void show_live(void *ctx, uint64_t verified, uint64_t replayed)
+{
+    const char *file = ctx;
+
+    fprintf(stderr, "crec replay: %s: verified up to instruction %" PRIu64 " (%" PRIu64
+            " replayed); the recording goes on\n", strcmp(file, "-") ? file : "<stdin>", verified,
+            replayed);
+    fflush(stderr);
+}
+
 static void erase_progress(const struct progress *p)
 {
     if (p->shown) {
@@ -79,7 +100,7 @@ static void erase_progress(const struct progress *p)
 static void print_result(const char *file, const crec_replay_result *res, uint32_t thread,
                          double secs)
 {
-    char threads[96] = "";
+    char threads[96] = "", procs[128] = "";
 
     if (thread && res->threads > 1)
         snprintf(threads, sizeof threads, " (thread %u of %" PRIu64 ", alone)", thread,
@@ -88,6 +109,22 @@ static void print_result(const char *file, const crec_replay_result *res, uint32
         snprintf(threads, sizeof threads, res->alone ? " (%" PRIu64 " threads, each alone)"
                                                      : " (%" PRIu64 " threads, in the recorded "
                                                        "order)", res->threads);
+    if (res->processes > 0)
+        snprintf(procs, sizeof procs, " (%" PRIu64 " process%s%s%s)", res->processes,
+                 res->processes == 1 ? "" : "es", res->processes == 1 ? "" : ", each alone",
+                 res->processes_cut ? ", some cut short: their recorders were killed" : "");
+    if (res->processes > 0 && res->threads > 1)
+        snprintf(threads, sizeof threads, " (up to %" PRIu64 " threads in one)", res->threads);
+    if (res->processes > 0) {
+        printf("%s: replay verified%s%s: %" PRIu64 " instructions replayed in all, %" PRIu64
+               " key frames checked, %" PRIu64 " syscalls, %" PRIu64 " writes checked, %.2f s",
+               file, procs, threads, res->replayed, res->keyframes_checked, res->syscalls,
+               res->writes_checked, secs);
+        if (secs > 0)
+            printf(", %.1f MIPS", (double)res->replayed / secs / 1e6);
+        printf("\n");
+        return;
+    }
     printf("%s: replay verified%s%s: %" PRIu64 " instructions replayed (from %" PRIu64 " to %"
            PRIu64 "), %" PRIu64 " key frames checked, %" PRIu64 " syscalls, %" PRIu64
            " writes checked, %.2f s",
@@ -140,6 +177,7 @@ int cmd_replay(int argc, char **argv)
         {"from", required_argument, NULL, 'f'},
         {"jobs", required_argument, NULL, 'j'},
         {"thread", required_argument, NULL, 'T'},
+        {"pid", required_argument, NULL, 'P'},
         {"quiet", no_argument, NULL, 'q'},
         {"query", required_argument, NULL, 'Q'},
         {"size", required_argument, NULL, 's'},
@@ -180,6 +218,11 @@ int cmd_replay(int argc, char **argv)
             if (cli_option_u64("replay", "thread", optarg, 1, UINT32_MAX, &v) != EXIT_OK)
                 return EXIT_USAGE;
             o.thread = (uint32_t)v;
+            verify_options = 1;
+            break;
+        case 'P':
+            if (cli_parse_pid("replay", optarg, &o.pid, &o.image) != EXIT_OK)
+                return EXIT_USAGE;
             verify_options = 1;
             break;
         case 'q':
@@ -232,7 +275,8 @@ int cmd_replay(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (rq.n > 0) {
-        rc = cli_query_run(argv[optind], rq.q, rq.n, rq.size, rq.fmt, rq.json, rq.no_index, 0);
+        rc = cli_query_run(argv[optind], rq.q, rq.n, rq.size, rq.fmt, rq.json, rq.no_index, 0,
+                           0, 0);
         free(rq.q);
         return rc;
     }
@@ -240,12 +284,19 @@ int cmd_replay(int argc, char **argv)
         o.progress = show_progress;
         o.progress_ctx = &prog;
     }
+    if (!quiet) {
+        o.live = show_live;
+        o.live_ctx = argv[optind];
+    }
     prog.t0 = cli_now();
     rc = crec_replay_run(argv[optind], &o, &res, &err);
     secs = cli_now() - prog.t0;
     erase_progress(&prog);
     if (rc != CREC_OK)
         return cli_fail_file(argv[optind], &err);
+    if (res.diverged && res.div.pid) /* say which process, then as below */
+        fprintf(stderr, "crec: %s: in pid %u (its program %u):\n", argv[optind], res.div.pid,
+                res.div.image);
     if (res.diverged && res.div.alone)
         return cli_fail(EXIT_DIVERGED,
                         "%s: replay diverged in thread %u (verified alone) at its instruction %"

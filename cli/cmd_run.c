@@ -58,7 +58,7 @@ static int run(char **argv, const crec_run_options *opt, int stats)
     t0 = cli_now();
     rc = crec_run(opt, path, argv, environ, &ex, &n, &err);
     dt = cli_now() - t0;
-    if (stats)
+    if (stats && !ex.forked) /* the process crec started, not its forked children */
         fprintf(opt->log, "crec: %llu instructions in %.3f s, %.1f MIPS\n",
                 (unsigned long long)n, dt, dt > 0 ? (double)n / dt / 1e6 : 0.0);
     if (rc != CREC_OK)

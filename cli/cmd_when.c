@@ -16,7 +16,8 @@ static const char when_usage[] =
     "List every instruction count T at which the value at ADDR (an address,\n"
     "ADDR:LEN or SYMBOL[+OFF]) changed: the value is new at T (the state after\n"
     "T instructions), written by instruction T at RIP.  The first line is the\n"
-    "initial value (T=0).  A byte the recording never saw prints as ??.\n"
+    "initial value (T=0, or where a ring or --start-at recording starts).  A\n"
+    "byte the recording never saw prints as ??.\n"
     "\n"
     "Output, one change a line:  T  VALUE  RIP  BYTES (DISASSEMBLY)\n"
     "In a recording of several threads each line ends with the thread that\n"
@@ -25,6 +26,8 @@ static const char when_usage[] =
     "Options:\n"
     "  --size N        bytes to watch (default 8, at most 64)\n"
     "  --format F      hex (default), dec, str or bytes\n"
+    "  --pid N[.K]     a recording of several processes: the process of guest pid\n"
+    "                  N (N.K: its K-th program), in its own time, as for query\n"
     "  -h, --help      show this help\n";
 
 struct when_ctx {
@@ -39,7 +42,7 @@ static int print_change(void *ctx, const crec_change *c)
 
     cli_format_value(c->value, c->known, c->len, w->fmt, v, sizeof v);
     if (w->first) {
-        printf("0 %s initial\n", v);
+        printf("%" PRIu64 " %s initial\n", c->t, v);
         w->first = 0;
         return 0;
     }
@@ -58,6 +61,7 @@ int cmd_when(int argc, char **argv)
     static const struct option longopts[] = {
         {"size", required_argument, NULL, 's'},
         {"format", required_argument, NULL, 'f'},
+        {"pid", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -67,6 +71,7 @@ int cmd_when(int argc, char **argv)
     crec_error err = {0};
     struct cli_what what;
     uint8_t b[64], k[64];
+    uint32_t pid = 0, image = 0;
     int c, src, rc = EXIT_OK;
 
     opterr = 0;
@@ -82,6 +87,10 @@ int cmd_when(int argc, char **argv)
                 return EXIT_USAGE;
             w.fmt = optarg;
             break;
+        case 'P':
+            if (cli_parse_pid("when", optarg, &pid, &image) != EXIT_OK)
+                return EXIT_USAGE;
+            break;
         case 'h':
             fputs(when_usage, stdout);
             return EXIT_OK;
@@ -93,7 +102,7 @@ int cmd_when(int argc, char **argv)
     }
     if (argc - optind != 2)
         return cli_usage_error("when", "needs a FILE and an ADDR");
-    if (crec_open(argv[optind], 0, &rec, &err) != CREC_OK)
+    if (cli_open_process(argv[optind], pid, image, 0, &rec, &err) != CREC_OK)
         return cli_fail_file(argv[optind], &err);
     cli_show_progress(rec, argv[optind]);
     if (cli_parse_what(rec, argv[optind + 1], (size_t)size, &what, &err) != 0 || what.is_reg ||
@@ -105,7 +114,7 @@ int cmd_when(int argc, char **argv)
         return cli_fail(EXIT_FAIL, "%s", err.msg);
     }
     /* the initial value first: a bad address fails here with one line */
-    if (crec_seek(rec, 0, &err) != CREC_OK ||
+    if (crec_seek(rec, crec_start(rec), &err) != CREC_OK ||
         crec_read_memory(rec, what.addr, what.len, b, k, &src, &err) != CREC_OK ||
         crec_watch(rec, what.addr, what.len, print_change, &w, &err) != CREC_OK)
         rc = cli_fail(EXIT_FAIL, "%s", err.msg);

@@ -17,6 +17,7 @@ static const struct cli_command commands[] = {
     {"replay", "re-execute a recording with no OS and verify it", cmd_replay},
 #ifndef CREC_NO_RECORDER
     {"run", "run a program under the emulator, without recording", cmd_run},
+    {"dump", "ask a running recorder for a dump of the recording so far", cmd_dump},
 #endif
     {"info", "describe a recording: header, threads, streams, sizes", cmd_info},
     {"query", "the value of memory or a register at any instruction count", cmd_query},
@@ -32,6 +33,8 @@ static const struct cli_command commands[] = {
     {"find", "the next or previous time at which a condition holds", cmd_find},
     {"printf", "a printf added after the run, evaluated where it would have run", cmd_printf},
     {"gdb", "debug a recording with gdb, forwards and backwards in time", cmd_gdb},
+    {"keyframes", "make key frames for a range of interest, for faster queries there",
+     cmd_keyframes},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
@@ -142,6 +145,25 @@ int cli_option_u64(const char *cmd, const char *name, const char *s, uint64_t mi
                                max);
     }
     *out = v;
+    return EXIT_OK;
+}
+
+int cli_parse_pid(const char *cmd, const char *arg, uint32_t *pid, uint32_t *image)
+{
+    char num[32];
+    const char *dot = strchr(arg, '.');
+    uint64_t p = 0, k = 0;
+    size_t n = dot ? (size_t)(dot - arg) : strlen(arg);
+
+    if (n == 0 || n >= sizeof num)
+        return cli_usage_error(cmd, "bad --pid '%s' (a pid, or PID.K: its K-th program)", arg);
+    memcpy(num, arg, n);
+    num[n] = '\0';
+    if (cli_parse_u64(num, &p) != 0 || p == 0 || p > UINT32_MAX ||
+        (dot && (cli_parse_u64(dot + 1, &k) != 0 || k == 0 || k > UINT32_MAX)))
+        return cli_usage_error(cmd, "bad --pid '%s' (a pid, or PID.K: its K-th program)", arg);
+    *pid = (uint32_t)p;
+    *image = (uint32_t)k;
     return EXIT_OK;
 }
 

@@ -577,6 +577,8 @@ void emu_block_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
 
     (void)uc;
     if (cpu->xstop_pending) { /* see emu_int.h: the block must not run */
+        if (cpu->stop_requested)
+            cpu->xstop_rip = addr; /* a syscall's stop, asked again: RIP here */
         uc_emu_stop(cpu->uc);
         return;
     }

@@ -191,8 +191,14 @@ static void hook_syscall(uc_engine *uc, void *ud)
     (void)uc;
     if (cpu->hooks.syscall) {
         cpu->in_syscall_hook = 1;
+        cpu->rip_moved = 0;
         cpu->hooks.syscall(cpu->hooks.ctx, cpu);
         cpu->in_syscall_hook = 0;
+        /* Unicorn 2.0.1 drops a stop asked for in a hook that also wrote RIP
+         * (a process that dies of a signal at rt_sigreturn): the next block
+         * hook asks again, before its block */
+        if (cpu->stop_requested && cpu->rip_moved)
+            cpu->xstop_pending = 1;
     } else
         emu_reg_set(cpu, UC_X86_REG_RAX, (uint64_t)-ENOSYS);
 }
@@ -352,7 +358,7 @@ static int engine_clean(crec_emu_cpu *cpu)
         if (base[i] && uc_hook_del(cpu->uc, base[i]) != UC_ERR_OK)
             bad = 1;
     for (size_t i = 0; i < cpu->n_client_hooks; i++)
-        if (uc_hook_del(cpu->uc, cpu->client_hooks[i].uc) != UC_ERR_OK)
+        if (cpu->client_hooks[i].kinds && uc_hook_del(cpu->uc, cpu->client_hooks[i].uc) != UC_ERR_OK)
             bad = 1;
     for (size_t i = 0; i < cpu->n_rdtsc; i++)
         if (uc_hook_del(cpu->uc, cpu->rdtsc_hooks[i]) != UC_ERR_OK)
@@ -473,25 +479,52 @@ int crec_emu_cpu_hook_mem(crec_emu_cpu *cpu, int kinds, crec_emu_mem_fn fn, void
     int types = 0;
     uc_err ue;
 
+    size_t i = 0;
+
     if (!fn || !kinds || (kinds & ~(CREC_EMU_LOAD | CREC_EMU_STORE)))
         return crec_error_set(err, CREC_ERR_ARG, "bad memory hook kinds 0x%x", kinds);
-    if (cpu->n_client_hooks == EMU_MAX_CLIENT_HOOKS)
+    while (i < cpu->n_client_hooks && cpu->client_hooks[i].kinds) /* a slot a hook left */
+        i++;
+    if (i == EMU_MAX_CLIENT_HOOKS)
         return crec_error_set(err, CREC_ERR_LIMIT, "more than %d memory hooks on one CPU",
                               EMU_MAX_CLIENT_HOOKS);
     if (kinds & CREC_EMU_LOAD)
         types |= UC_HOOK_MEM_READ;
     if (kinds & CREC_EMU_STORE)
         types |= UC_HOOK_MEM_WRITE;
-    h = &cpu->client_hooks[cpu->n_client_hooks];
+    h = &cpu->client_hooks[i];
     h->fn = fn;
     h->ctx = ctx;
     h->kinds = kinds;
     /* begin > end: everywhere */
     ue = uc_hook_add(cpu->uc, &h->uc, types, (void *)client_mem_hook, h, 1, 0);
-    if (ue != UC_ERR_OK)
+    if (ue != UC_ERR_OK) {
+        h->kinds = 0;
         return crec_error_set(err, CREC_ERR_EMU, "uc_hook_add: %s", uc_strerror(ue));
-    cpu->n_client_hooks++;
+    }
+    if (i == cpu->n_client_hooks)
+        cpu->n_client_hooks++;
     return CREC_OK;
+}
+
+int crec_emu_cpu_unhook_mem(crec_emu_cpu *cpu, crec_emu_mem_fn fn, void *ctx)
+{
+    for (size_t i = 0; i < cpu->n_client_hooks; i++) {
+        struct emu_client_hook *h = &cpu->client_hooks[i];
+        if (h->kinds && h->fn == fn && h->ctx == ctx) {
+            /* the slot stays (Unicorn holds pointers to the others) and is
+             * skipped (kinds 0) until a hook takes it again */
+            uc_hook_del(cpu->uc, h->uc);
+            h->kinds = 0;
+            return CREC_OK;
+        }
+    }
+    return CREC_ERR_NOTFOUND;
+}
+
+uint64_t crec_emu_cpu_block_bytes(const crec_emu_cpu *cpu)
+{
+    return cpu->cur_block_size;
 }
 
 static void client_code_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
@@ -548,6 +581,7 @@ void crec_emu_cpu_resume_at(crec_emu_cpu *cpu, uint64_t rip)
     /* Unicorn 2.0.1 adds the syscall's length to RIP after the syscall hook
      * returns, whatever the hook wrote there. */
     emu_reg_set(cpu, UC_X86_REG_RIP, cpu->in_syscall_hook ? rip - 2 : rip);
+    cpu->rip_moved = cpu->in_syscall_hook;
 }
 
 void crec_emu_cpu_stop(crec_emu_cpu *cpu)
@@ -689,6 +723,10 @@ int crec_emu_cpu_run(crec_emu_cpu *cpu, struct crec_emu_stop *stop, crec_error *
         if (cpu->until_stop_rip) { /* RIP is stale after a stop in a block hook */
             emu_reg_set(cpu, UC_X86_REG_RIP, cpu->until_stop_rip);
             cpu->until_stop_rip = 0;
+        }
+        if (cpu->xstop_rip) { /* ... and so after the stop asked again there */
+            emu_reg_set(cpu, UC_X86_REG_RIP, cpu->xstop_rip);
+            cpu->xstop_rip = 0;
         }
         if (cpu->engine_err != UC_ERR_OK)
             return crec_emu_cpu_error(cpu, err);

@@ -190,6 +190,18 @@ typedef void (*crec_emu_mem_fn)(void *ctx, int kind, uint64_t addr, unsigned siz
 int crec_emu_cpu_hook_mem(crec_emu_cpu *cpu, int kinds, crec_emu_mem_fn fn, void *ctx,
                           crec_error *err);
 
+/*! crec_emu_cpu_unhook_mem() :
+ *  Remove the hook crec_emu_cpu_hook_mem added with fn and ctx.  As when
+ *  adding one, code translated before still calls it: flush it
+ *  (crec_emu_cpu_flush_code), from a block hook then stop and enter the
+ *  block again (crec_emu_cpu_stop).
+ *  @return CREC_OK, or CREC_ERR_NOTFOUND when there is no such hook. */
+int crec_emu_cpu_unhook_mem(crec_emu_cpu *cpu, crec_emu_mem_fn fn, void *ctx);
+
+/*! crec_emu_cpu_block_bytes() : from a block hook: @return the bytes of
+ *  the block about to run (its instructions from the hook's address). */
+uint64_t crec_emu_cpu_block_bytes(const crec_emu_cpu *cpu);
+
 /*
  * Instructions crec executes itself, because Unicorn 2.0.1 can't (AVX,
  * AVX2, FMA, F16C and AVX-512 encodings, RDRAND/RDSEED; docs/EMU.md).
@@ -546,10 +558,6 @@ struct crec_emu_exit {
     struct crec_emu_stop stop; /* the CPU stop that ended it, if signo != 0 */
     int deadlock;        /* every thread was blocked with nothing to wake it
                             (then signo is 0 and msg says who waited for what) */
-    int unrecordable;    /* a recording stopped at signal signo, which the
-                            program's handler would get while it computes:
-                            that can't be recorded yet (msg says so); the
-                            program was still running */
     char msg[512];       /* signo != 0: "guest killed by SIGSEGV at ..." */
 };
 
@@ -580,6 +588,36 @@ struct crec_emu_thread_event {
     int out_overflow;
 };
 
+/* Where a fork is (crec_emu_observer.on_fork). */
+enum crec_emu_fork_phase {
+    CREC_EMU_FORK_BEFORE = 1, /* in the parent, just before crec forks */
+    CREC_EMU_FORK_CHILD = 2,  /* in the child, just after: its only thread is
+                                 number 1, its instruction counts are 0 */
+    CREC_EMU_FORK_PARENT = 3, /* in the parent, after: `pid` is the child's */
+};
+
+/* Where an execve is (crec_emu_observer.on_exec). */
+enum crec_emu_exec_phase {
+    CREC_EMU_EXEC_BEFORE = 1, /* the old image is still there, the CPU stopped in
+                                 the execve (registers as it began) */
+    CREC_EMU_EXEC_AFTER = 2,  /* the new image is loaded: its only thread is number
+                                 1, at its entry, the instruction counts 0 */
+};
+
+/* A signal delivered at an instruction boundary (not at a syscall's end,
+ * which the syscall's own registers say), as on_signal sees it. */
+struct crec_emu_signal {
+    int signo, code;
+    uint64_t addr;             /* si_addr of a fault */
+    int fault;                 /* the running thread's instruction at its count
+                                  faulted (did not run): the handler is entered there */
+    int fatal;                 /* its default action ends the process here (at the
+                                  block start at the thread's count); no handler */
+    const crec_regs *before;   /* the registers before (NULL when fatal) */
+    unsigned n_out;            /* guest memory the frame took */
+    struct crec_emu_range out[2];
+};
+
 /*
  * What the recorder watches.  Every member is optional; `ctx` is passed
  * back.  They are called after the event, with the guest state already
@@ -604,6 +642,13 @@ struct crec_emu_observer {
     void (*on_switch)(void *ctx, const struct crec_emu_switch *sw);
     /* the value RDRAND/RDSEED returned (not deterministic: recorded) */
     void (*on_rdrand)(void *ctx, uint64_t value);
+    /* fork, vfork, clone without CLONE_THREAD (enum crec_emu_fork_phase) */
+    void (*on_fork)(void *ctx, int phase, int pid);
+    /* execve (enum crec_emu_exec_phase); AFTER: the program and its argv */
+    void (*on_exec)(void *ctx, int phase, const char *path, char *const argv[]);
+    /* a signal entered its handler (or killed) at an instruction boundary,
+     * the registers already as the handler starts */
+    void (*on_signal)(void *ctx, const struct crec_emu_signal *sig);
 };
 
 struct crec_emu_options {
@@ -614,11 +659,19 @@ struct crec_emu_options {
     uint64_t slice;      /* instructions a thread runs before another may (0: default) */
     unsigned cpus;       /* CPUs the guest is shown (sched_getaffinity; 0: 1) */
     int chaos;           /* random slices, starvation and switches inside blocks */
-    int recording;       /* the recorder runs it: a signal enters a handler only at
-                            the end of a syscall (a fault still ends the run: it
-                            can't be recorded yet), and the CPU keeps exactly the
-                            hooks a replay installs */
+    int recording;       /* the recorder runs it: the CPU keeps exactly the hooks a
+                            replay installs, and a forked child that the guest's
+                            signal killed dies of it only after crec_emu_forked_exit */
     uint64_t chaos_seed; /* ... from this seed */
+    /* Signals sent to crec (docs/EMU.md, "Signals to crec"): NULL, or where
+     * SIGINT and SIGTERM from outside the recorded process tree are noted
+     * (the recorder then stops) instead of going to the guest. */
+    volatile sig_atomic_t *stop;
+    /* NULL, or raised by SIGUSR1 from outside the recorded processes: the
+     * recorder writes a dump (not with forward_signals) */
+    volatile sig_atomic_t *dump;
+    int forward_signals; /* with `stop`: SIGINT, SIGTERM (and with `dump`,
+                            SIGUSR1) go to the guest too */
 };
 
 #define CREC_EMU_DEFAULT_SLICE 100000ull
@@ -669,6 +722,16 @@ int crec_emu_run(crec_emu *e, struct crec_emu_exit *ex, crec_error *err);
  *  (from on_block) or after the current instruction, with the guest still
  *  alive; *ex is then all zero.  @return nothing. */
 void crec_emu_stop(crec_emu *e);
+
+/*! crec_emu_forked() : @return 1 in a crec process that a guest's fork
+ *  made (not the one crec started), else 0. */
+int crec_emu_forked(const crec_emu *e);
+
+/*! crec_emu_forked_exit() :
+ *  In a forked crec whose guest was killed by a signal: die of that signal
+ *  (no return), so that the guest's parent sees WIFSIGNALED as natively;
+ *  otherwise nothing.  The recorder calls it once its file is complete. */
+void crec_emu_forked_exit(crec_emu *e);
 
 /*! crec_emu_cpu_of() : @return the process's CPU. */
 crec_emu_cpu *crec_emu_cpu_of(crec_emu *e);

@@ -8,6 +8,7 @@
 #include <capstone/capstone.h>
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdint.h>
 #include <time.h>
 #include <unicorn/unicorn.h>
@@ -160,6 +161,8 @@ struct crec_emu_cpu {
      * Unicorn 2.0.1 drop the stop request and go on at RIP: the next hook
      * asks again (emu_block_hook, emu_xinsn_site) */
     int xstop_pending;
+    int rip_moved;            /* the syscall hook running wrote RIP (resume_at) */
+    uint64_t xstop_rip;       /* a stop asked again before the block here: RIP */
 
     /* crec_emu_cpu_run_until (blocks.c): query runs only */
     int until_armed;          /* stop once `until` instructions have run */
@@ -247,14 +250,15 @@ enum emu_th_state { EMU_TH_RUNNABLE = 0, EMU_TH_BLOCKED, EMU_TH_EXITED };
 
 /* What a blocked thread waits for. */
 enum emu_wait { EMU_WAIT_NONE = 0, EMU_WAIT_FUTEX, EMU_WAIT_FD, EMU_WAIT_SLEEP,
-                EMU_WAIT_SIGNAL };
+                EMU_WAIT_SIGNAL, EMU_WAIT_SUSPEND };
 
 /* A queued signal, as rt_sigtimedwait reports it (sys_timer.c). */
 struct emu_siginfo {
-    int signo, code;          /* code: SI_USER, SI_TKILL, SI_TIMER */
-    uint32_t pid, uid;        /* the sender (kill, tgkill) */
+    int signo, code;          /* code: SI_USER, SI_TKILL, SI_TIMER, SI_QUEUE, CLD_* */
+    uint32_t pid, uid;        /* the sender (kill, tgkill), or the child (SIGCHLD) */
     int timer, overrun;       /* SI_TIMER: the timer's id, its overruns */
     uint64_t value;           /* SI_TIMER: its sigev_value */
+    int status;               /* SIGCHLD: the child's exit status or signal */
 };
 
 /* A POSIX timer (timer_create). */
@@ -300,6 +304,8 @@ struct emu_thread {
     int futex_pi;             /* a LOCK_PI waiter: owns the lock when woken */
     uint64_t requeue_pi;      /* WAIT_REQUEUE_PI: the PI futex it may be moved to */
     uint64_t futex_seq;       /* when it began to wait: wakes go first come first */
+    int futex_shared;         /* ... on memory shared with other processes, holding: */
+    uint32_t futex_val;       /* ... this value, which another process may change */
     int64_t deadline;         /* CLOCK_MONOTONIC ns when the wait times out; -1: never */
     int64_t timeout_ret;      /* what the syscall returns then */
     struct pollfd *wait_fds;  /* EMU_WAIT_FD: the host fds and poll events */
@@ -314,6 +320,9 @@ struct emu_thread {
     struct emu_siginfo sig_info[65];
     uint64_t ss_sp, ss_size;  /* its alternate signal stack (sigaltstack) */
     uint32_t ss_flags;        /* SS_DISABLE or 0 */
+    int interrupted;          /* its blocked syscall was ended by a signal (EINTR) */
+    int suspended;            /* in rt_sigsuspend or pause: its mask before is */
+    uint64_t suspend_mask;    /* ... this, which a handler's frame restores */
     uint64_t starved_until;   /* --chaos: not chosen before this global count */
 };
 
@@ -360,6 +369,9 @@ struct emu_thread *emu_thread_new(crec_emu *e, crec_error *err);
 /* The other threads are gone (fork's child, execve): the current one is
  * the process's only thread. */
 void emu_sched_only_current(crec_emu *e);
+/* A new process image (fork's child, execve): its only thread is number 1
+ * and every instruction count starts at 0. */
+void emu_sched_restart(crec_emu *e);
 /* The current thread ends (SYS_exit, or the process ends). */
 void emu_thread_exit(crec_emu *e, int status);
 /* A syscall that may wait on a guest fd: block the thread (EMU_BLOCKED) when
@@ -377,6 +389,11 @@ int64_t emu_syscall_call(crec_emu *e, struct crec_emu_syscall *sc);
 void emu_syscall_finish(crec_emu *e, int64_t ret, uint64_t next_rip);
 /* sys_thread.c: wake up to n waiters of futex addr whose bitset meets bitset. */
 int emu_futex_wake(crec_emu *e, uint64_t addr, int n, uint32_t bitset);
+/* sys_thread.c: wake the waiters of a futex shared with other processes
+ * whose word changed.  @return how many there are still (the scheduler then
+ * waits at most EMU_SHARED_POLL_NS on the host). */
+void emu_futex_shared_poll(crec_emu *e);
+#define EMU_SHARED_POLL_NS 10000000ll
 /* sys_timer.c: queue signal si->signo to thread t (NULL: the process), for
  * rt_sigtimedwait; a waiting thread is woken.  @return 1 queued (or merged
  * with the same signal pending), 0 if nobody blocks or waits for it (the
@@ -406,14 +423,46 @@ int emu_signal_async(crec_emu *e, uint64_t addr);
 void emu_signal_async_now(crec_emu *e);
 /* sys_signal.c: the CPU stopped for emu_signal_precise: do it now. */
 void emu_signal_precise_now(crec_emu *e);
+/* sys_signal.c: is a signal pending for the running thread that its mask
+ * lets through (it is taken at the next block start or syscall end)? */
+static inline int emu_signal_ready(const crec_emu *e);
+/* sys_signal.c: blocked threads that a pending signal is for (and that the
+ * running one can't take) are woken, their syscall ending with EINTR. */
+void emu_signal_kick(crec_emu *e);
+/* sys_signal.c: the process has just died of a signal's default action
+ * at an instruction boundary (a block start, a syscall's end): tell the
+ * observer (on_signal, fatal). */
+void emu_signal_fatal_observe(crec_emu *e);
+/* sys_signal.c: the signal mask of pselect6, ppoll, epoll_pwait (the guest
+ * address of a sigset of `size` bytes, 0: none): in force while the call
+ * waits, the mask before coming back at its end (or in the frame of a
+ * handler it lets in).  @return 0, -EINTR when a signal it lets through is
+ * pending already, or -errno. */
+int64_t emu_signal_wait_mask(crec_emu *e, uint64_t addr, uint64_t size);
+/* sys_signal.c: the signal taken at the end of a syscall that a signal
+ * interrupted (EINTR): SA_RESTART makes it run again after the handler. */
+int emu_signal_restartable(uint64_t nr);
+
+/* hostsig.c: signals the host sends crec, made the guest's (see there). */
+extern volatile sig_atomic_t emu_hostsig_any; /* one was noted: import it */
+void emu_hostsig_start(crec_emu *e);
+void emu_hostsig_stop(crec_emu *e);
+void emu_hostsig_sync(crec_emu *e, int sig);  /* the guest changed sig's action */
+void emu_hostsig_import(crec_emu *e);
+void emu_hostsig_arm(crec_emu *e);            /* the guest's timers changed */
+void emu_hostsig_prefork(crec_emu *e);
+void emu_hostsig_child(crec_emu *e);
+void emu_hostsig_parent(crec_emu *e, int pid);
+void emu_hostsig_exec(crec_emu *e);
+/* kill(pid, sig) to another process (a SIGKILL to a crec of the recording
+ * is asked for, so that it completes its file).  @return 0 or -errno. */
+int emu_hostsig_kill(crec_emu *e, int pid, int sig);
 /* sys_process.c: fork (fork, vfork, clone without CLONE_THREAD): the
  * clone flags and arguments; @return the child's pid, 0 in the child, or
  * -errno. */
 int64_t emu_fork(crec_emu *e, uint64_t flags, uint64_t stack, uint64_t ptid, uint64_t ctid,
                  uint64_t tls);
-/* sys_process.c: a forked child whose guest was killed by a signal dies by
- * it (no return); otherwise nothing. */
-void emu_forked_child_dies(crec_emu *e);
+
 /* sys_process.c: the CPU stopped after execve: replace the image. */
 void emu_exec_now(crec_emu *e);
 void emu_exec_free(crec_emu *e);
@@ -471,9 +520,13 @@ struct crec_emu {
     struct crec_emu_syscall sc;
     unsigned char unsupported_seen[512 / 8];
 
+    int sc_eintr;             /* the syscall in progress was ended by a signal (EINTR) */
+    int sc_deadline_set;      /* ... has its timeout's end in sc_deadline */
+    uint64_t sc_deadline;
     int forked;               /* a child crec made by fork (sys_process.c) */
+    int fork_child_syscall;   /* the fork returning 0 in the child: not observed (the
+                                 child's recording starts after it) */
     unsigned async_tick;      /* blocks since timers were last looked at */
-    unsigned async_waited;    /* recording: looks while a signal waited for a syscall */
     uint64_t async_rip;       /* a signal waits for the CPU to stop before this block */
     int itimer_slot;          /* 1 + the timer slot of ITIMER_REAL (alarm); 0: none */
     struct emu_exec *exec_req; /* an execve waiting for the CPU to stop */
@@ -487,10 +540,19 @@ struct crec_emu {
     crec_error err;
 };
 
+static inline int emu_signal_ready(const crec_emu *e)
+{
+    return ((e->sched.cur->sig_pending | e->sig_pending) & ~e->sigmask) != 0;
+}
+
 /* wait.c: every timed wait of the guest, on the monotonic clock (ns). */
 #define EMU_FOREVER UINT64_MAX
 /* now + rel (a past or zero rel: now; too far: EMU_FOREVER) */
 uint64_t emu_deadline_after(const struct timespec *rel);
+/* The same for the timeout of the syscall in progress: computed once, so
+ * that one run again after a signal to crec the guest did not take
+ * (syscall.c) ends when it would have. */
+uint64_t emu_sc_deadline_after(crec_emu *e, const struct timespec *rel);
 void emu_deadline_left(uint64_t deadline, struct timespec *left);
 /* Block until one of the host descriptors fds[0..n) is ready (revents
  * set) or the deadline passes (EMU_FOREVER: never; a past one: just
@@ -572,6 +634,9 @@ int64_t emu_synthdir_getdents(crec_emu *e, int gfd, uint64_t addr, uint64_t size
 void emu_named_map(crec_emu *e, uint64_t addr, uint64_t len, int hostfd, const char *path,
                    uint64_t off, int shared);
 void emu_named_unmap(crec_emu *e, uint64_t addr, uint64_t len);
+/* procfs.c: does addr lie in a MAP_SHARED mapping (shared with other
+ * processes: a file's, or anonymous memory a fork shares)? */
+int emu_named_shared(const crec_emu *e, uint64_t addr);
 void emu_named_free(crec_emu *e);
 
 /* The CPUs the guest is shown (--cpus): /proc/cpuinfo, /sys,

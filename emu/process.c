@@ -80,8 +80,10 @@ static void os_block(void *ctx, uint64_t addr, uint32_t n, uint64_t icount)
 
     if (emu_sched_block(e, addr, n, icount))
         return;
-    /* a timer's signal to a handler, looked for every 1024 blocks */
-    if (++e->async_tick >= 1024 && emu_signal_async(e, addr))
+    /* a signal from outside, one that became ready, or (looked for every
+     * 1024 blocks, in case the host timer could not be made) a due timer */
+    if ((emu_hostsig_any || emu_signal_ready(e) || ++e->async_tick >= 1024) &&
+        emu_signal_async(e, addr))
         return;
     if (e->obs.on_block)
         e->obs.on_block(e->obs.ctx, addr, n, icount);
@@ -243,10 +245,14 @@ int crec_emu_run(crec_emu *e, struct crec_emu_exit *ex, crec_error *err)
     struct crec_emu_stop stop;
 
     memset(ex, 0, sizeof *ex);
+    emu_hostsig_start(e);
+    emu_hostsig_arm(e);
     while (!e->done && !e->fatal && !e->stopped) {
         int rc = crec_emu_cpu_run(e->cpu, &stop, err);
-        if (rc != CREC_OK)
+        if (rc != CREC_OK) {
+            emu_hostsig_stop(e);
             return rc;
+        }
         if (!e->done && !e->fatal && stop.why != CREC_STOP_REQUESTED) {
             if (!emu_signal_fault(e, &stop))
                 fatal_stop(e, &stop);
@@ -260,12 +266,14 @@ int crec_emu_run(crec_emu *e, struct crec_emu_exit *ex, crec_error *err)
             emu_sched_stopped(e);
         }
     }
+    emu_hostsig_stop(e);
     if (e->fatal) {
         if (err)
             *err = e->err;
         return e->err.code;
     }
-    emu_forked_child_dies(e);
+    if (!e->opt.recording) /* the recorder completes its file first */
+        crec_emu_forked_exit(e);
     *ex = e->exit;
     if (e->stopped)
         return CREC_OK;

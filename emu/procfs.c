@@ -65,6 +65,14 @@ static void named_cut(crec_emu *e, uint64_t start, uint64_t end)
     }
 }
 
+int emu_named_shared(const crec_emu *e, uint64_t addr)
+{
+    for (size_t i = 0; i < e->n_named && e->named[i].start <= addr; i++)
+        if (addr < e->named[i].end)
+            return e->named[i].shared;
+    return 0;
+}
+
 void emu_named_map(crec_emu *e, uint64_t addr, uint64_t len, int hostfd, const char *path,
                    uint64_t off, int shared)
 {

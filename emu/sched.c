@@ -385,10 +385,20 @@ int64_t emu_fd_wait(crec_emu *e, uint64_t nr, const uint64_t a[6])
     case 270:
     case 232:
     case 281:
-    case 441:
+    case 441: {
+        /* the mask it waits with (ppoll, pselect6, epoll_pwait(2)) */
+        uint64_t sig[2] = {0, 0};
+        int64_t r = 0;
+        if (nr == 271 || nr == 281 || nr == 441)
+            sig[0] = nr == 271 ? a[3] : a[4], sig[1] = nr == 271 ? a[4] : a[5];
+        else if (nr == 270 && a[5] && emu_copy_in(e, sig, a[5], sizeof sig) != 0)
+            return 0; /* the handler reports it */
         if (poll_set(e, t, nr, a, &deadline, &zero) != 0 || zero ||
             !fds_would_wait(t->wait_fds, t->nwait_fds))
             return 0;
+        if ((r = emu_signal_wait_mask(e, sig[0], sig[1])) != 0)
+            return r;
+    }
         emu_block(e, EMU_WAIT_FD, deadline, 0);
         t->wait_poll = 1;
         return EMU_BLOCKED;
@@ -434,6 +444,20 @@ static void poll_timed_out(crec_emu *e, const struct crec_emu_syscall *sc)
     }
 }
 
+static int signal_waiter(const crec_emu *e);
+
+/* Does a blocked thread wait on a futex shared with other processes? */
+static int shared_waiter(const crec_emu *e)
+{
+    const struct emu_sched *s = &e->sched;
+
+    for (size_t i = 0; i < s->n; i++)
+        if (s->th[i]->state == EMU_TH_BLOCKED && s->th[i]->wait == EMU_WAIT_FUTEX &&
+            s->th[i]->futex_shared)
+            return 1;
+    return 0;
+}
+
 /* Wake the threads whose timeout passed or whose fd is ready; wait on the
  * host up to `wait_ns` (0: just look, -1: as long as it takes) for one.
  * @return how many were woken. */
@@ -463,14 +487,20 @@ static int wake_outside(crec_emu *e, int64_t wait_ns)
             who[nfd++] = t;
         }
     }
+    emu_futex_shared_poll(e); /* another process may have changed a shared futex */
+    for (size_t i = 0; i < s->n; i++)
+        woken += s->th[i]->state == EMU_TH_RUNNABLE && s->th[i]->woken;
     if (woken || (wait_ns == 0 && nfd == 0))
         return woken;
     if (wait_ns != 0 && nearest >= 0 && (wait_ns < 0 || nearest - now < wait_ns))
         wait_ns = nearest - now;
-    if (wait_ns < 0 && nfd == 0)
+    if (shared_waiter(e) && (wait_ns < 0 || wait_ns > EMU_SHARED_POLL_NS))
+        wait_ns = EMU_SHARED_POLL_NS;
+    if (wait_ns < 0 && nfd == 0 && !signal_waiter(e))
         return 0; /* nothing can come: the caller sees a deadlock */
     {
-        /* the one host wait of the guest's threads (wait.c) */
+        /* the one host wait of the guest's threads (wait.c); a signal to
+         * crec ends it too */
         int r = emu_block_until(e, wait_ns < 0 ? EMU_FOREVER : (uint64_t)(now + wait_ns),
                                 fds, (unsigned)nfd);
         for (nfds_t i = 0; r > 0 && i < nfd; i++)
@@ -482,6 +512,19 @@ static int wake_outside(crec_emu *e, int64_t wait_ns)
     }
     now = emu_now_ns();
     woken += emu_timers_fire(e, now);
+    emu_hostsig_arm(e);
+    {
+        /* signals from outside: a blocked thread that takes one is woken */
+        size_t blocked = 0, after = 0;
+        for (size_t i = 0; i < s->n; i++)
+            blocked += s->th[i]->state == EMU_TH_BLOCKED;
+        emu_hostsig_import(e);
+        if (!e->done)
+            emu_signal_kick(e);
+        for (size_t i = 0; i < s->n; i++)
+            after += s->th[i]->state == EMU_TH_BLOCKED;
+        woken += (int)(blocked - after);
+    }
     for (size_t i = 0; i < s->n; i++) {
         struct emu_thread *t = s->th[i];
         if (t->state == EMU_TH_BLOCKED && t->deadline >= 0 && t->deadline <= now) {
@@ -492,13 +535,26 @@ static int wake_outside(crec_emu *e, int64_t wait_ns)
     return woken;
 }
 
+/* Does some blocked thread wait for a signal, which another process may
+ * send (rt_sigsuspend, pause, rt_sigtimedwait)? */
+static int signal_waiter(const crec_emu *e)
+{
+    const struct emu_sched *s = &e->sched;
+
+    for (size_t i = 0; i < s->n; i++)
+        if (s->th[i]->state == EMU_TH_BLOCKED &&
+            (s->th[i]->wait == EMU_WAIT_SUSPEND || s->th[i]->wait == EMU_WAIT_SIGNAL))
+            return 1;
+    return 0;
+}
+
 /* Does some blocked thread wait for a timeout or an fd, or a timer send a
  * signal? */
 static int someone_waits_outside(const crec_emu *e)
 {
     const struct emu_sched *s = &e->sched;
 
-    if (emu_timers_next(e) >= 0)
+    if (emu_timers_next(e) >= 0 || signal_waiter(e) || shared_waiter(e))
         return 1;
     for (size_t i = 0; i < s->n; i++)
         if (s->th[i]->state == EMU_TH_BLOCKED &&
@@ -549,6 +605,7 @@ static int describe_wait(const struct emu_thread *t, char *buf, size_t size)
     case EMU_WAIT_FD:
         return snprintf(buf, size, "thread %u (tid %u) waits on an fd", t->id, t->tid);
     case EMU_WAIT_SIGNAL:
+    case EMU_WAIT_SUSPEND:
         return snprintf(buf, size, "thread %u (tid %u) waits for a signal", t->id, t->tid);
     default:
         return snprintf(buf, size, "thread %u (tid %u) is blocked in syscall %llu", t->id,
@@ -621,11 +678,14 @@ static int complete(crec_emu *e, struct emu_thread *t)
 
     t->woken = 0;
     e->sc = t->sc;
+    e->sc_eintr = t->interrupted; /* a signal ended it: SA_RESTART may run it again */
+    t->interrupted = 0;
     if (!t->retry && t->wait_poll) /* it timed out */
         poll_timed_out(e, &e->sc);
     t->wait_poll = 0;
     if (t->retry) {
         t->retry = 0;
+        e->sc_deadline_set = 0; /* (its wait had the thread's own deadline) */
         ret = emu_syscall_call(e, &e->sc);
         if (ret == EMU_BLOCKED) {
             t->sc = e->sc;
@@ -782,4 +842,18 @@ void emu_thread_exit(crec_emu *e, int status)
     s->nlive--;
     s->want_switch = 1;
     crec_emu_cpu_stop(e->cpu);
+}
+
+void emu_sched_restart(crec_emu *e)
+{
+    struct emu_sched *s = &e->sched;
+
+    s->cur->id = 1;
+    s->cur->parent = 0;
+    s->cur->icount = 0;
+    s->last_id = 1;
+    s->cur_since = 0;
+    s->have_resume_rip = 0;
+    crec_emu_cpu_set_icount(e->cpu, 0);
+    s->slice_end = slice_len(s);
 }

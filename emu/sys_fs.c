@@ -909,7 +909,7 @@ static int64_t deadline_in(crec_emu *e, uint64_t addr, uint64_t *deadline)
         return -EFAULT;
     if (ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec >= 1000000000)
         return -EINVAL;
-    *deadline = emu_deadline_after(&ts);
+    *deadline = emu_sc_deadline_after(e, &ts);
     return 0;
 }
 
@@ -992,7 +992,7 @@ static int64_t sys_select(crec_emu *e, const uint64_t a[6])
         if (tv[0] < 0 || tv[1] < 0 || tv[1] >= 1000000)
             return -EINVAL;
         ts.tv_sec = tv[0], ts.tv_nsec = tv[1] * 1000;
-        deadline = emu_deadline_after(&ts);
+        deadline = emu_sc_deadline_after(e, &ts);
     }
     r = do_select(e, a, deadline);
     time_left_out(e, a[4], deadline, 1);
@@ -1001,12 +1001,17 @@ static int64_t sys_select(crec_emu *e, const uint64_t a[6])
 
 static int64_t sys_pselect6(crec_emu *e, const uint64_t a[6])
 {
-    uint64_t deadline;
+    uint64_t deadline, sig[2] = {0, 0};
     int64_t r = deadline_in(e, a[4], &deadline);
 
+    /* a[5]: {const sigset_t *ss; size_t ss_len} */
+    if (!r && a[5] && emu_copy_in(e, sig, a[5], sizeof sig) != 0)
+        r = -EFAULT;
+    if (!r)
+        r = emu_signal_wait_mask(e, sig[0], sig[1]);
     if (r)
         return r;
-    r = do_select(e, a, deadline); /* the signal mask is ignored: no signals yet */
+    r = do_select(e, a, deadline);
     time_left_out(e, a[4], deadline, 0);
     return r;
 }
@@ -1016,7 +1021,7 @@ static int64_t sys_poll(crec_emu *e, const uint64_t a[6])
     int ms = (int)a[2];
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
 
-    return do_poll(e, a[0], a[1], ms < 0 ? EMU_FOREVER : emu_deadline_after(&ts));
+    return do_poll(e, a[0], a[1], ms < 0 ? EMU_FOREVER : emu_sc_deadline_after(e, &ts));
 }
 
 static int64_t sys_ppoll(crec_emu *e, const uint64_t a[6])
@@ -1024,6 +1029,8 @@ static int64_t sys_ppoll(crec_emu *e, const uint64_t a[6])
     uint64_t deadline;
     int64_t r = deadline_in(e, a[2], &deadline);
 
+    if (!r)
+        r = emu_signal_wait_mask(e, a[3], a[4]);
     if (r)
         return r;
     r = do_poll(e, a[0], a[1], deadline);

@@ -96,6 +96,16 @@ static int64_t sys_mmap(crec_emu *e, const uint64_t a[6])
             munmap(host, len);
             return -ENOMEM;
         }
+    } else if (h < 0 && (flags & MAP_TYPE) == MAP_SHARED) {
+        /* shared anonymous memory: a fork's child shares it (crec forks) */
+        void *host = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                          MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (host == MAP_FAILED)
+            return -ENOMEM;
+        if (crec_emu_mem_map_host(e->cpu, addr, len, prot, host, &err) != CREC_OK) {
+            munmap(host, len);
+            return -ENOMEM;
+        }
     } else {
         if (crec_emu_mem_map(e->cpu, addr, len, prot, &err) != CREC_OK)
             return -ENOMEM;
@@ -107,6 +117,8 @@ static int64_t sys_mmap(crec_emu *e, const uint64_t a[6])
     if (h >= 0) /* /proc/self/maps names it */
         emu_named_map(e, addr, len, h, NULL, off, (flags & MAP_TYPE) == MAP_SHARED);
     emu_mem_event(e, CREC_MEM_MMAP, addr, len, prot, h >= 0 ? (int)a[4] : -1, off);
+    if (h < 0 && (flags & MAP_TYPE) == MAP_SHARED) /* as Linux names it */
+        emu_named_map(e, addr, len, -1, "/dev/zero (deleted)", 0, 1);
     return (int64_t)addr;
 }
 

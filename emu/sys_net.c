@@ -336,21 +336,34 @@ static int64_t sys_epoll_pwait(crec_emu *e, const uint64_t a[6])
 {
     int ms = (int)a[3];
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+    int64_t r = emu_signal_wait_mask(e, a[4], a[5]);
 
-    return epoll_until(e, a, ms < 0 ? EMU_FOREVER : emu_deadline_after(&ts));
+    if (r)
+        return r;
+    return epoll_until(e, a, ms < 0 ? EMU_FOREVER : emu_sc_deadline_after(e, &ts));
+}
+
+static int64_t sys_epoll_wait(crec_emu *e, const uint64_t a[6])
+{
+    const uint64_t b[6] = {a[0], a[1], a[2], a[3], 0, 0};
+
+    return sys_epoll_pwait(e, b);
 }
 
 static int64_t sys_epoll_pwait2(crec_emu *e, const uint64_t a[6])
 {
     struct timespec ts;
+    int64_t r = emu_signal_wait_mask(e, a[4], a[5]);
 
+    if (r)
+        return r;
     if (!a[3])
         return epoll_until(e, a, EMU_FOREVER);
     if (emu_copy_in(e, &ts, a[3], sizeof ts) != 0)
         return -EFAULT;
     if (ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec >= 1000000000)
         return -EINVAL;
-    return epoll_until(e, a, emu_deadline_after(&ts));
+    return epoll_until(e, a, emu_sc_deadline_after(e, &ts));
 }
 
 static int64_t sys_eventfd2(crec_emu *e, const uint64_t a[6])
@@ -385,7 +398,7 @@ void emu_sys_net_register(struct emu_sys *t, size_t n)
     REG(epoll_pwait, "fpddpu");
     REG(epoll_pwait2, "fpdppu");
     if (SYS_epoll_wait < n)
-        t[SYS_epoll_wait] = (struct emu_sys){sys_epoll_pwait, "fpdd"};
+        t[SYS_epoll_wait] = (struct emu_sys){sys_epoll_wait, "fpdd"};
     REG(eventfd2, "ux");
 #undef REG
 }

@@ -192,8 +192,10 @@ static int64_t sys_rt_sigaction(crec_emu *e, const uint64_t a[6])
         return -EFAULT;
     if (a[2] && emu_copy_out(e, a[2], &e->sigs[sig], sizeof act) != 0)
         return -EFAULT;
-    if (a[1])
+    if (a[1]) {
         e->sigs[sig] = act;
+        emu_hostsig_sync(e, sig); /* what crec does with it when the host sends it */
+    }
     if (a[1] && act.handler > 1 && (sig == SIGSEGV || sig == SIGBUS))
         emu_signal_precise(e);
     return 0;
@@ -231,6 +233,13 @@ int64_t emu_signal_self(crec_emu *e, int sig, const char *why)
 static int64_t sys_kill(crec_emu *e, const uint64_t a[6])
 {
     pid_t pid = (pid_t)a[0];
+    if (pid <= 0 && a[1] != 0 && (int)a[1] != SIGKILL && (int)a[1] != SIGSTOP) {
+        /* a process group, or every process: the host sends it, to this
+         * crec too, whose handler makes it the guest's (hostsig.c) */
+        if (a[1] > 64)
+            return -EINVAL;
+        return kill(pid, (int)a[1]) ? -errno : 0;
+    }
     if (pid == 0 || pid == getpid() || (pid > 0 && emu_thread_by_tid(e, (uint32_t)pid))) {
         struct emu_siginfo si = {(int)a[1], 0 /* SI_USER */, (uint32_t)getpid(),
                                  (uint32_t)getuid(), 0, 0, 0};
@@ -238,7 +247,9 @@ static int64_t sys_kill(crec_emu *e, const uint64_t a[6])
             return 0; /* blocked everywhere, or waited for: pending */
         return emu_signal_send(e, NULL, &si, "sent by itself");
     }
-    return kill(pid, (int)a[1]) ? -errno : 0;
+    if (a[1] > 64)
+        return -EINVAL;
+    return emu_hostsig_kill(e, pid, (int)a[1]);
 }
 
 int64_t emu_not_yet(crec_emu *e, const char *what, int64_t ret)

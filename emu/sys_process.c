@@ -12,9 +12,10 @@
  * sees WIFSIGNALED, as natively.  execve replaces the image in place: the
  * old mappings go, the loader runs again in the same engine.
  *
- * A recording can't hold several processes yet (the design for one
- * recording of a process tree on the deterministic scheduler is in the
- * notes of issue 15): under `crec record` these stay "not supported yet".
+ * Recorded, each process is recorded by its own crec, into the one file
+ * (docs/ARCHITECTURE.md, "Processes"): the observer is told before and
+ * after a fork (on_fork) and an execve (on_exec), and each new image
+ * counts its instructions and numbers its threads from the start.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,7 +37,6 @@
 #define CLONE_PARENT_SETTID_ 0x00100000ull
 #define CLONE_CHILD_CLEARTID_ 0x00200000ull
 #define CLONE_CHILD_SETTID_ 0x01000000ull
-#define SA_NOCLDWAIT_ 2ull
 #define ARG_MAX_BYTES (2u << 20) /* argv and envp together, as Linux's default limit */
 #define ARG_MAX_COUNT 65536
 
@@ -48,19 +48,14 @@ int64_t emu_fork(crec_emu *e, uint64_t flags, uint64_t stack, uint64_t ptid, uin
     struct emu_thread *t = e->sched.cur;
     pid_t pid;
 
-    if (e->opt.recording)
-        return emu_not_yet(e, (flags & CLONE_VFORK_) ? "vfork (clone with CLONE_VFORK) in a "
-                                                       "recording"
-                                                     : "fork (clone) in a recording",
-                           -EAGAIN);
     if ((flags & CLONE_VM_) && !(flags & CLONE_VFORK_))
         return emu_not_yet(e, "clone with CLONE_VM but neither CLONE_THREAD nor CLONE_VFORK",
                            -EAGAIN);
-    /* The host reaps crec's children itself only where the guest asked
-     * for it (SIGCHLD ignored, SA_NOCLDWAIT), so that wait4 finds them. */
-    signal(SIGCHLD, e->sigs[SIGCHLD].handler == 1 || (e->sigs[SIGCHLD].flags & SA_NOCLDWAIT_)
-                        ? SIG_IGN
-                        : SIG_DFL);
+    if (e->obs.on_fork)
+        e->obs.on_fork(e->obs.ctx, CREC_EMU_FORK_BEFORE, 0);
+    if (e->fatal)
+        return -EAGAIN;
+    emu_hostsig_prefork(e);
     fflush(NULL);
     pid = fork();
     if (pid < 0)
@@ -69,6 +64,8 @@ int64_t emu_fork(crec_emu *e, uint64_t flags, uint64_t stack, uint64_t ptid, uin
         uint32_t tid = (uint32_t)getpid();
         e->forked = 1;
         emu_sched_only_current(e); /* a child has only the thread that forked */
+        emu_sched_restart(e);      /* ... numbered 1, counting from 0 */
+        emu_hostsig_child(e);
         t->tid = tid;
         e->sig_pending = t->sig_pending = 0; /* pending signals are the parent's */
         for (int k = 0; k < EMU_MAX_TIMERS; k++) /* and so are its timers */
@@ -82,8 +79,14 @@ int64_t emu_fork(crec_emu *e, uint64_t flags, uint64_t stack, uint64_t ptid, uin
             emu_reg_set(e->cpu, UC_X86_REG_RSP, stack);
         if (flags & CLONE_SETTLS_)
             emu_reg_set(e->cpu, UC_X86_REG_FS_BASE, tls);
+        if (e->obs.on_fork)
+            e->obs.on_fork(e->obs.ctx, CREC_EMU_FORK_CHILD, 0);
+        e->fork_child_syscall = 1; /* this fork's end is not the child's to record */
         return 0;
     }
+    emu_hostsig_parent(e, pid);
+    if (e->obs.on_fork)
+        e->obs.on_fork(e->obs.ctx, CREC_EMU_FORK_PARENT, pid);
     if (flags & CLONE_PARENT_SETTID_) {
         uint32_t p = (uint32_t)pid;
         emu_copy_out(e, ptid, &p, 4);
@@ -103,7 +106,12 @@ static int64_t sys_vfork(crec_emu *e, const uint64_t a[6])
     return emu_fork(e, CLONE_VM_ | CLONE_VFORK_ | SIGCHLD, 0, 0, 0, 0);
 }
 
-void emu_forked_child_dies(crec_emu *e)
+int crec_emu_forked(const crec_emu *e)
+{
+    return e->forked;
+}
+
+void crec_emu_forked_exit(crec_emu *e)
 {
     struct rlimit no_core = {0, 0};
     sigset_t set;
@@ -252,8 +260,6 @@ static int64_t do_execve(crec_emu *e, int dirfd, uint64_t upath, uint64_t uargv,
     int64_t r, nargv = 0;
     long len;
 
-    if (e->opt.recording)
-        return emu_not_yet(e, "execve in a recording", -ENOSYS);
     if (flags & ~0x100 /* AT_SYMLINK_NOFOLLOW */)
         return emu_not_yet(e, "execveat with AT_EMPTY_PATH", -ENOSYS);
     len = emu_string_in(e, upath, rel, sizeof rel);
@@ -340,6 +346,8 @@ void emu_exec_now(crec_emu *e)
     char msg[512];
 
     e->exec_req = NULL;
+    if (e->obs.on_exec) /* the old image ends here, as it is */
+        e->obs.on_exec(e->obs.ctx, CREC_EMU_EXEC_BEFORE, NULL, NULL);
     emu_sched_only_current(e); /* execve ends every other thread (Linux: de_thread) */
     /* the old image: every mapping, its translated code, crec's own hooks
      * on its instructions */
@@ -375,12 +383,16 @@ void emu_exec_now(crec_emu *e)
     r.fpcw = 0x37f;
     r.mxcsr = 0x1f80;
     r.fptag = 0xffff;
+    emu_sched_restart(e); /* the new image counts from 0, its thread is number 1 */
+    emu_hostsig_exec(e);
     if (crec_emu_regs_set(e->cpu, &r, &err) != CREC_OK ||
         emu_load_elf(e, x->path, x->argv, x->envp, &err) != CREC_OK) {
         snprintf(msg, sizeof msg, "guest killed by SIGSEGV (execve of %.100s failed after the old "
                  "image was gone: %.200s)", x->path, err.msg);
         emu_exit(e, 0, SIGSEGV, msg);
     }
+    if (e->obs.on_exec)
+        e->obs.on_exec(e->obs.ctx, CREC_EMU_EXEC_AFTER, x->path, x->argv);
 out:
     crec_free(l.m);
     exec_free(x);

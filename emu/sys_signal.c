@@ -4,14 +4,14 @@
  * (sigframe.c has its bytes), rt_sigreturn and sigaltstack.
  *
  * A signal for a handler is made pending and delivered at the end of a
- * syscall: the one that sent it (kill, tgkill, raise), or the one that
- * unblocked it (rt_sigprocmask, rt_sigreturn).  Entering the handler then
- * changes only registers the SYSCALL record already lists (and RIP, which
- * the kernel moved), and the frame is memory the kernel wrote, so such a
- * delivery records and replays like any syscall.  A signal that arrives
- * while the program computes (a timer, a fault) waits for its next
- * syscall; delivering it at once needs a record of its own (see
- * docs/EMU.md, "Signals").
+ * syscall (the one that sent it, unblocked it, or that it interrupted),
+ * or at the next block start when it arrives while the program computes
+ * (a timer, another process, a fault: at its instruction).  At a syscall's
+ * end, entering the handler changes only registers the SYSCALL record
+ * already lists (and RIP), and the frame is memory the kernel wrote, so
+ * such a delivery records and replays like any syscall; at an instruction
+ * boundary the observer is told (on_signal), and the recorder writes a
+ * SIGNAL record with the registers it set (docs/EMU.md, "Signals").
  */
 #include <errno.h>
 #include <signal.h>
@@ -22,6 +22,7 @@
 
 #include "emu/emu_int.h"
 
+#define SA_RESTART_ 0x10000000ull
 #define SA_ONSTACK_ 0x08000000ull
 #define SA_RESETHAND_ 0x80000000ull
 #define SA_NODEFER_ 0x40000000ull
@@ -84,7 +85,8 @@ static int on_altstack(const struct emu_thread *t, uint64_t sp)
 /* Write the frame for signal si and enter the handler.  r: the registers
  * the handler returns to.  @return 0, or -1 if the frame can't be written
  * (the process is then killed with SIGSEGV, as Linux does). */
-static int enter_handler(crec_emu *e, const struct emu_siginfo *si, crec_regs *r)
+static int enter_handler(crec_emu *e, const struct emu_siginfo *si, crec_regs *r,
+                         uint64_t *frame_lo, uint64_t *frame_hi)
 {
     struct emu_thread *t = e->sched.cur;
     const struct emu_sigaction *act = &e->sigs[si->signo];
@@ -96,7 +98,10 @@ static int enter_handler(crec_emu *e, const struct emu_siginfo *si, crec_regs *r
     if ((act->flags & SA_ONSTACK_) && t->ss_size && !(t->ss_flags & SS_DISABLE_) &&
         !on_altstack(t, r->gpr[CREC_RSP]))
         sp = t->ss_sp + t->ss_size;
-    c.mask = e->sigmask;
+    /* the mask the handler's return restores: rt_sigsuspend's is the one
+     * before the call, not the one it waited with */
+    c.mask = t->suspended ? t->suspend_mask : e->sigmask;
+    t->suspended = 0;
     c.ss_sp = t->ss_sp;
     c.ss_size = t->ss_size;
     c.ss_flags = on_altstack(t, r->gpr[CREC_RSP]) ? SS_ONSTACK_ : t->ss_flags;
@@ -111,6 +116,8 @@ static int enter_handler(crec_emu *e, const struct emu_siginfo *si, crec_regs *r
         emu_copy_out(e, frame + 8, uc, sizeof uc) != 0 ||
         emu_copy_out(e, frame + 8 + sizeof uc, info, sizeof info) != 0)
         return -1;
+    *frame_lo = frame;
+    *frame_hi = c.fpstate + CREC_EMU_FXSAVE_SIZE;
     r->gpr[CREC_RSP] = frame;
     r->gpr[CREC_RDI] = (uint64_t)si->signo;
     r->gpr[CREC_RSI] = frame + 8 + sizeof uc;
@@ -178,21 +185,59 @@ static void settle_unhandled(crec_emu *e)
     }
 }
 
-/* Enter the handler of a deliverable signal, the interrupted code going on
- * at rip.  @return the handler's address, or 0 if none was entered. */
-static uint64_t deliver_at(crec_emu *e, uint64_t rip)
+int emu_signal_restartable(uint64_t nr)
 {
+    switch (nr) {
+    case 7: case 23: case 35: case 230: case 232: case 270: case 271: case 281: case 441:
+        /* poll, select, nanosleep, clock_nanosleep, epoll_wait, pselect6, ppoll,
+         * epoll_pwait(2): Linux ends them with EINTR after a handler */
+    case 34: case 130: case 128: /* pause, rt_sigsuspend, rt_sigtimedwait */
+        return 0;
+    }
+    return 1;
+}
+
+/* Tell the observer of a signal delivered at an instruction boundary. */
+static void observe(crec_emu *e, const struct emu_siginfo *si, int fault, int fatal,
+                    const crec_regs *before, uint64_t frame_lo, uint64_t frame_hi)
+{
+    struct crec_emu_signal ev = {si->signo, si->code, si->value, fault, fatal, before, 0,
+                                 {{0, 0}, {0, 0}}};
+
+    if (!e->obs.on_signal)
+        return;
+    if (frame_hi > frame_lo) {
+        ev.out[0] = (struct crec_emu_range){frame_lo, frame_hi - frame_lo};
+        ev.n_out = 1;
+    }
+    e->obs.on_signal(e->obs.ctx, &ev);
+}
+
+/*
+ * Enter the handler of a deliverable signal, the interrupted code going on
+ * at rip.  At a syscall's end (sc 1) that a signal interrupted, SA_RESTART
+ * makes the handler return to the syscall, to run it again.  Elsewhere (sc
+ * 0) the observer is told.  @return the handler's address, or 0 if none
+ * was entered.
+ */
+static uint64_t deliver_at(crec_emu *e, uint64_t rip, int sc)
+{
+    struct emu_thread *t = e->sched.cur;
     struct emu_siginfo si;
     crec_error err = {0};
-    crec_regs r;
+    crec_regs r, before;
+    uint64_t lo, hi;
     int sig;
 
-    /* (crec run only: a recording that ends this way does not replay yet,
-     * so a recorded program goes on with the signal pending, as before) */
-    if (!e->done && !e->fatal && !e->opt.recording)
+    if (!e->done && !e->fatal)
         settle_unhandled(e);
-    if (e->done || e->fatal || !(sig = take_deliverable(e, &si)))
+    if (e->done || e->fatal || !(sig = take_deliverable(e, &si))) {
+        if (t->suspended && !e->done) { /* nothing taken: the mask as before */
+            e->sigmask = t->suspend_mask;
+            t->suspended = 0;
+        }
         return 0;
+    }
     if (crec_emu_regs_get(e->cpu, &r, &err) != CREC_OK) {
         e->err = err;
         e->fatal = 1;
@@ -200,7 +245,13 @@ static uint64_t deliver_at(crec_emu *e, uint64_t rip)
         return 0;
     }
     r.rip = rip;
-    if (enter_handler(e, &si, &r) != 0) {
+    before = r;
+    if (sc && e->sc_eintr && e->sc.ret == -EINTR && !e->sc.resume_rip &&
+        (e->sigs[sig].flags & SA_RESTART_) && emu_signal_restartable(e->sc.nr)) {
+        r.gpr[CREC_RAX] = e->sc.nr; /* the handler returns to the syscall */
+        r.rip = rip - 2;
+    }
+    if (enter_handler(e, &si, &r, &lo, &hi) != 0) {
         char msg[128];
         snprintf(msg, sizeof msg, "guest killed by SIGSEGV (no room on the stack for the frame "
                  "of its SIG%s handler)", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
@@ -208,75 +259,94 @@ static uint64_t deliver_at(crec_emu *e, uint64_t rip)
         return 0;
     }
     set_regs(e, &r);
+    if (!sc)
+        observe(e, &si, 0, 0, &before, lo, hi);
     return r.rip;
+}
+
+void emu_signal_fatal_observe(crec_emu *e)
+{
+    struct emu_siginfo si = {e->exit.signo, 0, 0, 0, 0, 0, 0, 0};
+
+    if (e->done && !e->fatal && e->exit.signo && !e->exit.deadlock)
+        observe(e, &si, 0, 1, NULL, 0, 0);
 }
 
 void emu_signal_deliver(crec_emu *e, uint64_t next_rip)
 {
-    uint64_t h = deliver_at(e, e->sc.resume_rip ? e->sc.resume_rip : next_rip);
+    uint64_t h = deliver_at(e, e->sc.resume_rip ? e->sc.resume_rip : next_rip, 1);
 
     if (h)
         e->sc.resume_rip = h;
 }
 
-/* ---- asynchronous signals (crec run) -------------------------------------------- */
+/* A blocked thread a ready signal is for: woken, its syscall returning EINTR
+ * (and run again after the handler with SA_RESTART). */
+static int can_take(const crec_emu *e, const struct emu_thread *t, uint64_t sigs)
+{
+    uint64_t mask = t == e->sched.cur ? e->sigmask : t->sigmask;
+    return (sigs & ~mask) != 0;
+}
+
+void emu_signal_kick(crec_emu *e)
+{
+    struct emu_sched *s = &e->sched;
+    uint64_t proc = e->sig_pending;
+
+    for (size_t i = 0; i < s->n && !e->done; i++) {
+        struct emu_thread *t = s->th[i];
+        if (t->state == EMU_TH_EXITED)
+            continue;
+        if (t->state == EMU_TH_RUNNABLE && can_take(e, t, proc))
+            proc = 0; /* it takes the process's signals when it runs */
+        if (t->state != EMU_TH_BLOCKED || !can_take(e, t, t->sig_pending | proc))
+            continue;
+        if (can_take(e, t, proc))
+            proc = 0;
+        t->interrupted = 1;
+        emu_wake(e, t, -EINTR);
+    }
+}
+
+/* ---- asynchronous signals: at a block start ------------------------------------- */
 
 int emu_signal_async(crec_emu *e, uint64_t addr)
 {
-    struct emu_siginfo si;
-    int64_t next = emu_timers_next(e), now;
+    int64_t next;
 
     e->async_tick = 0;
-    if (e->opt.recording) {
-        /* A recording delivers a timer's signal at the program's next
-         * syscall; one that computes on for a long while instead can't be
-         * recorded yet: the signal takes its default action then. */
-        if (!(e->sched.cur->sig_pending | e->sig_pending)) {
-            e->async_waited = 0;
-            if (next < 0 || (now = emu_now_ns()) < next || e->sched.nlive > 1)
-                return 0;
-            emu_timers_fire(e, now);
-            return 0;
-        }
-        if (++e->async_waited < 256)
-            return 0;
-        e->async_rip = addr;
-        crec_emu_cpu_stop(e->cpu); /* before the block at addr */
-        return 1;
-    }
-    if (next < 0 || e->sched.nlive > 1 || (now = emu_now_ns()) < next)
+    if (!emu_hostsig_any && !emu_signal_ready(e) &&
+        ((next = emu_timers_next(e)) < 0 || emu_now_ns() < next))
         return 0;
-    emu_timers_fire(e, now);
-    if (!take_deliverable(e, &si))
-        return 0;
-    /* not taken yet: put it back, delivered when the CPU has stopped */
-    if (si.signo) {
-        e->sig_pending |= sigbit(si.signo);
-        e->sig_info[si.signo] = si;
-    }
     e->async_rip = addr;
     crec_emu_cpu_stop(e->cpu); /* before the block at addr */
     return 1;
 }
 
+/* The CPU stopped before the block at e->async_rip for a signal: take what
+ * came from outside, fire the timers that are due, and deliver (or die). */
 void emu_signal_async_now(crec_emu *e)
 {
     uint64_t rip = e->async_rip;
+    int64_t next = emu_timers_next(e), now;
 
     e->async_rip = 0;
-    if (e->opt.recording) { /* ends as a recording stopped by SIGINT does */
-        uint64_t p = e->sched.cur->sig_pending | e->sig_pending;
-        int sig = p ? __builtin_ctzll(p) + 1 : SIGALRM;
-        e->exit.signo = sig;
-        e->exit.unrecordable = 1;
-        snprintf(e->exit.msg, sizeof e->exit.msg, "recording stopped at SIG%s: its handler would "
-                 "run while the program computes without syscalls, which can't be recorded "
-                 "yet (crec run runs it)", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
-        crec_emu_stop(e);
+    emu_reg_set(e->cpu, UC_X86_REG_RIP, rip); /* stale after a stop in a block hook */
+    emu_hostsig_import(e);
+    if (!e->done && next >= 0 && (now = emu_now_ns()) >= next) {
+        emu_timers_fire(e, now);
+        emu_hostsig_arm(e);
+    }
+    if (!e->done)
+        settle_unhandled(e);
+    if (e->done && !e->fatal && e->exit.signo && !e->exit.deadlock) {
+        emu_signal_fatal_observe(e); /* its default action ends it here, before the block */
         return;
     }
-    emu_reg_set(e->cpu, UC_X86_REG_RIP, rip); /* stale after a stop in a block hook */
-    deliver_at(e, rip);
+    if (e->done || e->fatal)
+        return;
+    emu_signal_kick(e); /* one the running thread can't take: another's */
+    deliver_at(e, rip, 0);
 }
 
 /* ---- ITIMER_REAL: alarm, setitimer, getitimer ---------------------------------- */
@@ -325,6 +395,7 @@ static int64_t itimer_set(crec_emu *e, const uint64_t nw[4], uint64_t old[4])
     tm->interval = (int64_t)(nw[0] * 1000000000 + nw[1] * 1000);
     tm->overrun = 0;
     tm->next = nw[2] || nw[3] ? emu_now_ns() + (int64_t)(nw[2] * 1000000000 + nw[3] * 1000) : -1;
+    emu_hostsig_arm(e);
     return 0;
 }
 
@@ -416,11 +487,6 @@ int emu_signal_fault(crec_emu *e, const struct crec_emu_stop *s)
         return 0; /* SIGTRAP: not yet */
     if (e->sigs[sig].handler <= 1 || (e->sigmask & sigbit(sig)))
         return 0; /* blocked or ignored: Linux kills, as with no handler */
-    if (e->opt.recording) {
-        fprintf(e->log, "crec: the program's SIG%s handler is not run in a recording yet "
-                "(crec run runs it)\n", sigabbrev_np(sig));
-        return 0;
-    }
     if (sig == SIGSEGV && s->why == CREC_STOP_FAULT && s->access != '?') {
         si.code = s->unmapped ? 1 /* SEGV_MAPERR */ : 2 /* SEGV_ACCERR */;
         si.value = s->addr;
@@ -436,9 +502,14 @@ int emu_signal_fault(crec_emu *e, const struct crec_emu_stop *s)
         return 1;
     }
     r.rip = s->rip; /* the faulting instruction runs again after the handler */
-    if (enter_handler(e, &si, &r) != 0)
-        return 0;
-    set_regs(e, &r);
+    {
+        crec_regs before = r;
+        uint64_t lo, hi;
+        if (enter_handler(e, &si, &r, &lo, &hi) != 0)
+            return 0;
+        set_regs(e, &r);
+        observe(e, &si, 1, 0, &before, lo, hi);
+    }
     return 1;
 }
 
@@ -474,6 +545,69 @@ static int64_t sys_rt_sigreturn(crec_emu *e, const uint64_t a[6])
     crec_emu_cpu_resume_at(e->cpu, r.rip);
     e->sc.resume_rip = r.rip;
     return (int64_t)r.gpr[CREC_RAX];
+}
+
+/* rt_sigsuspend and pause: wait with `mask` until a signal is taken (its
+ * handler's frame restores the mask before), and return EINTR. */
+static int64_t suspend(crec_emu *e, uint64_t mask)
+{
+    struct emu_thread *t = e->sched.cur;
+
+    if (!t->suspended) {
+        t->suspend_mask = e->sigmask;
+        t->suspended = 1;
+    }
+    e->sigmask = mask & ~(sigbit(SIGKILL) | sigbit(SIGSTOP));
+    for (;;) {
+        int64_t next, now;
+        emu_hostsig_import(e);
+        if ((next = emu_timers_next(e)) >= 0 && (now = emu_now_ns()) >= next) {
+            emu_timers_fire(e, now);
+            emu_hostsig_arm(e);
+            next = emu_timers_next(e);
+        }
+        if (e->done || e->fatal || emu_signal_ready(e) || (e->opt.stop && *e->opt.stop))
+            return -EINTR;
+        if (e->sched.nlive > 1) /* the scheduler wakes it (emu_signal_kick) */
+            return emu_block(e, EMU_WAIT_SUSPEND, -1, -EINTR);
+        emu_block_until(e, next < 0 ? EMU_FOREVER : (uint64_t)next, NULL, 0);
+    }
+}
+
+int64_t emu_signal_wait_mask(crec_emu *e, uint64_t addr, uint64_t size)
+{
+    struct emu_thread *t = e->sched.cur;
+    uint64_t mask;
+
+    if (!addr)
+        return 0;
+    if (size != 8)
+        return -EINVAL;
+    if (emu_copy_in(e, &mask, addr, 8) != 0)
+        return -EFAULT;
+    if (!t->suspended) {
+        t->suspend_mask = e->sigmask;
+        t->suspended = 1;
+    }
+    e->sigmask = crec_le_get((const uint8_t *)&mask, 8) & ~(sigbit(SIGKILL) | sigbit(SIGSTOP));
+    return emu_signal_ready(e) ? -EINTR : 0;
+}
+
+static int64_t sys_rt_sigsuspend(crec_emu *e, const uint64_t a[6])
+{
+    uint64_t mask;
+
+    if (a[1] != 8)
+        return -EINVAL;
+    if (emu_copy_in(e, &mask, a[0], 8) != 0)
+        return -EFAULT;
+    return suspend(e, crec_le_get((const uint8_t *)&mask, 8));
+}
+
+static int64_t sys_pause(crec_emu *e, const uint64_t a[6])
+{
+    (void)a;
+    return suspend(e, e->sigmask);
 }
 
 static int64_t sys_rt_sigpending(crec_emu *e, const uint64_t a[6])
@@ -524,6 +658,8 @@ void emu_sys_signal_register(struct emu_sys *t, size_t n)
 #define REG(name, f) \
     if (SYS_##name < n) t[SYS_##name] = (struct emu_sys){sys_##name, f}
     REG(rt_sigreturn, "");
+    REG(rt_sigsuspend, "pu");
+    REG(pause, "");
     REG(sigaltstack, "pp");
     REG(rt_sigpending, "pu");
     REG(alarm, "u");

@@ -76,6 +76,7 @@ static int64_t futex_block(crec_emu *e, uint64_t addr, uint32_t bitset, int pi,
     struct emu_thread *t = e->sched.cur;
 
     emu_block(e, EMU_WAIT_FUTEX, deadline, -ETIMEDOUT);
+    t->futex_shared = 0;
     t->futex_addr = addr;
     t->futex_bitset = bitset;
     t->futex_pi = pi;
@@ -115,8 +116,38 @@ static int64_t futex_put(crec_emu *e, uint64_t addr, uint32_t v)
     return emu_copy_out(e, addr, &v, 4) ? -EFAULT : 0;
 }
 
+/*
+ * A futex of memory shared with other processes (a MAP_SHARED mapping,
+ * and not FUTEX_PRIVATE_FLAG: a process-shared semaphore or mutex) may be
+ * woken by another process, which is another crec: the host's futex on
+ * the same host memory is the one both meet at.  Alone, the thread waits
+ * on the host's futex; with other threads to run, it blocks and the
+ * scheduler looks at the word now and then (emu_futex_shared_poll), which
+ * a futex may do (a wake-up that finds nothing changed is allowed).
+ */
+static int shared_futex(crec_emu *e, int op, uint64_t addr)
+{
+    return !(op & FUTEX_PRIVATE_FLAG) && emu_named_shared(e, addr);
+}
+
+static int64_t futex_wait_host(crec_emu *e, uint64_t addr, uint32_t val, int64_t deadline,
+                               uint32_t bitset)
+{
+    uint32_t *word = emu_buf(e, addr, 4, CREC_PROT_READ);
+    struct timespec ts;
+    long r;
+
+    if (!word)
+        return -EFAULT;
+    ts.tv_sec = deadline / 1000000000;
+    ts.tv_nsec = deadline % 1000000000;
+    r = syscall(SYS_futex, word, FUTEX_WAIT_BITSET, val, deadline < 0 ? NULL : &ts, NULL,
+                bitset);
+    return r < 0 ? -errno : 0;
+}
+
 static int64_t futex_wait(crec_emu *e, uint64_t addr, uint32_t val, uint64_t uts, int absolute,
-                          int realtime, uint32_t bitset)
+                          int realtime, uint32_t bitset, int shared)
 {
     uint32_t v;
     int64_t deadline, rc;
@@ -129,7 +160,40 @@ static int64_t futex_wait(crec_emu *e, uint64_t addr, uint32_t val, uint64_t uts
         return -EAGAIN;
     if ((rc = futex_deadline(e, uts, absolute, realtime, &deadline)) != 0)
         return rc;
-    return futex_block(e, addr, bitset, 0, deadline);
+    if (shared && e->sched.nlive < 2)
+        return futex_wait_host(e, addr, val, deadline, bitset);
+    rc = futex_block(e, addr, bitset, 0, deadline);
+    if (shared) {
+        e->sched.cur->futex_shared = 1;
+        e->sched.cur->futex_val = val;
+    }
+    return rc;
+}
+
+void emu_futex_shared_poll(crec_emu *e)
+{
+    struct emu_sched *s = &e->sched;
+
+    for (size_t i = 0; i < s->n; i++) {
+        struct emu_thread *t = s->th[i];
+        uint32_t v;
+        if (t->state == EMU_TH_BLOCKED && t->wait == EMU_WAIT_FUTEX && t->futex_shared &&
+            (futex_get(e, t->futex_addr, &v) != 0 || v != t->futex_val))
+            emu_wake(e, t, 0);
+    }
+}
+
+/* A wake of a shared futex: this process's waiters, then the host's (the
+ * other processes'). */
+static int64_t futex_wake_shared(crec_emu *e, uint64_t addr, int n, uint32_t bitset)
+{
+    int woken = emu_futex_wake(e, addr, n, bitset);
+    uint32_t *word = emu_buf(e, addr, 4, CREC_PROT_READ);
+    long r = 0;
+
+    if (woken < n && word)
+        r = syscall(SYS_futex, word, FUTEX_WAKE_BITSET, n - woken, NULL, NULL, bitset);
+    return woken + (r > 0 ? r : 0);
 }
 
 /* FUTEX_WAKE_OP's operation on *addr2: @return the old value's test. */
@@ -278,17 +342,24 @@ static int64_t sys_futex(crec_emu *e, const uint64_t a[6])
     uint32_t val = (uint32_t)a[2], val3 = (uint32_t)a[5], v;
     int64_t rc;
 
+    int shared = shared_futex(e, op, addr);
+
     switch (cmd) {
     case FUTEX_WAIT:
-        return futex_wait(e, addr, val, uts, 0, realtime, ~0u);
+        return futex_wait(e, addr, val, uts, 0, realtime, ~0u, shared);
     case FUTEX_WAIT_BITSET:
-        return futex_wait(e, addr, val, uts, 1, realtime, val3);
+        return futex_wait(e, addr, val, uts, 1, realtime, val3, shared);
     case FUTEX_WAKE:
-        return addr & 3 ? -EINVAL : emu_futex_wake(e, addr, (int)(val > INT32_MAX ? INT32_MAX : val), ~0u);
     case FUTEX_WAKE_BITSET:
-        if (val3 == 0)
+        if (cmd == FUTEX_WAKE_BITSET && val3 == 0)
             return -EINVAL;
-        return addr & 3 ? -EINVAL : emu_futex_wake(e, addr, (int)(val > INT32_MAX ? INT32_MAX : val), val3);
+        if (addr & 3)
+            return -EINVAL;
+        if (shared)
+            return futex_wake_shared(e, addr, (int)(val > INT32_MAX ? INT32_MAX : val),
+                                     cmd == FUTEX_WAKE ? ~0u : val3);
+        return emu_futex_wake(e, addr, (int)(val > INT32_MAX ? INT32_MAX : val),
+                              cmd == FUTEX_WAKE ? ~0u : val3);
     case FUTEX_CMP_REQUEUE:
         if ((rc = futex_get(e, addr, &v)) != 0)
             return rc;
@@ -314,7 +385,7 @@ static int64_t sys_futex(crec_emu *e, const uint64_t a[6])
     case FUTEX_UNLOCK_PI:
         return futex_unlock_pi(e, addr);
     case FUTEX_WAIT_REQUEUE_PI:
-        rc = futex_wait(e, addr, val, uts, 1, realtime, ~0u);
+        rc = futex_wait(e, addr, val, uts, 1, realtime, ~0u, 0);
         if (rc == EMU_BLOCKED)
             e->sched.cur->requeue_pi = addr2;
         return rc;

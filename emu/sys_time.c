@@ -82,7 +82,7 @@ static int64_t sys_nanosleep(crec_emu *e, const uint64_t a[6])
     struct timespec req;
     int64_t rc = timespec_in(e, a[0], &req);
 
-    return rc ? rc : sleep_until(e, emu_deadline_after(&req), a[1]);
+    return rc ? rc : sleep_until(e, emu_sc_deadline_after(e, &req), a[1]);
 }
 
 /* clock_nanosleep: relative, or absolute (TIMER_ABSTIME) on the clock
@@ -99,13 +99,13 @@ static int64_t sys_clock_nanosleep(crec_emu *e, const uint64_t a[6])
     if ((rc = timespec_in(e, a[2], &req)) != 0)
         return rc;
     if (!(a[1] & TIMER_ABSTIME))
-        return sleep_until(e, emu_deadline_after(&req), a[3]);
+        return sleep_until(e, emu_sc_deadline_after(e, &req), a[3]);
     clock_gettime(id, &now);
     rel.tv_sec = req.tv_sec - now.tv_sec;
     rel.tv_nsec = req.tv_nsec - now.tv_nsec;
     if (rel.tv_nsec < 0)
         rel.tv_sec--, rel.tv_nsec += 1000000000;
-    return sleep_until(e, emu_deadline_after(&rel), 0);
+    return sleep_until(e, emu_sc_deadline_after(e, &rel), 0);
 }
 
 static int64_t sys_times(crec_emu *e, const uint64_t a[6])

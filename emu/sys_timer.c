@@ -56,6 +56,12 @@ void emu_siginfo_bytes(const struct emu_siginfo *si, uint8_t out[SIGINFO_SIZE])
         crec_le_put(out + 16, si->value, 8); /* _sigfault: the address */
         return;
     }
+    if (si->code > 0 && si->signo == SIGCHLD) { /* _sigchld: pid, uid, status */
+        crec_le_put(out + 16, (uint64_t)si->pid, 4);
+        crec_le_put(out + 20, (uint64_t)si->uid, 4);
+        crec_le_put(out + 24, (uint64_t)(uint32_t)si->status, 4);
+        return;
+    }
     if (si->code == SI_TIMER_) { /* _timer: tid (the timer), overrun, value */
         crec_le_put(out + 16, (uint64_t)(uint32_t)si->timer, 4);
         crec_le_put(out + 20, (uint64_t)(uint32_t)si->overrun, 4);
@@ -319,6 +325,7 @@ static int64_t sys_timer_settime(crec_emu *e, const uint64_t a[6])
     } else {
         tm->next = emu_now_ns() + ts_to_ns(val);
     }
+    emu_hostsig_arm(e);
     return 0;
 }
 
@@ -349,6 +356,7 @@ static int64_t sys_timer_delete(crec_emu *e, const uint64_t a[6])
     if (!tm)
         return -EINVAL;
     memset(tm, 0, sizeof *tm);
+    emu_hostsig_arm(e);
     return 0;
 }
 

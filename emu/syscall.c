@@ -84,11 +84,11 @@ static int write_signal(uint64_t nr, const uint64_t a[6], int64_t ret)
     }
 }
 
-int64_t emu_syscall_call(crec_emu *e, struct crec_emu_syscall *sc)
+/* One try of syscall sc. */
+static int64_t call_once(crec_emu *e, struct crec_emu_syscall *sc)
 {
     int64_t ret;
 
-    table_init();
     /* a read that would wait while other threads could run blocks the thread */
     ret = emu_fd_wait(e, sc->nr, sc->args);
     if (ret != 0)
@@ -98,6 +98,32 @@ int64_t emu_syscall_call(crec_emu *e, struct crec_emu_syscall *sc)
     return unsupported(e, sc->nr);
 }
 
+int64_t emu_syscall_call(crec_emu *e, struct crec_emu_syscall *sc)
+{
+    table_init();
+    for (;;) {
+        int64_t ret = call_once(e, sc), next, now;
+        /* A host call that a signal to crec interrupted: the guest's syscall
+         * ends with EINTR when the guest takes the signal (a handler, which
+         * SA_RESTART may send back to the syscall), and runs again unseen
+         * when it does not (ignored, or another thread's). */
+        if (ret != -EINTR || (!emu_hostsig_any && !(e->opt.stop && *e->opt.stop)))
+            return ret;
+        emu_hostsig_import(e);
+        if ((next = emu_timers_next(e)) >= 0 && (now = emu_now_ns()) >= next) {
+            emu_timers_fire(e, now);
+            emu_hostsig_arm(e);
+        }
+        if (e->done || e->fatal || (e->opt.stop && *e->opt.stop))
+            return ret;
+        if (emu_signal_ready(e)) {
+            e->sc_eintr = 1;
+            return ret;
+        }
+        emu_signal_kick(e);
+    }
+}
+
 void emu_syscall_finish(crec_emu *e, int64_t ret, uint64_t next_rip)
 {
     struct crec_emu_syscall *sc = &e->sc;
@@ -105,6 +131,15 @@ void emu_syscall_finish(crec_emu *e, int64_t ret, uint64_t next_rip)
     sc->ret = ret;
     if (e->opt.strace)
         emu_strace(e, sc->nr, sc->args, ret);
+    if (e->exec_req)
+        return; /* execve: the image ends in it (the observer's on_exec) */
+    if (e->fork_child_syscall) { /* fork's child: its own recording starts after it */
+        e->fork_child_syscall = 0;
+        emu_reg_set(e->cpu, UC_X86_REG_RAX, 0);
+        emu_reg_set(e->cpu, UC_X86_REG_RCX, next_rip);
+        emu_reg_set(e->cpu, UC_X86_REG_R11, emu_reg_get(e->cpu, UC_X86_REG_RFLAGS));
+        return;
+    }
     if (!e->done && !e->fatal && write_signal(sc->nr, sc->args, ret))
         emu_signal_self(e, write_signal(sc->nr, sc->args, ret),
                         ret == -EPIPE ? "it wrote to a closed pipe"
@@ -116,11 +151,17 @@ void emu_syscall_finish(crec_emu *e, int64_t ret, uint64_t next_rip)
         emu_reg_set(e->cpu, UC_X86_REG_RCX, next_rip);
         emu_reg_set(e->cpu, UC_X86_REG_R11, emu_reg_get(e->cpu, UC_X86_REG_RFLAGS));
     }
-    emu_signal_deliver(e, next_rip); /* a handled signal it sent or unblocked */
-    if (e->done || e->fatal)
+    if (emu_hostsig_any) /* one sent to crec meanwhile (kill to its own group) */
+        emu_hostsig_import(e);
+    /* a handled signal it sent, unblocked or was interrupted by; or one
+     * whose default action ends the process now (after the syscall, which
+     * the observer is then still told of) */
+    emu_signal_deliver(e, next_rip);
+    if (e->fatal)
         return;
     if (e->obs.on_syscall_exit)
         e->obs.on_syscall_exit(e->obs.ctx, sc);
+    emu_signal_fatal_observe(e); /* it died at its end */
 }
 
 void emu_syscall_entry(void *ctx, crec_emu_cpu *cpu)
@@ -134,6 +175,7 @@ void emu_syscall_entry(void *ctx, crec_emu_cpu *cpu)
     int64_t ret;
 
     memset(sc, 0, sizeof *sc);
+    e->sc_eintr = e->sc_deadline_set = 0;
     sc->nr = nr;
     for (int i = 0; i < 6; i++)
         sc->args[i] = emu_reg_get(cpu, arg_regs[i]);

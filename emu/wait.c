@@ -39,6 +39,16 @@ uint64_t emu_deadline_after(const struct timespec *rel)
     return d;
 }
 
+uint64_t emu_sc_deadline_after(crec_emu *e, const struct timespec *rel)
+{
+    /* a syscall run again after a signal it did not take keeps its end */
+    if (!e->sc_deadline_set) {
+        e->sc_deadline = emu_deadline_after(rel);
+        e->sc_deadline_set = 1;
+    }
+    return e->sc_deadline;
+}
+
 void emu_deadline_left(uint64_t deadline, struct timespec *left)
 {
     uint64_t now = (uint64_t)emu_now_ns(), ns = deadline > now ? deadline - now : 0;

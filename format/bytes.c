@@ -280,7 +280,8 @@ static const char *const stream_names[] = {
     [CREC_FMT_S_KEYFRAMES] = "KEYFRAMES", [CREC_FMT_S_SNAPSHOTS] = "SNAPSHOTS",
     [CREC_FMT_S_BLOBS] = "BLOBS",         [CREC_FMT_S_CODE] = "CODE",
     [CREC_FMT_S_SYMBOLS] = "SYMBOLS",     [CREC_FMT_S_INDEX] = "INDEX",
-    [CREC_FMT_S_DIRECTORY] = "DIRECTORY",
+    [CREC_FMT_S_DIRECTORY] = "DIRECTORY", [CREC_FMT_S_MARKS] = "MARKS",
+    [CREC_FMT_S_PROCESS] = "PROCESS",
 };
 
 const char *crec_fmt_stream_name(int type)
@@ -295,13 +296,21 @@ int crec_fmt_stream_per_thread(int type)
     return type == CREC_FMT_S_READS || type == CREC_FMT_S_EVENTS || type == CREC_FMT_S_SEQ;
 }
 
+int crec_fmt_stream_per_process(int type)
+{
+    return type >= CREC_FMT_S_READS && type <= CREC_FMT_S_MAX && type != CREC_FMT_S_BLOBS &&
+           type != CREC_FMT_S_SYMBOLS && type != CREC_FMT_S_DIRECTORY;
+}
+
 /* ---- chunk frame header ------------------------------------------------- */
 
 void fmt_chunk_pack(uint8_t h[FMT_CHUNK_HDR], const fmt_chunk *c)
 {
     memcpy(h, FMT_CHUNK_MAGIC, 4);
     h[4] = c->type;
-    h[5] = h[6] = h[7] = 0;
+    h[5] = (uint8_t)c->proc;
+    h[6] = (uint8_t)(c->proc >> 8);
+    h[7] = (uint8_t)(c->proc >> 16);
     fmt_put_u32(h + 8, c->tid);
     fmt_put_u32(h + 12, c->seq);
     fmt_put_u64(h + 16, c->uoff);
@@ -310,24 +319,30 @@ void fmt_chunk_pack(uint8_t h[FMT_CHUNK_HDR], const fmt_chunk *c)
     fmt_put_u64(h + 32, c->sum);
 }
 
-int fmt_chunk_unpack(const uint8_t h[FMT_CHUNK_HDR], uint64_t off, fmt_chunk *c,
-                     crec_error *err)
+int fmt_chunk_unpack(uint32_t version, const uint8_t h[FMT_CHUNK_HDR], uint64_t off,
+                     fmt_chunk *c, crec_error *err)
 {
     if (memcmp(h, FMT_CHUNK_MAGIC, 4) != 0)
         return crec_error_corrupt(err, "bad chunk magic at offset %llu", (unsigned long long)off);
     c->file_off = off;
     c->type = h[4];
+    c->proc = (uint32_t)h[5] | (uint32_t)h[6] << 8 | (uint32_t)h[7] << 16;
     c->tid = fmt_get_u32(h + 8);
     c->seq = fmt_get_u32(h + 12);
     c->uoff = fmt_get_u64(h + 16);
     c->clen = fmt_get_u32(h + 24);
     c->ulen = fmt_get_u32(h + 28);
     c->sum = fmt_get_u64(h + 32);
-    if (c->type < 1 || c->type > CREC_FMT_S_MAX)
+    if (c->type < 1 || c->type > CREC_FMT_S_MAX ||
+        (version < 3 && c->type == CREC_FMT_S_PROCESS))
         return crec_error_corrupt(err, "unknown stream type %u at offset %llu", c->type,
                                   (unsigned long long)off);
-    if (h[5] | h[6] | h[7])
+    if (version < 3 && c->proc)
         return crec_error_corrupt(err, "reserved chunk bytes not zero at offset %llu",
+                                  (unsigned long long)off);
+    if (c->proc && !crec_fmt_stream_per_process(c->type))
+        return crec_error_corrupt(err, "shared stream %s has process %u at offset %llu",
+                                  crec_fmt_stream_name(c->type), c->proc,
                                   (unsigned long long)off);
     if (c->tid != 0 && !crec_fmt_stream_per_thread(c->type))
         return crec_error_corrupt(err, "global stream %s has thread id %u at offset %llu",

@@ -28,7 +28,7 @@
  * bump CREC_FMT_VERSION when this list changes (or when any layout in
  * docs/FORMAT.md changes).  A reader refuses every other version.
  */
-#define CREC_FMT_VERSION 2
+#define CREC_FMT_VERSION 3
 #define CREC_FMT_MIN_VERSION 1 /* the oldest version a reader still reads */
 
 enum crec_fmt_stream {
@@ -43,7 +43,9 @@ enum crec_fmt_stream {
     CREC_FMT_S_SYMBOLS = 9,   /* global: SYMBOL records */
     CREC_FMT_S_INDEX = 10,    /* global: opaque bytes of the index module */
     CREC_FMT_S_DIRECTORY = 11, /* the chunk directory (one chunk, last) */
-    CREC_FMT_S_MAX = 11
+    CREC_FMT_S_MARKS = 12,    /* version 3, global: MARK records (ring, gaps, stops) */
+    CREC_FMT_S_PROCESS = 13,  /* per process (version 3): PROCESS records */
+    CREC_FMT_S_MAX = 13
 };
 
 /* Record kinds: the first byte of every framed record (docs/FORMAT.md §6). */
@@ -60,6 +62,10 @@ enum crec_fmt_kind {
     CREC_FMT_K_BLOB = 0x30,
     CREC_FMT_K_CODE = 0x40,
     CREC_FMT_K_SYMBOL = 0x50,
+    CREC_FMT_K_RING = 0x60, /* version 3, MARKS: what a ring recording dropped */
+    CREC_FMT_K_GAP = 0x61,  /* version 3, MARKS: instructions that ran unrecorded */
+    CREC_FMT_K_STOP = 0x62, /* version 3, MARKS: why the recording ended before the program */
+    CREC_FMT_K_PROCESS = 0x70, /* version 3: PROCESS stream */
 };
 
 /* ---- limits a reader enforces (and a writer respects) ------------------- */
@@ -72,7 +78,10 @@ enum crec_fmt_kind {
  * than 700,000 strings in all. */
 #define CREC_FMT_MAX_STRINGS (1u << 20)
 #define CREC_FMT_MAX_THREADS 65536        /* distinct thread ids */
-#define CREC_FMT_MAX_STREAMS (3 * CREC_FMT_MAX_THREADS + 16)
+/* Processes of one recording (version 3): a number fits the chunk header's
+ * 24 bits, and a reader keeps a small entry for each. */
+#define CREC_FMT_MAX_PROCS (1u << 20)
+#define CREC_FMT_MAX_STREAMS (1u << 22)
 #define CREC_FMT_MAX_CPUID 1024           /* CPUID leaves in the header */
 #define CREC_FMT_DEFAULT_CHUNK (256u << 10) /* writer flush threshold */
 #define CREC_FMT_READ_WIDTH_MAX 16        /* bytes of one READS value */
@@ -143,6 +152,12 @@ const char *crec_fmt_stream_name(int type);
 /*! crec_fmt_stream_per_thread() :
  *  @return 1 for READS, EVENTS and SEQ (thread id > 0 allowed), else 0. */
 int crec_fmt_stream_per_thread(int type);
+
+/*! crec_fmt_stream_per_process() :
+ *  @return 1 for the streams each process of a version-3 recording has of
+ *  its own (every type but HEADER, DIRECTORY, BLOBS and SYMBOLS, which the
+ *  processes share), else 0. */
+int crec_fmt_stream_per_process(int type);
 
 /* ---- content hashes ------------------------------------------------------ */
 
@@ -257,7 +272,30 @@ enum crec_fmt_thread_how { CREC_FMT_TH_EXITED = 0, CREC_FMT_TH_ENDED = 1 };
  * was still running (value: the signal crec got, SIGINT or SIGTERM; or 0:
  * every thread was blocked for good, a deadlock). */
 enum crec_fmt_exit_how { CREC_FMT_EXIT_STATUS = 0, CREC_FMT_EXIT_SIGNAL = 1,
-                         CREC_FMT_EXIT_STOPPED = 2 };
+                         CREC_FMT_EXIT_STOPPED = 2,
+                         /* version 3: the process called execve (value: the
+                          * number of the process it goes on as) */
+                         CREC_FMT_EXIT_EXEC = 3,
+                         /* version 3: the recording ended before the program,
+                          * for the reason a STOP mark gives (value 0) */
+                         CREC_FMT_EXIT_ENDED = 4 };
+
+/* A SIGNAL record's flags (version 3).  Neither: an asynchronous signal
+ * whose handler is entered at the block start at `icount`. */
+#define CREC_FMT_SIG_FAULT 1 /* the instruction at icount faulted (it did not run);
+                                its handler is entered there */
+#define CREC_FMT_SIG_FATAL 2 /* the process dies of it at the block start at icount
+                                (its default action); the EXIT record follows */
+
+/* A register a SYSCALL or SIGNAL record sets (ids above), and a range of
+ * guest memory the kernel wrote. */
+typedef struct crec_fmt_reg_value {
+    uint32_t id;
+    uint64_t value;
+} crec_fmt_reg_value;
+typedef struct crec_fmt_range {
+    uint64_t addr, len;
+} crec_fmt_range;
 
 typedef struct crec_fmt_event {
     int kind; /* CREC_FMT_K_SYSCALL .. CREC_FMT_K_EXIT */
@@ -268,9 +306,9 @@ typedef struct crec_fmt_event {
             uint32_t flags;
             uint64_t write_hash;
             uint32_t nregs; /* registers besides rax the syscall changed */
-            struct { uint32_t id; uint64_t value; } regs[CREC_FMT_SYS_MAXREGS];
+            crec_fmt_reg_value regs[CREC_FMT_SYS_MAXREGS];
             uint32_t nout;  /* guest ranges the emulated kernel wrote */
-            struct { uint64_t addr, len; } out[CREC_FMT_SYS_MAXOUT];
+            crec_fmt_range out[CREC_FMT_SYS_MAXOUT];
         } sys;
         struct { uint32_t leaf, subleaf, eax, ebx, ecx, edx; } cpuid;
         struct { uint64_t value; } rdtsc;
@@ -281,7 +319,16 @@ typedef struct crec_fmt_event {
             const char *name;   /* decode: points into the body, not NUL-terminated */
             size_t name_len;
         } mmap;
-        struct { uint64_t icount; uint32_t signo; int64_t code; uint64_t addr; } sig;
+        struct { /* a signal delivered at an instruction boundary; version 3 has
+                    all but the first four: entering the handler set the
+                    registers `regs` and wrote the frame at `out` */
+            uint64_t icount; uint32_t signo; int64_t code; uint64_t addr;
+            uint32_t flags; /* CREC_FMT_SIG_* */
+            uint32_t nregs;
+            crec_fmt_reg_value regs[CREC_FMT_SYS_MAXREGS];
+            uint32_t nout;
+            crec_fmt_range out[CREC_FMT_SYS_MAXOUT];
+        } sig;
         struct { /* a thread starts or ends; version 2 has all but op and tid */
             uint32_t op, tid;
             uint32_t parent, guest_tid; /* create: who made it, its tid in the guest */
@@ -384,6 +431,104 @@ typedef struct crec_fmt_symbol {
 int crec_fmt_sym_encode(crec_fmt_buf *b, const crec_fmt_symbol *s);
 int crec_fmt_sym_decode(const uint8_t *body, size_t len, crec_fmt_symbol *s, crec_error *err);
 
+/*! MARK records (version 3, MARKS stream; marks.c): what a reader needs to
+ *  know of a recording that does not hold the whole run.  RING: a ring
+ *  recording, and what it dropped so far (the last RING mark is current).
+ *  GAP: instructions [from, to) ran but were not recorded.  STOP: the
+ *  recording ended at `at` before the program did, and how the program
+ *  ended if that is known. */
+enum crec_fmt_gap_why {
+    CREC_FMT_GAP_BEFORE_START = 1, /* before the first --start-at trigger */
+    CREC_FMT_GAP_STOPPED = 2,      /* between a --stop-at and the next --start-at */
+};
+enum crec_fmt_stop_why {
+    CREC_FMT_STOP_STOP_AT = 1,  /* a --stop-at trigger (no --start-at came after) */
+    CREC_FMT_STOP_MAX_SIZE = 2, /* the file reached --max-size */
+    CREC_FMT_STOP_DUMP = 3,     /* a dump taken while the program ran on */
+    CREC_FMT_STOP_THREADS = 4,  /* a ring or a --start-at recording met a second thread */
+    CREC_FMT_STOP_NEVER = 5,    /* no --start-at trigger came: nothing was recorded */
+    CREC_FMT_STOP_PROCESS = 6,  /* a one-process recording (ring, --max-size, --start-at,
+                                   --stop-at) met a fork or an execve */
+};
+#define CREC_FMT_STOP_WHY_MAX 6
+typedef struct crec_fmt_mark {
+    int kind; /* CREC_FMT_K_RING, _GAP or _STOP */
+    union {
+        struct {
+            uint64_t size;             /* the bound the user gave (--ring SIZE) */
+            uint64_t kept_from;        /* global time of the first key frame kept */
+            uint64_t dropped_segments; /* segments dropped so far */
+            uint64_t dropped_bytes;    /* file bytes they took */
+            uint64_t rotations;        /* times the file was rewritten */
+        } ring;
+        struct {
+            uint64_t from, to; /* global times, from < to */
+            uint32_t why;      /* enum crec_fmt_gap_why */
+        } gap;
+        struct {
+            uint64_t at;       /* global time where the recording ended */
+            uint32_t why;      /* enum crec_fmt_stop_why */
+            uint64_t number;   /* a dump's number (1, 2, ...), else 0 */
+            int ended;         /* the program's end is known: */
+            uint64_t end;      /*   its global time, */
+            uint32_t how;      /*   CREC_FMT_EXIT_STATUS or _SIGNAL, */
+            uint64_t value;    /*   its status or signal */
+        } stop;
+    } u;
+} crec_fmt_mark;
+int crec_fmt_mark_encode(crec_fmt_buf *b, const crec_fmt_mark *m);
+int crec_fmt_mark_decode(int kind, const uint8_t *body, size_t len, crec_fmt_mark *m,
+                         crec_error *err);
+
+/* Every mark of a recording, in the order written (the MARKS stream). */
+typedef struct crec_fmt_marks {
+    crec_fmt_mark ring;        /* the last RING mark; kind 0 when there is none */
+    crec_fmt_mark stop;        /* the last STOP mark; kind 0 when there is none */
+    size_t ngaps;
+    crec_fmt_mark *gaps;       /* GAP marks, sorted by time; crec_malloc'd */
+} crec_fmt_marks;
+
+/*! crec_fmt_marks_read() :
+ *  Read the MARKS stream (none before version 3: no marks).  Gaps must not
+ *  overlap and go forward in time.
+ *  @return CREC_OK and *m (crec_fmt_marks_clear), or an error. */
+struct crec_fmt_reader;
+int crec_fmt_marks_read(struct crec_fmt_reader *r, crec_fmt_marks *m, crec_error *err);
+void crec_fmt_marks_clear(crec_fmt_marks *m);
+
+/*! PROCESS (version 3, the PROCESS stream of each process): how it began
+ *  and how it ended.  A process is one program image of one guest pid:
+ *  fork makes a new process, and so does execve (the same pid goes on as
+ *  a new process, whose parent is the one it replaced). */
+enum crec_fmt_proc_op { CREC_FMT_PR_START = 1, CREC_FMT_PR_END = 2 };
+enum crec_fmt_proc_how { CREC_FMT_PR_ROOT = 0, CREC_FMT_PR_FORK = 1, CREC_FMT_PR_EXEC = 2 };
+typedef struct crec_fmt_process {
+    uint32_t op;          /* enum crec_fmt_proc_op */
+    uint32_t proc;        /* crec's number of the process (0: the first) */
+    /* START */
+    uint32_t how;         /* enum crec_fmt_proc_how */
+    uint32_t parent;      /* the process that forked it, or that execve replaced */
+    uint32_t parent_tid;  /* ... its thread that made that syscall */
+    uint64_t parent_icount; /* ... that thread's own count at the syscall */
+    uint32_t pid, ppid;   /* the guest's pid and parent pid */
+    const char *path;     /* decode: points into the body, not NUL-terminated */
+    size_t path_len;
+    size_t argc;          /* the command line: argc strings, */
+    const uint8_t *args;  /* decode: the bytes of the argc strings in the body */
+    size_t args_len;      /* (crec_fmt_process_argv makes them an array) */
+    char *const *argv;    /* encode: the strings */
+    /* END */
+    uint32_t end_how;     /* enum crec_fmt_exit_how */
+    uint64_t value;       /* the status, the signal, or the process execve made */
+    uint64_t instructions; /* its instruction count (all threads) */
+} crec_fmt_process;
+int crec_fmt_proc_encode(crec_fmt_buf *b, const crec_fmt_process *p);
+int crec_fmt_proc_decode(const uint8_t *body, size_t len, crec_fmt_process *p, crec_error *err);
+/*! crec_fmt_process_argv() : a decoded START's command line as a
+ *  NULL-terminated array of NUL-terminated strings in one crec_malloc'd
+ *  block (free it with crec_free).  @return CREC_OK or CREC_ERR_NOMEM. */
+int crec_fmt_process_argv(const crec_fmt_process *p, char ***out);
+
 /* ---- writer --------------------------------------------------------------- */
 
 typedef struct crec_fmt_writer crec_fmt_writer;
@@ -391,6 +536,9 @@ typedef struct crec_fmt_writer crec_fmt_writer;
 typedef struct crec_fmt_writer_opts {
     size_t chunk_size; /* flush threshold in uncompressed bytes; 0 = default */
     int zstd_level;    /* 0 = 3 */
+    int shared;        /* the writer is shared by the processes a fork makes
+                          (crec_fmt_writer_forked): its file offset, directory
+                          and the shared streams live in shared memory */
 } crec_fmt_writer_opts;
 
 /*! crec_fmt_writer_open() :
@@ -442,9 +590,117 @@ int crec_fmt_flush_all(crec_fmt_writer *w, crec_error *err);
 int crec_fmt_blob_put(crec_fmt_writer *w, const void *data, size_t len, crec_fmt_hash *hash,
                       crec_error *err);
 
+/*! crec_fmt_blob_put_pinned() :
+ *  crec_fmt_blob_put() of bytes that must stay in the file for as long as
+ *  it is written: code, which the listing after every key frame names.  In
+ *  ring mode they go in chunks of their own that a rotation never drops;
+ *  otherwise this is crec_fmt_blob_put().
+ *  @return CREC_OK and *hash, or an error. */
+int crec_fmt_blob_put_pinned(crec_fmt_writer *w, const void *data, size_t len,
+                             crec_fmt_hash *hash, crec_error *err);
+
+/*! crec_fmt_writer_size() :
+ *  @return the bytes of the file so far plus an upper bound of what its
+ *  buffered bytes and its directory would add if it were closed now. */
+uint64_t crec_fmt_writer_size(const crec_fmt_writer *w);
+
+/*! crec_fmt_writer_copy_to() :
+ *  Start a copy of the recording so far in a new file (a dump): the bytes
+ *  written so far are copied to `fd`, which the writer then writes to
+ *  instead, as if it had been there from the start (ring mode is left).
+ *  Meant for a forked copy of the recorder.
+ *  @return CREC_OK, or CREC_ERR_IO naming `name`. */
+int crec_fmt_writer_copy_to(crec_fmt_writer *w, int fd, const char *name, crec_error *err);
+
+/* ---- ring mode (ring.c; docs/FORMAT.md §10) ---- */
+
+typedef struct crec_fmt_ring_opts {
+    const char *path;  /* the file being written (replaced at each rotation) */
+    uint64_t size;     /* the bound on the file, in bytes */
+    uint64_t segment;  /* bytes after which the recorder starts a new segment */
+} crec_fmt_ring_opts;
+
+/* What a ring has done so far. */
+typedef struct crec_fmt_ring_stats {
+    uint64_t rotations, dropped_segments, dropped_bytes, copied_bytes, kept_from;
+    double seconds;    /* spent rotating */
+    uint64_t fixed_bytes; /* header, code, symbols and the base snapshot */
+} crec_fmt_ring_stats;
+
+/*! crec_fmt_ring_start() :
+ *  Make w (a file opened by crec_fmt_writer_open, nothing written after the
+ *  header yet) a ring: its oldest segments are dropped whole so that the
+ *  file stays within o->size plus one segment.  Writes the first RING mark.
+ *  @return CREC_OK, or CREC_ERR_ARG (a pipe, a bound too small). */
+int crec_fmt_ring_start(crec_fmt_writer *w, const crec_fmt_ring_opts *o, crec_error *err);
+
+/*! crec_fmt_ring_segment_bytes() :
+ *  @return the bytes the current segment holds (buffered ones included);
+ *  0 when w is not a ring. */
+uint64_t crec_fmt_ring_segment_bytes(const crec_fmt_writer *w);
+
+/*! crec_fmt_ring_boundary() :
+ *  A new segment begins here, at global time `icount`, with a key frame
+ *  of every live thread written next, then a snapshot: every stream is
+ *  flushed, and when the file is full it is rewritten without its oldest
+ *  segments (a rotation: the new file replaces the old one by rename, so
+ *  that the path always names a readable recording).  The segment's
+ *  snapshot at `icount` must follow, so that a rotation can build the
+ *  memory at the start of the first segment it keeps.
+ *  @return CREC_OK or an error (the file is then as it was). */
+int crec_fmt_ring_boundary(crec_fmt_writer *w, uint64_t icount, crec_error *err);
+
+/*! crec_fmt_ring_stats_get() : @return 1 and *st when w is a ring, else 0. */
+int crec_fmt_ring_stats_get(const crec_fmt_writer *w, crec_fmt_ring_stats *st);
+
+/*
+ * Several processes (version 3).  A writer writes the per-process streams
+ * of one process at a time, numbered 0 (the first) up; BLOBS and SYMBOLS
+ * are shared by all.  A writer opened `shared` survives fork: each process
+ * then writes its own chunks to the one file, one chunk at a time under a
+ * lock in shared memory (docs/ARCHITECTURE.md, "Processes").
+ */
+
+/*! crec_fmt_writer_process() : @return the number of the process whose
+ *  streams the writer writes now. */
+uint32_t crec_fmt_writer_process(const crec_fmt_writer *w);
+
+/*! crec_fmt_writer_take_process() : a number for a new process (the next
+ *  one; shared by the processes of a shared writer).
+ *  @return CREC_OK and *proc, or CREC_ERR_LIMIT. */
+int crec_fmt_writer_take_process(crec_fmt_writer *w, uint32_t *proc, crec_error *err);
+
+/*! crec_fmt_writer_set_process() :
+ *  The current process's streams are complete (execve): write what is
+ *  pending of them, and go on with the streams of process `proc` (from
+ *  crec_fmt_writer_take_process).  @return CREC_OK or an error. */
+int crec_fmt_writer_set_process(crec_fmt_writer *w, uint32_t proc, crec_error *err);
+
+/*! crec_fmt_writer_prefork() :
+ *  Just before fork (shared writers only): the shared streams' pending
+ *  records are written, so that the child, which knows the same blobs,
+ *  never names one that is not in the file.  @return CREC_OK or an error. */
+int crec_fmt_writer_prefork(crec_fmt_writer *w, crec_error *err);
+
+/*! crec_fmt_writer_forked() :
+ *  In the child, just after fork: the bytes the parent had pending are the
+ *  parent's to write; the child writes the streams of a new process, *proc.
+ *  @return CREC_OK or an error. */
+int crec_fmt_writer_forked(crec_fmt_writer *w, uint32_t *proc, crec_error *err);
+
+/*! crec_fmt_writer_leave() :
+ *  A process that is not the first is done: write everything it has
+ *  pending, and free the writer without a directory (the first process
+ *  writes it, for every process, when all have left).
+ *  @return CREC_OK or an error. */
+int crec_fmt_writer_leave(crec_fmt_writer *w, crec_error *err);
+
 /*! crec_fmt_writer_close() :
  *  Flush every stream, write the directory and the trailer, close the file
- *  and free the writer (also on error).
+ *  and free the writer (also on error).  A shared writer first waits until
+ *  every process forked from it has left (crec_fmt_writer_leave, or died);
+ *  if one died in the middle of writing a chunk, no directory is written
+ *  (a reader scans the file, docs/FORMAT.md §7.2).
  *  @return CREC_OK, or an error such as CREC_ERR_IO naming the file. */
 int crec_fmt_writer_close(crec_fmt_writer *w, crec_error *err);
 
@@ -491,8 +747,10 @@ const crec_fmt_header *crec_fmt_reader_header(const crec_fmt_reader *r);
 
 /*! crec_fmt_reader_truncated() :
  *  @return 1 when the file had no valid directory and was recovered by
- *          scanning; *at is then the byte offset where valid data ends and
- *          `why` (may be NULL) receives the reason.  0 otherwise. */
+ *          scanning, or the selected process has no end (its recorder was
+ *          killed: crec_fmt_reader_select); *at is then the byte offset
+ *          where valid data ends (the file's size for a process cut short)
+ *          and `why` (may be NULL) receives the reason.  0 otherwise. */
 int crec_fmt_reader_truncated(const crec_fmt_reader *r, uint64_t *at, const char **why);
 
 /*! crec_fmt_kf_reached() :
@@ -510,8 +768,31 @@ typedef struct crec_fmt_stream_info {
     uint64_t compressed_bytes; /* chunk payloads plus chunk headers */
 } crec_fmt_stream_info;
 
+/*! crec_fmt_reader_procs() :
+ *  The processes of the recording (version 3: each has streams of its own;
+ *  an older file has one, 0), sorted, into *procs (the reader's).
+ *  @return how many there are (at least 1). */
+size_t crec_fmt_reader_procs(const crec_fmt_reader *r, const uint32_t **procs);
+
+/*! crec_fmt_reader_totals() : chunks, and raw and compressed bytes, of
+ *  every stream of every process. */
+void crec_fmt_reader_totals(const crec_fmt_reader *r, uint64_t *chunks, uint64_t *raw,
+                            uint64_t *comp);
+
+/*! crec_fmt_reader_select() :
+ *  Read the per-process streams (crec_fmt_stream_per_process) of process
+ *  `proc` from now on; a reader starts with process 0, the first.  A
+ *  process whose PROCESS stream has no end (its recorder was killed) reads
+ *  as a truncated file (crec_fmt_reader_truncated).
+ *  @return CREC_OK, or CREC_ERR_NOTFOUND (no such process). */
+int crec_fmt_reader_select(crec_fmt_reader *r, uint32_t proc, crec_error *err);
+
+/*! crec_fmt_reader_selected() : @return the process selected. */
+uint32_t crec_fmt_reader_selected(const crec_fmt_reader *r);
+
 /*! crec_fmt_reader_nstreams() / crec_fmt_reader_stream() :
- *  Streams sorted by (type, tid); index in [0, nstreams).
+ *  The selected process's streams and the shared ones, sorted by (type,
+ *  tid); index in [0, nstreams).
  *  @return the count / CREC_OK and *info (CREC_ERR_ARG for a bad index). */
 size_t crec_fmt_reader_nstreams(const crec_fmt_reader *r);
 int crec_fmt_reader_stream(const crec_fmt_reader *r, size_t i, crec_fmt_stream_info *info,
@@ -651,6 +932,40 @@ int crec_fmt_schedule(crec_fmt_reader *r, uint64_t end, crec_fmt_slice **out, si
 /*! crec_fmt_slice_at() : @return the last slice starting at or before t. */
 size_t crec_fmt_slice_at(const crec_fmt_slice *v, size_t n, uint64_t t);
 
+/* ---- processes (procs.c) --------------------------------------------------- */
+
+/* One process of a recording, from its PROCESS stream (version 3). */
+typedef struct crec_fmt_proc_sum {
+    uint32_t proc;          /* crec's number (0: the first) */
+    int started;            /* a START record was read: */
+    uint32_t how;           /*   enum crec_fmt_proc_how */
+    uint32_t parent, parent_tid; /* the process it came from, and its thread */
+    uint64_t parent_icount; /*   ... that thread's own count at the fork or execve */
+    uint32_t pid, ppid;     /*   the guest's */
+    char *path;             /*   the program (crec_malloc'd) */
+    char **argv;            /*   NULL-terminated, one crec_malloc'd block */
+    int ended;              /* an END record was read (else its recorder was killed): */
+    uint32_t end_how;       /*   enum crec_fmt_exit_how */
+    uint64_t value;         /*   status, signal, or the process execve made */
+    uint64_t instructions;
+} crec_fmt_proc_sum;
+
+/*! crec_fmt_processes() :
+ *  Every process of the recording (crec_fmt_reader_procs), in number
+ *  order, with what its PROCESS stream says (nothing for an older file's
+ *  one process).  The selection is kept.
+ *  @return CREC_OK, *out (crec_fmt_processes_free) and *n, or an error. */
+int crec_fmt_processes(crec_fmt_reader *r, crec_fmt_proc_sum **out, size_t *n, crec_error *err);
+void crec_fmt_processes_free(crec_fmt_proc_sum *v, size_t n);
+
+/*! crec_fmt_pick_processes() :
+ *  The processes of guest pid `pid` (0: every process), in order: all of
+ *  them, or (image > 0) only its image-th program (execve starts a new
+ *  process), as indexes into v, into which[] (room for n).
+ *  @return CREC_OK and *np, or CREC_ERR_NOTFOUND naming what is not there. */
+int crec_fmt_pick_processes(const crec_fmt_proc_sum *v, size_t n, uint32_t pid, uint32_t image,
+                            size_t *which, size_t *np, crec_error *err);
+
 /* ---- summary (what `crec info` prints) ----------------------------------- */
 
 /* One thread of a recording, as the summary sees it. */
@@ -686,6 +1001,8 @@ typedef struct crec_fmt_summary {
     size_t nthread_sums;       /* every thread, by number (crec_fmt_summary_clear) */
     crec_fmt_thread_sum *thread_sums;
     uint32_t version;          /* the file's format version */
+    uint64_t first;            /* the time of the first key frame */
+    crec_fmt_marks marks;      /* version 3: ring, gaps, stop (crec_fmt_summary_clear) */
     uint32_t cur_tid;          /* private: the EVENTS stream being read */
     /* while summarizing: */
     crec_fmt_reader *reader;

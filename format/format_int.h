@@ -16,7 +16,8 @@
  *
  *   0   4  chunk magic "CRCK" (43 52 43 4B)
  *   4   1  stream type
- *   5   3  reserved, must be zero
+ *   5   3  version 3: process number (u24 LE), 0 for the shared streams;
+ *          versions 1 and 2: reserved, must be zero
  *   8   4  thread id (u32 LE), 0 for global streams
  *   12  4  chunk sequence number within its stream (u32 LE)
  *   16  8  uncompressed offset of the chunk within its stream (u64 LE)
@@ -99,6 +100,7 @@ int fmt_cur_hash(crec_fmt_cur *c, crec_fmt_hash *h, const char *what, crec_error
 typedef struct fmt_chunk {
     uint64_t file_off; /* where the frame header starts */
     uint8_t type;
+    uint32_t proc;     /* version 3: the process (< 2^24) */
     uint32_t tid, seq;
     uint64_t uoff;
     uint32_t clen, ulen;
@@ -106,10 +108,80 @@ typedef struct fmt_chunk {
 } fmt_chunk;
 
 void fmt_chunk_pack(uint8_t hdr[FMT_CHUNK_HDR], const fmt_chunk *c);
-/* Parse and range-check a frame header (not the checksum). */
-int fmt_chunk_unpack(const uint8_t hdr[FMT_CHUNK_HDR], uint64_t file_off, fmt_chunk *c,
-                     crec_error *err);
+/* Parse and range-check a frame header (not the checksum) of a file of
+ * format `version` (a process number only from version 3 on). */
+int fmt_chunk_unpack(uint32_t version, const uint8_t hdr[FMT_CHUNK_HDR], uint64_t file_off,
+                     fmt_chunk *c, crec_error *err);
+#define FMT_MAX_PROC ((1u << 24) - 1) /* the chunk header's field */
 uint64_t fmt_chunk_sum(const uint8_t hdr[FMT_CHUNK_HDR], const uint8_t *payload, size_t clen);
+
+/* ---- the writer (writer.c; ring.c reads and rewrites its state) -------- */
+
+struct wstream {
+    uint8_t type;
+    uint32_t proc;    /* per-process streams: its process; shared ones: 0 */
+    uint32_t tid;
+    uint8_t *buf;     /* grows by doubling up to chunk_size */
+    size_t len, cap;  /* bytes buffered, bytes allocated */
+    uint64_t flushed; /* bytes already written as chunks */
+    uint32_t seq;     /* next chunk number */
+    int pinned;       /* a ring never drops its chunks (CODE, SYMBOLS, MARKS) */
+};
+
+/* An open-addressing set of blob hashes (all-zero marks an empty slot). */
+struct fmt_hashset {
+    crec_fmt_hash *v;
+    size_t cap, count;
+};
+int fmt_hset_has(const struct fmt_hashset *s, const crec_fmt_hash *h);
+int fmt_hset_add(struct fmt_hashset *s, const crec_fmt_hash *h); /* 0, or -1 no memory */
+void fmt_hset_clear(struct fmt_hashset *s);
+
+#define FMT_SEG_PINNED UINT32_MAX /* a chunk no rotation drops */
+
+struct fmt_ring;   /* ring.c */
+struct fmt_shared; /* writer.c: what the processes of a shared writer share */
+
+struct crec_fmt_writer {
+    int fd, own_fd;
+    struct fmt_shared *sh; /* shared writers only (else NULL; never a ring) */
+    fmt_chunk *sdir;       /* ... their directory, FMT_SHARED_DIR_MAX entries */
+    int alive[2];          /* ... the pipe each process holds open (-1: closed) */
+    int forked;            /* this is a process a fork made (not the first) */
+    uint32_t proc;         /* the process whose streams are written */
+    uint32_t next_proc;    /* the next process number, when not shared */
+    char *name;
+    int failed; /* after an error only free/close are accepted */
+    size_t chunk_size;
+    int level;
+    void *cctx; /* ZSTD_CCtx */
+    uint8_t *zbuf;
+    size_t zcap;
+    struct wstream *streams;
+    size_t nstreams, scap;
+    size_t last[CREC_FMT_S_MAX + 1]; /* per type: the stream written last */
+    fmt_chunk *dir;
+    size_t ndir, dcap;
+    uint32_t *dir_seg;     /* ring: the segment of each chunk of dir */
+    size_t dseg_cap;
+    uint64_t off;          /* bytes written to the file so far */
+    struct fmt_hashset blobs;     /* stored blobs (a ring: only the pinned ones) */
+    struct fmt_hashset seg_blobs; /* a ring: the blobs of the current segment */
+    int pinning;           /* chunks flushed now are pinned */
+    uint64_t header_end;   /* where the HEADER chunk ends */
+    struct fmt_ring *ring; /* NULL unless crec_fmt_ring_start */
+};
+
+int fmt_w_nomem(crec_fmt_writer *w, crec_error *err);
+int fmt_w_dead(crec_fmt_writer *w, crec_error *err);
+int fmt_write_all(crec_fmt_writer *w, const void *p, size_t n, crec_error *err);
+/* Compress `data` (c->ulen bytes) into one chunk at the end of the file;
+ * fills c's file offset, clen and checksum. */
+int fmt_write_chunk(crec_fmt_writer *w, fmt_chunk *c, const uint8_t *data, crec_error *err);
+int fmt_dir_add(crec_fmt_writer *w, const fmt_chunk *c, uint32_t seg, crec_error *err);
+/* ring.c: the current segment's number; free the ring state. */
+uint32_t fmt_ring_current(const crec_fmt_writer *w);
+void fmt_ring_free(crec_fmt_writer *w);
 
 /* A SEQ entry's numbers, read as the file holds them (records.c). */
 int fmt_seq_apply(crec_fmt_seq_ctx *ctx, uint64_t dseq, uint64_t dic, uint8_t kind,

@@ -39,6 +39,7 @@
 
 struct rstream {
     uint8_t type;
+    uint32_t proc;   /* version 3: per-process streams' process */
     uint32_t tid;
     size_t first, n; /* chunks[first .. first+n) */
     uint64_t raw, comp;
@@ -86,11 +87,22 @@ struct crec_fmt_reader {
     uint8_t *pipebuf;
     size_t memlen, pipecap;
     uint64_t size; /* bytes in the file (for a pipe: read so far) */
+    uint32_t version; /* the preamble's */
     crec_fmt_header hdr;
-    fmt_chunk *chunks; /* sorted by (type, tid, seq) */
+    fmt_chunk *chunks; /* sorted by (type, proc, tid, seq) */
     size_t nchunks;
-    struct rstream *streams;
+    struct rstream *streams; /* sorted by (type, proc, tid) */
     size_t nstreams;
+    /* processes (version 3): the one the per-process streams are read
+     * from, the streams a caller sees (it and the shared ones), and every
+     * process number that has a chunk */
+    uint32_t sel;
+    size_t *vis;
+    size_t nvis;
+    uint32_t *procs;
+    size_t nprocs;
+    int sel_cut;          /* the selected process has no end (its recorder was killed) */
+    char sel_why[160];
     int truncated;
     uint64_t trunc_at;
     char why[CREC_ERROR_MSG_MAX];
@@ -204,11 +216,15 @@ static int grow(uint8_t **p, size_t *cap, size_t n)
 
 static const char *chunk_desc(const fmt_chunk *c, char *buf, size_t n)
 {
+    char p[24] = "";
+
+    if (c->proc)
+        snprintf(p, sizeof p, " process %u", c->proc);
     if (crec_fmt_stream_per_thread(c->type))
-        snprintf(buf, n, "stream %s thread %u chunk %u", crec_fmt_stream_name(c->type), c->tid,
-                 c->seq);
+        snprintf(buf, n, "stream %s%s thread %u chunk %u", crec_fmt_stream_name(c->type), p,
+                 c->tid, c->seq);
     else
-        snprintf(buf, n, "stream %s chunk %u", crec_fmt_stream_name(c->type), c->seq);
+        snprintf(buf, n, "stream %s%s chunk %u", crec_fmt_stream_name(c->type), p, c->seq);
     return buf;
 }
 
@@ -219,7 +235,7 @@ static int fetch_chunk(crec_fmt_reader *r, uint64_t off, fmt_chunk *c, crec_erro
     uint8_t hdr[FMT_CHUNK_HDR];
     char d[96];
     int rc = src_read(r, off, hdr, sizeof hdr, err);
-    if (rc || (rc = fmt_chunk_unpack(hdr, off, c, err)) != 0)
+    if (rc || (rc = fmt_chunk_unpack(r->version, hdr, off, c, err)) != 0)
         return rc;
     if (!grow(&r->zbuf, &r->zcap, c->clen))
         return r_nomem(r, err);
@@ -270,8 +286,8 @@ static int fetch_checked(crec_fmt_reader *r, size_t i, fmt_chunk *out, crec_erro
                                   chunk_desc(e, d, sizeof d), (unsigned long long)e->file_off);
     if (rc)
         return rc;
-    if (c.type != e->type || c.tid != e->tid || c.seq != e->seq || c.uoff != e->uoff ||
-        c.clen != e->clen || c.ulen != e->ulen || c.sum != e->sum)
+    if (c.type != e->type || c.proc != e->proc || c.tid != e->tid || c.seq != e->seq ||
+        c.uoff != e->uoff || c.clen != e->clen || c.ulen != e->ulen || c.sum != e->sum)
         return crec_error_corrupt(err, "chunk at offset %llu does not match the directory (%s)",
                                   (unsigned long long)e->file_off, chunk_desc(e, d, sizeof d));
     *out = c;
@@ -295,6 +311,8 @@ static int cmp_stream_order(const void *a, const void *b)
     const fmt_chunk *x = a, *y = b;
     if (x->type != y->type)
         return x->type < y->type ? -1 : 1;
+    if (x->proc != y->proc)
+        return x->proc < y->proc ? -1 : 1;
     if (x->tid != y->tid)
         return x->tid < y->tid ? -1 : 1;
     if (x->seq != y->seq)
@@ -324,6 +342,37 @@ static int check_placement(crec_fmt_reader *r, uint64_t start, uint64_t end, cre
     return CREC_OK;
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int select_proc(crec_fmt_reader *r, uint32_t proc, crec_error *err);
+
+/* Every process number that has a stream, sorted; the first is selected. */
+static int list_procs(crec_fmt_reader *r, crec_error *err)
+{
+    size_t n = 0;
+
+    r->procs = crec_malloc((r->nstreams + 1) * sizeof *r->procs);
+    if (!r->procs)
+        return r_nomem(r, err);
+    r->procs[n++] = 0; /* the first process, whatever it holds */
+    for (size_t i = 0; i < r->nstreams; i++)
+        if (r->streams[i].proc)
+            r->procs[n++] = r->streams[i].proc;
+    qsort(r->procs, n, sizeof *r->procs, cmp_u32);
+    r->nprocs = 0;
+    for (size_t i = 0; i < n; i++)
+        if (r->nprocs == 0 || r->procs[r->nprocs - 1] != r->procs[i])
+            r->procs[r->nprocs++] = r->procs[i];
+    if (r->nprocs > CREC_FMT_MAX_PROCS)
+        return crec_error_corrupt(err, "%zu processes, more than the limit %u", r->nprocs,
+                                  CREC_FMT_MAX_PROCS);
+    return select_proc(r, 0, err);
+}
+
 /* Count streams, then fill them: each stream's chunks must be numbered
  * 0..n-1 with contiguous stream offsets. */
 static int build_streams(crec_fmt_reader *r, crec_error *err)
@@ -333,7 +382,7 @@ static int build_streams(crec_fmt_reader *r, crec_error *err)
     size_t ns = 0;
     for (size_t i = 0; i < r->nchunks; i++) {
         const fmt_chunk *c = &r->chunks[i], *p = i ? c - 1 : NULL;
-        if (!p || p->type != c->type || p->tid != c->tid)
+        if (!p || p->type != c->type || p->proc != c->proc || p->tid != c->tid)
             ns++;
     }
     if (ns > CREC_FMT_MAX_STREAMS)
@@ -345,11 +394,14 @@ static int build_streams(crec_fmt_reader *r, crec_error *err)
     for (size_t i = 0; i < r->nchunks; i++) {
         const fmt_chunk *c = &r->chunks[i];
         struct rstream *s = r->nstreams ? &r->streams[r->nstreams - 1] : NULL;
-        if (!s || s->type != c->type || s->tid != c->tid) {
+        if (!s || s->type != c->type || s->proc != c->proc || s->tid != c->tid) {
             s = &r->streams[r->nstreams++];
-            *s = (struct rstream){.type = c->type, .tid = c->tid, .first = i};
+            *s = (struct rstream){.type = c->type, .proc = c->proc, .tid = c->tid, .first = i};
         }
         char d[96];
+        if (c->type == CREC_FMT_S_MARKS && r->hdr.version < 3)
+            return crec_error_corrupt(err, "a MARKS chunk in a version %u file (marks came with "
+                                      "version 3)", r->hdr.version);
         if (c->seq != s->n || c->uoff != s->raw)
             return crec_error_corrupt(err, "%s is out of sequence (stream offset %llu, expected %llu)",
                                       chunk_desc(c, d, sizeof d), (unsigned long long)c->uoff,
@@ -358,7 +410,7 @@ static int build_streams(crec_fmt_reader *r, crec_error *err)
         s->raw += c->ulen;
         s->comp += FMT_CHUNK_HDR + (uint64_t)c->clen;
     }
-    return CREC_OK;
+    return list_procs(r, err);
 }
 
 static int add_chunk(crec_fmt_reader *r, size_t *cap, const fmt_chunk *c, crec_error *err)
@@ -374,14 +426,16 @@ static int add_chunk(crec_fmt_reader *r, size_t *cap, const fmt_chunk *c, crec_e
 
 /* ---- the directory --------------------------------------------------------- */
 
-static int dir_entry(crec_fmt_cur *cur, size_t i, fmt_chunk *c, crec_error *err)
+static int dir_entry(uint32_t version, crec_fmt_cur *cur, size_t i, fmt_chunk *c,
+                     crec_error *err)
 {
     uint64_t off, uoff;
-    uint32_t tid, seq, clen, ulen;
+    uint32_t proc = 0, tid, seq, clen, ulen;
     uint8_t type;
     int rc;
     if ((rc = fmt_cur_varint(cur, &off, "directory chunk offset", err)) ||
         (rc = fmt_cur_u8(cur, &type, "directory stream type", err)) ||
+        (version >= 3 && (rc = fmt_cur_varint32(cur, &proc, "directory process", err))) ||
         (rc = fmt_cur_varint32(cur, &tid, "directory thread id", err)) ||
         (rc = fmt_cur_varint32(cur, &seq, "directory chunk number", err)) ||
         (rc = fmt_cur_varint(cur, &uoff, "directory stream offset", err)) ||
@@ -396,10 +450,12 @@ static int dir_entry(crec_fmt_cur *cur, size_t i, fmt_chunk *c, crec_error *err)
         return rc;
     /* Same range checks as a frame header read from the file. */
     uint8_t hdr[FMT_CHUNK_HDR];
-    fmt_chunk t = {.type = type, .tid = tid, .seq = seq, .uoff = uoff, .clen = clen,
-                   .ulen = ulen, .sum = sum};
+    if (proc > FMT_MAX_PROC)
+        return crec_error_corrupt(err, "directory entry %zu: process %u out of range", i, proc);
+    fmt_chunk t = {.type = type, .proc = proc, .tid = tid, .seq = seq, .uoff = uoff,
+                   .clen = clen, .ulen = ulen, .sum = sum};
     fmt_chunk_pack(hdr, &t);
-    return fmt_chunk_unpack(hdr, off, c, err);
+    return fmt_chunk_unpack(version, hdr, off, c, err);
 }
 
 /* Parse a DIRECTORY chunk's payload into r->chunks. */
@@ -418,7 +474,7 @@ static int parse_directory(crec_fmt_reader *r, const uint8_t *p, size_t n, uint6
     if (!r->chunks)
         return r_nomem(r, err);
     for (size_t i = 0; i < count; i++) {
-        if ((rc = dir_entry(&cur, i, &r->chunks[i], err)) != 0)
+        if ((rc = dir_entry(r->version, &cur, i, &r->chunks[i], err)) != 0)
             return rc;
         r->nchunks++;
     }
@@ -476,7 +532,7 @@ static void set_truncated(crec_fmt_reader *r, uint64_t at, const char *why)
 /* A directory found by the scan must list exactly the chunks scanned. */
 static int scan_directory(crec_fmt_reader *r, const fmt_chunk *c, uint64_t off, crec_error *err)
 {
-    crec_fmt_reader tmp = {.name = r->name};
+    crec_fmt_reader tmp = {.name = r->name, .version = r->version};
     int rc = inflate_chunk(r, c, &r->cache, &r->cachecap, err);
     if (!rc)
         rc = parse_directory(&tmp, r->cache, c->ulen, r->nchunks, err);
@@ -501,10 +557,54 @@ static int scan_directory(crec_fmt_reader *r, const fmt_chunk *c, uint64_t off, 
     return CREC_OK;
 }
 
+/* A version-3 file written by several processes may hold the part of a
+ * chunk that a process killed while writing it left: the next chunk after
+ * off (a frame that checks), or 0 when there is none.  Bounded, so that a
+ * crafted file of false frames costs a bounded time. */
+#define FMT_RESYNC_TRIES 4096
+static uint64_t resync(crec_fmt_reader *r, uint64_t off, int *tries)
+{
+    uint8_t buf[65536];
+
+    for (uint64_t at = off + 1;;) {
+        size_t n = sizeof buf;
+        const uint8_t *m;
+        if (r->pipe && pipe_fill(r, at + n, NULL) != CREC_OK)
+            return 0;
+        if (r->mem || r->pipe) {
+            if (at >= r->memlen)
+                return 0;
+            n = r->memlen - at < n ? (size_t)(r->memlen - at) : n;
+            memcpy(buf, r->mem + at, n);
+        } else {
+            if (at >= r->size)
+                return 0;
+            n = r->size - at < n ? (size_t)(r->size - at) : n;
+            if (src_read(r, at, buf, n, NULL) != CREC_OK)
+                return 0;
+        }
+        m = memmem(buf, n, FMT_CHUNK_MAGIC, 4);
+        if (!m) { /* the magic may straddle the window's end */
+            if (n < 4)
+                return 0;
+            at += n - 3;
+            continue;
+        }
+        at += (uint64_t)(m - buf);
+        fmt_chunk c;
+        if (fetch_chunk(r, at, &c, NULL) == CREC_OK && c.type != CREC_FMT_S_HEADER)
+            return at;
+        if (++*tries > FMT_RESYNC_TRIES)
+            return 0;
+        at++;
+    }
+}
+
 static int scan(crec_fmt_reader *r, uint64_t start, crec_error *err)
 {
     size_t cap = 0;
     uint64_t off = start;
+    int damaged = 0, tries = 0;
     crec_error e;
     for (;;) {
         fmt_chunk c;
@@ -512,19 +612,36 @@ static int scan(crec_fmt_reader *r, uint64_t start, crec_error *err)
         int rc = fetch_chunk(r, off, &c, &e);
         if (rc == CREC_ERR_NOMEM || rc == CREC_ERR_IO)
             return crec_error_set(err, (crec_err)rc, "%s", e.msg);
-        if (rc == CREC_ERR_TRUNCATED) {
+        if (rc == CREC_ERR_TRUNCATED && !damaged)
             set_truncated(r, off, r->size == off ? "no directory" : "ends inside a chunk");
+        if (rc == CREC_ERR_TRUNCATED)
             break;
-        }
         if (!rc && c.type == CREC_FMT_S_HEADER)
             rc = crec_error_corrupt(&e, "a second HEADER chunk at offset %llu",
                                     (unsigned long long)off);
+        if (rc && r->version >= 3) {
+            /* several processes wrote the file: one may have died in the
+             * middle of a chunk, and the others wrote theirs after it */
+            uint64_t next = resync(r, off, &tries);
+            if (!damaged) {
+                char why[CREC_ERROR_MSG_MAX];
+                snprintf(why, sizeof why, "%.300s; %s", e.msg,
+                         next ? "chunks after it were read (a recorder was killed while "
+                                "writing it)" : "nothing after it could be read");
+                set_truncated(r, off, why);
+            }
+            damaged = 1;
+            if (!next)
+                break;
+            off = next;
+            continue;
+        }
         if (rc) {
             set_truncated(r, off, e.msg);
             break;
         }
         if (c.type == CREC_FMT_S_DIRECTORY) {
-            rc = scan_directory(r, &c, off, &e);
+            rc = damaged ? CREC_OK : scan_directory(r, &c, off, &e);
             if (rc == CREC_ERR_NOMEM)
                 return crec_error_set(err, CREC_ERR_NOMEM, "%s", e.msg);
             if (rc)
@@ -556,6 +673,7 @@ static int read_header(crec_fmt_reader *r, uint64_t *start, crec_error *err)
         return crec_error_set(err, CREC_ERR_VERSION,
                               "unsupported format version %u (this crec reads %d to %d)", v,
                               CREC_FMT_MIN_VERSION, CREC_FMT_VERSION);
+    r->version = v;
     if (fmt_get_u32(pre + 12) != 0)
         return crec_error_corrupt(err, "reserved header field is not zero");
     fmt_chunk c;
@@ -714,6 +832,8 @@ void crec_fmt_reader_free(crec_fmt_reader *r)
     crec_free(r->pipebuf);
     crec_free(r->chunks);
     crec_free(r->streams);
+    crec_free(r->vis);
+    crec_free(r->procs);
     crec_free(r->zbuf);
     crec_free(r->cache);
     for (size_t i = 0; i < FMT_CHUNK_CACHE_N; i++) {
@@ -739,13 +859,94 @@ const crec_fmt_header *crec_fmt_reader_header(const crec_fmt_reader *r)
 int crec_fmt_reader_truncated(const crec_fmt_reader *r, uint64_t *at, const char **why)
 {
     if (at)
-        *at = r->trunc_at;
+        *at = r->truncated ? r->trunc_at : r->size;
     if (why)
-        *why = r->why;
-    return r->truncated;
+        *why = r->truncated ? r->why : r->sel_why;
+    return r->truncated || r->sel_cut;
 }
 
 static const struct rstream *find_stream(const crec_fmt_reader *r, int type, uint32_t tid);
+
+/* Does process `proc` have an END record in its PROCESS stream? */
+static int proc_ended(crec_fmt_reader *r, uint32_t proc)
+{
+    uint32_t sel = r->sel;
+    crec_fmt_cursor *c = NULL;
+    const uint8_t *body;
+    size_t len;
+    int kind, ended = 0, rc;
+
+    r->sel = proc;
+    rc = crec_fmt_cursor_open(r, CREC_FMT_S_PROCESS, 0, 0, &c, NULL);
+    while (rc == CREC_OK && (rc = crec_fmt_cursor_next(c, &kind, &body, &len, NULL)) == CREC_OK)
+        if (kind == CREC_FMT_K_PROCESS && len > 0 && body[0] == CREC_FMT_PR_END)
+            ended = 1;
+    crec_fmt_cursor_free(c);
+    r->sel = sel;
+    return ended;
+}
+
+/* Make process `proc` the one whose streams are read. */
+static int select_proc(crec_fmt_reader *r, uint32_t proc, crec_error *err)
+{
+    size_t n = 0;
+    int has_process_stream = 0;
+
+    if (!bsearch(&proc, r->procs, r->nprocs, sizeof *r->procs, cmp_u32))
+        return crec_error_set(err, CREC_ERR_NOTFOUND, "%s: no process %u in the recording",
+                              r->name, proc);
+    crec_free(r->vis);
+    r->vis = crec_malloc((r->nstreams ? r->nstreams : 1) * sizeof *r->vis);
+    if (!r->vis) {
+        r->nvis = 0;
+        return r_nomem(r, err);
+    }
+    for (size_t i = 0; i < r->nstreams; i++) {
+        const struct rstream *st = &r->streams[i];
+        if (!crec_fmt_stream_per_process(st->type) || st->proc == proc)
+            r->vis[n++] = i;
+        if (st->type == CREC_FMT_S_PROCESS && st->proc == proc)
+            has_process_stream = 1;
+    }
+    r->nvis = n;
+    r->sel = proc;
+    /* A process with a PROCESS stream but no end: its recorder was killed,
+     * and its streams end where its last chunks did. */
+    r->sel_cut = r->version >= 3 && has_process_stream && !proc_ended(r, proc);
+    r->sel_why[0] = '\0';
+    if (r->sel_cut)
+        snprintf(r->sel_why, sizeof r->sel_why,
+                 "process %u has no end: its recorder was killed", proc);
+    return CREC_OK;
+}
+
+int crec_fmt_reader_select(crec_fmt_reader *r, uint32_t proc, crec_error *err)
+{
+    return select_proc(r, proc, err);
+}
+
+uint32_t crec_fmt_reader_selected(const crec_fmt_reader *r)
+{
+    return r->sel;
+}
+
+void crec_fmt_reader_totals(const crec_fmt_reader *r, uint64_t *chunks, uint64_t *raw,
+                            uint64_t *comp)
+{
+    *chunks = *raw = *comp = 0;
+    for (size_t i = 0; i < r->nstreams; i++) {
+        *chunks += r->streams[i].n;
+        *raw += r->streams[i].raw;
+        *comp += r->streams[i].comp;
+    }
+}
+
+size_t crec_fmt_reader_procs(const crec_fmt_reader *r, const uint32_t **procs)
+{
+    if (procs)
+        *procs = r->procs;
+    return r->nprocs;
+}
 
 int crec_fmt_kf_reached(const crec_fmt_reader *r, const crec_fmt_keyframe *kf)
 {
@@ -757,7 +958,7 @@ int crec_fmt_kf_reached(const crec_fmt_reader *r, const crec_fmt_keyframe *kf)
 
 size_t crec_fmt_reader_nstreams(const crec_fmt_reader *r)
 {
-    return r->nstreams;
+    return r->nvis;
 }
 
 uint64_t crec_fmt_reader_size(const crec_fmt_reader *r)
@@ -768,10 +969,10 @@ uint64_t crec_fmt_reader_size(const crec_fmt_reader *r)
 int crec_fmt_reader_stream(const crec_fmt_reader *r, size_t i, crec_fmt_stream_info *info,
                            crec_error *err)
 {
-    if (i >= r->nstreams)
+    if (i >= r->nvis)
         return crec_error_set(err, CREC_ERR_ARG, "%s: no stream %zu (there are %zu)", r->name, i,
-                              r->nstreams);
-    const struct rstream *s = &r->streams[i];
+                              r->nvis);
+    const struct rstream *s = &r->streams[r->vis[i]];
     *info = (crec_fmt_stream_info){s->type, s->tid, s->n, s->raw, s->comp};
     return CREC_OK;
 }
@@ -779,12 +980,14 @@ int crec_fmt_reader_stream(const crec_fmt_reader *r, size_t i, crec_fmt_stream_i
 static const struct rstream *find_stream(const crec_fmt_reader *r, int type, uint32_t tid)
 {
     size_t lo = 0, hi = r->nstreams;
+    uint32_t proc = crec_fmt_stream_per_process(type) ? r->sel : 0;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const struct rstream *s = &r->streams[mid];
-        if (s->type == type && s->tid == tid)
+        if (s->type == type && s->proc == proc && s->tid == tid)
             return s;
-        if (s->type < type || (s->type == type && s->tid < tid))
+        if (s->type < type || (s->type == type && (s->proc < proc ||
+                                                   (s->proc == proc && s->tid < tid))))
             lo = mid + 1;
         else
             hi = mid;
@@ -954,8 +1157,8 @@ int crec_fmt_reader_verify(crec_fmt_reader *r, crec_error *err)
                                       chunk_desc(e, d, sizeof d));
         if (rc)
             return rc;
-        if (c.type != e->type || c.tid != e->tid || c.seq != e->seq || c.uoff != e->uoff ||
-            c.clen != e->clen || c.ulen != e->ulen || c.sum != e->sum)
+        if (c.type != e->type || c.proc != e->proc || c.tid != e->tid || c.seq != e->seq ||
+            c.uoff != e->uoff || c.clen != e->clen || c.ulen != e->ulen || c.sum != e->sum)
             return crec_error_corrupt(err, "chunk at offset %llu does not match the directory (%s)",
                                       (unsigned long long)e->file_off, chunk_desc(e, d, sizeof d));
     }
@@ -1017,7 +1220,7 @@ static uint64_t cursor_left(const crec_fmt_cursor *c)
  */
 static int cursor_cut(const crec_fmt_cursor *c, crec_error *err)
 {
-    if (c->r->truncated)
+    if (c->r->truncated || c->r->sel_cut)
         return crec_error_set(err, CREC_ERR_TRUNCATED,
                               "stream %s thread %u ends inside a record (truncated file)",
                               crec_fmt_stream_name(c->s->type), c->s->tid);
@@ -1141,7 +1344,7 @@ int crec_fmt_cursor_next(crec_fmt_cursor *c, int *kind, const uint8_t **body, si
         return rc;
     if ((rc = crec_fmt_cursor_varint(c, &n, err)) != 0)
         return rc == CREC_ERR_NOTFOUND ? cursor_cut(c, err) : rc;
-    if (n <= CREC_FMT_MAX_RECORD && n > cursor_left(c) && c->r->truncated)
+    if (n <= CREC_FMT_MAX_RECORD && n > cursor_left(c) && (c->r->truncated || c->r->sel_cut))
         return cursor_cut(c, err);
     if (n > CREC_FMT_MAX_RECORD || n > cursor_left(c))
         return crec_error_corrupt(err, "record length %llu out of range in stream %s thread %u at offset %llu",
@@ -1162,6 +1365,14 @@ int crec_fmt_cursor_next(crec_fmt_cursor *c, int *kind, const uint8_t **body, si
 static int cmp_blob(const void *a, const void *b)
 {
     return memcmp(a, b, sizeof(crec_fmt_hash));
+}
+
+/* By hash, then by place in the stream. */
+static int cmp_blob_place(const void *a, const void *b)
+{
+    const crec_fmt_blob_loc *x = a, *y = b;
+    int c = cmp_blob(a, b);
+    return c ? c : x->off < y->off ? -1 : x->off > y->off;
 }
 
 static int blob_add(crec_fmt_reader *r, size_t *cap, const crec_fmt_blob_loc *e,
@@ -1207,8 +1418,17 @@ static int build_blob_index(crec_fmt_reader *r, crec_error *err)
     crec_fmt_cursor_free(c);
     if (rc != CREC_ERR_NOTFOUND && rc != CREC_ERR_TRUNCATED)
         return rc;
-    if (r->nblobs)
-        qsort(r->blobs, r->nblobs, sizeof *r->blobs, cmp_blob);
+    if (r->nblobs) {
+        /* The same bytes may be stored twice (each ring segment stores the
+         * data blobs it names; each process of a version-3 recording may
+         * store one another has): the table keeps the last copy. */
+        size_t n = 0;
+        qsort(r->blobs, r->nblobs, sizeof *r->blobs, cmp_blob_place);
+        for (size_t i = 0; i < r->nblobs; i++)
+            if (i + 1 == r->nblobs || cmp_blob(&r->blobs[i], &r->blobs[i + 1]) != 0)
+                r->blobs[n++] = r->blobs[i];
+        r->nblobs = n;
+    }
     crec_free(r->blob_checked); /* found by the scan: right by construction */
     r->blob_checked = crec_malloc(r->nblobs ? r->nblobs : 1);
     if (!r->blob_checked)

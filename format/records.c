@@ -21,17 +21,26 @@
  *   MMAP     0x13  u8 op, varint addr, len, prot, flags, addr2, len2,
  *                  u8 flags (bit 0: hash16 follows, bit 1: string name follows,
  *                  bit 2: listing after a key frame, bit 3 (v2): foreign)
- *   SIGNAL   0x14  varint icount, varint signo, svarint code, varint addr
+ *   SIGNAL   0x14  varint icount, varint signo, svarint code, varint addr;
+ *                  version 3 then: u8 flags (bit 0 fault, bit 1 fatal),
+ *                  varint nregs (<= 24), nregs x (varint reg id, u64 value),
+ *                  varint nout (<= 8), nout x (varint addr, varint len)
  *   THREAD   0x15  u8 op (1 create, 2 exit), varint tid; version 2 then:
  *                  create: varint parent tid, varint guest tid;
  *                  exit: varint thread icount, u8 how (0 exited, 1 ended),
  *                  varint status, varint cleared address
- *   EXIT     0x16  varint global icount, u8 how (0 status, 1 signal, 2 stopped),
- *                  varint value
+ *   EXIT     0x16  varint global icount, u8 how (0 status, 1 signal, 2 stopped,
+ *                  3 (v3) execve, 4 (v3) ended before the program: a STOP
+ *                  mark says why), varint value
  *   SNAPSHOT 0x20  varint global icount, varint npages, npages x (varint addr, hash16)
  *   BLOB     0x30  hash16, then the blob bytes (the rest of the body)
  *   CODE     0x40  varint addr, len, prot, file offset, hash16, string name
  *   SYMBOL   0x50  hash16, varint addr, varint size, varint type, string name
+ *   PROCESS  0x60  (v3) u8 op, varint process;
+ *                  start: u8 how (0 root, 1 fork, 2 execve), varint parent,
+ *                  varint parent thread, varint parent icount, varint pid,
+ *                  varint ppid, string path, varint argc, argc x string;
+ *                  end: u8 how (the EXIT kinds), varint value, varint instructions
  *   READS    bare  varint hits, then `width` value bytes as in guest memory
  *   SEQ      bare  varint global sequence number, varint thread icount,
  *                  (version 2) u8 kind (1..7) | 0x80 when the two numbers are
@@ -39,6 +48,8 @@
  *
  * Every reserved flag bit must be zero and a body must be consumed exactly.
  */
+#include <stdio.h>
+
 #include "format/format_int.h"
 
 #define RC(x)                                                                                  \
@@ -124,6 +135,30 @@ int crec_fmt_kf_decode(const uint8_t *body, size_t len, crec_fmt_keyframe *kf, c
 
 /* ---- EVENTS ----------------------------------------------------------------- */
 
+/* varint n, then n x (varint register id, u64 value) */
+static void regs_list_encode(crec_fmt_buf *b, const crec_fmt_reg_value *r, uint32_t n)
+{
+    if (n > CREC_FMT_SYS_MAXREGS)
+        n = CREC_FMT_SYS_MAXREGS;
+    fmt_buf_varint(b, n);
+    for (uint32_t i = 0; i < n; i++) {
+        fmt_buf_varint(b, r[i].id);
+        fmt_buf_u64(b, r[i].value);
+    }
+}
+
+/* varint n, then n x (varint address, varint length) */
+static void ranges_encode(crec_fmt_buf *b, const crec_fmt_range *r, uint32_t n)
+{
+    if (n > CREC_FMT_SYS_MAXOUT)
+        n = CREC_FMT_SYS_MAXOUT;
+    fmt_buf_varint(b, n);
+    for (uint32_t i = 0; i < n; i++) {
+        fmt_buf_varint(b, r[i].addr);
+        fmt_buf_varint(b, r[i].len);
+    }
+}
+
 static void ev_body(crec_fmt_buf *b, const crec_fmt_event *ev)
 {
     switch (ev->kind) {
@@ -137,20 +172,9 @@ static void ev_body(crec_fmt_buf *b, const crec_fmt_event *ev)
                           (CREC_FMT_EV_HAS_HASH | CREC_FMT_EV_HAS_OUT | CREC_FMT_EV_OUT_MORE));
         if (ev->u.sys.flags & CREC_FMT_EV_HAS_HASH)
             fmt_buf_u64(b, ev->u.sys.write_hash);
-        fmt_buf_varint(b, ev->u.sys.nregs);
-        for (uint32_t i = 0; i < ev->u.sys.nregs && i < CREC_FMT_SYS_MAXREGS; i++) {
-            fmt_buf_varint(b, ev->u.sys.regs[i].id);
-            fmt_buf_u64(b, ev->u.sys.regs[i].value);
-        }
-        if (ev->u.sys.flags & CREC_FMT_EV_HAS_OUT) {
-            uint32_t n = ev->u.sys.nout < CREC_FMT_SYS_MAXOUT ? ev->u.sys.nout
-                                                              : CREC_FMT_SYS_MAXOUT;
-            fmt_buf_varint(b, n);
-            for (uint32_t i = 0; i < n; i++) {
-                fmt_buf_varint(b, ev->u.sys.out[i].addr);
-                fmt_buf_varint(b, ev->u.sys.out[i].len);
-            }
-        }
+        regs_list_encode(b, ev->u.sys.regs, ev->u.sys.nregs);
+        if (ev->u.sys.flags & CREC_FMT_EV_HAS_OUT)
+            ranges_encode(b, ev->u.sys.out, ev->u.sys.nout);
         break;
     case CREC_FMT_K_CPUID:
         fmt_buf_varint(b, ev->u.cpuid.leaf);
@@ -183,6 +207,9 @@ static void ev_body(crec_fmt_buf *b, const crec_fmt_event *ev)
         fmt_buf_varint(b, ev->u.sig.signo);
         fmt_buf_svarint(b, ev->u.sig.code);
         fmt_buf_varint(b, ev->u.sig.addr);
+        fmt_buf_u8(b, (uint8_t)(ev->u.sig.flags & (CREC_FMT_SIG_FAULT | CREC_FMT_SIG_FATAL)));
+        regs_list_encode(b, ev->u.sig.regs, ev->u.sig.nregs);
+        ranges_encode(b, ev->u.sig.out, ev->u.sig.nout);
         break;
     case CREC_FMT_K_THREAD:
         fmt_buf_u8(b, (uint8_t)ev->u.thread.op);
@@ -234,6 +261,42 @@ static int range_check(uint64_t addr, uint64_t len, const char *what, crec_error
     return CREC_OK;
 }
 
+/* A register list of a SYSCALL or SIGNAL record (`what` names it). */
+static int regs_list_decode(crec_fmt_cur *c, crec_fmt_reg_value *r, uint32_t *n, const char *what,
+                            crec_error *err)
+{
+    RC(fmt_cur_varint32(c, n, "register count", err));
+    if (*n > CREC_FMT_SYS_MAXREGS)
+        return crec_error_corrupt(err, "%s changes %u registers (at most %d)", what, *n,
+                                  CREC_FMT_SYS_MAXREGS);
+    for (uint32_t i = 0; i < *n; i++) {
+        RC(fmt_cur_varint32(c, &r[i].id, "register id", err));
+        if (r[i].id > CREC_FMT_REG_GS_BASE)
+            return crec_error_corrupt(err, "%s register id %u out of range", what, r[i].id);
+        RC(fmt_cur_u64(c, &r[i].value, "register value", err));
+    }
+    return CREC_OK;
+}
+
+/* The ranges the kernel wrote of a SYSCALL or SIGNAL record. */
+static int ranges_decode(crec_fmt_cur *c, crec_fmt_range *r, uint32_t *n, const char *what,
+                         crec_error *err)
+{
+    char name[48];
+
+    RC(fmt_cur_varint32(c, n, "range count", err));
+    if (*n > CREC_FMT_SYS_MAXOUT)
+        return crec_error_corrupt(err, "%s lists %u written ranges (at most %d)", what, *n,
+                                  CREC_FMT_SYS_MAXOUT);
+    snprintf(name, sizeof name, "%s written range", what);
+    for (uint32_t i = 0; i < *n; i++) {
+        RC(fmt_cur_varint(c, &r[i].addr, "range address", err));
+        RC(fmt_cur_varint(c, &r[i].len, "range length", err));
+        RC(range_check(r[i].addr, r[i].len, name, err));
+    }
+    return CREC_OK;
+}
+
 static int sys_decode(crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
 {
     uint8_t fl;
@@ -248,30 +311,10 @@ static int sys_decode(crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
     ev->u.sys.flags = fl;
     if (fl & CREC_FMT_EV_HAS_HASH)
         RC(fmt_cur_u64(c, &ev->u.sys.write_hash, "syscall write hash", err));
-    RC(fmt_cur_varint32(c, &ev->u.sys.nregs, "syscall register count", err));
-    if (ev->u.sys.nregs > CREC_FMT_SYS_MAXREGS)
-        return crec_error_corrupt(err, "syscall changes %u registers (at most %d)",
-                                  ev->u.sys.nregs, CREC_FMT_SYS_MAXREGS);
-    for (uint32_t i = 0; i < ev->u.sys.nregs; i++) {
-        RC(fmt_cur_varint32(c, &ev->u.sys.regs[i].id, "syscall register id", err));
-        if (ev->u.sys.regs[i].id > CREC_FMT_REG_GS_BASE)
-            return crec_error_corrupt(err, "syscall register id %u out of range",
-                                      ev->u.sys.regs[i].id);
-        RC(fmt_cur_u64(c, &ev->u.sys.regs[i].value, "syscall register value", err));
-    }
+    RC(regs_list_decode(c, ev->u.sys.regs, &ev->u.sys.nregs, "syscall", err));
     ev->u.sys.nout = 0;
-    if (fl & CREC_FMT_EV_HAS_OUT) {
-        RC(fmt_cur_varint32(c, &ev->u.sys.nout, "syscall range count", err));
-        if (ev->u.sys.nout > CREC_FMT_SYS_MAXOUT)
-            return crec_error_corrupt(err, "syscall lists %u written ranges (at most %d)",
-                                      ev->u.sys.nout, CREC_FMT_SYS_MAXOUT);
-        for (uint32_t i = 0; i < ev->u.sys.nout; i++) {
-            RC(fmt_cur_varint(c, &ev->u.sys.out[i].addr, "syscall range address", err));
-            RC(fmt_cur_varint(c, &ev->u.sys.out[i].len, "syscall range length", err));
-            RC(range_check(ev->u.sys.out[i].addr, ev->u.sys.out[i].len, "syscall written range",
-                           err));
-        }
-    }
+    if (fl & CREC_FMT_EV_HAS_OUT)
+        RC(ranges_decode(c, ev->u.sys.out, &ev->u.sys.nout, "syscall", err));
     return CREC_OK;
 }
 
@@ -320,12 +363,23 @@ static int mmap_decode(uint32_t version, crec_fmt_cur *c, crec_fmt_event *ev, cr
     return CREC_OK;
 }
 
-static int sig_decode(crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
+static int sig_decode(uint32_t version, crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
 {
+    uint8_t fl;
     RC(fmt_cur_varint(c, &ev->u.sig.icount, "signal instruction count", err));
     RC(fmt_cur_varint32(c, &ev->u.sig.signo, "signal number", err));
     RC(fmt_cur_svarint(c, &ev->u.sig.code, "signal code", err));
-    return fmt_cur_varint(c, &ev->u.sig.addr, "signal address", err);
+    RC(fmt_cur_varint(c, &ev->u.sig.addr, "signal address", err));
+    if (version < 3)
+        return CREC_OK;
+    if (ev->u.sig.signo < 1 || ev->u.sig.signo > 64)
+        return crec_error_corrupt(err, "signal number %u out of range (1 to 64)",
+                                  ev->u.sig.signo);
+    RC(fmt_cur_u8(c, &fl, "signal flags", err));
+    RC(flags_check(fl, CREC_FMT_SIG_FAULT | CREC_FMT_SIG_FATAL, "signal", err));
+    ev->u.sig.flags = fl;
+    RC(regs_list_decode(c, ev->u.sig.regs, &ev->u.sig.nregs, "signal", err));
+    return ranges_decode(c, ev->u.sig.out, &ev->u.sig.nout, "signal", err);
 }
 
 static int thread_decode(uint32_t version, crec_fmt_cur *c, crec_fmt_event *ev,
@@ -352,12 +406,12 @@ static int thread_decode(uint32_t version, crec_fmt_cur *c, crec_fmt_event *ev,
     return fmt_cur_varint(c, &ev->u.thread.cleared, "thread cleared address", err);
 }
 
-static int exit_decode(crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
+static int exit_decode(uint32_t version, crec_fmt_cur *c, crec_fmt_event *ev, crec_error *err)
 {
     uint8_t how;
     RC(fmt_cur_varint(c, &ev->u.exit.global_icount, "exit instruction count", err));
     RC(fmt_cur_u8(c, &how, "exit kind", err));
-    if (how > CREC_FMT_EXIT_STOPPED)
+    if (how > (version >= 3 ? CREC_FMT_EXIT_ENDED : CREC_FMT_EXIT_STOPPED))
         return crec_error_corrupt(err, "unknown exit kind %u", how);
     ev->u.exit.how = how;
     return fmt_cur_varint(c, &ev->u.exit.value, "exit status", err);
@@ -374,9 +428,9 @@ int crec_fmt_ev_decode(uint32_t version, int kind, const uint8_t *body, size_t l
     case CREC_FMT_K_CPUID: RC(cpuid_decode(&c, ev, err)); break;
     case CREC_FMT_K_RDTSC: RC(fmt_cur_varint(&c, &ev->u.rdtsc.value, "rdtsc value", err)); break;
     case CREC_FMT_K_MMAP: RC(mmap_decode(version, &c, ev, err)); break;
-    case CREC_FMT_K_SIGNAL: RC(sig_decode(&c, ev, err)); break;
+    case CREC_FMT_K_SIGNAL: RC(sig_decode(version, &c, ev, err)); break;
     case CREC_FMT_K_THREAD: RC(thread_decode(version, &c, ev, err)); break;
-    case CREC_FMT_K_EXIT: RC(exit_decode(&c, ev, err)); break;
+    case CREC_FMT_K_EXIT: RC(exit_decode(version, &c, ev, err)); break;
     default: return crec_error_corrupt(err, "record kind 0x%02x in an EVENTS stream", kind);
     }
     return fmt_cur_end(&c, "event", err);
@@ -590,4 +644,109 @@ int crec_fmt_sym_decode(const uint8_t *body, size_t len, crec_fmt_symbol *y, cre
     RC(fmt_cur_str(&c, &s, &y->name_len, "symbol name", err));
     y->name = (const char *)s;
     return fmt_cur_end(&c, "symbol", err);
+}
+
+/* ---- PROCESS (version 3) ------------------------------------------------------- */
+
+int crec_fmt_proc_encode(crec_fmt_buf *b, const crec_fmt_process *p)
+{
+    size_t f = fmt_frame_begin(b, CREC_FMT_K_PROCESS);
+    fmt_buf_u8(b, (uint8_t)p->op);
+    fmt_buf_varint(b, p->proc);
+    if (p->op == CREC_FMT_PR_START) {
+        fmt_buf_u8(b, (uint8_t)p->how);
+        fmt_buf_varint(b, p->parent);
+        fmt_buf_varint(b, p->parent_tid);
+        fmt_buf_varint(b, p->parent_icount);
+        fmt_buf_varint(b, p->pid);
+        fmt_buf_varint(b, p->ppid);
+        fmt_buf_str(b, p->path ? p->path : "", p->path ? p->path_len : 0);
+        fmt_buf_varint(b, p->argc);
+        for (size_t i = 0; i < p->argc; i++) {
+            const char *a = p->argv && p->argv[i] ? p->argv[i] : "";
+            size_t n = strlen(a);
+            fmt_buf_str(b, a, n < CREC_FMT_MAX_STRING ? n : CREC_FMT_MAX_STRING);
+        }
+    } else {
+        fmt_buf_u8(b, (uint8_t)p->end_how);
+        fmt_buf_varint(b, p->value);
+        fmt_buf_varint(b, p->instructions);
+    }
+    fmt_frame_end(b, f);
+    return done(b);
+}
+
+int crec_fmt_proc_decode(const uint8_t *body, size_t len, crec_fmt_process *p, crec_error *err)
+{
+    crec_fmt_cur c = {body, len, 0};
+    const uint8_t *s;
+    uint8_t op, how;
+    uint64_t argc;
+
+    memset(p, 0, sizeof *p);
+    RC(fmt_cur_u8(&c, &op, "process operation", err));
+    if (op != CREC_FMT_PR_START && op != CREC_FMT_PR_END)
+        return crec_error_corrupt(err, "unknown process operation %u", op);
+    p->op = op;
+    RC(fmt_cur_varint32(&c, &p->proc, "process number", err));
+    if (p->proc > FMT_MAX_PROC)
+        return crec_error_corrupt(err, "process number %u out of range", p->proc);
+    RC(fmt_cur_u8(&c, &how, "process kind", err));
+    if (op == CREC_FMT_PR_END) {
+        if (how > CREC_FMT_EXIT_ENDED)
+            return crec_error_corrupt(err, "unknown process end %u", how);
+        p->end_how = how;
+        RC(fmt_cur_varint(&c, &p->value, "process exit value", err));
+        RC(fmt_cur_varint(&c, &p->instructions, "process instructions", err));
+        return fmt_cur_end(&c, "process record", err);
+    }
+    if (how > CREC_FMT_PR_EXEC)
+        return crec_error_corrupt(err, "unknown process start %u", how);
+    p->how = how;
+    RC(fmt_cur_varint32(&c, &p->parent, "process parent", err));
+    RC(fmt_cur_varint32(&c, &p->parent_tid, "process parent thread", err));
+    RC(fmt_cur_varint(&c, &p->parent_icount, "process parent instruction count", err));
+    RC(fmt_cur_varint32(&c, &p->pid, "process pid", err));
+    RC(fmt_cur_varint32(&c, &p->ppid, "process parent pid", err));
+    RC(fmt_cur_str(&c, &s, &p->path_len, "process path", err));
+    p->path = (const char *)s;
+    RC(fmt_cur_varint(&c, &argc, "process argc", err));
+    if (argc > CREC_FMT_MAX_STRINGS || argc > c.len - c.pos)
+        return crec_error_corrupt(err, "process argc %llu out of range (at most %u, and the "
+                                  "bytes left)", (unsigned long long)argc, CREC_FMT_MAX_STRINGS);
+    p->argc = (size_t)argc;
+    p->args = c.p + c.pos;
+    for (size_t i = 0; i < p->argc; i++) {
+        size_t n;
+        RC(fmt_cur_str(&c, &s, &n, "process argument", err));
+        if (memchr(s, 0, n))
+            return crec_error_corrupt(err, "process argument %zu contains a NUL byte", i);
+    }
+    p->args_len = (size_t)(c.p + c.pos - p->args);
+    return fmt_cur_end(&c, "process record", err);
+}
+
+int crec_fmt_process_argv(const crec_fmt_process *p, char ***out)
+{
+    crec_fmt_cur c = {p->args, p->args_len, 0};
+    size_t room = (p->argc + 1) * sizeof(char *) + p->args_len + p->argc + 1;
+    char **v = crec_malloc(room), *at;
+
+    *out = NULL;
+    if (!v)
+        return CREC_ERR_NOMEM;
+    at = (char *)(v + p->argc + 1);
+    for (size_t i = 0; i < p->argc; i++) {
+        const uint8_t *s;
+        size_t n;
+        if (fmt_cur_str(&c, &s, &n, "process argument", NULL) != CREC_OK)
+            n = 0, s = (const uint8_t *)""; /* decoded already: never */
+        v[i] = at;
+        memcpy(at, s, n);
+        at[n] = '\0';
+        at += n + 1;
+    }
+    v[p->argc] = NULL;
+    *out = v;
+    return CREC_OK;
 }

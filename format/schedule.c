@@ -125,6 +125,10 @@ int crec_fmt_schedule(crec_fmt_reader *r, uint64_t end, crec_fmt_slice **out, si
         return CREC_OK;
     }
     qsort(b.v, b.n, sizeof *b.v, cmp_seq_in);
+    /* Until the second thread, the first one's count is global time: its
+     * first IN is 0, or later when the start was dropped (a ring) or not
+     * recorded (--start-at). */
+    t = b.v[0].thread_start;
     for (size_t i = 0; i < b.n; i++) {
         crec_fmt_slice *s = &b.v[i];
         if (i + 1 < b.n && (s->open || s->seq_out > b.v[i + 1].seq_in)) {

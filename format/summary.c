@@ -77,6 +77,8 @@ static int on_keyframe(crec_fmt_summary *s, int kind, const uint8_t *body, size_
         s->reached_all = 0;
     if (kf.global_icount > s->instructions)
         s->instructions = kf.global_icount;
+    if (s->nkeyframes == 0)
+        s->first = kf.global_icount;
     if ((t = thread_sum(s, kf.tid)) != NULL) {
         t->keyframes++;
         if (kf.thread_icount > t->instructions)
@@ -205,6 +207,7 @@ void crec_fmt_summary_clear(crec_fmt_summary *s)
     crec_free(s->thread_sums);
     s->thread_sums = NULL;
     s->nthread_sums = 0;
+    crec_fmt_marks_clear(&s->marks);
 }
 
 static int summarize(crec_fmt_reader *r, crec_fmt_summary *s, crec_error *err)
@@ -233,6 +236,7 @@ static int summarize(crec_fmt_reader *r, crec_fmt_summary *s, crec_error *err)
         (rc = walk(r, CREC_FMT_S_CODE, 0, s, on_code, &s->ncode, err)) ||
         (rc = walk(r, CREC_FMT_S_SYMBOLS, 0, s, on_symbol, &s->nsymbols, err)) ||
         (rc = walk(r, CREC_FMT_S_BLOBS, 0, s, on_blob, &s->nblobs, err)) ||
+        (rc = crec_fmt_marks_read(r, &s->marks, err)) ||
         (rc = thread_times(r, s, err)))
         return rc;
     s->truncated = crec_fmt_reader_truncated(r, &s->truncated_at, &s->truncated_why);

@@ -763,7 +763,7 @@ int gdb_backward(const gdb_search *s, uint64_t t, gdb_stop *stop, crec_error *er
     unsigned sh = m ? m->shift : BUCKET_SHIFT;
     crec_access wa = {0};
     struct targets g;
-    uint64_t floor = 0, hi = t, size = 0;
+    uint64_t floor = crec_start(s->rec), hi = t, size = 0;
     int wfound = 0, rc;
 
     if ((rc = targets_of(s, &g, err)) != CREC_OK)
@@ -823,7 +823,7 @@ int gdb_backward(const gdb_search *s, uint64_t t, gdb_stop *stop, crec_error *er
     if (wfound)
         watch_stop(&g, &wa, wa.t, stop);
     else
-        plain_stop(GDB_STOP_BEGIN, 0, s->tid, stop);
+        plain_stop(GDB_STOP_BEGIN, crec_start(s->rec), s->tid, stop);
 out:
     targets_free(&g);
     return rc;

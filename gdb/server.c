@@ -459,14 +459,17 @@ static int do_step(gdb_session *s, uint32_t tid, int backward)
 
     s->dir = backward ? -1 : 1;
     s->tid = tid;
-    if (backward ? k == 0 : crec_thread_insn_time(s->rec, tid, k, &t, NULL) != CREC_OK) {
+    /* a ring or --start-at recording begins at crec_start, not 0 */
+    if (backward ? k == 0 || s->t <= crec_start(s->rec)
+                 : crec_thread_insn_time(s->rec, tid, k, &t, NULL) != CREC_OK) {
         if (!backward)
             set_time(s, s->end);
         stop_here(s, backward ? GDB_STOP_BEGIN : GDB_STOP_END, &st);
         stop_thread(s, &st);
         return send_stop(s, &st);
     }
-    if (backward && crec_thread_insn_time(s->rec, tid, k - 1, &t, NULL) != CREC_OK) {
+    if (backward && (crec_thread_insn_time(s->rec, tid, k - 1, &t, NULL) != CREC_OK ||
+                     t < crec_start(s->rec))) {
         stop_here(s, GDB_STOP_BEGIN, &st);
         return send_stop(s, &st);
     }
@@ -491,7 +494,7 @@ static int do_continue(gdb_session *s, int backward)
     int rc;
 
     s->dir = backward ? -1 : 1;
-    if (backward ? s->t == 0 : s->t >= s->end) {
+    if (backward ? s->t <= crec_start(s->rec) : s->t >= s->end) {
         stop_here(s, backward ? GDB_STOP_BEGIN : GDB_STOP_END, &st);
         stop_thread(s, &st);
         return send_stop(s, &st);
@@ -1145,6 +1148,7 @@ gdb_session *gdb_session_new(crec_recording *rec, gdb_conn *c, const crec_gdb_op
     s->c = c;
     s->o = o;
     s->end = crec_length(rec);
+    s->t = crec_start(rec); /* a ring or --start-at recording starts later than 0 */
     s->pid = 1; /* the recording's threads are numbered from 1 */
     s->tid = s->pid;
     s->nthreads = crec_threads(rec);

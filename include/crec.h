@@ -98,8 +98,14 @@ typedef struct crec_exit {
                         while the program was alive */
     int deadlock;    /* every thread of it was blocked, with nothing that could
                         wake one: crec ended the run (signo 0) */
+    int ended;       /* the recording ended before the program (--stop-at,
+                        --max-size, a ring meeting a second thread); `why` */
+    char why[256];   /* ... says why and where, in one line (empty when crec's
+                        log said so as it happened) */
     char msg[512];   /* signo != 0 or deadlock: one line, e.g. "guest killed by
                         SIGSEGV at ...", "deadlock: every thread is blocked; ..." */
+    int forked;      /* this is a crec process that the program's fork made (it
+                        recorded or ran that child, and exits as it does) */
 } crec_exit;
 
 /*
@@ -143,6 +149,31 @@ int crec_run(const crec_run_options *o, const char *path, char *const argv[],
 #define CREC_RECORD_DEFAULT_SNAP_INTERVAL 16       /* key frames */
 #define CREC_RECORD_DEFAULT_CACHE_LOG2 16          /* 65536 entries */
 
+/*
+ * Where a conditional recording starts or stops (crec record --start-at,
+ * --stop-at; docs/USAGE.md): at a block start, when the program reaches an
+ * address (the block holding it: the next block start after it), an
+ * instruction count, or the end of a syscall.
+ */
+enum crec_trigger_kind {
+    CREC_TRIGGER_ADDRESS = 1, /* `value`: an address of the program */
+    CREC_TRIGGER_SYMBOL = 2,  /* `symbol` (+ `value`): a function or object of the
+                                 program or of a library it maps */
+    CREC_TRIGGER_ICOUNT = 3,  /* `value`: an instruction count */
+    CREC_TRIGGER_SYSCALL = 4, /* `value`: a syscall number */
+};
+typedef struct crec_trigger {
+    int kind;                 /* enum crec_trigger_kind */
+    uint64_t value;
+    const char *symbol;
+} crec_trigger;
+
+/* What the recorder does when a file reaches crec_record_options.max_size. */
+enum crec_on_full {
+    CREC_ON_FULL_STOP = 0,     /* stop the program there (crec exits 128+SIGXFSZ) */
+    CREC_ON_FULL_CONTINUE = 1, /* the program runs on, unrecorded, to its end */
+};
+
 typedef struct crec_record_options {
     const char *out_path;        /* where to write, for messages (and to
                                     create, when out_fd is -1) */
@@ -160,6 +191,26 @@ typedef struct crec_record_options {
      * installs a signal handler. */
     volatile sig_atomic_t *stop;
     crec_thread_options threads; /* stored in the recording's header */
+    /* The flight recorder (docs/USAGE.md): every one 0 / NULL for a plain
+     * recording of the whole run. */
+    uint64_t ring;               /* > 0: keep only the end of the run, the file
+                                    within about this many bytes (a file, not a pipe) */
+    uint64_t max_size;           /* > 0: end the recording before the file grows past
+                                    this many bytes, as on_full says */
+    int on_full;                 /* enum crec_on_full */
+    /* NULL, or a counter the caller raises (from a signal handler, say):
+     * each raise writes the recording so far to a new file, dump_to with
+     * its number for %d, while the program runs on */
+    volatile sig_atomic_t *dump;
+    const char *dump_to;         /* NULL: the output's name with .dumpN */
+    const crec_trigger *start_at; /* recording starts at any of these (NULL: at once) */
+    size_t n_start_at;
+    const crec_trigger *stop_at;  /* ... and stops at any of these */
+    size_t n_stop_at;
+    /* SIGINT and SIGTERM sent to crec from outside the recorded processes
+     * go to the program, as every other signal does, instead of stopping
+     * the recording (crec record --forward-signals; docs/USAGE.md) */
+    int forward_signals;
 } crec_record_options;
 
 /* What a finished recording measured. */
@@ -168,6 +219,15 @@ typedef struct crec_record_stats {
     uint64_t reads_logged;  /* loads the cache did not predict */
     uint64_t reads_hit;     /* loads it did */
     uint64_t keyframes, snapshots, syscalls;
+    /* the flight recorder */
+    uint64_t recorded_from;   /* the first instruction the file holds */
+    uint64_t recorded_to;     /* ... and its end (the program may have run on) */
+    uint64_t parts;           /* parts recorded (--start-at, --stop-at) */
+    uint64_t rotations;       /* times a ring rewrote its file */
+    uint64_t dropped_bytes;   /* bytes of the segments a ring dropped */
+    uint64_t copied_bytes;    /* bytes rotations wrote */
+    double rotate_seconds;    /* time they took */
+    uint64_t dumps;           /* dumps written */
 } crec_record_stats;
 
 /*! crec_record() :
@@ -194,6 +254,16 @@ typedef struct crec_replay_options {
      * replay runs (may be NULL) */
     crec_progress_fn progress;
     void *progress_ctx;
+    /* A recording read from a pipe or a FIFO (crec record -o - | crec replay
+     * -) is verified as it arrives, key frame to key frame: called each time
+     * more of it is verified, with the instruction count it is verified to
+     * and the instructions replayed so far (may be NULL). */
+    void (*live)(void *ctx, uint64_t verified, uint64_t replayed);
+    void *live_ctx;
+    /* a recording of several processes: 0 every one; else only those of
+     * guest pid `pid` (all its programs, or with image K its K-th: execve
+     * starts a new process; `crec info` lists them) */
+    uint32_t pid, image;
 } crec_replay_options;
 
 /* Where and how a replay left the recorded path. */
@@ -206,6 +276,9 @@ typedef struct crec_divergence {
     uint64_t rip;
     char insn[160];   /* the instruction at rip: bytes and disassembly */
     char what[400];   /* what differed */
+    uint32_t pid;     /* a recording of several processes: the guest pid of the
+                         process it was noticed in (0: the recording has one) */
+    uint32_t image;   /* ... which of that pid's programs, from 1 */
 } crec_divergence;
 
 typedef struct crec_replay_result {
@@ -223,6 +296,9 @@ typedef struct crec_replay_result {
                                  (else the whole program, in the recorded order) */
     int diverged;
     crec_divergence div;
+    uint64_t processes;       /* the processes verified, when the recording has more
+                                 than one (their instructions are summed above) */
+    uint64_t processes_cut;   /* ... of which cut short (a recorder was killed) */
 } crec_replay_result;
 
 /*! crec_replay_run() :
@@ -243,7 +319,75 @@ enum crec_exit_how {
     CREC_EXIT_STATUS = 0,  /* the program exited (value: its status) */
     CREC_EXIT_SIGNAL = 1,  /* it was killed (value: the signal) */
     CREC_EXIT_STOPPED = 2, /* the recording was stopped (value: the signal) */
+    CREC_EXIT_EXEC = 3,    /* a process called execve (value: the process it goes
+                              on as): crec_process_info */
+    CREC_EXIT_ENDED = 4,   /* the recording ended before the program (stop_why says
+                              why: --stop-at, --max-size, a dump) */
 };
+
+/* Instructions that ran but were not recorded (crec record --start-at and
+ * --stop-at): a recording holds parts of the run with gaps between them. */
+enum crec_gap_why {
+    CREC_GAP_BEFORE_START = 1, /* before the first --start-at trigger */
+    CREC_GAP_STOPPED = 2,      /* from a --stop-at to the next --start-at */
+};
+typedef struct crec_gap {
+    uint64_t from, to;         /* instructions [from, to) */
+    int why;                   /* enum crec_gap_why */
+} crec_gap;
+
+/* Why a recording ended before its program did (crec_info.stop_why). */
+enum crec_stop_why {
+    CREC_STOP_STOP_AT = 1,     /* a --stop-at trigger */
+    CREC_STOP_MAX_SIZE = 2,    /* the file reached --max-size */
+    CREC_STOP_DUMP = 3,        /* a dump (SIGUSR1, crec dump), the program ran on */
+    CREC_STOP_THREADS = 4,     /* a ring or --start-at recording met a second thread */
+    CREC_STOP_NEVER = 5,       /* no --start-at trigger came: nothing was recorded */
+    CREC_STOP_PROCESS = 6,     /* a --ring, --max-size, --start-at or --stop-at recording
+                                  (one process) met a fork or an execve */
+};
+
+/* How a process of a recording began (crec_process_info.how). */
+enum crec_process_start {
+    CREC_PROCESS_ROOT = 0, /* the program crec started */
+    CREC_PROCESS_FORK = 1, /* a fork (vfork, clone) of its parent */
+    CREC_PROCESS_EXEC = 2, /* execve: the same pid, a new program */
+};
+
+/*
+ * One process of a recording.  A recording holds every process the program
+ * forked (format 3), each with its own threads, memory and time (its own
+ * instruction count from 0): one process per program image, so a pid that
+ * called execve has one process for each program it ran ("images").
+ */
+typedef struct crec_process_info {
+    uint32_t proc;           /* crec's number of it (0: the one crec started) */
+    uint32_t pid, ppid;      /* the guest's pid and parent pid (0: not recorded) */
+    uint32_t image;          /* which program of that pid it is, from 1 */
+    int how;                 /* enum crec_process_start */
+    uint32_t parent;         /* the process it came from (fork or execve); the
+                                first process: its own number */
+    uint32_t parent_tid;     /* ... that process's thread that made the call, */
+    uint64_t parent_icount;  /* ... at this count of its own */
+    const char *path;        /* the program ("" if not recorded) */
+    size_t argc;
+    char *const *argv;       /* its command line */
+    int ended;               /* its end was recorded; else its recorder was killed
+                                and its part of the recording is cut short */
+    int exit_how;            /* enum crec_exit_how (CREC_EXIT_EXEC: execve) */
+    uint64_t exit_value;
+    uint64_t instructions;   /* its own instruction count */
+} crec_process_info;
+
+/*! crec_list_processes() :
+ *  The processes of the recording at `path`, by number (one for a recording
+ *  of one process, or of format 1 or 2), without decoding more than their
+ *  PROCESS streams.  @return CREC_OK, *out (crec_processes_free) and *n,
+ *  or an error. */
+int crec_list_processes(const char *path, crec_process_info **out, size_t *n, crec_error *err);
+
+/*! crec_processes_free() : NULL is fine. */
+void crec_processes_free(crec_process_info *p, size_t n);
 
 /* One CPUID answer the recording showed the program. */
 typedef struct crec_cpuid_leaf {
@@ -305,6 +449,24 @@ typedef struct crec_info {
     const crec_stream_info *streams; /* sorted by (type, thread) */
     size_t nthread_list;
     const crec_thread_info *thread_list; /* by number */
+    /* the flight recorder (format 3) */
+    uint64_t recorded_from;     /* the time of the first key frame: a ring dropped what
+                                   came before, or it was not recorded */
+    int ring;                   /* a ring recording (crec record --ring): */
+    uint64_t ring_size, ring_dropped_segments, ring_dropped_bytes, ring_rotations;
+    size_t ngaps;
+    const crec_gap *gaps;       /* unrecorded instructions between parts, in order */
+    int stop_why;               /* 0, or the recording ended before the program
+                                   (enum crec_stop_why) at stop_at: */
+    uint64_t stop_at, dump_number;
+    int program_ended;          /* ... and the program ended after it, unrecorded: */
+    uint64_t program_end;       /*   at this instruction count, */
+    int program_how;            /*   CREC_EXIT_STATUS or CREC_EXIT_SIGNAL, */
+    uint64_t program_value;     /*   with this status or signal */
+    /* every process (format 3), by number; the fields above are the first's,
+     * but for the file's size, chunks and streams, which are all of them */
+    size_t nprocesses;
+    const crec_process_info *processes;
 } crec_info;
 
 /*! crec_info_read() :
@@ -349,6 +511,25 @@ enum crec_source {
  *  The current time is 0.  @return CREC_OK and *out, or an error. */
 int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error *err);
 
+/*! crec_open_process() :
+ *  crec_open of one process of a recording of several (`proc`: crec's
+ *  number, crec_process_info; crec_open is process 0).  Its times are its
+ *  own instruction counts; its index file is PATH.pN.idx.
+ *  @return CREC_OK and *out, CREC_ERR_NOTFOUND (no such process), or an
+ *  error. */
+int crec_open_process(const char *path, uint32_t proc, unsigned flags, crec_recording **out,
+                      crec_error *err);
+
+/*! crec_recording_processes() : crec_list_processes of an open recording
+ *  (one read from a pipe too).  @return CREC_OK, *out and *n, or an error. */
+int crec_recording_processes(crec_recording *rec, crec_process_info **out, size_t *n,
+                             crec_error *err);
+
+/*! crec_reopen_process() : replace *rec by a handle of process `proc` of
+ *  the same recording (with its flags and progress; *rec is closed).
+ *  @return CREC_OK, or an error (*rec is then unchanged). */
+int crec_reopen_process(crec_recording **rec, uint32_t proc, crec_error *err);
+
 /*! crec_set_progress() : call fn (NULL: nothing) now and then while a
  *  query does long work, such as building the index (units: instructions
  *  replayed); it is last called with done == total. */
@@ -359,6 +540,18 @@ void crec_close(crec_recording *rec);
 
 /*! crec_length() : @return the recording's instruction count (its end). */
 uint64_t crec_length(const crec_recording *rec);
+
+/*! crec_start() : @return the first time the recording holds: 0, or the
+ *  time of its first key frame when a ring dropped the start or a
+ *  --start-at recording began later.  crec_open starts there. */
+uint64_t crec_start(const crec_recording *rec);
+
+/*! crec_recorded() : is the state at time t in the recording?
+ *  @return CREC_OK; CREC_ERR_NOTFOUND when it was dropped by a ring or
+ *  not recorded (a gap), err saying so and what the recording keeps
+ *  ("time 0 was dropped: the ring keeps 8100000000 to 9000000000"); or
+ *  CREC_ERR_ARG past the end. */
+int crec_recorded(crec_recording *rec, uint64_t t, crec_error *err);
 
 /*! crec_seek() : make `t` the current time.
  *  @return CREC_OK, or CREC_ERR_ARG when t is past the end. */
@@ -456,7 +649,8 @@ typedef struct crec_change {
 /*! crec_watch() :
  *  Call fn for every change of the `len` (1..64) bytes at addr over the
  *  whole recording, in time order (fn returning non-zero stops early).
- *  The first call gives the initial value (t 0, rip 0).
+ *  The first call gives the initial value (at crec_start: 0, unless a ring
+ *  dropped the start or a --start-at recording began later; rip 0).
  *  @return CREC_OK or an error. */
 int crec_watch(crec_recording *rec, uint64_t addr, size_t len,
                int (*fn)(void *ctx, const crec_change *c), void *ctx, crec_error *err);
@@ -529,6 +723,30 @@ const char *crec_index_note(const crec_recording *rec);
  *  @return CREC_OK or an error. */
 int crec_index_info(crec_recording *rec, uint64_t *index_bytes, uint64_t *trace_bytes,
                     int *built, crec_error *err);
+
+/* What crec_keyframes made. */
+typedef struct crec_keyframes_result {
+    uint64_t from, to;      /* the range, within the recording */
+    uint64_t points;        /* restart points the index now has in it */
+    uint64_t all_points;    /* ... and in all */
+    uint64_t index_bytes;   /* the size of PATH.idx */
+} crec_keyframes_result;
+
+#define CREC_KEYFRAMES_MIN_EVERY 1000 /* instructions between two key frames, at least */
+
+/*! crec_keyframes() :
+ *  Key frames on demand: make restart points (registers, stream positions
+ *  and the memory a replay starting there needs: a key frame made by
+ *  replay) every `every` instructions in [from, to) of the recording at
+ *  path, so that later queries, seeks and steps back there replay less.
+ *  They are kept in PATH.idx, and the request in PATH.kf, which every
+ *  later build of the index follows (docs/QUERY.md).  A recording of one
+ *  thread.  progress (may be NULL) as for crec_set_progress.
+ *  @return CREC_OK and *res, or an error (CREC_ERR_ARG: an empty range, or
+ *  `every` under CREC_KEYFRAMES_MIN_EVERY). */
+int crec_keyframes(const char *path, uint64_t from, uint64_t to, uint64_t every,
+                   crec_progress_fn progress, void *pctx, crec_keyframes_result *res,
+                   crec_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Execution: replay part of a recording and watch it (docs/API.md)        */

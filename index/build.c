@@ -29,6 +29,7 @@
 #define BUILD_POINTS 8          /* restart points per key-frame interval */
 #define BUILD_POINT_MIN 10000   /* ... but not closer than this */
 #define BUILD_POINT_LINES 256   /* lines a point may restore (16 KiB) */
+#define DENSE_POINT_LINES 65536 /* ... in a range of crec keyframes (4 MiB) */
 #define BUILD_RECENT 256 /* lines remembered to skip repeats cheaply */
 
 /* ---- sets of lines --------------------------------------------------------- */
@@ -221,9 +222,14 @@ struct build_shared {
 
 struct build_job {
     const char *path;
+    uint32_t proc;
     const crec_fmt_keyframe *kfs;
     size_t nkf;
     uint64_t point_every; /* offer restart points this often (0: none) */
+    uint64_t default_every; /* take one this often (0: none), but in: */
+    const crec_idx_dense *dense; /* ranges of crec keyframes: their own */
+    size_t ndense;
+    uint64_t last_taken;  /* the last point or key frame */
     size_t first, last;   /* this thread's segments: [first, last) */
     size_t kf;            /* the segment being replayed */
     crec_idx_span cur;    /* the span being replayed, but its lists: */
@@ -280,7 +286,21 @@ static void job_keyframe(void *ctx, size_t k)
         bj->kf++;
         if (bj->kf < bj->last)
             bj->cur = (crec_idx_span){.start = bj->kfs[bj->kf].global_icount, .kf = bj->kf};
+        bj->last_taken = bj->kfs[bj->kf < bj->last ? bj->kf : bj->last].global_icount;
     }
+}
+
+/* The interval of points the build keeps at time t, and the lines one may
+ * restore: a range of crec keyframes, or the default. */
+static uint64_t every_at(const struct build_job *bj, uint64_t t, size_t *lines)
+{
+    for (size_t i = 0; i < bj->ndense; i++)
+        if (t >= bj->dense[i].from && t < bj->dense[i].to) {
+            *lines = DENSE_POINT_LINES;
+            return bj->dense[i].every;
+        }
+    *lines = BUILD_POINT_LINES;
+    return bj->default_every;
 }
 
 /* The lines `s` touched, with their values now: what a replay starting
@@ -306,9 +326,15 @@ static void job_point(void *ctx, crec_replay_qrun *q, const crec_fmt_keyframe *p
 {
     struct build_job *bj = ctx;
     crec_idx_span next = {.start = p->global_icount, .kf = bj->kf, .at_point = 1};
+    size_t lines;
+    uint64_t every = every_at(bj, p->global_icount, &lines);
 
-    if (bj->b.touch.n > BUILD_POINT_LINES || bj->b.nomem || bj->kf >= bj->last)
+    /* offered as often as the densest range asks: elsewhere at the default */
+    if (every == 0 || p->global_icount - bj->last_taken < every)
         return;
+    if (bj->b.touch.n > lines || bj->b.nomem || bj->kf >= bj->last)
+        return;
+    bj->last_taken = p->global_icount;
     job_close(bj);
     next.point = crec_malloc(sizeof *next.point);
     if (!next.point || bj->nspans == 0 || job_lines(&bj->spans[bj->nspans - 1], q, &next))
@@ -337,7 +363,10 @@ static void *job_main(void *arg)
 
     bj->kf = bj->first;
     bj->cur = (crec_idx_span){.start = bj->kfs[bj->first].global_icount, .kf = bj->first};
+    bj->last_taken = bj->kfs[bj->first].global_icount;
     rc = crec_fmt_reader_open(bj->path, &r, &err);
+    if (rc == CREC_OK)
+        rc = crec_fmt_reader_select(r, bj->proc, &err);
     if (rc == CREC_OK)
         rc = crec_replay_query(r, bj->kfs, bj->nkf, bj->first, NULL,
                                bj->kfs[bj->last].global_icount, &w, &q, &err);
@@ -411,13 +440,16 @@ static void wait_reporting(struct build_shared *sh, uint64_t total, crec_progres
 
 /* What the index keeps besides the spans: where the blobs lie, the ranges
  * ever mapped, the syscall times and the key frames (docs/QUERY.md). */
-static int read_tables(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, crec_idx *ix,
-                       crec_error *err)
+static int read_tables(const char *path, uint32_t proc, const crec_fmt_keyframe *kfs, size_t nkf,
+                       crec_idx *ix, crec_error *err)
 {
     const crec_fmt_blob_loc *locs;
     crec_fmt_reader *r = NULL;
     size_t n = 0;
     int rc = crec_fmt_reader_open(path, &r, err);
+
+    if (rc == CREC_OK)
+        rc = crec_fmt_reader_select(r, proc, err);
 
     if (rc == CREC_OK)
         rc = crec_fmt_blob_table(r, &locs, &n, err);
@@ -450,7 +482,7 @@ static int read_tables(const char *path, const crec_fmt_keyframe *kfs, size_t nk
 static uint64_t point_every(const char *path)
 {
     crec_fmt_reader *r = NULL;
-    uint64_t every = 0;
+    uint64_t every = 0; /* the header's: every process's */
 
     if (crec_fmt_reader_open(path, &r, NULL) == CREC_OK)
         every = crec_fmt_reader_header(r)->keyframe_interval / BUILD_POINTS;
@@ -479,24 +511,31 @@ static int gather(crec_idx *ix, struct build_job *bj, unsigned n, crec_error *er
                      : crec_error_set(err, CREC_ERR_NOMEM, "out of memory building the index");
 }
 
-int crec_idx_build(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, unsigned jobs,
+int crec_idx_build(const char *path, uint32_t proc, const crec_fmt_keyframe *kfs, size_t nkf,
+                   unsigned jobs,
                    crec_progress_fn progress, void *pctx, crec_idx **out, crec_error *err)
 {
     struct build_job bj[BUILD_MAX_JOBS];
     pthread_t th[BUILD_MAX_JOBS];
     struct build_shared sh = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
-    size_t nseg = nkf ? nkf - 1 : 0;
+    size_t nseg = nkf ? nkf - 1 : 0, ndense = 0;
     unsigned n = 0, started = 0;
-    uint64_t every = point_every(path);
+    uint64_t every = point_every(path), offer = every;
+    crec_idx_dense *dense = NULL;
     crec_idx *ix;
     int rc;
 
     *out = NULL;
     if (!(ix = crec_calloc(1, sizeof *ix)))
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory building the index");
+    if (proc == 0) /* crec keyframes asked for more (of the first process: its times) */
+        crec_idx_dense_read(path, &dense, &ndense);
+    for (size_t i = 0; i < ndense; i++)
+        if (offer == 0 || dense[i].every < offer)
+            offer = dense[i].every;
     rc = crec_idx_recording_id(path, &ix->rec_size, &ix->rec_hash, err);
     if (rc == CREC_OK)
-        rc = read_tables(path, kfs, nkf, ix, err);
+        rc = read_tables(path, proc, kfs, nkf, ix, err);
     memset(bj, 0, sizeof bj);
     if (rc == CREC_OK && nseg > 0) {
         jobs = jobs < 1 ? 1 : jobs > BUILD_MAX_JOBS ? BUILD_MAX_JOBS : jobs;
@@ -504,8 +543,10 @@ int crec_idx_build(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, u
     }
     sh.running = n;
     for (unsigned j = 0; j < n; j++) {
-        bj[j].path = path, bj[j].kfs = kfs, bj[j].nkf = nkf, bj[j].sh = &sh;
-        bj[j].point_every = every;
+        bj[j].path = path, bj[j].proc = proc, bj[j].kfs = kfs, bj[j].nkf = nkf, bj[j].sh = &sh;
+        bj[j].point_every = offer;
+        bj[j].default_every = every;
+        bj[j].dense = dense, bj[j].ndense = ndense;
         if (pthread_create(&th[j], NULL, job_main, &bj[j]) != 0)
             break;
         started++;
@@ -534,6 +575,7 @@ int crec_idx_build(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, u
                 crec_idx_span_clear(&bj[j].spans[i]);
             crec_free(bj[j].spans);
         }
+    crec_free(dense);
     if (rc != CREC_OK) {
         crec_idx_free(ix);
         return rc;

@@ -487,6 +487,10 @@ static int lane_start(struct crec_exec *x, struct ex_lane *l, uint64_t t, crec_e
         if ((rc = qx_need_kf(th, kf, err)) != CREC_OK)
             return rc;
     }
+    /* a run jumps over the gaps of a recording of parts: where each part
+     * starts, the key frame's registers are needed */
+    if ((rc = qx_need_parts(th, err)) != CREC_OK)
+        return rc;
     l->active = 0;
     rc = crec_replay_query(th->r, th->kfs, th->nkf, kf, rf->point ? rf : NULL, t, &l->w, &l->q,
                            err);

@@ -228,8 +228,16 @@ static int find_image(const uint8_t *data, size_t len, uint32_t tid, size_t *at,
     return -1;
 }
 
-int crec_idx_load(const char *path, uint32_t tid, const crec_fmt_keyframe *kfs, size_t nkf,
-                  crec_idx **out, crec_error *err)
+void crec_idx_file(const char *path, uint32_t proc, char *out, size_t size)
+{
+    if (proc)
+        snprintf(out, size, "%s.p%u.idx", path, proc);
+    else
+        snprintf(out, size, "%s.idx", path);
+}
+
+int crec_idx_load(const char *path, uint32_t proc, uint32_t tid, const crec_fmt_keyframe *kfs,
+                  size_t nkf, crec_idx **out, crec_error *err)
 {
     char ipath[4096];
     crec_error quiet = {0};
@@ -243,7 +251,7 @@ int crec_idx_load(const char *path, uint32_t tid, const crec_fmt_keyframe *kfs, 
     rc = crec_idx_recording_id(path, &size, &hash, err);
     if (rc != CREC_OK)
         return rc;
-    snprintf(ipath, sizeof ipath, "%s.idx", path);
+    crec_idx_file(path, proc, ipath, sizeof ipath);
     if (read_file(ipath, &data, &len) != 0)
         return crec_error_set(err, CREC_ERR_NOTFOUND, "no index %s", ipath);
     if (find_image(data, len, tid, &at, &n) != 0) { /* not built yet, or another's */
@@ -330,14 +338,14 @@ static int write_all(int fd, const uint8_t *p, size_t n)
  * tid 0: the file is the index; else it holds thread tid's among the
  * others'.
  */
-static void save(const char *path, uint32_t tid, const crec_idx *ix)
+static void save(const char *path, uint32_t proc, uint32_t tid, const crec_idx *ix)
 {
     char ipath[4096], tmp[4200];
     crec_fmt_buf b = {0}, all = {0};
     const crec_fmt_buf *out = &b;
     int fd, ok;
 
-    snprintf(ipath, sizeof ipath, "%s.idx", path);
+    crec_idx_file(path, proc, ipath, sizeof ipath);
     snprintf(tmp, sizeof tmp, "%s.tmpXXXXXX", ipath);
     if (crec_idx_encode(ix, &b) != CREC_OK || (tid && add_image(ipath, tid, &b, &all) != 0)) {
         crec_fmt_buf_free(&b);
@@ -357,19 +365,21 @@ static void save(const char *path, uint32_t tid, const crec_idx *ix)
     crec_fmt_buf_free(&all);
 }
 
-int crec_idx_rebuild(const char *path, uint32_t tid, const crec_fmt_keyframe *kfs, size_t nkf,
+int crec_idx_rebuild(const char *path, uint32_t proc, uint32_t tid, const crec_fmt_keyframe *kfs,
+                     size_t nkf,
                      crec_progress_fn progress, void *pctx, crec_idx **out, crec_error *err)
 {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int rc = crec_idx_build(path, kfs, nkf, ncpu > 2 ? 2 : (unsigned)(ncpu > 0 ? ncpu : 1),
+    int rc = crec_idx_build(path, proc, kfs, nkf, ncpu > 2 ? 2 : (unsigned)(ncpu > 0 ? ncpu : 1),
                             progress, pctx, out, err);
 
     if (rc == CREC_OK)
-        save(path, tid, *out);
+        save(path, proc, tid, *out);
     return rc;
 }
 
-int crec_idx_load_or_build(const char *path, uint32_t tid, const crec_fmt_keyframe *kfs,
+int crec_idx_load_or_build(const char *path, uint32_t proc, uint32_t tid,
+                           const crec_fmt_keyframe *kfs,
                            size_t nkf, crec_progress_fn progress, void *pctx, crec_idx **out,
                            int *built, crec_error *note, crec_error *err)
 {
@@ -377,14 +387,14 @@ int crec_idx_load_or_build(const char *path, uint32_t tid, const crec_fmt_keyfra
     int rc;
 
     *built = 0;
-    rc = crec_idx_load(path, tid, kfs, nkf, out, &why);
+    rc = crec_idx_load(path, proc, tid, kfs, nkf, out, &why);
     if (rc == CREC_OK)
         return CREC_OK;
     if (rc == CREC_ERR_CORRUPT && note)
         *note = why;
     else if (rc != CREC_ERR_NOTFOUND && rc != CREC_ERR_CORRUPT)
         return crec_error_set(err, (crec_err)rc, "%s", why.msg);
-    rc = crec_idx_rebuild(path, tid, kfs, nkf, progress, pctx, out, err);
+    rc = crec_idx_rebuild(path, proc, tid, kfs, nkf, progress, pctx, out, err);
     *built = rc == CREC_OK;
     return rc;
 }

@@ -6,7 +6,7 @@
  * loaded or stored and the ranges the kernel (syscalls, new mappings)
  * wrote, and for a restart point what a replay needs to start there.  It
  * is built by replaying every segment and kept beside the recording in
- * FILE.idx.  The public face of this module is the
+ * FILE.idx (FILE.pN.idx for process N of a recording of several).  The public face of this module is the
  * crec_open/crec_query API in include/crec.h; this header is for tests.
  */
 #ifndef CREC_INDEX_H
@@ -117,11 +117,27 @@ int crec_idx_kernel_writes(const crec_idx *ix, size_t seg, uint64_t addr, uint64
  *  index names.  @return CREC_OK or CREC_ERR_IO. */
 int crec_idx_recording_id(const char *path, uint64_t *size, uint64_t *hash, crec_error *err);
 
+/* A range where the index takes restart points every `every` instructions
+ * (crec keyframes; dense.c): [from, to) in global time. */
+typedef struct crec_idx_dense {
+    uint64_t from, to, every;
+} crec_idx_dense;
+
+/*! crec_idx_dense_read() : the ranges PATH.kf asks for (none when it is
+ *  missing, bad, or names another recording).  *out crec_malloc'd.
+ *  @return CREC_OK. */
+int crec_idx_dense_read(const char *path, crec_idx_dense **out, size_t *n);
+
+/*! crec_idx_dense_add() : add a range to PATH.kf (made anew, renamed).
+ *  @return CREC_OK or CREC_ERR_IO. */
+int crec_idx_dense_add(const char *path, const crec_idx_dense *d, crec_error *err);
+
 /*! crec_idx_build() : replay every segment (on `jobs` threads) and collect
  *  the index, calling progress (may be NULL) now and then from this thread.
  *  @return CREC_OK and *out, or an error. */
-int crec_idx_build(const char *path, const crec_fmt_keyframe *kfs, size_t nkf, unsigned jobs,
-                   crec_progress_fn progress, void *pctx, crec_idx **out, crec_error *err);
+int crec_idx_build(const char *path, uint32_t proc, const crec_fmt_keyframe *kfs, size_t nkf,
+                   unsigned jobs, crec_progress_fn progress, void *pctx, crec_idx **out,
+                   crec_error *err);
 
 /*! crec_idx_scan_events() : every range ever mapped (sorted, merged
  *  (start, end) pairs) and the icount of every syscall, from the EVENTS
@@ -144,21 +160,27 @@ int crec_idx_scan_keyframes(crec_fmt_reader *r, size_t nkf, uint64_t **offs, cre
  *  @return CREC_OK and *out; CREC_ERR_NOTFOUND when there is none (or not
  *  thread tid's) or it is stale (another recording's); CREC_ERR_CORRUPT,
  *  naming PATH.idx, when it is there but can't be read. */
-int crec_idx_load(const char *path, uint32_t tid, const crec_fmt_keyframe *kfs, size_t nkf,
-                  crec_idx **out, crec_error *err);
+int crec_idx_load(const char *path, uint32_t proc, uint32_t tid, const crec_fmt_keyframe *kfs,
+                  size_t nkf, crec_idx **out, crec_error *err);
 
 /*! crec_idx_load_or_build() : read PATH.idx if it names this recording,
  *  else build it (reporting to progress, may be NULL) and (best effort)
  *  write it.  *built says which; *note (may be NULL) gets why an index
  *  file that was there could not be read, if that is why it was rebuilt.
  *  @return CREC_OK and *out, or an error. */
-int crec_idx_load_or_build(const char *path, uint32_t tid, const crec_fmt_keyframe *kfs,
-                           size_t nkf, crec_progress_fn progress, void *pctx, crec_idx **out,
-                           int *built, crec_error *note, crec_error *err);
+int crec_idx_load_or_build(const char *path, uint32_t proc, uint32_t tid,
+                           const crec_fmt_keyframe *kfs, size_t nkf, crec_progress_fn progress,
+                           void *pctx, crec_idx **out, int *built, crec_error *note,
+                           crec_error *err);
 
 /*! crec_idx_rebuild() : build the index and (best effort) write PATH.idx,
  *  whatever is there.  @return CREC_OK and *out, or an error. */
-int crec_idx_rebuild(const char *path, uint32_t tid, const crec_fmt_keyframe *kfs, size_t nkf,
-                     crec_progress_fn progress, void *pctx, crec_idx **out, crec_error *err);
+int crec_idx_rebuild(const char *path, uint32_t proc, uint32_t tid, const crec_fmt_keyframe *kfs,
+                     size_t nkf, crec_progress_fn progress, void *pctx, crec_idx **out,
+                     crec_error *err);
+
+/*! crec_idx_file() : the name of the index file of process `proc` of the
+ *  recording at path: PATH.idx for process 0, PATH.pN.idx for process N. */
+void crec_idx_file(const char *path, uint32_t proc, char *out, size_t size);
 
 #endif /* CREC_INDEX_H */

@@ -44,12 +44,14 @@ struct qx_mapping {
 
 struct crec_recording {
     char *path;              /* where to open it again (crec_fmt_reader_spool) */
+    uint32_t proc;           /* the process it is of (crec_open_process) */
     int spool_fd;            /* >= 0: the in-memory copy of a pipe's recording */
     crec_fmt_reader *r;
     crec_fmt_keyframe *kfs;
     size_t nkf;
     uint8_t *kf_regs;        /* kf_regs[i]: kfs[i].regs are read (qx_need_kf) */
     uint64_t end;            /* instructions in the recording */
+    crec_fmt_marks marks;    /* a ring, gaps (crec_recorded says what a time is) */
     uint64_t t;              /* the current time (crec_seek) */
     int regs_valid;          /* regs_at_t holds the registers at time regs_t: */
     uint64_t regs_t;         /* the queries of one time share one replay */
@@ -170,6 +172,11 @@ int qx_index_retry(crec_recording *rec, int rc, crec_error *err);
 /*! qx_need_kf() : make sure key frame k has its registers (an index that
  *  was there gave the key frames without them).  @return CREC_OK or an error. */
 int qx_need_kf(crec_recording *rec, size_t k, crec_error *err);
+
+/*! qx_need_parts() : the registers of every key frame that starts a part
+ *  after a gap (a run jumps there, docs/QUERY.md).  @return CREC_OK or an
+ *  error. */
+int qx_need_parts(crec_recording *rec, crec_error *err);
 
 /*! qx_seg_of() : @return the segment holding time t (the last key frame at
  *  or before it; the last segment for t at the end). */

@@ -89,6 +89,8 @@ int qx_run_checked(crec_recording *rec, size_t kf, const crec_replay_from *from,
     crec_replay_watch w = {fn, NULL, ctx, NULL, 0};
     int rc = from ? CREC_OK : qx_need_kf(rec, kf, err);
 
+    if (rc == CREC_OK) /* a run jumps over gaps to where the next part starts */
+        rc = qx_need_parts(rec, err);
     if (rc == CREC_OK)
         rc = crec_replay_query(rec->r, rec->kfs, rec->nkf, kf, from, until, &w, q, err);
 
@@ -555,12 +557,33 @@ static void watch_flush(struct watch *w, crec_replay_qrun *q)
     }
 }
 
+/* Does a gap of a --start-at recording begin at t?  *to: where it ends. */
+static int gap_at(const crec_recording *rec, uint64_t t, uint64_t *to)
+{
+    for (size_t i = 0; i < rec->marks.ngaps; i++)
+        if (rec->marks.gaps[i].u.gap.from == t && t >= crec_start(rec)) {
+            *to = rec->marks.gaps[i].u.gap.to;
+            return 1;
+        }
+    return 0;
+}
+
 static void watch_kernel_emit(struct watch *w)
 {
-    if (w->have_kernel) {
-        w->have_kernel = 0;
-        watch_emit(w, w->k_t, 0, "(the kernel: a syscall or a new mapping)");
+    uint64_t to;
+    int src;
+
+    if (!w->have_kernel)
+        return;
+    w->have_kernel = 0;
+    /* a run over a gap drops the memory (the program changed it unrecorded):
+     * the value is new where the next part starts, as its snapshot says */
+    if (gap_at(w->rec, w->k_t, &to) &&
+        qx_read_at(w->rec, to, w->addr, w->len, w->cur, w->curk, &src, NULL) == CREC_OK) {
+        watch_emit(w, to, 0, "(not recorded: the program ran unrecorded before this part)");
+        return;
     }
+    watch_emit(w, w->k_t, 0, "(the kernel: a syscall or a new mapping)");
 }
 
 static void watch_access(void *ctx, crec_replay_qrun *q, int kind, uint64_t a, uint64_t l)
@@ -684,13 +707,14 @@ static int watch(crec_recording *rec, uint64_t addr, size_t len,
     }
     memset(&w, 0, sizeof w);
     w.rec = rec, w.addr = addr, w.len = len, w.fn = fn, w.ctx = ctx;
-    rc = read_at(rec, 0, addr, len, w.cur, w.curk, &src, err);
+    /* the initial value: at the recording's start (a ring dropped what came before) */
+    rc = read_at(rec, crec_start(rec), addr, len, w.cur, w.curk, &src, err);
     /* every span is read: a bad index is found before anything is reported */
     if (rc == CREC_OK && src != CREC_SRC_CODE && (rc = qx_ensure_index(rec, err)) == CREC_OK)
         rc = crec_idx_need_all(rec->ix, err);
     if (rc != CREC_OK)
         return rc;
-    watch_emit(&w, 0, 0, "(initial)");
+    watch_emit(&w, crec_start(rec), 0, "(initial)");
     if (src != CREC_SRC_CODE) /* code is not watched */
         rc = watch_spans(rec, &w, err);
     *emitted = w.emitted;

@@ -293,7 +293,7 @@ static int load_keyframes(crec_recording *rec, crec_error *err)
 
     if (rec->flags & CREC_OPEN_NO_INDEX)
         return load_keyframes_from_file(rec, err);
-    rc = crec_idx_load(rec->path, 0, NULL, 0, &ix, &why);
+    rc = crec_idx_load(rec->path, rec->proc, 0, NULL, 0, &ix, &why);
     if (rc == CREC_ERR_NOMEM)
         return crec_error_set(err, rc, "%s", why.msg);
     if (rc == CREC_ERR_CORRUPT)
@@ -327,7 +327,11 @@ int qx_index_retry(crec_recording *rec, int rc, crec_error *err)
         return 0;
     /* Everything taken from the index goes: the index, what the reader and
      * the handle hold of it, the key frames if it gave them. */
-    snprintf(why, sizeof why, "%.150s.idx can't be used (%.300s)", rec->path, err->msg);
+    {
+        char ipath[200];
+        crec_idx_file(rec->path, rec->proc, ipath, sizeof ipath);
+        snprintf(why, sizeof why, "%.160s can't be used (%.300s)", ipath, err->msg);
+    }
     index_unusable(rec, why);
     rec->index_dropped = 1;
     crec_idx_free(rec->ix);
@@ -344,6 +348,7 @@ int qx_index_retry(crec_recording *rec, int rc, crec_error *err)
     crec_free(rec->kf_regs);
     rec->r = NULL, rec->kfs = NULL, rec->kf_regs = NULL, rec->nkf = 0;
     if (crec_fmt_reader_open(rec->path, &rec->r, err) != CREC_OK ||
+        crec_fmt_reader_select(rec->r, rec->proc, err) != CREC_OK ||
         load_keyframes_from_file(rec, err) != CREC_OK)
         return 0;
     if (rec->nkf == 0) {
@@ -357,6 +362,25 @@ int qx_index_retry(crec_recording *rec, int rc, crec_error *err)
 const char *crec_index_note(const crec_recording *rec)
 {
     return rec->index_note.msg[0] ? rec->index_note.msg : NULL;
+}
+
+int qx_need_parts(crec_recording *rec, crec_error *err)
+{
+    for (size_t i = 0; i < rec->marks.ngaps; i++) {
+        uint64_t t = rec->marks.gaps[i].u.gap.to;
+        size_t lo = 0, hi = rec->nkf;
+        while (lo < hi) { /* the first key frame at or after t */
+            size_t m = lo + (hi - lo) / 2;
+            if (rec->kfs[m].global_icount < t)
+                lo = m + 1;
+            else
+                hi = m;
+        }
+        int rc = lo < rec->nkf ? qx_need_kf(rec, lo, err) : CREC_OK;
+        if (rc != CREC_OK)
+            return rc;
+    }
+    return CREC_OK;
 }
 
 int qx_need_kf(crec_recording *rec, size_t k, crec_error *err)
@@ -417,6 +441,7 @@ static int open_thread(crec_recording *rec, uint32_t tid, crec_recording **out, 
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
     }
     strcpy(t->path, rec->path);
+    t->proc = rec->proc;
     t->r = rec->r;
     t->borrowed_reader = 1;
     t->flags = rec->flags;
@@ -645,6 +670,12 @@ int crec_thread_insn_time(crec_recording *rec, uint32_t tid, uint64_t i, uint64_
 
 int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error *err)
 {
+    return crec_open_process(path, 0, flags, out, err);
+}
+
+int crec_open_process(const char *path, uint32_t proc, unsigned flags, crec_recording **out,
+                      crec_error *err)
+{
     crec_recording *rec;
     char spooled[PATH_MAX];
     int rc;
@@ -654,6 +685,7 @@ int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error
     if (!rec)
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory opening a recording");
     rec->flags = flags;
+    rec->proc = proc;
     rec->spool_fd = -1;
     rec->path = crec_malloc(strlen(path) + 1);
     if (!rec->path) {
@@ -673,13 +705,23 @@ int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error
     if (rc == CREC_OK)
         rc = crec_fmt_reader_open(rec->path, &rec->r, err);
     if (rc == CREC_OK)
+        rc = crec_fmt_reader_select(rec->r, proc, err);
+    if (rc == CREC_OK)
         rc = load_keyframes(rec, err);
+    if (rc == CREC_OK)
+        rc = crec_fmt_marks_read(rec->r, &rec->marks, err);
     if (rc == CREC_OK && rec->nkf == 0)
-        rc = crec_error_corrupt(err, "the recording has no key frame whose data reached the file");
+        rc = rec->marks.stop.kind && rec->marks.stop.u.stop.why == CREC_FMT_STOP_NEVER
+                 ? crec_error_set(err, CREC_ERR_NOTFOUND, "nothing was recorded: no --start-at "
+                                  "trigger came")
+                 : crec_error_corrupt(err, "the recording has no key frame whose data reached "
+                                      "the file");
     if (rc == CREC_OK) {
         rec->end = rec->kfs[rec->nkf - 1].global_icount;
-        rc = load_snapshots(rec, err);
+        rec->t = rec->kfs[0].global_icount; /* a ring dropped what came before */
     }
+    if (rc == CREC_OK)
+        rc = load_snapshots(rec, err);
     if (rc == CREC_OK)
         rc = load_code(rec, err);
     if (rc == CREC_OK)
@@ -689,6 +731,32 @@ int crec_open(const char *path, unsigned flags, crec_recording **out, crec_error
         return rc;
     }
     *out = rec;
+    return CREC_OK;
+}
+
+int crec_recording_processes(crec_recording *rec, crec_process_info **out, size_t *n,
+                             crec_error *err)
+{
+    /* the path opens again: a pipe's recording was kept (crec_fmt_reader_spool) */
+    return crec_list_processes(rec->path, out, n, err);
+}
+
+int crec_reopen_process(crec_recording **rec, uint32_t proc, crec_error *err)
+{
+    crec_recording *old = *rec, *nw = NULL;
+    int rc;
+
+    if (old->proc == proc)
+        return CREC_OK;
+    rc = crec_open_process(old->path, proc, old->flags, &nw, err);
+    if (rc != CREC_OK)
+        return rc;
+    /* the kept copy of a pipe's recording goes with the new handle */
+    nw->spool_fd = old->spool_fd;
+    old->spool_fd = -1;
+    crec_set_progress(nw, old->progress, old->progress_ctx);
+    crec_close(old);
+    *rec = nw;
     return CREC_OK;
 }
 
@@ -718,6 +786,7 @@ void crec_close(crec_recording *rec)
     crec_free(rec->listing);
     crec_free(rec->kfs);
     crec_free(rec->kf_regs);
+    crec_fmt_marks_clear(&rec->marks);
     if (!rec->borrowed_reader)
         crec_fmt_reader_free(rec->r);
     if (rec->spool_fd >= 0)
@@ -742,13 +811,76 @@ uint64_t crec_length(const crec_recording *rec)
     return rec->end;
 }
 
-int crec_seek(crec_recording *rec, uint64_t t, crec_error *err)
+uint64_t crec_start(const crec_recording *rec)
 {
+    return rec->nkf ? rec->kfs[0].global_icount : 0;
+}
+
+/* The parts the recording holds, "A to B, C to D", into buf. */
+static void parts_text(const crec_recording *rec, char *buf, size_t size)
+{
+    uint64_t from = crec_start(rec);
+    size_t n = 0, shown = 0;
+
+    buf[0] = 0;
+    for (size_t i = 0; i <= rec->marks.ngaps && n + 1 < size; i++) {
+        const crec_fmt_mark *g = i < rec->marks.ngaps ? &rec->marks.gaps[i] : NULL;
+        uint64_t to = g ? g->u.gap.from : rec->end;
+        if (g && g->u.gap.to <= from)
+            continue; /* the gap before the first part */
+        if (shown == 4 && g) { /* the first parts and the last */
+            n += (size_t)snprintf(buf + n, size - n, ", ...");
+            shown++;
+        } else if (shown < 4 || !g) {
+            n += (size_t)snprintf(buf + n, size - n, "%s%" PRIu64 " to %" PRIu64,
+                                  shown ? ", " : "", from, to);
+            shown++;
+        }
+        if (g)
+            from = g->u.gap.to;
+    }
+}
+
+int crec_recorded(crec_recording *rec, uint64_t t, crec_error *err)
+{
+    uint64_t start = crec_start(rec);
+    char parts[200];
+
     if (t > rec->end)
         return crec_error_set(err, CREC_ERR_ARG, "time %" PRIu64 " is past the end of the "
                               "recording (%" PRIu64 " instructions)", t, rec->end);
-    rec->t = t;
-    return CREC_OK;
+    if (t >= start && rec->marks.ngaps == 0)
+        return CREC_OK;
+    parts_text(rec, parts, sizeof parts);
+    for (size_t i = 0; i < rec->marks.ngaps; i++) {
+        const crec_fmt_mark *g = &rec->marks.gaps[i];
+        /* the state at a gap's ends is recorded: a part's last and first key frames */
+        if (t > g->u.gap.from && t < g->u.gap.to && g->u.gap.from >= start)
+            return crec_error_set(err, CREC_ERR_NOTFOUND, "time %" PRIu64 " was not recorded: "
+                                  "the program ran unrecorded from %" PRIu64 " to %" PRIu64
+                                  " (from --stop-at to --start-at); the recording holds %s",
+                                  t, g->u.gap.from, g->u.gap.to, parts);
+    }
+    if (t >= start)
+        return CREC_OK;
+    if (rec->marks.ring.kind)
+        return crec_error_set(err, CREC_ERR_NOTFOUND, "time %" PRIu64 " was dropped: the ring "
+                              "keeps %" PRIu64 " to %" PRIu64, t, start, rec->end);
+    if (rec->marks.ngaps && rec->marks.gaps[0].u.gap.why == CREC_FMT_GAP_BEFORE_START)
+        return crec_error_set(err, CREC_ERR_NOTFOUND, "time %" PRIu64 " was not recorded: the "
+                              "recording starts at %" PRIu64 " (--start-at); it holds %s", t,
+                              start, parts);
+    return crec_error_set(err, CREC_ERR_NOTFOUND, "time %" PRIu64 " is before the recording's "
+                          "first key frame (%" PRIu64 "): it holds %s", t, start, parts);
+}
+
+int crec_seek(crec_recording *rec, uint64_t t, crec_error *err)
+{
+    int rc = crec_recorded(rec, t, err);
+
+    if (rc == CREC_OK)
+        rec->t = t;
+    return rc;
 }
 
 uint64_t crec_tell(const crec_recording *rec)
@@ -858,12 +990,12 @@ int qx_ensure_index(crec_recording *rec, crec_error *err)
     if (rec->ix)
         return CREC_OK;
     if (rec->index_dropped) { /* the file's index failed a query: build it anew */
-        rc = crec_idx_rebuild(rec->path, rec->tid, rec->kfs, rec->nkf, rec->progress, rec->progress_ctx,
+        rc = crec_idx_rebuild(rec->path, rec->proc, rec->tid, rec->kfs, rec->nkf, rec->progress, rec->progress_ctx,
                               &ix, err);
         rec->index_built = rc == CREC_OK;
     } else {
         crec_error note = {0};
-        rc = crec_idx_load_or_build(rec->path, rec->tid, rec->kfs, rec->nkf, rec->progress,
+        rc = crec_idx_load_or_build(rec->path, rec->proc, rec->tid, rec->kfs, rec->nkf, rec->progress,
                                     rec->progress_ctx, &ix, &rec->index_built, &note, err);
         if (note.msg[0])
             index_unusable(rec, note.msg);
@@ -880,7 +1012,7 @@ int crec_index_info(crec_recording *rec, uint64_t *index_bytes, uint64_t *trace_
 
     if (rc != CREC_OK)
         return rc;
-    snprintf(ipath, sizeof ipath, "%s.idx", rec->path);
+    crec_idx_file(rec->path, rec->proc, ipath, sizeof ipath);
     *index_bytes = stat(ipath, &st) == 0 ? (uint64_t)st.st_size : 0;
     *trace_bytes = stat(rec->path, &st) == 0 ? (uint64_t)st.st_size : 0;
     *built = rec->index_built;

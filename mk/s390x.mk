@@ -26,7 +26,7 @@ S390X_EMU     := emu/cpu.c emu/mem.c emu/blocks.c emu/cpuid.c emu/sysout.c emu/s
 S390X_CLI     := cli/main.c cli/cmd_info.c cli/cmd_replay.c cli/cmd_query.c \
                  cli/cmd_when.c cli/cmd_races.c cli/analysis.c cli/cmd_trace.c cli/cmd_profile.c \
                  cli/cmd_calls.c cli/cmd_backtrace.c cli/cmd_syscalls.c cli/cmd_find.c \
-                 cli/cmd_printf.c cli/cmd_gdb.c
+                 cli/cmd_printf.c cli/cmd_gdb.c cli/cmd_keyframes.c
 # analysis/ is built without libdw there (-DCREC_NO_DWARF: no source lines),
 # so its pkg-config modules are the native ones less libdw.
 S390X_PKG_MODS := $(filter-out libdw,$(PKG_MODS))
@@ -60,7 +60,7 @@ S390X_CREC    := $(S390X_BUILD)/crec
 # Unit tests of the replay-side modules that need no recorder, built against
 # a small stand-in for Criterion (tests/s390x/criterion/criterion.h): Debian
 # has no libcriterion for s390x.  A name here whose file is missing is skipped.
-S390X_TESTS   := tests/test_format.c tests/test_common.c tests/test_gdb.c
+S390X_TESTS   := tests/test_format.c tests/test_common.c tests/test_gdb.c tests/test_ring.c
 S390X_UNIT    := $(patsubst tests/%.c,$(S390X_BUILD)/tests/%,$(wildcard $(S390X_TESTS)))
 
 .PHONY: deps-s390x cross-s390x test-s390x clean-s390x

@@ -102,6 +102,12 @@ void rec_mark_dirty_pages(struct rec_session *rs, uint64_t addr, uint64_t len)
 
 /* ---- code blobs and memory-map events ------------------------------------ */
 
+void rec_code_hashes_forget(struct rec_session *rs)
+{
+    for (size_t i = 0; i < rs->n_code_hashes; i++)
+        rs->code_hashes[i].valid = 0;
+}
+
 /* The stored hash of code mapped at exactly [start, end), if still valid. */
 static int code_hash_get(struct rec_session *rs, uint64_t start, uint64_t end, crec_fmt_hash *hash)
 {
@@ -151,7 +157,7 @@ static int rec_blob(struct rec_session *rs, uint64_t addr, uint64_t len, crec_fm
     }
     if (!host)
         crec_emu_mem_read(rs->cpu, bytes, addr, len);
-    rc = crec_fmt_blob_put(rs->w, host ? host : bytes, len, hash, &err);
+    rc = crec_fmt_blob_put_pinned(rs->w, host ? host : bytes, len, hash, &err);
     crec_free(bytes);
     if (rc != CREC_OK)
         rec_fail(rs, &err);
@@ -187,8 +193,13 @@ static int rec_code(struct rec_session *rs, uint64_t addr, uint64_t len, int pro
 {
     crec_fmt_code c = {0};
     crec_error err = {0};
+    struct rec_coded *k;
     int rc;
 
+    if ((k = crec_grow(rs->coded, &rs->capcoded, rs->ncoded + 1, sizeof *k, 16)) != NULL) {
+        rs->coded = k;
+        rs->coded[rs->ncoded++] = (struct rec_coded){addr, *hash};
+    }
     c.addr = addr;
     c.len = len;
     c.prot = (uint64_t)prot;
@@ -237,6 +248,7 @@ int rec_on_mem_event(struct rec_session *rs, const struct crec_emu_mem_event *me
 {
     crec_fmt_event ev = {.kind = CREC_FMT_K_MMAP};
 
+    rec_note_image(rs, mev);
     ev.u.mmap.op = mem_op(mev->kind);
     ev.u.mmap.addr = mev->addr;
     ev.u.mmap.len = mev->len;
@@ -278,6 +290,11 @@ int rec_on_mem_event(struct rec_session *rs, const struct crec_emu_mem_event *me
 static void listing_code(struct rec_session *rs, const struct crec_emu_mapping *m, uint64_t at,
                          uint64_t len, const crec_fmt_hash *hash)
 {
+    /* once per piece of code: the listing that starts a part after a gap
+     * names again the code the parts before named */
+    for (size_t i = 0; i < rs->ncoded; i++)
+        if (rs->coded[i].addr == at && memcmp(&rs->coded[i].hash, hash, sizeof *hash) == 0)
+            return;
     for (size_t i = 0; i < rs->n_images; i++) {
         const struct rec_image *im = &rs->images[i];
         if (m->start >= im->addr && m->start < im->addr + im->len) {
@@ -289,13 +306,35 @@ static void listing_code(struct rec_session *rs, const struct crec_emu_mapping *
     rec_code(rs, at, len, m->prot, hash, NULL, 0);
 }
 
-/* Before recording starts, remember where the loader put executable code. */
+/* Forget the files of code mapped at [addr, addr+len) (unmapped, or mapped anew). */
+static void images_forget(struct rec_session *rs, uint64_t addr, uint64_t len)
+{
+    size_t j = 0;
+
+    for (size_t i = 0; i < rs->n_images; i++) {
+        struct rec_image *im = &rs->images[i];
+        if (im->addr < addr + len && addr < im->addr + im->len)
+            crec_free(im->path);
+        else
+            rs->images[j++] = *im;
+    }
+    rs->n_images = j;
+}
+
+/* Remember the file code at [addr, addr+len) came from (the loader's, and
+ * mmap's), for the first listing of a process that a fork makes. */
 void rec_note_image(struct rec_session *rs, const struct crec_emu_mem_event *mev)
 {
     struct rec_image *im;
 
+    if (mev->kind == CREC_MEM_MUNMAP || mev->kind == CREC_MEM_MMAP)
+        images_forget(rs, mev->addr, mev->len);
     if (!mev->became_exec || !mev->path || rs->n_images == REC_MAX_IMAGES)
         return;
+    im = crec_grow(rs->images, &rs->cap_images, rs->n_images + 1, sizeof *im, 16);
+    if (!im)
+        return; /* only the names are lost */
+    rs->images = im;
     im = &rs->images[rs->n_images];
     im->path = crec_malloc(strlen(mev->path) + 1);
     if (!im->path)
@@ -333,7 +372,7 @@ static int listing_one(void *ctx, const struct crec_emu_mapping *m)
                 return 1;
             code_hash_put(rs, at, at + ev.u.mmap.len, &ev.u.mmap.blob);
         }
-        if (rs->stats.keyframes == 1)
+        if (rs->listing_code_due)
             listing_code(rs, m, at, ev.u.mmap.len, &ev.u.mmap.blob);
         if (rec_event(rs, &ev) != CREC_OK)
             return 1;
@@ -347,6 +386,7 @@ int rec_write_listing(struct rec_session *rs)
      * that a store to code hashed now is noticed. */
     rs->last_dirty_page = 0;
     crec_emu_mem_foreach(rs->cpu, listing_one, rs);
+    rs->listing_code_due = 0;
     return rs->failed ? rs->err.code : CREC_OK;
 }
 
@@ -424,6 +464,21 @@ static int snap_big_page(void *ctx, uint64_t page)
             if (s->slots[j] == key)
                 return 0;
     return snap_add_page(b, page) != CREC_OK;
+}
+
+void rec_mem_restart(struct rec_session *rs)
+{
+    /* a new process: its first listing writes the CODE records of its own
+     * stream, whatever the process it came from wrote */
+    rs->ncoded = 0;
+    rs->listing_code_due = 1;
+    rs->snap_full_due = 1; /* its first key frame's snapshot holds every page */
+    rs->kfs_since_snap = 0;
+    rs->n_code_hashes = 0;
+    pageset_clear(&rs->dirty);
+    rs->n_dirty_big = 0;
+    rs->dirty_all = 1;
+    rs->last_dirty_page = 0;
 }
 
 int rec_write_snapshot(struct rec_session *rs, uint64_t icount, int full)

@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/common.h"
 #include "recorder/recorder_int.h"
@@ -46,7 +47,7 @@ void rec_fail(struct rec_session *rs, const crec_error *err)
 }
 
 /* Hand the pending READS bytes to the writer. */
-static int rec_flush_reads(struct rec_session *rs)
+int rec_flush_reads(struct rec_session *rs)
 {
     crec_error err = {0};
     int rc;
@@ -330,8 +331,8 @@ static int rec_kernel_read(void *ctx, uint64_t addr, unsigned len, uint8_t *out)
  * inside a block hook (it may still point into the previous block).  0:
  * the registers' own RIP.
  */
-static int rec_keyframe(struct rec_session *rs, uint64_t icount, uint64_t ticount, uint64_t rip,
-                        const crec_regs *regs)
+int rec_keyframe(struct rec_session *rs, uint64_t icount, uint64_t ticount, uint64_t rip,
+                 const crec_regs *regs)
 {
     crec_fmt_keyframe kf = {0};
     crec_error err = {0};
@@ -386,13 +387,22 @@ static double monotonic_seconds(void)
  */
 static void rec_sync(struct rec_session *rs)
 {
-    crec_error err = {0};
     double now = monotonic_seconds();
 
     if (rs->failed || now - rs->last_sync < REC_SYNC_SECONDS)
         return;
     rs->last_sync = now;
-    if (rec_flush_reads(rs) != CREC_OK)
+    rec_flush_held(rs);
+}
+
+/* Hand the writer every byte the recorder holds but the running thread's
+ * SEQ entries (its block's atomics may yet be taken back), and write every
+ * stream's pending bytes as chunks. */
+void rec_flush_held(struct rec_session *rs)
+{
+    crec_error err = {0};
+
+    if (rs->failed || rec_flush_reads(rs) != CREC_OK)
         return;
     for (size_t i = 0; i < rs->nthreads; i++) {
         struct rec_thread *t = rs->threads[i];
@@ -425,6 +435,7 @@ static void rec_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
     struct rec_session *rs = ctx;
     uint64_t before = icount - ninsns;
     uint64_t tbefore = crec_emu_thread_icount(rs->emu) - ninsns;
+    int boundary = 0;
 
     if (rs->opt->stop && *rs->opt->stop) {
         crec_emu_stop(rs->emu);
@@ -432,14 +443,23 @@ static void rec_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
     }
     if (rs->failed)
         return;
-    if (tbefore >= rs->cur->next_kf) {
+    if (rs->fl && rec_flight_block(rs, addr, before, tbefore, &boundary))
+        return;
+    if (boundary || tbefore >= rs->cur->next_kf) {
         if (rs->multi)
             rec_seq_take_back(rs->cur, tbefore); /* before the key frame writes SEQ */
+        if (boundary && rec_ring_boundary(rs, before) != CREC_OK)
+            return;
         if (rec_keyframe(rs, before, tbefore, addr, NULL) != CREC_OK)
             return;
         rs->cur->next_kf = tbefore + rs->kf_interval;
-        if (rs->stats.keyframes % rs->snap_every == 1 % rs->snap_every)
-            rec_write_snapshot(rs, before, rs->stats.keyframes == 1);
+        /* every snap_every key frames; and at a ring segment's start, so that
+         * a rotation can build the memory there from the snapshots */
+        if (rs->snap_full_due || boundary || ++rs->kfs_since_snap >= rs->snap_every) {
+            rec_write_snapshot(rs, before, rs->snap_full_due);
+            rs->snap_full_due = 0;
+            rs->kfs_since_snap = 0;
+        }
         rec_sync(rs);
     }
     if (rs->multi)
@@ -455,6 +475,8 @@ static void rec_on_syscall_enter(void *ctx, const struct crec_emu_syscall *sc)
     crec_error err = {0};
 
     (void)sc;
+    if (!rs->active || rs->ended)
+        return;
     if (crec_emu_regs_get(rs->cpu, &rs->cur->sys_regs, &err) != CREC_OK)
         rec_fail(rs, &err);
     rs->cur->in_syscall = 1;
@@ -476,7 +498,9 @@ static void rec_changed_regs(struct rec_session *rs, const struct crec_emu_sysca
         return;
     }
     for (int i = 0; i < CREC_NGPR; i++)
-        if (now.gpr[i] != before->gpr[i] && i != CREC_RAX) {
+        if (i == CREC_RAX ? now.gpr[i] != (uint64_t)sc->ret : now.gpr[i] != before->gpr[i]) {
+            /* rax is the result, unless a signal handler was entered (rax 0,
+             * or the syscall's number when SA_RESTART will run it again) */
             ev->u.sys.regs[n].id = (uint32_t)i;
             ev->u.sys.regs[n++].value = now.gpr[i];
         }
@@ -507,6 +531,10 @@ static void rec_on_syscall_exit(void *ctx, const struct crec_emu_syscall *sc)
     int sent;
 
     crec_emu_hostpages_clear(&rs->hostpages); /* the map may have changed */
+    if (rs->fl)
+        rec_flight_syscall(rs, sc->nr);
+    if (!rs->active || rs->ended)
+        return;
     if (rs->cur->blocked && rs->multi) /* it waited: others ran meanwhile */
         rec_seq(rs, rs->cur, crec_emu_thread_icount(rs->emu), CREC_FMT_SEQ_WAKE);
     rs->cur->in_syscall = rs->cur->blocked = 0;
@@ -543,8 +571,11 @@ static void rec_on_syscall_exit(void *ctx, const struct crec_emu_syscall *sc)
 
 static void rec_on_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf, const uint32_t out[4])
 {
+    struct rec_session *rs = ctx;
     crec_fmt_event ev = {.kind = CREC_FMT_K_CPUID};
 
+    if (!rs->active || rs->ended)
+        return;
     ev.u.cpuid.leaf = leaf;
     ev.u.cpuid.subleaf = subleaf;
     ev.u.cpuid.eax = out[0];
@@ -557,10 +588,60 @@ static void rec_on_cpuid(void *ctx, uint32_t leaf, uint32_t subleaf, const uint3
 /* RDTSC, and RDRAND/RDSEED (docs/FORMAT.md: an RDTSC event carries both). */
 static void rec_on_rdtsc(void *ctx, uint64_t value)
 {
+    struct rec_session *rs = ctx;
     crec_fmt_event ev = {.kind = CREC_FMT_K_RDTSC};
 
+    if (!rs->active || rs->ended)
+        return;
     ev.u.rdtsc.value = value;
     rec_event(ctx, &ev);
+}
+
+/* A signal delivered at an instruction boundary: the registers entering
+ * the handler set, and the frame it wrote (docs/FORMAT.md, SIGNAL). */
+static void rec_on_signal(void *ctx, const struct crec_emu_signal *sig)
+{
+    struct rec_session *rs = ctx;
+    crec_fmt_event ev = {.kind = CREC_FMT_K_SIGNAL};
+    crec_error err = {0};
+    crec_regs now;
+    uint32_t n = 0;
+
+    if (rs->failed)
+        return;
+    crec_emu_hostpages_clear(&rs->hostpages);
+    ev.u.sig.icount = crec_emu_thread_icount(rs->emu);
+    ev.u.sig.signo = (uint32_t)sig->signo;
+    ev.u.sig.code = sig->code;
+    ev.u.sig.addr = sig->addr;
+    ev.u.sig.flags = (sig->fault ? CREC_FMT_SIG_FAULT : 0) | (sig->fatal ? CREC_FMT_SIG_FATAL : 0);
+    if (sig->before) {
+        const crec_regs *b = sig->before;
+        if (crec_emu_regs_get(rs->cpu, &now, &err) != CREC_OK) {
+            rec_fail(rs, &err);
+            return;
+        }
+        for (int i = 0; i < CREC_NGPR; i++)
+            if (now.gpr[i] != b->gpr[i]) {
+                ev.u.sig.regs[n].id = (uint32_t)i;
+                ev.u.sig.regs[n++].value = now.gpr[i];
+            }
+        if (now.rflags != b->rflags) {
+            ev.u.sig.regs[n].id = CREC_FMT_REG_RFLAGS;
+            ev.u.sig.regs[n++].value = now.rflags;
+        }
+        ev.u.sig.regs[n].id = CREC_FMT_REG_RIP; /* the handler */
+        ev.u.sig.regs[n++].value = now.rip;
+    }
+    ev.u.sig.nregs = n;
+    for (unsigned i = 0; i < sig->n_out && i < CREC_FMT_SYS_MAXOUT; i++) {
+        ev.u.sig.out[i].addr = sig->out[i].addr;
+        ev.u.sig.out[i].len = sig->out[i].len;
+        ev.u.sig.nout = i + 1;
+        rec_mark_dirty(rs, sig->out[i].addr, sig->out[i].len);
+        rec_kernel_wrote(rs, sig->out[i].addr, sig->out[i].len);
+    }
+    rec_event(rs, &ev);
 }
 
 static void rec_on_mem(void *ctx, const struct crec_emu_mem_event *mev)
@@ -568,10 +649,14 @@ static void rec_on_mem(void *ctx, const struct crec_emu_mem_event *mev)
     struct rec_session *rs = ctx;
 
     crec_emu_hostpages_clear(&rs->hostpages);
-    if (rs->started)
+    if (rs->ended)
+        return;
+    if (rs->fl && mev->became_exec && mev->path && mev->kind != CREC_MEM_MUNMAP)
+        rec_flight_image(rs, mev->path, mev->offset, mev->addr);
+    if (rs->started && rs->active)
         rec_on_mem_event(rs, mev);
     else
-        rec_note_image(rs, mev);
+        rec_note_image(rs, mev); /* named by the listing that starts the next part */
 }
 
 /* ---- threads --------------------------------------------------------------- */
@@ -645,7 +730,11 @@ static void rec_on_thread(void *ctx, const struct crec_emu_thread_event *tev)
     struct rec_thread *t;
     uint64_t ticount = crec_emu_thread_icount(rs->emu);
 
-    if (rs->failed)
+    if (rs->failed || rs->ended)
+        return;
+    if (rs->fl && tev->op == CREC_EMU_THREAD_CREATE)
+        rec_flight_thread(rs);
+    if (!rs->active)
         return;
     if (tev->op == CREC_EMU_THREAD_CREATE) {
         if (!rs->multi) {
@@ -654,7 +743,9 @@ static void rec_on_thread(void *ctx, const struct crec_emu_thread_event *tev)
              * which a program of one thread does without, says its tid */
             struct crec_emu_thread_info first;
             rs->multi = 1;
-            rec_seq(rs, rs->cur, 0, CREC_FMT_SEQ_IN);
+            /* from its first key frame in the file: 0, unless a ring
+             * dropped the start or --start-at began later */
+            rec_seq(rs, rs->cur, rs->stats.recorded_from, CREC_FMT_SEQ_IN);
             rec_seq(rs, rs->cur, ticount, CREC_FMT_SEQ_SYSCALL);
             if (crec_emu_threads(rs->emu, &first, 1) >= 1) {
                 ev.u.thread.op = CREC_FMT_TH_CREATE;
@@ -711,6 +802,8 @@ static void rec_on_switch(void *ctx, const struct crec_emu_switch *sw)
     struct rec_session *rs = ctx;
     struct rec_thread *from = rec_thread_of(rs, sw->from), *to = rec_thread_of(rs, sw->to);
 
+    if (rs->ended || !rs->active)
+        return;
     if (!from || !to || from != rs->cur) {
         crec_error err;
         crec_error_set(&err, CREC_ERR_EMU, "switch from thread %u to %u, which the recorder "
@@ -763,13 +856,202 @@ static void rec_end_thread(struct rec_session *rs, struct rec_thread *t,
     rec_thread_enter(rs, running);
 }
 
-/* The end: a last key frame of every thread at the final instruction, then
- * the EXIT event in the running thread's EVENTS. */
-static int rec_finish(struct rec_session *rs, const struct crec_emu_exit *ex)
+/* ---- processes --------------------------------------------------------------- */
+
+/* A PROCESS record in the process's own PROCESS stream. */
+static int rec_process(struct rec_session *rs, const crec_fmt_process *p)
+{
+    crec_error err = {0};
+    int rc;
+
+    crec_fmt_buf_reset(&rs->scratch);
+    rc = crec_fmt_proc_encode(&rs->scratch, p);
+    if (rc == CREC_OK)
+        rc = crec_fmt_write_buf(rs->w, CREC_FMT_S_PROCESS, 0, &rs->scratch, &err);
+    else
+        crec_error_set(&err, rc, "out of memory encoding a process record");
+    if (rc != CREC_OK)
+        rec_fail(rs, &err);
+    return rc;
+}
+
+/* The start of this process: who made it, its pid, its command line. */
+static int rec_process_start(struct rec_session *rs, uint32_t how, uint32_t parent)
+{
+    crec_fmt_process p = {0};
+
+    p.op = CREC_FMT_PR_START;
+    p.proc = rs->proc;
+    p.how = how;
+    p.parent = parent;
+    p.parent_tid = how == CREC_FMT_PR_ROOT ? 0 : rs->from_tid;
+    p.parent_icount = how == CREC_FMT_PR_ROOT ? 0 : rs->from_icount;
+    p.pid = (uint32_t)getpid();
+    p.ppid = (uint32_t)getppid();
+    p.path = rs->path ? rs->path : "";
+    p.path_len = strlen(p.path);
+    for (p.argc = 0; rs->argv && rs->argv[p.argc]; p.argc++)
+        ;
+    p.argv = rs->argv;
+    return rec_process(rs, &p);
+}
+
+/* Keep the program's path and argv (crec_malloc'd), for its START record. */
+static void rec_set_command(struct rec_session *rs, const char *path, char *const argv[])
+{
+    size_t n = 0, bytes = 0;
+    char **v, *at;
+
+    crec_free(rs->path);
+    crec_free(rs->argv);
+    rs->path = NULL, rs->argv = NULL;
+    for (; argv && argv[n]; n++)
+        bytes += strlen(argv[n]) + 1;
+    if ((rs->path = crec_malloc(strlen(path) + 1)) != NULL)
+        strcpy(rs->path, path);
+    if (!(v = crec_malloc((n + 1) * sizeof *v + bytes)))
+        return; /* only the record's command line is lost */
+    at = (char *)(v + n + 1);
+    for (size_t i = 0; i < n; i++) {
+        v[i] = at;
+        strcpy(at, argv[i]);
+        at += strlen(argv[i]) + 1;
+    }
+    v[n] = NULL;
+    rs->argv = v;
+}
+
+/*
+ * A new process image starts (a fork's child, the program execve loaded):
+ * its only thread is number 1 with nothing written yet, sequencing is off
+ * until it makes a second one, its next block start takes its first key
+ * frame (the cache emptied, the memory map listed, every page snapshot).
+ */
+static void rec_image_restart(struct rec_session *rs)
+{
+    struct rec_thread *cur = rs->cur;
+
+    for (size_t i = 0; i < rs->nthreads; i++)
+        if (rs->threads[i] && rs->threads[i] != cur)
+            rec_thread_free(rs->threads[i]);
+    rs->threads[0] = cur;
+    rs->nthreads = 1;
+    cur->tid = rs->tid = 1;
+    cur->live = 1;
+    cur->next_kf = 0;
+    cur->in_syscall = cur->blocked = 0;
+    crec_fmt_buf_reset(&cur->seq);
+    cur->seq_ctx = (crec_fmt_seq_ctx){0, 0, 1};
+    cur->seq_atomics = 0;
+    rs->multi = 0;
+    rs->seq = 0;
+    crec_fmt_buf_reset(&rs->reads);
+    rs->hits = 0;
+    crec_pcache_flush(rs->pc);
+    crec_emu_hostpages_clear(&rs->hostpages);
+    memset(&rs->stats, 0, sizeof rs->stats);
+    rs->last_sync = 0;
+    rec_mem_restart(rs);
+}
+
+static int rec_finish_core(struct rec_session *rs, uint64_t icount, uint64_t ticount, uint64_t rip,
+                           uint32_t how, uint64_t value);
+
+/* The end of this process now (an execve). */
+static int rec_end(struct rec_session *rs, uint32_t how, uint64_t value)
+{
+    return rec_finish_core(rs, crec_emu_cpu_icount(rs->cpu), crec_emu_thread_icount(rs->emu), 0,
+                           how, value);
+}
+
+static void rec_on_fork(void *ctx, int phase, int pid)
+{
+    struct rec_session *rs = ctx;
+    crec_error err = {0};
+    uint32_t parent = rs->proc;
+
+    if (phase == CREC_EMU_FORK_CHILD)
+        rs->child = 1; /* it exits as the guest's child does, however it records */
+    if (rs->failed || rs->ended) /* ended: the program runs on unrecorded */
+        return;
+    if (rec_flight_one_process(rs)) {
+        rec_flight_forked(rs, phase, pid);
+        return;
+    }
+    switch (phase) {
+    case CREC_EMU_FORK_BEFORE: /* the blobs the child will know of are in the file */
+        rs->from_tid = rs->tid;
+        rs->from_icount = crec_emu_thread_icount(rs->emu);
+        if (crec_fmt_writer_prefork(rs->w, &err) != CREC_OK)
+            rec_fail(rs, &err);
+        break;
+    case CREC_EMU_FORK_PARENT:
+        rs->forks++;
+        break;
+    case CREC_EMU_FORK_CHILD:
+        if (crec_fmt_writer_forked(rs->w, &rs->proc, &err) != CREC_OK) {
+            rec_fail(rs, &err);
+            return;
+        }
+        rec_image_restart(rs);
+        rec_process_start(rs, CREC_FMT_PR_FORK, parent);
+        break;
+    }
+}
+
+static void rec_on_exec(void *ctx, int phase, const char *path, char *const argv[])
+{
+    struct rec_session *rs = ctx;
+    crec_error err = {0};
+    uint32_t next;
+
+    if (rs->failed || rs->ended)
+        return;
+    if (phase == CREC_EMU_EXEC_BEFORE && rec_flight_one_process(rs)) {
+        rec_flight_exec(rs);
+        return;
+    }
+    if (phase == CREC_EMU_EXEC_BEFORE) {
+        /* the old image ends in its execve, and goes on as process `next` */
+        rs->from_tid = rs->tid;
+        rs->from_icount = crec_emu_thread_icount(rs->emu);
+        if (crec_fmt_writer_take_process(rs->w, &next, &err) != CREC_OK) {
+            rec_fail(rs, &err);
+            return;
+        }
+        if (rec_end(rs, CREC_FMT_EXIT_EXEC, next) != CREC_OK)
+            return;
+        if (crec_fmt_writer_set_process(rs->w, next, &err) != CREC_OK) {
+            rec_fail(rs, &err);
+            return;
+        }
+        rs->exec_parent = rs->proc;
+        rs->proc = next;
+        rs->started = 0; /* the loader's mappings are the new image's listing */
+        for (size_t i = 0; i < rs->n_images; i++)
+            crec_free(rs->images[i].path);
+        rs->n_images = 0;
+        return;
+    }
+    rec_image_restart(rs);
+    rec_set_command(rs, path, argv);
+    rs->started = 1;
+    rec_process_start(rs, CREC_FMT_PR_EXEC, rs->exec_parent);
+}
+
+/*
+ * The end of the recording at global time `icount` (the running thread at
+ * its own `ticount`; `rip` the block start, or 0: the CPU's RIP): a last
+ * key frame of every thread, then the EXIT event (how, value) in the
+ * running thread's EVENTS, the END of its PROCESS stream.  how: enum
+ * crec_fmt_exit_how (an exit, a fatal signal, a stop, an execve, the
+ * recording ending before the program).
+ */
+static int rec_finish_core(struct rec_session *rs, uint64_t icount, uint64_t ticount, uint64_t rip,
+                           uint32_t how, uint64_t value)
 {
     crec_fmt_event ev = {.kind = CREC_FMT_K_EXIT};
-    uint64_t icount = crec_emu_cpu_icount(rs->cpu);
-    uint64_t ticount = crec_emu_thread_icount(rs->emu);
+    crec_fmt_process p = {0};
     size_t n = crec_emu_threads(rs->emu, NULL, 0);
     struct crec_emu_thread_info *info;
 
@@ -790,18 +1072,55 @@ static int rec_finish(struct rec_session *rs, const struct crec_emu_exit *ex)
     crec_free(info);
     if (rs->multi)
         rec_seq(rs, rs->cur, ticount, CREC_FMT_SEQ_OUT); /* the schedule ends */
-    if (rec_keyframe(rs, icount, ticount, 0, NULL) != CREC_OK)
+    if (rec_keyframe(rs, icount, ticount, rip, NULL) != CREC_OK)
         return rs->err.code;
     ev.u.exit.global_icount = icount;
-    ev.u.exit.how = rs->stopped || ex->deadlock ? CREC_FMT_EXIT_STOPPED
-                    : ex->signo                 ? CREC_FMT_EXIT_SIGNAL
-                                                : CREC_FMT_EXIT_STATUS;
-    ev.u.exit.value = ex->deadlock ? 0 : ex->signo ? (uint64_t)ex->signo : (uint64_t)ex->status;
+    ev.u.exit.how = how;
+    ev.u.exit.value = value;
     rec_event(rs, &ev);
     rec_flush_reads(rs);
     rec_flush_seq(rs, rs->cur);
+    p.op = CREC_FMT_PR_END;
+    p.proc = rs->proc;
+    p.end_how = how;
+    p.value = value;
+    p.instructions = icount;
+    rec_process(rs, &p);
     rs->stats.instructions = icount;
     return rs->failed ? rs->err.code : CREC_OK;
+}
+
+/* The program ended (or crec stopped it): the end of the recording. */
+static int rec_finish(struct rec_session *rs, const struct crec_emu_exit *ex)
+{
+    uint64_t icount = crec_emu_cpu_icount(rs->cpu);
+    uint32_t how = rs->stopped || ex->deadlock ? CREC_FMT_EXIT_STOPPED
+                   : ex->signo                 ? CREC_FMT_EXIT_SIGNAL
+                                               : CREC_FMT_EXIT_STATUS;
+    uint64_t value = ex->deadlock ? 0 : ex->signo ? (uint64_t)ex->signo : (uint64_t)ex->status;
+
+    if (rs->failed)
+        return rs->err.code;
+    if (rs->ended) /* the file was completed when the recording ended */
+        return CREC_OK;
+    if (rs->fl) { /* in a gap, or stopped at --max-size: flight.c ends it */
+        int rc = rec_flight_finish(rs, ex, icount);
+        if (rc != CREC_ERR_NOTFOUND)
+            return rc;
+    }
+    return rec_finish_core(rs, icount, crec_emu_thread_icount(rs->emu), 0, how, value);
+}
+
+int rec_end_here(struct rec_session *rs, uint32_t why, uint64_t number, uint64_t rip,
+                 uint64_t icount, uint64_t ticount)
+{
+    crec_fmt_mark m = {.kind = CREC_FMT_K_STOP};
+    int rc = rec_finish_core(rs, icount, ticount, rip, CREC_FMT_EXIT_ENDED, 0);
+
+    m.u.stop.at = icount;
+    m.u.stop.why = why;
+    m.u.stop.number = number;
+    return rc == CREC_OK ? rec_mark(rs, &m) : rc;
 }
 
 /* ---- set-up -------------------------------------------------------------- */
@@ -847,20 +1166,33 @@ static void rec_header(const crec_record_options *o, struct rec_session *rs, cha
     h->envp = (char **)envp;
 }
 
-static int rec_add_hooks(struct rec_session *rs, crec_error *err)
+int rec_add_hooks(struct rec_session *rs, crec_error *err)
 {
     crec_emu_cpu_on_xstate(rs->cpu, rec_xstate, rs);
     if (crec_emu_cpu_hook_mem(rs->cpu, CREC_EMU_LOAD | CREC_EMU_STORE, rec_mem_hook, rs,
                               err) != CREC_OK)
         return crec_error_set(err, CREC_ERR_EMU, "can't add the recorder's memory hooks: %s",
                               err->msg);
-    /* No flush of translated code is needed (loading translates none), and
-     * a full flush would cost seconds: Unicorn zeroes its whole code buffer. */
+    rs->hooked = 1;
+    /* No flush of translated code is needed before the run (loading
+     * translates none), and a full flush would cost seconds: Unicorn zeroes
+     * its whole code buffer.  A hook added during the run: flight.c. */
     return CREC_OK;
+}
+
+void rec_remove_hooks(struct rec_session *rs)
+{
+    if (!rs->hooked)
+        return;
+    crec_emu_cpu_unhook_mem(rs->cpu, rec_mem_hook, rs);
+    crec_emu_cpu_on_xstate(rs->cpu, NULL, NULL);
+    rs->hooked = 0;
 }
 
 static void rec_session_free(struct rec_session *rs)
 {
+    rec_flight_free(rs);
+    crec_free(rs->coded);
     crec_emu_free(rs->emu);
     if (rs->cur) { /* the running thread's cache and reads are here */
         rs->cur->pc = rs->pc;
@@ -875,12 +1207,18 @@ static void rec_session_free(struct rec_session *rs)
     crec_free(rs->dirty_big);
     for (size_t i = 0; i < rs->n_images; i++)
         crec_free(rs->images[i].path);
+    crec_free(rs->images);
+    crec_free(rs->path);
+    crec_free(rs->argv);
 }
 
 static int rec_start(struct rec_session *rs, const crec_record_options *o, const char *path,
                      char *const argv[], char *const envp[], crec_error *err)
 {
     struct crec_emu_options eo = {0};
+    /* shared once the program forks (crec_fmt_writer_prefork): a guest's fork
+     * makes a crec process that writes to it too */
+    crec_fmt_writer_opts wo = {0};
     crec_fmt_cpuid leaves[REC_HEADER_LEAVES];
     crec_fmt_header h;
     int rc;
@@ -896,9 +1234,15 @@ static int rec_start(struct rec_session *rs, const crec_record_options *o, const
         .on_thread = rec_on_thread,
         .on_switch = rec_on_switch,
         .on_rdrand = rec_on_rdtsc,
+        .on_fork = rec_on_fork,
+        .on_exec = rec_on_exec,
+        .on_signal = rec_on_signal,
     };
     eo.strace = o->strace;
     eo.recording = 1;
+    eo.stop = o->stop;
+    eo.dump = o->forward_signals ? NULL : o->dump;
+    eo.forward_signals = o->forward_signals;
     eo.strict = o->strict;
     eo.log = o->log;
     eo.observer = &rs->observer;
@@ -918,18 +1262,30 @@ static int rec_start(struct rec_session *rs, const crec_record_options *o, const
     if (rc != CREC_OK)
         return rc;
     rs->cpu = crec_emu_cpu_of(rs->emu);
-    rc = rec_add_hooks(rs, err);
+    /* --start-at: the program runs with no memory hook (at `crec run`'s
+     * speed) until a trigger adds them (flight.c) */
+    rs->active = o->n_start_at == 0;
+    rs->snap_full_due = rs->listing_code_due = 1;
+    rc = rs->active ? rec_add_hooks(rs, err) : CREC_OK;
     if (rc != CREC_OK)
         return rc;
     rec_header(o, rs, argv, envp, leaves, &h);
     if (o->out_fd >= 0)
-        rc = crec_fmt_writer_open_fd(o->out_fd, o->out_path, &h, NULL, &rs->w, err);
+        rc = crec_fmt_writer_open_fd(o->out_fd, o->out_path, &h, &wo, &rs->w, err);
     else
-        rc = crec_fmt_writer_open(o->out_path, &h, NULL, &rs->w, err);
+        rc = crec_fmt_writer_open(o->out_path, &h, &wo, &rs->w, err);
     if (rc != CREC_OK)
         return rc;
     rs->started = 1;
-    return CREC_OK;
+    rec_set_command(rs, path, argv);
+    rec_process_start(rs, CREC_FMT_PR_ROOT, 0);
+    if (rs->failed) {
+        *err = rs->err;
+        return rs->err.code;
+    }
+    if (o->ring || o->max_size || o->dump || o->n_start_at || o->n_stop_at)
+        rc = rec_flight_open(rs, err);
+    return rc;
 }
 
 int crec_record(const crec_record_options *opt, const char *path, char *const argv[],
@@ -965,9 +1321,12 @@ int crec_record(const crec_record_options *opt, const char *path, char *const ar
 
     /* However the run ended, what was recorded is completed and closed. */
     rc = crec_emu_run(rs.emu, &ex, err);
-    if (rc == CREC_OK && ex.unrecordable)
-        rs.stopped = 1; /* ex.signo and ex.msg say why */
-    else if (rc == CREC_OK && o.stop && *o.stop && !ex.signo) {
+    if (rc == CREC_OK && rs.fl && rec_flight_full_stop(&rs)) {
+        rs.stopped = 1; /* at --max-size, with --on-full stop */
+        ex.signo = SIGXFSZ;
+        snprintf(ex.msg, sizeof ex.msg, "the recording reached --max-size at instruction %llu: "
+                 "the program was stopped there", (unsigned long long)crec_emu_cpu_icount(rs.cpu));
+    } else if (rc == CREC_OK && o.stop && *o.stop && !ex.signo) {
         int signo = (int)*o.stop;
         rs.stopped = 1;
         ex.signo = signo;
@@ -979,21 +1338,41 @@ int crec_record(const crec_record_options *opt, const char *path, char *const ar
     }
     if (rec_finish(&rs, &ex) != CREC_OK) {
         crec_fmt_writer_free(rs.w);
+        rs.w = NULL;
         if (rc == CREC_OK && err)
             crec_error_set(err, rs.err.code, "%s; the program was stopped at instruction %llu, "
                            "and the recording is readable up to its last complete chunk",
                            rs.err.msg, (unsigned long long)crec_emu_cpu_icount(rs.cpu));
         rc = rc == CREC_OK ? (int)rs.err.code : rc;
-    } else {
-        int crc = crec_fmt_writer_close(rs.w, rc == CREC_OK ? err : NULL);
+    } else if (rs.w && rs.child) { /* the first process writes the directory, for all */
+        int crc = crec_fmt_writer_leave(rs.w, rc == CREC_OK ? err : NULL);
+        rs.w = NULL;
+        rc = rc == CREC_OK ? crc : rc;
+    } else if (rs.w) { /* NULL: completed when the recording ended before the program */
+        int crc;
+        rec_flight_stats(&rs);
+        crc = crec_fmt_writer_close(rs.w, rc == CREC_OK ? err : NULL);
+        rs.w = NULL;
         rc = rc == CREC_OK ? crc : rc;
     }
-    *st = rs.stats;
+    if (rs.fl)
+        rec_flight_wait_dumps(&rs);
+    if (rs.child && rc == CREC_OK) {
+        /* the guest's parent sees it die of its signal, as natively (a
+         * recording stopped: of the signal that stopped it) */
+        if (rs.stopped)
+            signal(ex.signo, SIG_DFL), raise(ex.signo);
+        crec_emu_forked_exit(rs.emu);
+    }
     out->status = ex.status;
     out->signo = ex.signo;
     out->stopped = rs.stopped;
     out->deadlock = ex.deadlock;
+    out->forked = rs.child;
     snprintf(out->msg, sizeof out->msg, "%s", ex.msg);
+    if (rs.fl)
+        rec_flight_why(&rs, out);
+    *st = rs.stats;
     rec_session_free(&rs);
     return rc;
 }

@@ -227,7 +227,7 @@ struct rec_code_hash {
 /* Code is stored in blobs of at most this many bytes: memory stays bounded
  * and a blob fits a record whatever the size of an executable mapping. */
 #define REC_CODE_PIECE (16ull << 20)
-#define REC_MAX_IMAGES 16
+#define REC_MAX_IMAGES 1024
 #define REC_MAX_SYMBOLIZED 256
 
 /*
@@ -291,14 +291,38 @@ struct rec_session {
 
     struct rec_code_hash *code_hashes; /* one per piece of code (REC_CODE_PIECE) */
     size_t n_code_hashes, cap_code_hashes;
-    struct rec_image images[REC_MAX_IMAGES]; /* from the ELF loader */
-    size_t n_images;
+    /* the files code is mapped from (the loader's, then mmap's), so that the
+     * first listing of a process can name them (a fork's child) */
+    struct rec_image *images;
+    size_t n_images, cap_images;
     crec_fmt_hash symbolized[REC_MAX_SYMBOLIZED]; /* blobs whose symbols are written */
     size_t n_symbolized;
 
     crec_record_stats stats;
     int failed;           /* a write failed: `err` says why; stop recording */
     crec_error err;
+
+    /* the flight recorder (flight.c): ring, --max-size, dumps, --start-at */
+    struct rec_flight *fl; /* NULL for a plain recording of the whole run */
+    int active;           /* recording now (not in a gap of --start-at/--stop-at) */
+    int ended;            /* the file is complete; the program runs on unrecorded */
+    int hooked;           /* the memory hooks are installed */
+    int snap_full_due;    /* the next snapshot takes every page */
+    uint64_t kfs_since_snap;
+    int listing_code_due; /* the next listing writes CODE records for new code */
+    struct rec_coded { uint64_t addr; crec_fmt_hash hash; } *coded; /* CODE records written */
+    size_t ncoded, capcoded;
+
+    /* processes (docs/ARCHITECTURE.md, "Processes"): this one's number, its
+     * command line, and where a fork or execve began in it */
+    uint32_t proc;
+    char *path;           /* the program (crec_malloc'd) */
+    char **argv;          /* its argv, one crec_malloc'd block */
+    int child;            /* this crec was made by a guest's fork */
+    uint64_t forks;       /* the guest forked this many times here (recorded) */
+    uint32_t from_tid;    /* fork/execve: the thread that made it, */
+    uint64_t from_icount; /* ... its own count at the syscall */
+    uint32_t exec_parent; /* execve: the process it replaced */
 };
 
 /* rec_mem.c: the memory map, code, snapshots and dirty pages. */
@@ -320,20 +344,86 @@ static inline void rec_mark_dirty(struct rec_session *rs, uint64_t addr, uint64_
     rec_mark_dirty_pages(rs, addr, len);
 }
 int rec_write_listing(struct rec_session *rs);
+/* Every stored hash of code is stale (stores went unseen: a gap). */
+void rec_code_hashes_forget(struct rec_session *rs);
 /* A memory-map change made by the running thread, as FOREIGN copies in
  * every other live thread's EVENTS (their caches forget the range). */
 int rec_foreign_mmap(struct rec_session *rs, const crec_fmt_event *ev);
 int rec_write_snapshot(struct rec_session *rs, uint64_t icount, int full);
 int rec_on_mem_event(struct rec_session *rs, const struct crec_emu_mem_event *ev);
 void rec_note_image(struct rec_session *rs, const struct crec_emu_mem_event *ev);
+/* A new process image (a fork's child, execve): nothing of the old one's
+ * memory is known (the next snapshot takes every page). */
+void rec_mem_restart(struct rec_session *rs);
 
 /* symbols.c: SYMBOL records for the ELF file `path`, whose bytes from
  * file_off on are the code blob `blob`.  A missing or odd file: none. */
 int rec_symbols(struct rec_session *rs, const char *path, uint64_t file_off,
                 const crec_fmt_hash *blob);
 
+/* symbols.c: the address of symbol `name` relative to the code blob that
+ * starts at file offset file_off of the ELF file `path`.  @return 1 and
+ * *rel if it is there, else 0. */
+int rec_symbol_find(const char *path, uint64_t file_off, const char *name, uint64_t *rel);
+
 /* record.c */
 int rec_event(struct rec_session *rs, const crec_fmt_event *ev);
 void rec_fail(struct rec_session *rs, const crec_error *err);
+int rec_keyframe(struct rec_session *rs, uint64_t icount, uint64_t ticount, uint64_t rip,
+                 const crec_regs *regs);
+int rec_flush_reads(struct rec_session *rs);
+void rec_flush_held(struct rec_session *rs);
+int rec_add_hooks(struct rec_session *rs, crec_error *err);
+void rec_remove_hooks(struct rec_session *rs);
+/* End the recording with the program still running (why: enum
+ * crec_fmt_stop_why, number: a dump's) at the block start `rip`, global
+ * time icount, the running thread's own time ticount: a last key frame of
+ * every thread, the EXIT record (ended), a STOP mark.  The file stays open. */
+int rec_end_here(struct rec_session *rs, uint32_t why, uint64_t number, uint64_t rip,
+                 uint64_t icount, uint64_t ticount);
+
+/* flight.c */
+/* Set up what the options ask (after the writer is open).  @return CREC_OK
+ * or an error (a ring on a pipe, ...). */
+int rec_flight_open(struct rec_session *rs, crec_error *err);
+void rec_flight_free(struct rec_session *rs);
+/* At every block start, before the key frame: triggers, --max-size, dumps,
+ * ring segments.  *boundary 1: the key frame about to be taken starts a
+ * ring segment (rec_ring_boundary first).  @return 1 when the block hook
+ * must do nothing more (not recording, or the CPU was stopped). */
+int rec_flight_block(struct rec_session *rs, uint64_t addr, uint64_t before, uint64_t tbefore,
+                     int *boundary);
+/* A new ring segment begins at `icount`: the streams are flushed. */
+int rec_ring_boundary(struct rec_session *rs, uint64_t icount);
+/* A syscall ended (syscall:NAME triggers). */
+void rec_flight_syscall(struct rec_session *rs, uint64_t nr);
+/* Executable code of the file `path` at file_off was mapped at addr
+ * (symbol triggers). */
+void rec_flight_image(struct rec_session *rs, const char *path, uint64_t file_off,
+                      uint64_t addr);
+/* A second thread starts: a ring or a conditional recording ends at the
+ * next block start (they hold one thread). */
+void rec_flight_thread(struct rec_session *rs);
+/* Does this recording hold one process (--ring, --start-at, --stop-at,
+ * --max-size)?  Then a fork ends it (rec_flight_forked, each phase of
+ * enum crec_emu_fork_phase: the parent at its next block start, the child
+ * lets go of the file) and so does an execve (rec_flight_exec, at once),
+ * with one line, and the program runs on unrecorded. */
+int rec_flight_one_process(const struct rec_session *rs);
+void rec_flight_forked(struct rec_session *rs, int phase, int pid);
+void rec_flight_exec(struct rec_session *rs);
+/* The program ended (or crec stopped it) at icount: the end of a recording
+ * that is in a gap or reached --max-size.  @return CREC_ERR_NOTFOUND when
+ * neither is so (the plain end), else CREC_OK or an error. */
+int rec_flight_finish(struct rec_session *rs, const struct crec_emu_exit *ex, uint64_t icount);
+void rec_flight_wait_dumps(struct rec_session *rs);
+/* @return 1 when --max-size stopped the program (--on-full stop). */
+int rec_flight_full_stop(const struct rec_session *rs);
+/* Before the file is closed: the ring's figures into rs->stats. */
+void rec_flight_stats(struct rec_session *rs);
+/* What the caller is told: why the recording ended before the program. */
+void rec_flight_why(struct rec_session *rs, crec_exit *out);
+/* Write a mark to the MARKS stream.  @return CREC_OK or the error (rec_fail). */
+int rec_mark(struct rec_session *rs, const crec_fmt_mark *m);
 
 #endif /* CREC_RECORDER_INT_H */

@@ -50,6 +50,7 @@ int crec_run(const crec_run_options *o, const char *path, char *const argv[],
         rc = crec_emu_run(e, &ex, err);
     if (instructions && e)
         *instructions = crec_emu_cpu_icount(crec_emu_cpu_of(e));
+    out->forked = e && crec_emu_forked(e);
     crec_emu_free(e);
     if (rc != CREC_OK)
         return rc;

@@ -74,9 +74,28 @@ static int emit_symbol(struct rec_session *rs, const crec_fmt_hash *blob, uint64
     return rc;
 }
 
+/* What to do with each named function and object of a symbol table:
+ * non-zero stops the walk. */
+struct sym_visit {
+    int (*fn)(void *ctx, uint64_t rel, const Elf64_Sym *sym, const char *name, size_t len);
+    void *ctx;
+};
+
+struct emit_ctx {
+    struct rec_session *rs;
+    const crec_fmt_hash *blob;
+};
+
+static int emit_one(void *ctx, uint64_t rel, const Elf64_Sym *sym, const char *name, size_t len)
+{
+    struct emit_ctx *e = ctx;
+
+    return emit_symbol(e->rs, e->blob, rel, sym, name, len) != CREC_OK;
+}
+
 /* Every named function and object of one symbol table. */
-static int emit_table(struct rec_session *rs, const struct elf_view *v, const Elf64_Ehdr *eh,
-                      const Elf64_Shdr *tab, uint64_t base, const crec_fmt_hash *blob)
+static int walk_table(const struct sym_visit *vis, const struct elf_view *v,
+                      const Elf64_Ehdr *eh, const Elf64_Shdr *tab, uint64_t base)
 {
     const Elf64_Shdr *strs = elf_section(v, eh, tab->sh_link);
     uint64_t n = tab->sh_entsize == sizeof(Elf64_Sym) ? tab->sh_size / sizeof(Elf64_Sym) : 0;
@@ -96,14 +115,13 @@ static int emit_table(struct rec_session *rs, const struct elf_view *v, const El
         len = strnlen(name, strs->sh_size - sym->st_name);
         if (len == 0 || len == strs->sh_size - sym->st_name)
             continue;
-        if (emit_symbol(rs, blob, sym->st_value - base, sym, name, len) != CREC_OK)
-            return rs->err.code;
+        if (vis->fn(vis->ctx, sym->st_value - base, sym, name, len))
+            return 1;
     }
-    return CREC_OK;
+    return 0;
 }
 
-static int emit_symbols(struct rec_session *rs, const struct elf_view *v, uint64_t file_off,
-                        const crec_fmt_hash *blob)
+static int walk_symbols(const struct sym_visit *vis, const struct elf_view *v, uint64_t file_off)
 {
     const Elf64_Ehdr *eh = elf_at(v, 0, sizeof *eh);
     const Elf64_Shdr *symtab = NULL, *dynsym = NULL;
@@ -111,7 +129,7 @@ static int emit_symbols(struct rec_session *rs, const struct elf_view *v, uint64
 
     if (!eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
         elf_vaddr_of(v, eh, file_off, &base) != 0)
-        return CREC_OK; /* not an ELF file we understand: no symbols, no error */
+        return 0; /* not an ELF file we understand: no symbols, no error */
     for (unsigned i = 0; i < eh->e_shnum; i++) {
         const Elf64_Shdr *sh = elf_section(v, eh, i);
         if (sh && sh->sh_type == SHT_SYMTAB)
@@ -121,14 +139,15 @@ static int emit_symbols(struct rec_session *rs, const struct elf_view *v, uint64
     }
     /* .symtab has everything (.dynsym is a subset) when the file is not stripped. */
     if (symtab)
-        return emit_table(rs, v, eh, symtab, base, blob);
+        return walk_table(vis, v, eh, symtab, base);
     if (dynsym)
-        return emit_table(rs, v, eh, dynsym, base, blob);
-    return CREC_OK;
+        return walk_table(vis, v, eh, dynsym, base);
+    return 0;
 }
 
-int rec_symbols(struct rec_session *rs, const char *path, uint64_t file_off,
-                const crec_fmt_hash *blob)
+/* Walk the symbols of the file at path (a missing or odd file has none).
+ * @return what the walk returned: non-zero when vis->fn stopped it. */
+static int walk_file(const char *path, uint64_t file_off, const struct sym_visit *vis)
 {
     struct elf_view v;
     struct stat st;
@@ -137,18 +156,56 @@ int rec_symbols(struct rec_session *rs, const char *path, uint64_t file_off,
 
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return CREC_OK; /* the file is gone: the code is recorded, its names are not */
+        return 0; /* the file is gone: the code is recorded, its names are not */
     if (fstat(fd, &st) != 0 || st.st_size <= 0) {
         close(fd);
-        return CREC_OK;
+        return 0;
     }
     p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (p == MAP_FAILED)
-        return CREC_OK;
+        return 0;
     v.p = p;
     v.size = (size_t)st.st_size;
-    rc = emit_symbols(rs, &v, file_off, blob);
+    rc = walk_symbols(vis, &v, file_off);
     munmap(p, (size_t)st.st_size);
     return rc;
+}
+
+int rec_symbols(struct rec_session *rs, const char *path, uint64_t file_off,
+                const crec_fmt_hash *blob)
+{
+    struct emit_ctx e = {rs, blob};
+    struct sym_visit vis = {emit_one, &e};
+
+    return walk_file(path, file_off, &vis) ? rs->err.code : CREC_OK;
+}
+
+struct find_ctx {
+    const char *name;
+    uint64_t rel;
+    int found;
+};
+
+static int find_one(void *ctx, uint64_t rel, const Elf64_Sym *sym, const char *name, size_t len)
+{
+    struct find_ctx *f = ctx;
+
+    (void)sym;
+    if (strlen(f->name) != len || memcmp(f->name, name, len) != 0)
+        return 0;
+    f->rel = rel;
+    f->found = 1;
+    return 1;
+}
+
+int rec_symbol_find(const char *path, uint64_t file_off, const char *name, uint64_t *rel)
+{
+    struct find_ctx f = {name, 0, 0};
+    struct sym_visit vis = {find_one, &f};
+
+    walk_file(path, file_off, &vis);
+    if (f.found)
+        *rel = f.rel;
+    return f.found;
 }

@@ -244,6 +244,7 @@ static int rep_next_event(struct rep_seg *s, crec_fmt_event *ev)
     size_t len;
     int kind, rc;
 
+    s->peek_stale = 1;
     if (s->have_peek) {
         *ev = s->peek;
         s->have_peek = 0;
@@ -588,14 +589,14 @@ static const char *event_name(int kind)
     return "an unknown event";
 }
 
-/* ---- syscalls, CPUID, RDTSC ---------------------------------------------- */
-
-static void rep_set_regs(struct rep_seg *s, const crec_fmt_event *ev)
+/* Set the registers a SYSCALL or SIGNAL record lists (RIP: where the
+ * program goes on; from a syscall hook, crec_emu_cpu_resume_at makes up
+ * for what Unicorn adds after it). */
+static void rep_reg_list(struct rep_seg *s, const crec_fmt_reg_value *r, uint32_t n)
 {
-    crec_emu_reg_set(s->cpu, CREC_EMU_RAX, (uint64_t)ev->u.sys.ret);
-    for (uint32_t i = 0; i < ev->u.sys.nregs; i++) {
-        uint32_t id = ev->u.sys.regs[i].id;
-        uint64_t v = ev->u.sys.regs[i].value;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t id = r[i].id;
+        uint64_t v = r[i].value;
         if (id < CREC_NGPR)
             crec_emu_reg_set(s->cpu, (enum crec_emu_reg)(CREC_EMU_RAX + id), v);
         else if (id == CREC_FMT_REG_FS_BASE)
@@ -607,6 +608,102 @@ static void rep_set_regs(struct rep_seg *s, const crec_fmt_event *ev)
         else if (id == CREC_FMT_REG_RIP) /* a signal handler, rt_sigreturn */
             crec_emu_cpu_resume_at(s->cpu, v);
     }
+}
+
+/* ---- signals at an instruction boundary (version 3) ------------------------------ */
+
+/* Read the next event ahead (a SIGNAL record is found before its block). */
+static void rep_lookahead(struct rep_seg *s)
+{
+    crec_fmt_event ev;
+
+    s->peek_stale = 0;
+    if (!s->have_peek && rep_next_event(s, &ev) == CREC_OK) {
+        rep_unget_event(s, &ev);
+        s->peek_stale = 0;
+    }
+}
+
+/* Is the next event a SIGNAL record at the thread's count tb, of the kind
+ * (fault or not) asked for? */
+static int rep_signal_next(struct rep_seg *s, uint64_t tb, int fault)
+{
+    if (s->peek_stale && s->version >= 3)
+        rep_lookahead(s);
+    return s->have_peek && s->peek.kind == CREC_FMT_K_SIGNAL && s->peek.u.sig.icount == tb &&
+           !(s->peek.u.sig.flags & CREC_FMT_SIG_FAULT) == !fault;
+}
+
+/* Enter the handler as the recording did: the registers of the SIGNAL
+ * record, and the frame it wrote (kernel-written memory a query must know
+ * is stale in replay memory). */
+static void rep_signal_apply(struct rep_seg *s)
+{
+    crec_fmt_event ev;
+
+    if (rep_next_event(s, &ev) != CREC_OK)
+        return;
+    rep_reg_list(s, ev.u.sig.regs, ev.u.sig.nregs);
+    for (uint32_t i = 0; i < ev.u.sig.nout; i++) {
+        if (s->on_access)
+            s->on_access(s->access_ctx, s->owner, 'k', ev.u.sig.out[i].addr,
+                         ev.u.sig.out[i].len);
+        if (s->exec)
+            rep_exec_access(s, 'k', ev.u.sig.out[i].addr, ev.u.sig.out[i].len, NULL);
+    }
+    crec_emu_hostpages_clear(&s->hostpages);
+}
+
+/*
+ * The CPU stopped: for a signal at a block start (s->sig_at), enter its
+ * handler and @return 1 (the run goes on); for a fault the recording
+ * delivered to a handler, the same; else 0.
+ */
+static int rep_signal_stopped(struct rep_seg *s, const struct crec_emu_stop *stop)
+{
+    if (s->failed || s->diverged)
+        return 0;
+    if (s->sig_at) {
+        crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->sig_at); /* stale after a block hook */
+        s->sig_at = 0;
+        rep_signal_apply(s);
+        return !s->failed;
+    }
+    if (s->fatal_at) { /* it died there: RIP where the recording left it */
+        crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->fatal_at);
+        s->fatal_at = 0;
+        return 0;
+    }
+    if (stop->why == CREC_STOP_REQUESTED || !rep_signal_next(s, rep_ticount(s), 1))
+        return 0;
+    rep_signal_apply(s);
+    return !s->failed;
+}
+
+/* A query run stopped at exactly its time: a signal the recording entered
+ * a handler for at that count is part of the state there (the handler's
+ * first instruction is the next one), so it is entered now. */
+static void rep_signal_at_stop(struct rep_seg *s)
+{
+    uint64_t tb;
+
+    if (s->failed || s->diverged || s->version < 3)
+        return;
+    if (s->stopped_at_block) /* RIP is stale after a stop in a block hook */
+        crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->stopped_at_block);
+    s->stopped_at_block = 0;
+    tb = rep_ticount(s);
+    if ((rep_signal_next(s, tb, 0) || rep_signal_next(s, tb, 1)) &&
+        !(s->peek.u.sig.flags & CREC_FMT_SIG_FATAL))
+        rep_signal_apply(s);
+}
+
+/* ---- syscalls, CPUID, RDTSC ---------------------------------------------- */
+
+static void rep_set_regs(struct rep_seg *s, const crec_fmt_event *ev)
+{
+    crec_emu_reg_set(s->cpu, CREC_EMU_RAX, (uint64_t)ev->u.sys.ret);
+    rep_reg_list(s, ev->u.sys.regs, ev->u.sys.nregs);
 }
 
 static void rep_check_sent(struct rep_seg *s, const crec_fmt_event *ev)
@@ -644,6 +741,18 @@ static void rep_kernel_wrote(struct rep_seg *s, uint64_t addr, uint64_t len)
         s->on_access(s->access_ctx, s->owner, 'k', addr, len);
     if (s->exec)
         rep_exec_access(s, 'k', addr, len, NULL);
+}
+
+/* Is the next event a SIGNAL record of the process's death at the end of
+ * the syscall just applied?  Then it is taken. */
+static int rep_dies_after_syscall(struct rep_seg *s)
+{
+    crec_fmt_event ev;
+
+    if (!rep_signal_next(s, rep_ticount(s), 0) || !(s->peek.u.sig.flags & CREC_FMT_SIG_FATAL))
+        return 0;
+    rep_next_event(s, &ev);
+    return 1;
 }
 
 static void rep_on_syscall(void *ctx, crec_emu_cpu *cpu)
@@ -684,6 +793,9 @@ static void rep_on_syscall(void *ctx, crec_emu_cpu *cpu)
     if (nr == CREC_EMU_NR_RT_SIGRETURN && !s->diverged)
         rep_sigreturn(s, &ev);
     rep_set_regs(s, &ev);
+    /* a signal its end made pending kills the process there (version 3) */
+    if (s->version >= 3 && rep_dies_after_syscall(s))
+        crec_emu_cpu_stop(cpu);
     for (uint32_t i = 0; i < ev.u.sys.nout; i++)
         rep_kernel_wrote(s, ev.u.sys.out[i].addr, ev.u.sys.out[i].len);
     if (ev.u.sys.flags & CREC_FMT_EV_OUT_MORE)
@@ -809,7 +921,8 @@ static int rep_stopped_here(struct rep_seg *s)
     if (rep_next_event(s, &ev) != CREC_OK)
         return 0;
     rep_unget_event(s, &ev);
-    return (ev.kind == CREC_FMT_K_EXIT && ev.u.exit.how == CREC_FMT_EXIT_STOPPED) ||
+    return (ev.kind == CREC_FMT_K_EXIT && (ev.u.exit.how == CREC_FMT_EXIT_STOPPED ||
+                                           ev.u.exit.how == CREC_FMT_EXIT_ENDED)) ||
            (ev.kind == CREC_FMT_K_THREAD && ev.u.thread.op == CREC_FMT_TH_EXIT &&
             ev.u.thread.how == CREC_FMT_TH_ENDED);
 }
@@ -959,6 +1072,70 @@ static int rep_block_lazy(struct rep_seg *s, uint64_t addr)
     return refill;
 }
 
+/* Is key frame k the end of a part of a conditional recording, followed by
+ * a gap and the next part's first key frame (k + 1)? */
+static int rep_part_end(const struct rep_seg *s, size_t k)
+{
+    if (s->whole || k + 1 >= s->nkf)
+        return 0;
+    for (size_t i = 0; i < s->ngaps; i++)
+        if (s->gaps[i].from == s->kfs[k].global_icount &&
+            s->gaps[i].to == s->kfs[k + 1].global_icount)
+            return 1;
+    return 0;
+}
+
+/*
+ * Over a gap: the run goes on at key frame k, the first of the next part,
+ * as a run starting there would (its registers, and memory mapped as its
+ * listing says: what the program did in the gap was not recorded, so the
+ * map is built again and the memory's old bytes go; the part's first
+ * loads of every byte are in READS).  The EVENTS cursor is left at the
+ * listing, which the block hook then checks as at any key frame.
+ */
+static int rep_jump(struct rep_seg *s, size_t k)
+{
+    const crec_fmt_keyframe *kf = &s->kfs[k];
+    crec_fmt_event ev = {.kind = CREC_FMT_K_MMAP};
+    crec_error err = {0};
+    int rc;
+
+    s->nmaps = 0;
+    if (crec_emu_mem_foreach(s->cpu, rep_collect_map, s) != 0)
+        return rep_corrupt(s, "out of memory jumping over a gap");
+    ev.u.mmap.op = CREC_FMT_MM_UNMAP;
+    for (size_t i = 0; i < s->nmaps; i++) {
+        ev.u.mmap.addr = s->maps[i].start;
+        ev.u.mmap.len = s->maps[i].end - s->maps[i].start;
+        if (rep_apply_mmap(s, &ev) != CREC_OK)
+            return rep_outcome(s);
+    }
+    crec_fmt_cursor_free(s->events);
+    s->events = NULL;
+    s->have_peek = 0;
+    rc = crec_fmt_cursor_open(s->r, CREC_FMT_S_EVENTS, kf->tid, kf->events_off, &s->events, &err);
+    if (rc == CREC_OK && (rc = rep_listing(s, k, 1)) == CREC_OK) {
+        crec_fmt_cursor_free(s->events);
+        s->events = NULL;
+        s->have_peek = 0;
+        rc = crec_fmt_cursor_open(s->r, CREC_FMT_S_EVENTS, kf->tid, kf->events_off, &s->events,
+                                  &err);
+    }
+    if (rc == CREC_OK)
+        rc = crec_emu_regs_set(s->cpu, &kf->regs, &err);
+    if (rc != CREC_OK) {
+        if (!s->failed)
+            rep_fail(s, &err);
+        return rep_outcome(s);
+    }
+    s->skipped += kf->thread_icount - crec_emu_cpu_icount(s->cpu);
+    crec_emu_cpu_set_icount(s->cpu, kf->thread_icount);
+    crec_emu_cpu_xstate_forget(s->cpu);
+    crec_emu_hostpages_clear(&s->hostpages);
+    s->next_kf = k;
+    return CREC_OK;
+}
+
 static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t icount)
 {
     struct rep_seg *s = ctx;
@@ -972,6 +1149,20 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
         return;
     if (s->seq && !s->whole && rep_seq_block(s, tb, ninsns))
         return;
+    /* a signal the recording delivered at this block start: its handler,
+     * or the end of the process (before the block, which runs later) */
+    if (s->version >= 3 && rep_signal_next(s, tb, 0)) {
+        if (s->peek.u.sig.flags & CREC_FMT_SIG_FATAL) {
+            crec_fmt_event ev;
+            rep_next_event(s, &ev);
+            s->fatal_at = addr;
+        } else {
+            s->sig_at = addr;
+        }
+        s->stopped_at_block = addr;
+        crec_emu_cpu_stop(s->cpu);
+        return;
+    }
 
     while (s->next_kf < s->nkf_blocks && s->kfs[s->next_kf].thread_icount <= tb) {
         size_t k = s->next_kf++;
@@ -983,6 +1174,17 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
                 return;
             if (s->on_keyframe)
                 s->on_keyframe(s->access_ctx, k);
+            if (rep_part_end(s, k) && tb < s->until) {
+                /* over the gap (outside the hook) when the run goes as far as
+                 * the next part; a run to a time in the gap ends here: the
+                 * program's state there is not in the recording */
+                if (s->until >= s->kfs[k + 1].thread_icount)
+                    s->jump_to = k + 1;
+                else
+                    s->stopped_at_block = addr;
+                crec_emu_cpu_stop(s->cpu);
+                return;
+            }
             continue;
         }
         if (kf->thread_icount < tb) {
@@ -997,6 +1199,11 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
             return;
         if (rep_listing(s, k, 0) != CREC_OK)
             return;
+        if (rep_part_end(s, k) && tb < s->stop_at) { /* over the gap, outside the hook */
+            s->jump_to = k + 1;
+            crec_emu_cpu_stop(s->cpu);
+            return;
+        }
     }
     /* no restart point once vector state a point can't hold was used */
     if (s->on_point && tb >= s->next_point && s->next_kf < s->nkf &&
@@ -1012,6 +1219,27 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
 }
 
 /* ---- one run of segments ------------------------------------------------- */
+
+/* The gaps of a conditional recording (MARKS), which a run jumps over. */
+static int rep_read_gaps(struct rep_seg *s, crec_error *err)
+{
+    crec_fmt_marks m;
+    int rc = crec_fmt_marks_read(s->r, &m, err);
+
+    if (rc != CREC_OK || m.ngaps == 0) {
+        crec_fmt_marks_clear(&m);
+        return rc;
+    }
+    if (!(s->gaps = crec_malloc(m.ngaps * sizeof *s->gaps))) {
+        crec_fmt_marks_clear(&m);
+        return crec_error_set(err, CREC_ERR_NOMEM, "out of memory reading the gaps");
+    }
+    for (size_t i = 0; i < m.ngaps; i++)
+        s->gaps[i] = (struct rep_gap){m.gaps[i].u.gap.from, m.gaps[i].u.gap.to};
+    s->ngaps = m.ngaps;
+    crec_fmt_marks_clear(&m);
+    return CREC_OK;
+}
 
 static int rep_seg_open(struct rep_seg *s, crec_error *err)
 {
@@ -1046,6 +1274,8 @@ static int rep_seg_open(struct rep_seg *s, crec_error *err)
         return rc;
     s->tid = kf->tid;
     s->version = crec_fmt_reader_header(s->r)->version;
+    if (!s->whole && (rc = rep_read_gaps(s, err)) != CREC_OK)
+        return rc;
     if (s->alone && !s->whole) { /* where the thread was cut and switched in */
         rc = crec_fmt_cursor_open(s->r, CREC_FMT_S_SEQ, kf->tid, s->kfs[s->first].seq_off,
                                   &s->seq, err);
@@ -1195,16 +1425,34 @@ static int rep_seg_run_until(struct rep_seg *s)
     if (s->ended)
         return CREC_OK;
     s->stop_at = s->until;
+    /* stopped (or started) right at a part's last key frame: going on
+     * means going over the gap */
+    if (s->next_kf > 0 && !s->jump_to && rep_part_end(s, s->next_kf - 1) &&
+        crec_emu_cpu_icount(s->cpu) == s->kfs[s->next_kf - 1].thread_icount &&
+        s->until > crec_emu_cpu_icount(s->cpu)) {
+        if (s->until < s->kfs[s->next_kf].thread_icount)
+            return CREC_OK; /* a time in the gap: the run stays at the part's end */
+        s->jump_to = s->next_kf;
+    }
     do {
         if (s->refill_at) { /* a block whose code was just copied in (lazy.c) */
             crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->refill_at);
             s->refill_at = 0;
         }
+        if (s->jump_to) {
+            size_t k = s->jump_to;
+            s->jump_to = 0;
+            if (rep_jump(s, k) != CREC_OK)
+                return rep_outcome(s);
+        }
         s->stopped_at_block = 0;
         rc = crec_emu_cpu_run_until(s->cpu, s->until, &s->reached, &stop, &err);
-    } while (rc == CREC_OK && s->refill_at && !s->failed && !s->diverged);
+    } while (rc == CREC_OK && !s->failed && !s->diverged &&
+             (s->refill_at || s->jump_to || (!s->reached && rep_signal_stopped(s, &stop))));
     if (rc == CREC_OK && s->stopped_at_block) /* a query reads RIP: set it now */
         crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->stopped_at_block);
+    if (rc == CREC_OK && s->reached)
+        rep_signal_at_stop(s);
     if (rc == CREC_OK)
         rc = crec_emu_cpu_error(s->cpu, &err); /* that write, if it failed */
     if (rc != CREC_OK)
@@ -1255,6 +1503,10 @@ static int rep_seg_start(struct rep_seg *s)
         return rep_outcome(s);
     if ((rc = rep_seg_first_hits(s, &err)) != CREC_OK)
         rep_fail(s, &err);
+    /* a run from the last key frame of a part goes on at the next part */
+    if (!s->failed && s->start == &s->kfs[s->first] && rep_part_end(s, s->first) &&
+        s->kfs[s->first].thread_icount < (s->query ? s->until : s->stop_at))
+        rep_jump(s, s->first + 1);
     return rep_outcome(s);
 }
 
@@ -1269,12 +1521,22 @@ static void rep_run_cpu(struct rep_seg *s, struct crec_emu_stop *stop)
             crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->refill_at);
             s->refill_at = 0;
         }
+        if (s->jump_to) {
+            size_t k = s->jump_to;
+            s->jump_to = 0;
+            if (rep_jump(s, k) != CREC_OK)
+                return;
+        }
         if (crec_emu_cpu_run(s->cpu, stop, &err) != CREC_OK) {
             rep_fail(s, &err);
             return;
         }
-        if (s->refill_at && !s->failed && !s->diverged)
+        if ((s->refill_at || s->jump_to) && !s->failed && !s->diverged)
             continue;
+        if (rep_signal_stopped(s, stop)) {
+            s->stopped_at_block = 0;
+            continue; /* in the handler now */
+        }
         if (!s->cut_at || s->failed || s->diverged || stop->why != CREC_STOP_REQUESTED)
             return;
         if (crec_emu_cpu_icount(s->cpu) != s->cut_at)
@@ -1394,6 +1656,10 @@ static int rep_thread_load(struct rep_seg *s, struct rep_thread *t)
         return rep_outcome(s);
     if ((rc = rep_seg_first_hits(s, &err)) != CREC_OK)
         rep_fail(s, &err);
+    /* a run from the last key frame of a part goes on at the next part */
+    if (!s->failed && s->start == &s->kfs[s->first] && rep_part_end(s, s->first) &&
+        s->kfs[s->first].thread_icount < (s->query ? s->until : s->stop_at))
+        rep_jump(s, s->first + 1);
     return rep_outcome(s);
 }
 
@@ -1455,9 +1721,7 @@ int rep_whole_run(struct rep_seg *s)
         rep_run_cpu(s, &stop);
         if (s->whole_until && crec_emu_cpu_icount(s->cpu) == s->whole_until) {
             s->reached = 1; /* a query run got where it was going */
-            if (s->stopped_at_block)
-                crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->stopped_at_block);
-            s->stopped_at_block = 0;
+            rep_signal_at_stop(s);
             return rep_outcome(s);
         }
         if (s->failed || s->diverged || s->have_exit)
@@ -1509,6 +1773,8 @@ void rep_seg_close(struct rep_seg *s)
     crec_free(s->code_ok);
     s->maps = NULL, s->nmaps = s->capmaps = 0;
     s->code_ok = NULL, s->ncode_ok = s->capcode_ok = 0;
+    crec_free(s->gaps);
+    s->gaps = NULL, s->ngaps = 0;
     rep_lazy_free(s);
     crec_fmt_cursor_free(s->reads);
     crec_fmt_cursor_free(s->events);

@@ -76,6 +76,13 @@ struct rep_seg {
     uint64_t ev_off;             /* the EVENTS offset of the last event read */
     crec_fmt_event exit;         /* the EXIT event, once reached */
     int have_exit;
+    /* signals (version 3): the look-ahead is read at the next block start
+     * (a SIGNAL record may be the next event, at that block), and a block
+     * start where the CPU stopped to enter a handler, or where the process
+     * died of a signal */
+    int peek_stale;
+    uint64_t sig_at;
+    uint64_t fatal_at;
 
     uint64_t keyframes_checked, syscalls, writes_checked, reads_taken;
     uint64_t at;                 /* the last block start: how far the run has got */
@@ -149,6 +156,12 @@ struct rep_seg {
     struct rep_code_ok { uint64_t start, end; crec_fmt_hash hash; } *code_ok;
     size_t ncode_ok, capcode_ok;
     uint64_t code_hashed;        /* bytes of writable code hashed at this key frame */
+
+    /* the gaps of a conditional recording (MARKS), jumped over (replay.c) */
+    struct rep_gap { uint64_t from, to; } *gaps;
+    size_t ngaps;
+    size_t jump_to;              /* non-zero: go on at this key frame, the CPU stopped */
+    uint64_t skipped;            /* instructions of the gaps jumped over */
 
     /* execution runs (qexec.c): the client, and where the run is */
     const struct crec_replay_exec *exec;

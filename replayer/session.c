@@ -15,11 +15,26 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "common/common.h"
 #include "replayer/replayer_int.h"
 
 #define REP_MAX_JOBS 64
+
+/* Does a STOP mark say that no --start-at trigger came? */
+static int nothing_recorded(crec_fmt_reader *r)
+{
+    crec_fmt_marks m;
+    int never = crec_fmt_marks_read(r, &m, NULL) == CREC_OK && m.stop.kind &&
+                m.stop.u.stop.why == CREC_FMT_STOP_NEVER;
+
+    crec_fmt_marks_clear(&m);
+    return never;
+}
 
 /* Every KEYFRAME record, in order.  *out is crec_malloc'd. */
 int rep_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
@@ -64,7 +79,10 @@ int rep_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
      * it are the recording's. */
     if (rc == CREC_ERR_TRUNCATED)
         rc = CREC_ERR_NOTFOUND;
-    if (rc == CREC_ERR_NOTFOUND && len == 0 && crec_fmt_reader_truncated(r, NULL, NULL))
+    if (rc == CREC_ERR_NOTFOUND && len == 0 && nothing_recorded(r))
+        rc = crec_error_set(err, CREC_ERR_NOTFOUND, "nothing was recorded: no --start-at "
+                            "trigger came");
+    else if (rc == CREC_ERR_NOTFOUND && len == 0 && crec_fmt_reader_truncated(r, NULL, NULL))
         rc = crec_error_set(err, CREC_ERR_TRUNCATED, "the recording was cut short before its "
                             "first key frame: nothing to verify");
     else if (rc == CREC_ERR_NOTFOUND && len == 0)
@@ -124,6 +142,7 @@ int rep_thread_keyframes(const crec_fmt_keyframe *kfs, size_t nkf, uint32_t tid,
 /* Pieces of replay (rep_seg) spread over host threads, in order. */
 struct pool {
     const char *path;
+    uint32_t proc;            /* the process replayed */
     crec_fmt_reader *r0;      /* the caller's reader, for the first worker */
     struct rep_seg *segs;
     unsigned nsegs;
@@ -146,8 +165,11 @@ static void *worker_main(void *arg)
 
     if (w->id == 0)
         r = p->r0;
-    else if ((w->rc = crec_fmt_reader_open(p->path, &r, &w->err)) != CREC_OK)
+    else if ((w->rc = crec_fmt_reader_open(p->path, &r, &w->err)) != CREC_OK ||
+             (w->rc = crec_fmt_reader_select(r, p->proc, &w->err)) != CREC_OK) {
+        crec_fmt_reader_free(r);
         r = NULL;
+    }
     for (;;) {
         struct rep_seg *s;
         pthread_mutex_lock(&p->mu);
@@ -163,8 +185,8 @@ static void *worker_main(void *arg)
             rep_seg_run(s);
             /* what merge() needs, then the CPU goes: at most one per host
              * thread is alive (an engine holds a big code buffer) */
-            if (s->cpu)
-                s->replayed = crec_emu_cpu_icount(s->cpu) -
+            if (s->cpu) /* the gaps jumped over were not replayed */
+                s->replayed = crec_emu_cpu_icount(s->cpu) - s->skipped -
                               (s->whole ? 0 : s->kfs[s->first].thread_icount);
             rep_seg_close(s);
         }
@@ -208,7 +230,8 @@ static void run_pool(const char *path, crec_fmt_reader *r0, struct rep_seg *segs
                      unsigned jobs, const crec_replay_options *o, uint64_t total)
 {
     const struct timespec tenth = {0, 100 * 1000 * 1000};
-    struct pool p = {path, r0, segs, n, 0, PTHREAD_MUTEX_INITIALIZER};
+    struct pool p = {path, crec_fmt_reader_selected(r0), r0, segs, n, 0,
+                     PTHREAD_MUTEX_INITIALIZER};
     struct worker w[REP_MAX_JOBS];
     pthread_t th[REP_MAX_JOBS];
     int started[REP_MAX_JOBS];
@@ -463,8 +486,9 @@ static int run_whole(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t nk
         if (o->progress) /* one thread: the caller's own reports nothing meanwhile */
             o->progress(o->progress_ctx, 0, kfs[nkf - 1].global_icount);
         rep_whole_run(&s);
-        s.replayed = s.cpu ? crec_emu_cpu_icount(s.cpu) : 0; /* from instruction 0 */
-        res->start_icount = 0;
+        /* from its first key frame: 0, unless a ring dropped the start */
+        res->start_icount = kfs[0].global_icount;
+        s.replayed = s.cpu ? crec_emu_cpu_icount(s.cpu) - res->start_icount : 0;
         res->instructions = kfs[nkf - 1].global_icount;
         rc = merge(&s, 1, res, err);
     }
@@ -503,33 +527,38 @@ size_t crec_replay_reachable_keyframes(crec_fmt_reader *r, const crec_fmt_keyfra
     return n;
 }
 
-int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_result *res,
-                    crec_error *err)
+/* Does the recording have gaps (--start-at, --stop-at)?  A whole-program
+ * replay does not jump over them; each thread alone does. */
+static int has_gaps(crec_fmt_reader *r)
 {
-    crec_fmt_reader *r = NULL;
+    crec_fmt_marks m;
+    int gaps = crec_fmt_marks_read(r, &m, NULL) == CREC_OK && m.ngaps > 0;
+
+    crec_fmt_marks_clear(&m);
+    return gaps;
+}
+
+/* Replay the process selected in r (one process of the recording at
+ * `path`, a file that can be opened again and again).  live: a stream still
+ * being written, read as it stands; nothing past key frame `o->from` to
+ * verify yet is CREC_ERR_NOTFOUND (no message). */
+static int replay_one(const char *path, crec_fmt_reader *r, const crec_replay_options *o,
+                      int live, crec_replay_result *res, crec_error *err)
+{
     crec_fmt_keyframe *kfs = NULL;
-    char spooled[PATH_MAX];
     size_t nkf = 0;
-    int truncated = 0, spool_fd, rc;
+    int truncated = 0, rc;
 
     memset(res, 0, sizeof *res);
-    /* each job opens the file again: a pipe or FIFO is read once, kept */
-    rc = crec_fmt_reader_spool(path, spooled, sizeof spooled, &spool_fd, err);
-    path = spooled;
-    if (rc == CREC_OK)
-        rc = crec_fmt_reader_open(path, &r, err);
-    /* every chunk, also of streams a replay never reads (SYMBOLS): a file
-     * that is damaged anywhere is not "verified" */
-    if (rc == CREC_OK)
-        rc = crec_fmt_reader_verify(r, err);
-    if (rc == CREC_OK)
-        rc = rep_load_keyframes(r, &kfs, &nkf, err);
+    rc = rep_load_keyframes(r, &kfs, &nkf, err);
     if (rc == CREC_OK) {
         nkf = crec_replay_reachable_keyframes(r, kfs, nkf, &truncated);
         if (nkf == 0)
             rc = crec_error_corrupt(err, "the recording was cut short before its first key "
                                          "frame's data");
     }
+    if (rc == CREC_OK && live && truncated && kfs[nkf - 1].global_icount <= o->from)
+        rc = CREC_ERR_NOTFOUND; /* the stream has not got past `from` yet */
     if (rc == CREC_OK && kfs[nkf - 1].global_icount == 0) /* never "verified" */
         rc = truncated ? crec_error_set(err, CREC_ERR_TRUNCATED, "the recording was cut short "
                                         "before its first complete segment: nothing to verify")
@@ -554,8 +583,9 @@ int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_
                             : crec_error_set(err, CREC_ERR_ARG, "no thread %u (the recording "
                                              "has one thread, 1)", o->thread);
         /* Several threads: the whole program in the recorded order, or (with
-         * --jobs, --thread, --from, or a file cut short) each thread alone. */
-        if (rc == CREC_OK && nviews > 1 && (o->jobs <= 1 && !o->thread && !o->from && !truncated))
+         * --jobs, --thread, --from, a file cut short, or gaps) each thread alone. */
+        if (rc == CREC_OK && nviews > 1 && (o->jobs <= 1 && !o->thread && !o->from && !truncated &&
+                                            !has_gaps(r)))
             rc = run_whole(r, kfs, nkf, o, res, err);
         else if (rc == CREC_OK) {
             res->alone = nviews > 1;
@@ -565,7 +595,282 @@ int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_
         views_free(views, nviews);
     }
     crec_free(kfs);
+    return rc;
+}
+
+/* Add the result of one process's replay to the whole's. */
+static void add_result(crec_replay_result *all, const crec_replay_result *one)
+{
+    if (all->processes == 0) {
+        *all = *one;
+        all->processes = 1;
+        all->processes_cut = one->truncated;
+        return;
+    }
+    all->processes++;
+    all->processes_cut += one->truncated;
+    all->instructions += one->instructions;
+    all->replayed += one->replayed;
+    all->keyframes_checked += one->keyframes_checked;
+    all->syscalls += one->syscalls;
+    all->writes_checked += one->writes_checked;
+    all->truncated |= one->truncated;
+    if (one->threads > all->threads)
+        all->threads = one->threads;
+    if (one->diverged && !all->diverged) {
+        all->diverged = 1;
+        all->div = one->div;
+    }
+}
+
+/* Replay every process of the recording at `path` (a file that can be
+ * opened again and again), or those o->pid and o->image pick; live: as
+ * replay_one, but a stream of several processes is verified only once it
+ * has ended (CREC_ERR_NOTFOUND until then; *several says so). */
+static int replay_path(const char *path, const crec_replay_options *o, int live,
+                       crec_replay_result *res, int *several, crec_error *err)
+{
+    crec_fmt_reader *r = NULL;
+    crec_fmt_proc_sum *sums = NULL;
+    size_t *which = NULL;
+    size_t nsums = 0, np = 0;
+    int rc;
+
+    memset(res, 0, sizeof *res);
+    rc = crec_fmt_reader_open(path, &r, err);
+    /* every chunk, also of streams a replay never reads (SYMBOLS): a file
+     * that is damaged anywhere is not "verified" */
+    if (rc == CREC_OK)
+        rc = crec_fmt_reader_verify(r, err);
+    if (rc == CREC_OK)
+        rc = crec_fmt_processes(r, &sums, &nsums, err);
+    if (rc == CREC_OK && !(which = crec_malloc(nsums * sizeof *which)))
+        rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory for %zu processes", nsums);
+    if (rc == CREC_OK)
+        rc = crec_fmt_pick_processes(sums, nsums, o->pid, o->image, which, &np, err);
+    *several = rc == CREC_OK && nsums > 1;
+    if (rc == CREC_OK && live && nsums > 1)
+        rc = CREC_ERR_NOTFOUND; /* --from is one process's time: wait for the end */
+    else if (rc == CREC_OK && nsums == 1) { /* one process: as before processes */
+        rc = replay_one(path, r, o, live, res, err);
+    } else if (rc == CREC_OK) {
+        /* each process alone, in number order: the first divergence or
+         * error stops it, naming the process */
+        for (size_t i = 0; i < np && rc == CREC_OK && !res->diverged; i++) {
+            const crec_fmt_proc_sum *ps = &sums[which[i]];
+            crec_replay_result one;
+            crec_error e1 = {0};
+            uint32_t image = 1;
+            for (size_t k = 0; k < which[i]; k++)
+                image += sums[k].started && sums[k].pid == ps->pid;
+            rc = crec_fmt_reader_select(r, ps->proc, err);
+            if (rc == CREC_OK)
+                rc = replay_one(path, r, o, live, &one, &e1);
+            if (rc == CREC_ERR_NOTFOUND || (rc == CREC_ERR_TRUNCATED && !ps->ended)) {
+                /* nothing to verify: 0 instructions (a fork's child that
+                 * called execve at once), or killed before its first key
+                 * frame */
+                memset(&one, 0, sizeof one);
+                one.truncated = rc == CREC_ERR_TRUNCATED;
+                rc = CREC_OK;
+            } else if (rc != CREC_OK) {
+                crec_error_set(err, e1.code, "pid %u (process %u, %s): %s", ps->pid, ps->proc,
+                               ps->argv && ps->argv[0] ? ps->argv[0] : "?", e1.msg);
+            }
+            if (rc == CREC_OK && one.diverged) {
+                one.div.pid = ps->pid;
+                one.div.image = image;
+            }
+            if (rc == CREC_OK)
+                add_result(res, &one);
+        }
+    }
+    crec_fmt_processes_free(sums, nsums);
+    crec_free(which);
     crec_fmt_reader_free(r);
+    return rc;
+}
+
+/* ---- a live stream ----------------------------------------------------------- */
+
+/*
+ * A recording read from a pipe while it is made (crec record -o - | crec
+ * replay -): a thread pumps the pipe into an anonymous file, and the
+ * replay verifies what has arrived, from key frame to key frame, as a
+ * replay with --from does, each time more has come; the recorder is held
+ * back by the pipe, never loses data.
+ */
+struct live {
+    int in, out;
+    uint64_t bytes;   /* pumped so far */
+    int eof;          /* the pipe ended (or failed: rerr) */
+    int rerr;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+};
+
+static void *pump_main(void *arg)
+{
+    struct live *l = arg;
+    static __thread uint8_t buf[1 << 16];
+
+    for (;;) {
+        ssize_t k = read(l->in, buf, sizeof buf), done = 0;
+        if (k < 0 && errno == EINTR)
+            continue;
+        while (k > 0 && done < k) {
+            ssize_t m = write(l->out, buf + done, (size_t)(k - done));
+            if (m < 0 && errno == EINTR)
+                continue;
+            if (m <= 0) {
+                k = -1;
+                break;
+            }
+            done += m;
+        }
+        pthread_mutex_lock(&l->mu);
+        if (k > 0)
+            l->bytes += (uint64_t)k;
+        else {
+            l->eof = 1;
+            l->rerr = k < 0 ? errno ? errno : EIO : 0;
+        }
+        pthread_cond_broadcast(&l->cv);
+        pthread_mutex_unlock(&l->mu);
+        if (k <= 0)
+            return NULL;
+    }
+}
+
+/* Add one piece's result to the whole's. */
+static void live_add(crec_replay_result *all, const crec_replay_result *r, int first)
+{
+    if (first)
+        all->start_icount = r->start_icount;
+    all->instructions = r->instructions;
+    all->replayed += r->replayed;
+    all->keyframes_checked += r->keyframes_checked;
+    all->syscalls += r->syscalls;
+    all->writes_checked += r->writes_checked;
+    all->exited_by_signal = r->exited_by_signal;
+    all->exit_value = r->exit_value;
+    all->truncated = r->truncated;
+    all->threads = r->threads;
+    all->alone = r->alone;
+    if (r->diverged) {
+        all->diverged = 1;
+        all->div = r->div;
+    }
+}
+
+#define LIVE_EVERY_S 0.5 /* the least time between two replays of the stream */
+
+static double live_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int replay_live(const char *name, int in, const crec_replay_options *o,
+                       crec_replay_result *res, crec_error *err)
+{
+    struct live l = {.in = in, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    crec_replay_options po = *o;
+    char path[64];
+    pthread_t th;
+    uint64_t tried = 0;
+    int pieces = 0, eof = 0, several = 0, rc = CREC_OK;
+
+    memset(res, 0, sizeof *res);
+    if ((l.out = memfd_create("crec-stream", MFD_CLOEXEC)) < 0)
+        return crec_error_set(err, CREC_ERR_IO, "%s: can't keep the stream: %s", name,
+                              strerror(errno));
+    snprintf(path, sizeof path, "/proc/self/fd/%d", l.out);
+    if (pthread_create(&th, NULL, pump_main, &l) != 0) {
+        close(l.out);
+        return crec_error_set(err, CREC_ERR_NOMEM, "%s: can't start reading the stream", name);
+    }
+    po.jobs = 1;
+    po.progress = NULL;
+    for (;;) {
+        crec_replay_result r;
+        crec_error e = {0};
+        uint64_t have;
+        double until = live_now() + LIVE_EVERY_S;
+        /* wait for more, at most every LIVE_EVERY_S, or for the end */
+        pthread_mutex_lock(&l.mu);
+        while (!l.eof && (l.bytes == tried || live_now() < until)) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 50 * 1000 * 1000;
+            if (ts.tv_nsec >= 1000000000)
+                ts.tv_sec++, ts.tv_nsec -= 1000000000;
+            pthread_cond_timedwait(&l.cv, &l.mu, &ts);
+        }
+        have = l.bytes, eof = l.eof;
+        pthread_mutex_unlock(&l.mu);
+        tried = have;
+        if (eof && l.rerr) {
+            rc = crec_error_set(err, CREC_ERR_IO, "%s: read failed: %s", name, strerror(l.rerr));
+            break;
+        }
+        rc = replay_path(path, &po, !eof, &r, &several, &e);
+        if (!eof && (rc == CREC_ERR_NOTFOUND || rc == CREC_ERR_TRUNCATED ||
+                     rc == CREC_ERR_CORRUPT))
+            continue; /* not far enough yet (the header, a first segment) */
+        if (several && po.from) {
+            /* the program forked after the first pieces: every process
+             * from its start, the first one again too */
+            po.from = 0;
+            rc = replay_path(path, &po, 0, &r, &several, &e);
+        }
+        if (rc != CREC_OK) {
+            *err = e;
+            break;
+        }
+        if (several) {
+            *res = r;
+            break;
+        }
+        live_add(res, &r, pieces++ == 0);
+        po.from = r.instructions; /* the next replay starts where this one was checked */
+        if (r.diverged || eof)
+            break;
+        if (o->live)
+            o->live(o->live_ctx, res->instructions, res->replayed);
+    }
+    if (!eof) /* stopped early (a divergence, an error): stop reading too */
+        pthread_cancel(th);
+    pthread_join(th, NULL);
+    close(l.out);
+    return rc;
+}
+
+int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_result *res,
+                    crec_error *err)
+{
+    char spooled[PATH_MAX];
+    struct stat st;
+    int spool_fd, several, rc;
+
+    memset(res, 0, sizeof *res);
+    /* a stream (a pipe, a FIFO) is verified as it arrives */
+    if (strcmp(path, "-") == 0 && fstat(0, &st) == 0 && !S_ISREG(st.st_mode))
+        return replay_live("<stdin>", 0, o, res, err);
+    if (strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISFIFO(st.st_mode)) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return crec_error_set(err, CREC_ERR_IO, "%s: %s", path, strerror(errno));
+        rc = replay_live(path, fd, o, res, err);
+        close(fd);
+        return rc;
+    }
+    /* each job opens the file again: a device is read once, kept */
+    rc = crec_fmt_reader_spool(path, spooled, sizeof spooled, &spool_fd, err);
+    if (rc == CREC_OK)
+        rc = replay_path(spooled, o, 0, res, &several, err);
     if (spool_fd >= 0)
         close(spool_fd);
     return rc;

@@ -393,3 +393,86 @@ Test(index, step_moves_the_current_time_within_the_recording)
     cr_expect_eq(crec_tell(rec), end);
     crec_close(rec);
 }
+
+/* ---- processes: traces-sample/v3-procs.crec (pid 2107 forks 2108, which
+ * runs execve of the same program) ------------------------------------------ */
+
+Test(index, processes_listed_opened_and_replayed_one_at_a_time)
+{
+    char dir[] = "/tmp/crec-idx-XXXXXX", path[64], ipath[80];
+    crec_process_info *p;
+    crec_recording *rec;
+    crec_regs regs;
+    crec_error err = {0};
+    size_t n, len;
+    uint8_t *d;
+
+    cr_assert(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/procs.crec", dir);
+    d = slurp("traces-sample/v3-procs.crec", &len);
+    spit(path, d, len);
+    free(d);
+
+    cr_assert_eq(crec_list_processes(path, &p, &n, &err), CREC_OK, "%s", err.msg);
+    cr_assert_eq(n, 3);
+    cr_expect_eq(p[0].pid, 2107);
+    cr_expect_eq(p[0].how, CREC_PROCESS_ROOT);
+    cr_expect_eq(p[0].exit_how, CREC_EXIT_STATUS);
+    cr_expect_eq(p[0].instructions, 3009);
+    cr_expect_eq(p[1].pid, 2108);
+    cr_expect_eq(p[1].ppid, 2107);
+    cr_expect_eq(p[1].image, 1);
+    cr_expect_eq(p[1].how, CREC_PROCESS_FORK);
+    cr_expect_eq(p[1].parent, 0);
+    cr_expect_eq(p[1].exit_how, CREC_EXIT_EXEC);
+    cr_expect_eq(p[1].exit_value, 2);
+    cr_expect_eq(p[2].pid, 2108);
+    cr_expect_eq(p[2].image, 2);
+    cr_expect_eq(p[2].how, CREC_PROCESS_EXEC);
+    cr_expect_eq(p[2].parent, 1);
+    cr_expect(p[2].ended);
+    cr_expect_eq(p[2].exit_value, 7);
+    cr_expect_eq(p[2].instructions, 136203);
+    cr_assert_eq(p[2].argc, 2);
+    cr_expect_str_eq(p[2].argv[1], "child");
+    crec_processes_free(p, n);
+
+    /* process 2 in its own time: the signal's handler entered at 134648 */
+    cr_assert_eq(crec_open_process(path, 2, 0, &rec, &err), CREC_OK, "%s", err.msg);
+    cr_expect_eq(crec_length(rec), 136203);
+    cr_assert_eq(crec_seek(rec, 134648, &err), CREC_OK, "%s", err.msg);
+    cr_assert_eq(crec_read_registers(rec, &regs, &err), CREC_OK, "%s", err.msg);
+    cr_expect_eq(regs.rip, 0x401139);
+    /* and process 0 through the same handle */
+    cr_assert_eq(crec_reopen_process(&rec, 0, &err), CREC_OK, "%s", err.msg);
+    cr_expect_eq(crec_length(rec), 3009);
+    cr_assert_eq(crec_seek(rec, 2619, &err), CREC_OK, "%s", err.msg);
+    cr_assert_eq(crec_read_registers(rec, &regs, &err), CREC_OK, "%s", err.msg);
+    cr_expect_eq(regs.rip, 0x401144); /* the SIGSEGV handler */
+    cr_expect_eq(crec_reopen_process(&rec, 3, &err), CREC_ERR_NOTFOUND);
+    crec_close(rec);
+    cr_expect_eq(crec_open_process(path, 3, 0, &rec, &err), CREC_ERR_NOTFOUND);
+
+    /* a replay of one pid's second program, then of all */
+    {
+        crec_replay_options o = {.pid = 2108, .image = 2};
+        crec_replay_result res;
+        cr_assert_eq(crec_replay_run(path, &o, &res, &err), CREC_OK, "%s", err.msg);
+        cr_expect(!res.diverged, "%s", res.div.what);
+        cr_expect_eq(res.replayed, 136203);
+        o.pid = 0, o.image = 0;
+        cr_assert_eq(crec_replay_run(path, &o, &res, &err), CREC_OK, "%s", err.msg);
+        cr_expect(!res.diverged, "%s", res.div.what);
+        cr_expect_eq(res.processes, 3);
+        cr_expect_eq(res.replayed, 3009 + 194 + 136203);
+        o.pid = 4094;
+        cr_expect_eq(crec_replay_run(path, &o, &res, &err), CREC_ERR_NOTFOUND);
+    }
+
+    snprintf(ipath, sizeof ipath, "%s.p2.idx", path);
+    unlink(ipath);
+    snprintf(ipath, sizeof ipath, "%s.idx", path);
+    unlink(ipath);
+    unlink(path);
+    rmdir(dir);
+}

@@ -32,6 +32,9 @@ if [ "$1" != "--answers" ]; then
         { echo "make.sh: needs musl-gcc: apt-get install musl-tools" >&2; exit 1; }
     musl-gcc -O1 -static -o "$W/segv" traces-sample/src/segv.c
     musl-gcc -O1 -static -o "$W/threads" traces-sample/src/threads.c
+    musl-gcc -O1 -static -o "$W/ring" traces-sample/src/ring.c
+    musl-gcc -O1 -static -o "$W/parts" traces-sample/src/parts.c
+    musl-gcc -O1 -static -o "$W/procs" traces-sample/src/procs.c
     cp traces-sample/src/input.txt "$W/input.txt"
 
     # rec NAME 'RECORD OPTIONS' PROG ARGS...: record one sample, unless it
@@ -56,6 +59,13 @@ if [ "$1" != "--answers" ]; then
     rec segv "--keyframe-interval 200" ./segv
     # format version 2: three threads, switched every 1000 instructions
     rec v2-threads "--slice 1000 --keyframe-interval 1000" ./threads
+    # format version 3: a ring that dropped the start of a run that
+    # crashed, and a recording in parts
+    rec v3-ring "--ring 64K --keyframe-interval 2000" ./ring
+    rec v3-parts "--start-at work --stop-at rest --keyframe-interval 2000" ./parts
+    # format version 3: three processes (a fork, an execve), a pipe between
+    # them, a signal from one to the other and a fault's handler
+    rec v3-procs "--keyframe-interval 20000" ./procs
 fi
 
 CREC=$CREC ANSWERS_WRITE=1 sh tests/e2e/t_samples.sh

@@ -72,15 +72,19 @@ def main():
          good[:-32]),
         ("reserved_nonzero", "reserved preamble word not zero",
          "reserved header field is not zero", patched(good, 12, b"\x01")),
+        ("shared_stream_has_process", "the BLOBS chunk names process 1 (chunk bytes 5-7)",
+         (f"shared stream BLOBS has process 1 at offset {blobs[0]}" if good[8] >= 3 else
+          f"reserved chunk bytes not zero at offset {blobs[0]}"),
+         patched(good, blobs[0] + 5, b"\x01")),
         ("too_short", "file cut inside the preamble", "too short for a recording", good[:10]),
         ("trailer_damaged", "last trailer magic byte damaged: recovered by the scan", "truncated",
          patched(good, len(good) - 2, b"X")),
-        ("version_9", "format version 9", "unsupported format version 9 (this crec reads 1 to 2)",
+        ("version_9", "format version 9", "unsupported format version 9 (this crec reads 1 to 3)",
          patched(good, 8, b"\x09\x00\x00\x00")),
-        ("version_0", "format version 0", "unsupported format version 0 (this crec reads 1 to 2)",
+        ("version_0", "format version 0", "unsupported format version 0 (this crec reads 1 to 3)",
          patched(good, 8, b"\x00\x00\x00\x00")),
         ("version_big_endian", "format version 2 written big-endian",
-         "unsupported format version 33554432 (this crec reads 1 to 2)",
+         "unsupported format version 33554432 (this crec reads 1 to 3)",
          patched(good, 8, b"\x00\x00\x00\x02")),
     ]
     for name, comment, expect, data in cases:

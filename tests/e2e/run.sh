@@ -16,7 +16,7 @@ export CREC GUESTS E2E_DIR CRECTOOLS
 jobs=${E2E_JOBS:-$(nproc 2>/dev/null || echo 1)}
 # The slow ones, measured (a few minutes each on a shared core); the rest
 # take seconds.
-slow="t_record.sh t_run.sh t_threads.sh t_reliab.sh t_gdb.sh t_query.sh"
+slow="t_record.sh t_run.sh t_threads.sh t_procs.sh t_reliab.sh t_gdb.sh t_query.sh t_signals.sh"
 outdir=$(mktemp -d /tmp/crec-e2e-run.XXXXXX)
 trap 'rm -rf "$outdir"' EXIT
 

@@ -12,7 +12,10 @@
  *   u32 LE record index, u64 LE value
  * (value class 1..7 picks a value a hostile writer would: 0, 2^40, 2^46,
  * 2^47, 2^63, UINT64_MAX, a page further; 0 takes the value as it is).
- * The recording is traces-sample/segv.crec (CREC_FUZZ_SEED overrides).
+ * The recording is traces-sample/segv.crec (CREC_FUZZ_SEED overrides), or,
+ * when the first change's op byte is 3 or more (op / 3 odd),
+ * traces-sample/v3-parts.crec: a recording in parts (format version 3),
+ * whose marks and gaps the changes then reach too.
  *
  * Any crash, leak, sanitizer report, error without a message, or a
  * recording that one job verifies and --jobs 2 or --from refuses, is a
@@ -30,7 +33,7 @@
 #include "tests/tools/refield.h"
 
 static char path[64], idx_path[80];
-static const char *seed_path;
+static const char *seed_path, *seed_v3 = "traces-sample/v3-parts.crec";
 
 static void check_message(int rc, const crec_error *err, const char *what)
 {
@@ -113,8 +116,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (size < 16 || size > 16 * 8)
         return 0;
-    if (rf_load(seed_path, &f, &err) != 0) {
-        fprintf(stderr, "fuzz_fields: can't read the seed %s: %s\n", seed_path, err.msg);
+    const char *seed = (data[1] / 3) & 1 ? seed_v3 : seed_path;
+    if (rf_load(seed, &f, &err) != 0) {
+        fprintf(stderr, "fuzz_fields: can't read the seed %s: %s\n", seed, err.msg);
         abort();
     }
     for (size_t at = 0; at + 16 <= size; at += 16) {

@@ -8,7 +8,8 @@
  * Each file is read twice: with checksums enforced (what users run), and
  * without (fmt_fuzz_no_checksums), so that mutations reach the zstd frames,
  * the directory and the record decoders behind the checksums.  An input
- * that starts with 'R' is instead one record body given to every decoder.
+ * that starts with 'R' is instead one record body given to every decoder
+ * (the marks of version 3 too).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -70,7 +71,7 @@ static void decode_records(const uint8_t *p, size_t n)
 {
     static const int kinds[] = {CREC_FMT_K_SYSCALL, CREC_FMT_K_CPUID, CREC_FMT_K_RDTSC,
                                 CREC_FMT_K_MMAP,    CREC_FMT_K_SIGNAL, CREC_FMT_K_THREAD,
-                                CREC_FMT_K_EXIT,    0x7f};
+                                CREC_FMT_K_EXIT,    CREC_FMT_K_PROCESS, 0x7f};
     crec_error e;
     crec_fmt_keyframe kf;
     crec_fmt_event ev;
@@ -78,7 +79,13 @@ static void decode_records(const uint8_t *p, size_t n)
     crec_fmt_code m;
     crec_fmt_symbol y;
     crec_fmt_header h;
+    crec_fmt_process pr;
     crec_fmt_kf_decode(p, n, &kf, &e);
+    if (crec_fmt_proc_decode(p, n, &pr, &e) == CREC_OK) {
+        char **argv;
+        if (crec_fmt_process_argv(&pr, &argv) == CREC_OK)
+            crec_free(argv);
+    }
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         for (uint32_t v = CREC_FMT_MIN_VERSION; v <= CREC_FMT_VERSION; v++)
             crec_fmt_ev_decode(v, kinds[i], p, n, &ev, &e);
@@ -86,6 +93,14 @@ static void decode_records(const uint8_t *p, size_t n)
         crec_fmt_snapshot_clear(&s);
     crec_fmt_code_decode(p, n, &m, &e);
     crec_fmt_sym_decode(p, n, &y, &e);
+    for (int k = CREC_FMT_K_RING; k <= CREC_FMT_K_STOP; k++) { /* version 3 */
+        crec_fmt_mark mk;
+        crec_fmt_buf b = {0};
+        if (crec_fmt_mark_decode(k, p, n, &mk, &e) == CREC_OK &&
+            crec_fmt_mark_encode(&b, &mk) != CREC_OK)
+            abort(); /* what decodes encodes again */
+        crec_fmt_buf_free(&b);
+    }
     for (uint32_t ver = CREC_FMT_MIN_VERSION; ver <= CREC_FMT_VERSION; ver++) {
         crec_fmt_cur c = {p, n, 0};
         crec_fmt_seq_ctx ctx = {0, 0, 1};
@@ -107,12 +122,33 @@ static void read_file(const uint8_t *data, size_t size)
     if (crec_fmt_summarize(r, &s, &e) == CREC_OK)
         crec_fmt_summary_clear(&s);
     {
+        crec_fmt_marks mk;
+        if (crec_fmt_marks_read(r, &mk, &e) == CREC_OK)
+            crec_fmt_marks_clear(&mk);
+    }
+    {
         crec_fmt_slice *v;
         size_t n;
         if (crec_fmt_schedule(r, 1000000, &v, &n, &e) == CREC_OK)
             crec_free(v);
     }
     read_streams(r);
+    {
+        /* Version 3: every process's streams, each selected in turn. */
+        crec_fmt_proc_sum *pv;
+        size_t np, which[8], nw;
+        if (crec_fmt_processes(r, &pv, &np, &e) == CREC_OK) {
+            for (size_t i = 1; i < np && i < 8; i++)
+                if (crec_fmt_reader_select(r, pv[i].proc, &e) == CREC_OK) {
+                    if (crec_fmt_summarize(r, &s, &e) == CREC_OK)
+                        crec_fmt_summary_clear(&s);
+                    read_streams(r);
+                }
+            if (np && np <= 8)
+                crec_fmt_pick_processes(pv, np, pv[np - 1].pid, 1, which, &nw, &e);
+            crec_fmt_processes_free(pv, np);
+        }
+    }
     crec_fmt_reader_free(r);
 }
 

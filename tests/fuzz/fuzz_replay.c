@@ -3,7 +3,8 @@
  * after the format layer has accepted it: replay (crec_replay_run: a
  * program of several threads whole, then each thread alone) and the query
  * engine (crec_open, the index build, memory and register reads; with
- * threads, a thread's registers, races and all values).
+ * threads, a thread's registers, races and all values; with processes,
+ * each replayed alone and the last one's registers and memory).
  * The input is a whole .crec file.  Checksums are not enforced
  * (fmt_fuzz_no_checksums), so a mutation is not caught by the chunk's
  * XXH3 and reaches the replayer as a well-framed, wrong record: what a
@@ -126,19 +127,13 @@ static int race_seen(void *ctx, const crec_race *r)
  * end, and the memory at the stack pointer there (which builds the index);
  * with threads, thread 2's registers, the races, and every value at the
  * stack pointer. */
-static void query(void)
+static void seek_and_read(crec_recording *rec)
 {
-    crec_recording *rec = NULL;
     crec_error err = {0};
     crec_regs regs;
     uint8_t buf[16], known[16];
-    int source;
+    int source, rc;
 
-    int rc = crec_open(path, 0, &rec, &err);
-
-    check_message(rc, &err, "crec_open");
-    if (rc != CREC_OK)
-        return;
     for (int end = 0; end < 2; end++) {
         rc = crec_seek(rec, end ? crec_length(rec) : crec_length(rec) / 2, &err);
         check_message(rc, &err, "crec_seek");
@@ -152,6 +147,38 @@ static void query(void)
             check_message(rc, &err, "crec_read_memory");
         }
     }
+}
+
+static void query(void)
+{
+    crec_recording *rec = NULL;
+    crec_error err = {0};
+    crec_regs regs;
+    crec_process_info *procs;
+    size_t nprocs;
+    int rc = crec_open(path, 0, &rec, &err);
+
+    check_message(rc, &err, "crec_open");
+    if (rc != CREC_OK)
+        return;
+    /* Several processes: the last one's registers and memory too. */
+    rc = crec_recording_processes(rec, &procs, &nprocs, &err);
+    check_message(rc, &err, "crec_recording_processes");
+    if (rc == CREC_OK) {
+        if (nprocs > 1) {
+            char pidx[96];
+            rc = crec_reopen_process(&rec, procs[nprocs - 1].proc, &err);
+            check_message(rc, &err, "crec_reopen_process");
+            if (rc == CREC_OK)
+                seek_and_read(rec);
+            snprintf(pidx, sizeof pidx, "%s.p%u.idx", path, procs[nprocs - 1].proc);
+            unlink(pidx);
+            rc = crec_reopen_process(&rec, 0, &err);
+            check_message(rc, &err, "crec_reopen_process");
+        }
+        crec_processes_free(procs, nprocs);
+    }
+    seek_and_read(rec);
     if (crec_threads(rec) > 1) {
         crec_value vals[4];
         size_t n;

@@ -280,6 +280,42 @@ RF_FN int rf_kf_field(crec_fmt_keyframe *kf, unsigned f, int op, uint64_t x)
     return -1;
 }
 
+RF_FN int rf_mark_field(crec_fmt_mark *m, unsigned f, int op, uint64_t x)
+{
+    uint64_t tmp;
+
+    switch (m->kind) {
+    case CREC_FMT_K_RING:
+        switch (f % 5) {
+            RF_FIELD(0, m->u.ring.size);
+            RF_FIELD(1, m->u.ring.kept_from);
+            RF_FIELD(2, m->u.ring.dropped_segments);
+            RF_FIELD(3, m->u.ring.dropped_bytes);
+            RF_FIELD(4, m->u.ring.rotations);
+        }
+        break;
+    case CREC_FMT_K_GAP:
+        switch (f % 3) {
+            RF_FIELD(0, m->u.gap.from);
+            RF_FIELD(1, m->u.gap.to);
+            RF_FIELD(2, m->u.gap.why);
+        }
+        break;
+    case CREC_FMT_K_STOP:
+        switch (f % 7) {
+            RF_FIELD(0, m->u.stop.at);
+            RF_FIELD(1, m->u.stop.why);
+            RF_FIELD(2, m->u.stop.number);
+            RF_FIELD(3, m->u.stop.ended);
+            RF_FIELD(4, m->u.stop.end);
+            RF_FIELD(5, m->u.stop.how);
+            RF_FIELD(6, m->u.stop.value);
+        }
+        break;
+    }
+    return -1;
+}
+
 /* Change field f of record body r of a file of format `version` (decoded,
  * changed, encoded again).  Bodies that do not decode, and BLOBs, get byte
  * f xored with x. */
@@ -291,6 +327,7 @@ RF_FN int rf_change_record(struct rf_record *r, uint32_t version, unsigned f, in
     crec_fmt_snapshot snap = {0};
     crec_fmt_code code;
     crec_fmt_symbol sym;
+    crec_fmt_mark mark;
     uint64_t tmp;
     int rc = -1;
 
@@ -328,6 +365,10 @@ RF_FN int rf_change_record(struct rf_record *r, uint32_t version, unsigned f, in
         default: RF_CHANGE(code.file_off); break;
         }
         rc = crec_fmt_code_encode(&b, &code);
+    } else if (r->kind >= CREC_FMT_K_RING && r->kind <= CREC_FMT_K_STOP &&
+               crec_fmt_mark_decode(r->kind, r->body, r->len, &mark, NULL) == 0) {
+        rf_mark_field(&mark, f, op, x);
+        rc = crec_fmt_mark_encode(&b, &mark);
     } else if (r->kind == CREC_FMT_K_SYMBOL && crec_fmt_sym_decode(r->body, r->len, &sym, NULL) == 0) {
         switch (f % 3) {
         case 0: RF_CHANGE(sym.addr); break;

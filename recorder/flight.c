@@ -514,6 +514,26 @@ int rec_ring_boundary(struct rec_session *rs, uint64_t icount)
     return CREC_OK;
 }
 
+/* A recording of one process or one thread ends where the program made a
+ * second: at once while recording (active_why), or where its gap began
+ * when it was between parts (gap_why). */
+static void end_one_process(struct rec_session *rs, uint32_t why_code, const char *active_why,
+                            const char *gap_why, uint64_t addr, uint64_t before, uint64_t tbefore)
+{
+    struct rec_flight *f = rs->fl;
+
+    if (rs->active) {
+        end_now(rs, why_code, active_why, addr, before, tbefore);
+    } else if (end_in_gap(rs, NULL, before, why_code, 0) == CREC_OK) {
+        snprintf(f->why, sizeof f->why, "%s: the recording ended at instruction %llu", gap_why,
+                 (unsigned long long)f->part_end);
+        close_now(rs);
+        if (!rs->failed)
+            fprintf(fl_log(rs), "crec: %s; the program runs on, unrecorded\n", f->why);
+        f->why_told = 1;
+    }
+}
+
 /* Is the file about to outgrow --max-size?  Buffered bytes are counted as
  * if they could not be compressed: before saying yes, hand them to the
  * writer and let it compress them.  The file is full when what is left
@@ -556,31 +576,15 @@ int rec_flight_block(struct rec_session *rs, uint64_t addr, uint64_t before, uin
     }
     if (f->process_stop) {
         const char *what = f->process_what[0] ? f->process_what : "the program forked";
-        if (rs->active) {
-            end_now(rs, CREC_FMT_STOP_PROCESS, what, addr, before, tbefore);
-        } else if (end_in_gap(rs, NULL, before, CREC_FMT_STOP_PROCESS, 0) == CREC_OK) {
-            snprintf(f->why, sizeof f->why, "%s: the recording ended at instruction %llu", what,
-                     (unsigned long long)f->part_end);
-            close_now(rs);
-            if (!rs->failed)
-                fprintf(fl_log(rs), "crec: %s; the program runs on, unrecorded\n", f->why);
-            f->why_told = 1;
-        }
+        end_one_process(rs, CREC_FMT_STOP_PROCESS, what, what, addr, before, tbefore);
         return 1;
     }
     if (f->threads_stop) {
-        if (rs->active) {
-            end_now(rs, CREC_FMT_STOP_THREADS, "the program started a second thread (a ring "
-                    "or --start-at recording holds one)", addr, before, tbefore);
-        } else if (end_in_gap(rs, NULL, before, CREC_FMT_STOP_THREADS, 0) == CREC_OK) {
-            snprintf(f->why, sizeof f->why, "the program started a second thread (a "
-                     "--start-at recording holds one): the recording ended at instruction %llu",
-                     (unsigned long long)f->part_end);
-            close_now(rs);
-            if (!rs->failed)
-                fprintf(fl_log(rs), "crec: %s; the program runs on, unrecorded\n", f->why);
-            f->why_told = 1;
-        }
+        end_one_process(rs, CREC_FMT_STOP_THREADS,
+                        "the program started a second thread (a ring or --start-at recording "
+                        "holds one)",
+                        "the program started a second thread (a --start-at recording holds one)",
+                        addr, before, tbefore);
         return 1;
     }
     if (!rs->active) {

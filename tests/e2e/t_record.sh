@@ -5,8 +5,8 @@
 
 DATA=$TMP/data
 mkdir -p "$DATA"
-seq 1 1500000 >"$DATA/10m.txt" # about 10 MB
-awk 'BEGIN { s = 7; for (i = 0; i < 100000; i++) { s = (s * 1103515245 + 12345) % 2147483648; print s } }' \
+seq 1 500000 >"$DATA/10m.txt" # about 3.4 MB
+awk 'BEGIN { s = 7; for (i = 0; i < 40000; i++) { s = (s * 1103515245 + 12345) % 2147483648; print s } }' \
     >"$DATA/lines.txt"
 printf 'alpha\nbeta\ngamma\n' >"$DATA/small.txt"
 

@@ -14,22 +14,29 @@ crec=$1
 shift
 run=${S390X_RUN:-qemu-s390x}
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log" "$log.unit"' EXIT
 t0=$(date +%s)
 
-CREC=$crec CREC_WRAP=$run sh tests/e2e/t_samples.sh | tee -a "$log"
+# The unit tests run beside the samples (each is one qemu process; the
+# samples are many short ones), their lines printed after the samples'.
+(
+    for t in "$@"; do
+        $run "$t" >"$t.log" 2>&1
+        rc=$?
+        grep -E '^\[(PASS|FAIL|SKIP)\]' "$t.log" | sed "s|^\[PASS\] |PASS $(basename "$t") ($run): |; s|^\[FAIL\] |FAIL $(basename "$t") ($run): |"
+        if [ "$rc" -ne 0 ] && ! grep -q '^\[FAIL\]' "$t.log"; then
+            echo "FAIL $(basename "$t") ($run): exit $rc; see $t.log"
+        elif [ "$rc" -ne 0 ]; then
+            grep -v '^\[' "$t.log" | head -20
+        fi
+    done
+) >"$log.unit" 2>&1 &
+unit=$!
 
-for t in "$@"; do
-    $run "$t" >"$t.log" 2>&1
-    rc=$?
-    grep -E '^\[(PASS|FAIL|SKIP)\]' "$t.log" | sed "s|^\[PASS\] |PASS $(basename "$t") ($run): |; s|^\[FAIL\] |FAIL $(basename "$t") ($run): |" |
-        tee -a "$log"
-    if [ "$rc" -ne 0 ] && ! grep -q '^\[FAIL\]' "$t.log"; then
-        echo "FAIL $(basename "$t") ($run): exit $rc; see $t.log" | tee -a "$log"
-    elif [ "$rc" -ne 0 ]; then
-        grep -v '^\[' "$t.log" | head -20
-    fi
-done
+CREC=$crec CREC_WRAP=$run sh tests/e2e/t_samples.sh | tee -a "$log"
+wait $unit
+tee -a "$log" <"$log.unit"
+rm -f "$log.unit"
 
 $run "$crec" record -o /dev/null -- /bin/true >/dev/null 2>"$log.err"
 rc=$?

@@ -4,9 +4,7 @@
 # line here is "e2e: N passed, N failed".
 #
 # The scripts are independent (each has its own temporary directory), so
-# they run E2E_JOBS at a time (default: one more than the cores, since
-# scripts also wait: for a signal's delay, a killed recorder, gdb's socket),
-# the slowest first so that none is left running alone at the end; each
+# they run E2E_JOBS at a time (default: one per core), the slowest first so that none is left running alone at the end; each
 # script's output is printed whole, in name order, as it is collected.
 : "${CREC:?set CREC to the crec binary}"
 CREC=$(cd "$(dirname "$CREC")" && pwd)/$(basename "$CREC")
@@ -14,7 +12,7 @@ GUESTS=$(pwd)/build/guests
 CRECTOOLS=$(cd "${CRECTOOLS:-build/tools}" 2>/dev/null && pwd)
 E2E_DIR=$(cd "$(dirname "$0")" && pwd)
 export CREC GUESTS E2E_DIR CRECTOOLS
-jobs=${E2E_JOBS:-$(( $(nproc 2>/dev/null || echo 1) + 1 ))}
+jobs=${E2E_JOBS:-$(nproc 2>/dev/null || echo 1)}
 # The slow ones, measured (a few minutes each on a shared core); the rest
 # take seconds.
 slow="t_record.sh t_threads.sh t_flight.sh t_procs.sh t_reliab.sh t_gdb.sh t_run.sh t_signals.sh"

@@ -4,8 +4,9 @@
 # line here is "e2e: N passed, N failed".
 #
 # The scripts are independent (each has its own temporary directory), so
-# they run E2E_JOBS at a time (default: one per core), the slowest first so that none is left running alone at the end; each
-# script's output is printed whole, in name order, as it is collected.
+# they run E2E_JOBS at a time (default: one per core), the slowest first
+# so that none is left running alone at the end; each script's output is
+# printed whole, in name order, as it is collected.
 : "${CREC:?set CREC to the crec binary}"
 CREC=$(cd "$(dirname "$CREC")" && pwd)/$(basename "$CREC")
 GUESTS=$(pwd)/build/guests

@@ -677,24 +677,13 @@ int rec_flight_finish(struct rec_session *rs, const struct crec_emu_exit *ex, ui
 
 void rec_flight_exec(struct rec_session *rs)
 {
-    struct rec_flight *f = rs->fl;
     uint64_t icount = crec_emu_cpu_icount(rs->cpu);
     char what[200];
 
     snprintf(what, sizeof what, "%s records one process; %s called execve",
              one_process_option(rs), program_name(rs));
-    if (rs->active) {
-        end_now(rs, CREC_FMT_STOP_PROCESS, what, 0, icount, crec_emu_thread_icount(rs->emu));
-        return;
-    }
-    if (end_in_gap(rs, NULL, icount, CREC_FMT_STOP_PROCESS, 0) != CREC_OK)
-        return;
-    snprintf(f->why, sizeof f->why, "%s: the recording ended at instruction %llu", what,
-             (unsigned long long)f->part_end);
-    close_now(rs);
-    if (!rs->failed)
-        fprintf(fl_log(rs), "crec: %s; the program runs on, unrecorded\n", f->why);
-    f->why_told = 1;
+    end_one_process(rs, CREC_FMT_STOP_PROCESS, what, what, 0, icount,
+                    crec_emu_thread_icount(rs->emu));
 }
 
 int rec_flight_full_stop(const struct rec_session *rs)

@@ -186,17 +186,7 @@ rec subprocess "/usr/bin/python3 -c 'import subprocess; print(subprocess.run([\"
 cp "$TMP/Makefile" "$TMP/Makefile2"
 rec make "make -f Makefile2" "rm Makefile2"
 
-# a fork and an execve, and the chain they make in crec info
-"$CREC" record -o "$TMP/fork.crec" -- sh -c 'echo before; ls /dev/null; echo after' \
-    >"$TMP/out" 2>"$TMP/err"
-if [ ! -s "$TMP/err" ] && [ "$(cat "$TMP/out")" = "before
-/dev/null
-after" ] && "$CREC" replay "$TMP/fork.crec" 2>&1 | grep -q 'replay verified (3 processes'; then
-    pass "procs: fork and execve in a recording, every process replayed"
-else
-    fail "procs: fork and execve in a recording" "$(head -c 300 "$TMP/err")"
-fi
-# the pid of ls ran two programs: sh (the fork) then ls
+# the fork and execve recorded above: the pid of ls ran two programs: sh (the fork) then ls
 pid=$(pid_of "$TMP/fork.crec" "ls")
 expect_status "procs: replay --pid PID.K (the fork before its execve)" 0 \
     "$CREC" replay --pid "$pid.1" "$TMP/fork.crec"

@@ -44,19 +44,27 @@ static int add_snap_page(crec_recording *rec, size_t *cap, uint64_t icount,
     return 0;
 }
 
+/* @return the first key frame at or after global time t (nkf: none). */
+static size_t kf_at_or_after(const crec_recording *rec, uint64_t t)
+{
+    size_t lo = 0, hi = rec->nkf;
+
+    while (lo < hi) {
+        size_t m = lo + (hi - lo) / 2;
+        if (rec->kfs[m].global_icount < t)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
+}
+
 /* The key frame a snapshot was taken at (snapshots are taken right after
  * one), remembered in time order.  @return -1 out of memory. */
 static int add_snap_time(crec_recording *rec, size_t *cap, uint64_t icount)
 {
-    size_t k = 0, hi = rec->nkf;
+    size_t k = kf_at_or_after(rec, icount);
 
-    while (k < hi) { /* the first key frame at or after icount */
-        size_t m = k + (hi - k) / 2;
-        if (rec->kfs[m].global_icount < icount)
-            k = m + 1;
-        else
-            hi = m;
-    }
     if (k == rec->nkf || rec->kfs[k].global_icount != icount)
         return 0; /* not at a key frame: not usable as a point where all is known */
     if (rec->nsnap_kf == *cap) {
@@ -367,16 +375,8 @@ const char *crec_index_note(const crec_recording *rec)
 int qx_need_parts(crec_recording *rec, crec_error *err)
 {
     for (size_t i = 0; i < rec->marks.ngaps; i++) {
-        uint64_t t = rec->marks.gaps[i].u.gap.to;
-        size_t lo = 0, hi = rec->nkf;
-        while (lo < hi) { /* the first key frame at or after t */
-            size_t m = lo + (hi - lo) / 2;
-            if (rec->kfs[m].global_icount < t)
-                lo = m + 1;
-            else
-                hi = m;
-        }
-        int rc = lo < rec->nkf ? qx_need_kf(rec, lo, err) : CREC_OK;
+        size_t k = kf_at_or_after(rec, rec->marks.gaps[i].u.gap.to);
+        int rc = k < rec->nkf ? qx_need_kf(rec, k, err) : CREC_OK;
         if (rc != CREC_OK)
             return rc;
     }

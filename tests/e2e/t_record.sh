@@ -6,7 +6,7 @@
 DATA=$TMP/data
 mkdir -p "$DATA"
 seq 1 500000 >"$DATA/10m.txt" # about 3.4 MB
-awk 'BEGIN { s = 7; for (i = 0; i < 40000; i++) { s = (s * 1103515245 + 12345) % 2147483648; print s } }' \
+awk 'BEGIN { s = 7; for (i = 0; i < 5000; i++) { s = (s * 1103515245 + 12345) % 2147483648; print s } }' \
     >"$DATA/lines.txt"
 printf 'alpha\nbeta\ngamma\n' >"$DATA/small.txt"
 
@@ -52,7 +52,7 @@ rr_case ls ls '-la /usr/bin'
 rr_case sha256sum sha256sum '10m.txt'
 rr_case sort sort 'lines.txt'
 rr_case busybox busybox "sh -c 'for i in 1 2 3; do echo \$i; done'"
-rr_case lua lua5.4 "-e 'local s=0 for i=1,1e6 do s=s+i end print(s)'"
+rr_case lua lua5.4 "-e 'local s=0 for i=1,1e5 do s=s+i end print(s)'"
 rr_case sqlite3 sqlite3 "':memory:' 'create table t(x); insert into t values(1),(2); select sum(x) from t;'"
 rr_case static-guest "$GUESTS/hello_static" ''
 rr_case dynamic-guest "$GUESTS/hello_dyn" ''

@@ -148,13 +148,13 @@ int main(void)
     volatile long spin = 0;
     pipe(p1), pipe(p2), pipe(p3);
     pthread_create(&t, NULL, waiter, NULL);
-    for (long i = 0; i < 3000000; i++)
+    for (long i = 0; i < 1000000; i++)
         spin += i;
     write(p1[1], "x", 1);
-    for (long i = 0; i < 3000000; i++)
+    for (long i = 0; i < 1000000; i++)
         spin += i;
     write(p2[1], "y", 1);
-    for (long i = 0; i < 3000000; i++)
+    for (long i = 0; i < 1000000; i++)
         spin += i;
     write(p2[1], "z", 1);
     pthread_join(t, NULL);
@@ -293,7 +293,7 @@ vals=$TMP/chaos.vals
 : >"$vals"
 ok=1
 for seed in 1 2 3 4 5 6 7 8 9 10; do
-    "$CREC" record --chaos $seed -o "$TMP/chaos.crec" -- "$GUESTS/threads_racy" 20000 >>"$vals" 2>/dev/null || ok=0
+    "$CREC" record --chaos $seed -o "$TMP/chaos.crec" -- "$GUESTS/threads_racy" 8000 >>"$vals" 2>/dev/null || ok=0
     "$CREC" replay -q "$TMP/chaos.crec" || ok=0
     "$CREC" replay -q -j 2 "$TMP/chaos.crec" || ok=0
 done

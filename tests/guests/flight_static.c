@@ -62,7 +62,7 @@ __attribute__((noinline)) void work(int round)
 __attribute__((noinline)) void rest(int round)
 {
     unsigned long sum = loop(200000, 500);
-    for (int i = 0; i < 2000000; i++)
+    for (int i = 0; i < 500000; i++)
         acc[i & 63] ^= (unsigned long)i;
     printf("round %d acc %lu (%lu)\n", round, acc[round & 63], sum & 1);
 }
@@ -98,7 +98,7 @@ int main(int argc, char **argv)
         volatile unsigned long x = 0;
         for (unsigned long i = 0; i < n; i++) {
             struct timespec ts = {0, 300000000};
-            for (unsigned long k = 0; k < 3000000; k++)
+            for (unsigned long k = 0; k < 600000; k++)
                 x += k;
             printf("tick %lu %lu\n", i, x);
             fflush(stdout);

@@ -27,8 +27,8 @@ int main(void)
         s += (unsigned char)q[i];
     memset(q + 4 * pg, 3, 60 * pg);
     for (int i = 0; i < 100; i++) {
-        char *r = malloc(1000 + i * 5000);
-        memset(r, i, 1000 + i * 5000);
+        char *r = malloc(1000 + i * 500);
+        memset(r, i, 1000 + i * 500);
         s += (unsigned char)r[999];
         free(r);
     }

@@ -144,7 +144,11 @@ done
 expect_eq "argv limit: 70,000 arguments record" 0 "$?"
 expect_status "argv limit: info reads 70,000 arguments" 0 "$CREC" info "$TMP/args.crec"
 expect_status "argv limit: replay verifies 70,000 arguments" 0 "$CREC" replay -q "$TMP/args.crec"
-env -i $(seq -f 'V%g=x' 1 66000) "$CREC" record -o "$TMP/env.crec" -- /bin/true >/dev/null 2>"$TMP/err"
+# (python builds the environment: env(1) sets each variable with a search of
+# those before it, 74 s for 66,000 on its own)
+/usr/bin/python3 -c 'import os, sys
+os.execve(sys.argv[1], sys.argv[1:], {"V%d" % i: "x" for i in range(1, 66001)})' \
+    "$CREC" record -o "$TMP/env.crec" -- /bin/true >/dev/null 2>"$TMP/err"
 expect_eq "argv limit: 66,000 environment variables record" 0 "$?"
 expect_status "argv limit: replay verifies 66,000 environment variables" 0 "$CREC" replay -q "$TMP/env.crec"
 "$CREC" record -o "$TMP/zero.crec" -- "$GUESTS/first_insn_bare" >/dev/null 2>&1

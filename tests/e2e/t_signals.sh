@@ -75,7 +75,7 @@ rr threads "$GUESTS/sig_threads"
 # on SIGPIPE) dies of it when rt_sigreturn unblocks it, as natively: exit
 # 141 and no "write failed"; recorded too (a SIGNAL record of the death at
 # the end of rt_sigreturn), and the replay ends there.
-seq 1 300000 >"$TMP/many.txt"
+seq 1 40000 >"$TMP/many.txt"
 (sort -r "$TMP/many.txt"; echo "exit $?" >"$TMP/sort-native.rc") 2>"$TMP/sort-native.err" | head -1 >/dev/null
 ("$CREC" run -- sort -r "$TMP/many.txt"; echo "exit $?" >"$TMP/sort-crec.rc") 2>"$TMP/sort-crec.err" | head -1 >/dev/null
 if [ "$(cat "$TMP/sort-crec.rc")" = "$(cat "$TMP/sort-native.rc")" ] &&

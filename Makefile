@@ -175,7 +175,7 @@ fuzz-run-fields: build-fuzz/fuzz_fields
 
 # --- benchmarks ------------------------------------------------------------
 # What bench/run.sh runs besides crec (bench/README.md).
-PKGS_BENCH := time qemu-user gnuplot-nox gdb binutils lua5.4 sqlite3 python3 gzip
+PKGS_BENCH := time qemu-user gnuplot-nox gdb binutils lua5.4 sqlite3 python3 gzip zstd
 
 bench: all guests
 	@sh tools/deps.sh $(PKGS_BENCH)

@@ -18,7 +18,9 @@ FIGURES = [
     ("record / qemu", lambda w: w["ratios"].get("record / qemu")),
     ("replay / record", lambda w: w["ratios"].get("replay / record")),
     ("replay -j2 / record", lambda w: w["ratios"].get("replay -j2 / record")),
+    ("replay / replay -j2", lambda w: w["ratios"].get("replay / replay -j2")),
     ("instructions", lambda w: w.get("instructions")),
+    ("RSS record KiB", lambda w: w["modes"].get("crec-record", {}).get("max_rss_kb")),
     ("trace bytes", lambda w: int(w["recording"]["file_bytes"]) if w.get("recording") else None),
     ("bits / instruction",
      lambda w: float(w["recording"]["bits_per_instruction"]) if w.get("recording") else None),
@@ -28,7 +30,9 @@ FIGURES = [
 def query_figures(doc):
     q = doc.get("query") or {}
     gdb = doc.get("gdb_record_full")  # a list in runs before 2026-11-23
-    return {"cold median s": q.get("cold", {}).get("median_s"),
+    first = q.get("first") or {}
+    return {"first query s": first.get("seconds") if first.get("status") == "ok" else None,
+            "cold median s": q.get("cold", {}).get("median_s"),
             "warm median s": q.get("warm", {}).get("median_s"),
             "warm p99 s": q.get("warm", {}).get("p99_s"),
             "index / trace": q.get("index_fraction"),

@@ -30,12 +30,21 @@ RATIOS = [
     ("record / qemu", "crec-record", "qemu"),
     ("replay / record", "crec-replay", "crec-record"),
     ("replay -j2 / record", "crec-replay-j2", "crec-record"),
+    ("replay / replay -j2", "crec-replay", "crec-replay-j2"),
     ("crec run / native", "crec-run", "native"),
     ("crec run / qemu", "crec-run", "qemu"),
     ("qemu / native", "qemu", "native"),
 ]
 # The issues' targets (8, 5 and 6) for these figures.
 BITS_TARGET_WORKLOADS = ["sha256sum", "sort", "lua-fannkuch"]
+# Issue 20's targets: bits per instruction (median over the workloads, and
+# every one), record / crec run (median, and every one), the speed-up of
+# replay -j2 over replay on workloads of more than J2_MIN_INSTRUCTIONS, and
+# the first query after a recording of 1e9 instructions.
+BITS_MEDIAN_MAX, BITS_MAX = 0.15, 0.5
+RECORD_RUN_MEDIAN_MAX, RECORD_RUN_MAX = 2.0, 2.5
+J2_SPEEDUP_MIN, J2_MIN_INSTRUCTIONS = 1.7, 1e8
+FIRST_QUERY_MAX_S, FIRST_QUERY_MIN_INSTRUCTIONS = 1.0, 1e9
 
 
 def read_tsv(path):
@@ -229,6 +238,45 @@ def md_recordings(doc):
                "index / trace", "index build s", "RSS record", "RSS replay", "RSS replay -j2"], rows)
 
 
+def bits_of(m):
+    rec = m.get("recording")
+    return float(rec["bits_per_instruction"]) if rec else None
+
+
+def record_rss_mib(m):
+    kb = m["modes"].get("crec-record", {}).get("max_rss_kb")
+    return kb / 1024 if kb else None
+
+
+def md_issue20(doc):
+    """Per workload, the figures issue 20 sets targets for, each marked
+    against its target (the median targets are in Targets)."""
+    def mark(x, ok, text):
+        return "" if x is None else f"{text} {'ok' if ok else '**no**'}"
+    rows = []
+    for w, m in doc["workloads"].items():
+        b, r = bits_of(m), m["ratios"]
+        rr, rp, sp = r.get("record / crec run"), r.get("replay / record"), r.get("replay / replay -j2")
+        ins = m.get("instructions")
+        sp_cell = mark(sp, sp is not None and sp >= J2_SPEEDUP_MIN, f"{sp:.2f}x" if sp else "")
+        if sp is not None and ins is not None and ins <= J2_MIN_INSTRUCTIONS:
+            sp_cell = f"{sp:.2f}x (under 1e8 instructions)"
+        rss = record_rss_mib(m)
+        rows.append([w, f"{ins:,}" if ins else "",
+                     mark(b, b is not None and b <= BITS_MAX, f"{b:.3f}" if b is not None else ""),
+                     mark(rr, rr is not None and rr <= RECORD_RUN_MAX, f"{rr:.2f}x" if rr else ""),
+                     mark(rp, rp is not None and rp <= 1, f"{rp:.2f}x" if rp else ""),
+                     sp_cell, f"{rss:.0f}" if rss else ""])
+    return ["", "## Issue 20, per workload", "",
+            f"Bits / instruction (target: at most {BITS_MAX} on every workload, median at most "
+            f"{BITS_MEDIAN_MAX}); record / crec run (at most {RECORD_RUN_MAX}x, median at most "
+            f"{RECORD_RUN_MEDIAN_MAX}x); replay / record (at most 1); the speed-up of replay -j2 "
+            f"over replay, replay / replay -j2 (at least {J2_SPEEDUP_MIN}x on every workload of "
+            f"more than 1e8 instructions); peak RSS of record in MiB (median of the rounds).", ""] + \
+        table(["workload", "instructions", "bits / instruction", "record / crec run",
+               "replay / record", "replay / replay -j2", "RSS record MiB"], rows)
+
+
 def md_rss(doc, modes):
     rows = [[w] + [f"{m['modes'][x]['max_rss_kb'] / 1024:.0f}"
                    if m["modes"].get(x, {}).get("max_rss_kb") else "" for x in modes]
@@ -248,6 +296,12 @@ def md_query(q):
              + ".  Index: " + (f"{fmt_bytes(q['index_bytes'])}, {q['index_fraction']:.3f} of the trace."
                                if q.get("index_bytes") else "not built (see cold below)."),
              f"Queries drawn with seed {q['seed']}; one `crec query` process per query.", ""]
+    f = q.get("first")
+    if f and f.get("status"):
+        lines += [f"First query after the recording (`{f['query']}`, a {f['kind']} address, before "
+                  f"any other query): {fmt_s(f['seconds']) if f['status'] == 'ok' else f['status']}; "
+                  f"index {'present' if f['index_before'] else 'absent'} before it, "
+                  f"{'present' if f['index_after'] else 'absent'} after it.", ""]
     rows = []
     for phase in ("cold", "warm"):
         p = q[phase]
@@ -370,7 +424,77 @@ def md_targets(doc):
         frac = q.get("index_fraction")
         rows.append(["index under half the trace", f"{frac:.3f}" if frac else "not built",
                      "" if not frac else "yes" if frac < 0.5 else "no"])
-    return ["", "## Targets (issues 5, 6 and 8)", ""] + table(["target", "measured", "met"], rows)
+    return ["", "## Targets (issues 5, 6 and 8)", ""] + table(["target", "measured", "met"], rows) + \
+        ["", "## Targets (issue 20)", ""] + table(["target", "measured", "met"], issue20_targets(doc))
+
+
+def issue20_targets(doc):
+    """One row per target of issue 20, with the figure that decides it."""
+    def yes(ok):
+        return "yes" if ok else "no"
+    ws = doc["workloads"]
+    rows = []
+    def median_and_most(label, values, median_max, most, fmt):
+        """Two rows: the median over the workloads, and the largest."""
+        if not values:
+            return
+        med = statistics.median(values.values())
+        worst = max(values, key=values.get)
+        over = [w for w, v in values.items() if v > most]
+        rows.append([f"{label}: median at most {fmt(median_max)} ({len(values)} workloads)",
+                     fmt(med), yes(med <= median_max)])
+        rows.append([f"{label}: at most {fmt(most)} on every workload",
+                     f"largest {fmt(values[worst])} ({worst}); over: {', '.join(over) or 'none'}",
+                     yes(not over)])
+    median_and_most("bits / instruction",
+                    {w: bits_of(m) for w, m in ws.items() if bits_of(m) is not None},
+                    BITS_MEDIAN_MAX, BITS_MAX, lambda x: f"{x:.3f}")
+    median_and_most("record / crec run",
+                    {w: m["ratios"]["record / crec run"] for w, m in ws.items()
+                     if "record / crec run" in m["ratios"]},
+                    RECORD_RUN_MEDIAN_MAX, RECORD_RUN_MAX, lambda x: f"{x:.2f}x")
+    rp = {w: m["ratios"]["replay / record"] for w, m in ws.items() if "replay / record" in m["ratios"]}
+    if rp:
+        worst = max(rp, key=rp.get)
+        over = [w for w, r in rp.items() if r > 1]
+        rows.append(["replay no slower than record (every workload)",
+                     f"largest {rp[worst]:.2f}x ({worst}); slower: {', '.join(over) or 'none'}",
+                     yes(not over)])
+    sp = {w: m["ratios"]["replay / replay -j2"] for w, m in ws.items()
+          if "replay / replay -j2" in m["ratios"] and (m.get("instructions") or 0) > J2_MIN_INSTRUCTIONS}
+    if not sp:
+        rows.append([f"replay -j2 at least {J2_SPEEDUP_MIN}x faster than replay on every "
+                     "workload over 1e8 instructions", "no workload over 1e8 instructions", ""])
+    else:
+        least = min(sp, key=sp.get)
+        under = [w for w, r in sp.items() if r < J2_SPEEDUP_MIN]
+        rows.append([f"replay -j2 at least {J2_SPEEDUP_MIN}x faster than replay "
+                     f"({len(sp)} workloads over 1e8 instructions)",
+                     f"least {sp[least]:.2f}x ({least}); under: {', '.join(under) or 'none'}",
+                     yes(not under)])
+    q = doc.get("query")
+    if q:
+        warm = q["warm"].get("median_s")
+        rows.append(["warm query median still under 20 ms",
+                     fmt_s(warm) if warm is not None else "not measured",
+                     "" if warm is None else yes(warm < 0.020)])
+        f = q.get("first") or {}
+        big = q["instructions"] >= FIRST_QUERY_MIN_INSTRUCTIONS
+        label = (f"first query after a recording of {q['instructions']:.2g} instructions "
+                 f"under {FIRST_QUERY_MAX_S:.0f} s" + ("" if big else " (QUICK: not 1e9 instructions)"))
+        if f.get("status") == "ok":
+            rows.append([label, f"{fmt_s(f['seconds'])} (index {'ready' if f['index_before'] else 'not ready'})",
+                         yes(f["seconds"] < FIRST_QUERY_MAX_S) if big else ""])
+        else:
+            rows.append([label, f.get("status") or f.get("skipped") or "not measured", "" if not big else "no"])
+    rss = {w: record_rss_mib(m) for w, m in ws.items() if "crec-record" in m["modes"]}
+    missing = [w for w, r in rss.items() if not r]
+    if rss:
+        worst = max((w for w in rss if rss[w]), key=lambda w: rss[w], default=None)
+        rows.append(["peak memory of record stated for each workload",
+                     (f"largest {rss[worst]:.0f} MiB ({worst})" if worst else "") +
+                     (f"; missing: {', '.join(missing)}" if missing else ""), yes(not missing)])
+    return rows
 
 
 def md_footer(doc):
@@ -441,7 +565,8 @@ def markdown(doc):
     modes = [m for m in MODES if any(m in w["modes"] or m in w.get("failed", {})
                                      for w in doc["workloads"].values())]
     lines = [f"# crec benchmarks, {doc['date']}", ""]
-    lines += md_times(doc, modes) + md_ratios(doc) + md_recordings(doc) + md_rss(doc, modes)
+    lines += md_times(doc, modes) + md_ratios(doc) + md_issue20(doc) + md_recordings(doc)
+    lines += md_rss(doc, modes)
     lines += md_query(doc.get("query")) + md_gdb(doc["gdb_record_full"])
     lines += md_gdb_reverse(doc.get("gdb_reverse")) + md_flight(doc.get("flight"))
     lines += md_scaling(doc["scaling"]) + md_xinsn(doc) + md_targets(doc) + md_footer(doc)
@@ -458,13 +583,16 @@ def gnuplot(script, path):
 
 
 def ratio_chart(doc, path):
-    """Two panels: slowdown against native per mode; the issue's ratios."""
+    """Four panels: slowdown against native per mode; the ratios between
+    crec's modes, with issue 20's targets; bits per instruction; peak RSS
+    of record."""
     ws = [w for w, m in doc["workloads"].items() if m["modes"].get("native")]
     if not ws:
         return False
     slow_modes = [m for m in MODES[1:] if any(m in doc["workloads"][w]["modes"] for w in ws)]
-    labels = ["record / crec run", "record / qemu", "replay / record", "replay -j2 / record"]
-    dat1, dat2 = path + ".1.dat", path + ".2.dat"
+    labels = ["record / crec run", "record / qemu", "replay / record", "replay -j2 / record",
+              "replay / replay -j2"]
+    dat1, dat2, dat3 = path + ".1.dat", path + ".2.dat", path + ".3.dat"
     with open(dat1, "w") as f:
         for w in ws:
             m = doc["workloads"][w]["modes"]
@@ -474,32 +602,52 @@ def ratio_chart(doc, path):
         for w in ws:
             r = doc["workloads"][w]["ratios"]
             f.write(w + " " + " ".join(f"{r[l]:.4f}" if l in r else "NaN" for l in labels) + "\n")
+    with open(dat3, "w") as f:
+        for w in ws:
+            m = doc["workloads"][w]
+            b, rss = bits_of(m), record_rss_mib(m)
+            f.write(f"{w} {b if b else 'NaN'} {rss if rss else 'NaN'}\n")
     plot1 = ", ".join(f"'{dat1}' using {i + 2}:xtic(1) title '{MODE_LABEL[m]}'"
                       for i, m in enumerate(slow_modes))
     plot2 = ", ".join(f"'{dat2}' using {i + 2}:xtic(1) title '{l}'" for i, l in enumerate(labels))
     script = f"""
-set terminal pngcairo size 1000,900 font ',10'
+set terminal pngcairo size 1100,1500 font ',10'
 set output '{path}'
-set multiplot layout 2,1 title 'crec benchmarks, {doc["date"]} (median wall times)'
+set multiplot layout 4,1 title 'crec benchmarks, {doc["date"]} (median wall times)'
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid border -1
 set boxwidth 0.9
 set grid ytics
 set key outside right top
+set xtics rotate by -30
 set logscale y
 set title 'slowdown against native (log scale)'
 set ylabel 'x native'
 plot {plot1}
-set title 'ratios between crec modes (log scale; 1 = as fast)'
+set title 'ratios between crec modes (log scale; 1 = as fast), with the targets of issue 20'
 set ylabel 'ratio'
 set yrange [0.1:*]
-plot {plot2}, 1 with lines lc 'black' dt 2 notitle, 3 with lines lc 'red' dt 3 title 'record / crec run target'
+plot {plot2}, 1 with lines lc 'black' dt 2 notitle, \\
+     {RECORD_RUN_MAX} with lines lc 'red' dt 3 title 'record / crec run, most', \\
+     {RECORD_RUN_MEDIAN_MAX} with lines lc 'red' dt 2 title 'record / crec run, median', \\
+     {J2_SPEEDUP_MIN} with lines lc 'blue' dt 3 title 'replay / replay -j2, least'
+set title 'bits per instruction of the recording (log scale); issue 20: at most {BITS_MAX}, median at most {BITS_MEDIAN_MAX}'
+set ylabel 'bits / instruction'
+set yrange [0.01:*]
+plot '{dat3}' using 2:xtic(1) title 'bits / instruction', \\
+     {BITS_MAX} with lines lc 'red' dt 3 title 'every workload', \\
+     {BITS_MEDIAN_MAX} with lines lc 'red' dt 2 title 'median'
+unset logscale y
+set yrange [0:*]
+set title 'peak memory of crec record (max RSS, median of the rounds)'
+set ylabel 'MiB'
+plot '{dat3}' using 3:xtic(1) title 'RSS of record'
 unset multiplot
 """
     ok = gnuplot(script, path)
-    os.remove(dat1)
-    os.remove(dat2)
+    for d in (dat1, dat2, dat3):
+        os.remove(d)
     return ok
 
 

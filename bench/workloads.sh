@@ -33,18 +33,33 @@ bench_text() {
         } }' >"$2"
 }
 
+# bench_repeats BYTES FILE: text with long-range repeats, for a compressor
+# with a large window: a block of bench_text, BYTES / 4 long, four times
+# over, each copy with a different thirteenth of its lines upper-cased, so
+# that the copies match at a distance of BYTES / 4 with some differences.
+bench_repeats() {
+    [ -f "$2" ] && return
+    bench_text "$(($1 / 4))" "$2.block"
+    awk '{ l[NR] = $0 } END { for (k = 0; k < 4; k++) for (i = 1; i <= NR; i++)
+        print (i % 13 == k ? toupper(l[i]) : l[i]) }' "$2.block" >"$2"
+    rm -f "$2.block"
+}
+
 bench_inputs() {
     if [ "$QUICK" = 1 ]; then
         n_sha=1000000 n_sort=5000 n_gzip=100000 n_lua='7 1' n_sql=1000 n_py=1000 n_kern=100000
         n_thr=20000
         n_avx=150 n_vex=200000
+        n_zstd=400000 n_hash=100000 n_chase='100000 1000003'
     else
         n_sha=8000000 n_sort=25000 n_gzip=1000000 n_lua='7 4' n_sql=5000 n_py=10000 n_kern=500000
         n_thr=100000
         n_avx=1500 n_vex=2000000
+        n_zstd=2400000 n_hash=500000 n_chase='600000 6000011'
     fi
     bench_text "$n_sha" "sha.in.$n_sha"
     bench_text "$n_gzip" "gzip.in.$n_gzip"
+    bench_repeats "$n_zstd" "zstd.in.$n_zstd"
     [ -f "sort.in.$n_sort" ] ||
         awk -v n="$n_sort" 'BEGIN { s = 42; for (i = 0; i < n; i++) {
             s = (s * 1103515245 + 12345) % 2147483648; print s } }' >"sort.in.$n_sort"
@@ -77,4 +92,12 @@ bench_workloads() {
     printf 'avx2\t@ %s %s avx2\n' "$GUESTS/bench_avx2" "$n_avx"
     printf 'vex1\t@ %s %s vex1\n' "$GUESTS/bench_avx2" "$n_vex"
     printf 'sse1\t@ %s %s sse1\n' "$GUESTS/bench_avx2" "$n_vex"
+    # working sets larger than crec's prediction cache (2^16 granules of
+    # 8 bytes, 512 KiB; issue 20): a compressor with a 128 MiB window and
+    # long-distance matching (its hash tables and the whole input), an
+    # open-addressing hash table of 16 MiB, a random cycle of 9.6 MB of
+    # nodes (QUICK: 4 MiB and 1.6 MB)
+    printf 'zstd-long\t@ %s -3 --long=27 -c zstd.in.%s\n' "$(command -v zstd)" "$n_zstd"
+    printf 'hash\t@ %s %s\n' "$GUESTS/bench_hash" "$n_hash"
+    printf 'chase\t@ %s %s\n' "$GUESTS/bench_chase" "$n_chase"
 }

@@ -100,7 +100,7 @@ static void erase_progress(const struct progress *p)
 static void print_result(const char *file, const crec_replay_result *res, uint32_t thread,
                          double secs)
 {
-    char threads[96] = "", procs[128] = "";
+    char threads[96] = "", procs[128] = "", points[48] = "";
 
     if (thread && res->threads > 1)
         snprintf(threads, sizeof threads, " (thread %u of %" PRIu64 ", alone)", thread,
@@ -109,6 +109,9 @@ static void print_result(const char *file, const crec_replay_result *res, uint32
         snprintf(threads, sizeof threads, res->alone ? " (%" PRIu64 " threads, each alone)"
                                                      : " (%" PRIu64 " threads, in the recorded "
                                                        "order)", res->threads);
+    /* (a recording before format 4 has no check point: its line is as it was) */
+    if (res->checkpoints_checked)
+        snprintf(points, sizeof points, " and %" PRIu64 " check points", res->checkpoints_checked);
     if (res->processes > 0)
         snprintf(procs, sizeof procs, " (%" PRIu64 " process%s%s%s)", res->processes,
                  res->processes == 1 ? "" : "es", res->processes == 1 ? "" : ", each alone",
@@ -117,8 +120,8 @@ static void print_result(const char *file, const crec_replay_result *res, uint32
         snprintf(threads, sizeof threads, " (up to %" PRIu64 " threads in one)", res->threads);
     if (res->processes > 0) {
         printf("%s: replay verified%s%s: %" PRIu64 " instructions replayed in all, %" PRIu64
-               " key frames checked, %" PRIu64 " syscalls, %" PRIu64 " writes checked, %.2f s",
-               file, procs, threads, res->replayed, res->keyframes_checked, res->syscalls,
+               " key frames%s checked, %" PRIu64 " syscalls, %" PRIu64 " writes checked, %.2f s",
+               file, procs, threads, res->replayed, res->keyframes_checked, points, res->syscalls,
                res->writes_checked, secs);
         if (secs > 0)
             printf(", %.1f MIPS", (double)res->replayed / secs / 1e6);
@@ -126,12 +129,12 @@ static void print_result(const char *file, const crec_replay_result *res, uint32
         return;
     }
     printf("%s: replay verified%s%s: %" PRIu64 " instructions replayed (from %" PRIu64 " to %"
-           PRIu64 "), %" PRIu64 " key frames checked, %" PRIu64 " syscalls, %" PRIu64
+           PRIu64 "), %" PRIu64 " key frames%s checked, %" PRIu64 " syscalls, %" PRIu64
            " writes checked, %.2f s",
            file, res->truncated ? " up to where the recording was cut short (its last key frame)"
                                 : "",
            threads, res->replayed, res->start_icount, res->instructions, res->keyframes_checked,
-           res->syscalls, res->writes_checked, secs);
+           points, res->syscalls, res->writes_checked, secs);
     if (secs > 0)
         printf(", %.1f MIPS", (double)res->replayed / secs / 1e6);
     printf("\n");

@@ -145,9 +145,8 @@ typedef struct crec_run_options {
 int crec_run(const crec_run_options *o, const char *path, char *const argv[],
              char *const envp[], crec_exit *ex, uint64_t *instructions, crec_error *err);
 
-#define CREC_RECORD_DEFAULT_KF_INTERVAL 1000000ull /* instructions */
-#define CREC_RECORD_DEFAULT_SNAP_INTERVAL 16       /* key frames */
-#define CREC_RECORD_DEFAULT_CACHE_LOG2 16          /* 65536 entries */
+#define CREC_RECORD_DEFAULT_CP_INTERVAL 1000000ull /* instructions between check points */
+#define CREC_RECORD_DEFAULT_CACHE_LOG2 24          /* granules: 128 MiB of pages */
 
 /*
  * Where a conditional recording starts or stops (crec record --start-at,
@@ -179,8 +178,10 @@ typedef struct crec_record_options {
                                     create, when out_fd is -1) */
     int out_fd;                  /* >= 0: write the recording to this fd,
                                     which crec_record closes */
-    uint64_t keyframe_interval;  /* 0: the default */
-    uint64_t snapshot_interval;  /* key frames between snapshots; 0: default */
+    uint64_t keyframe_interval;  /* 0: where they cost little (the default) */
+    uint64_t snapshot_interval;  /* key frames between snapshots; 0: where
+                                    they cost little (the default) */
+    uint64_t checkpoint_interval; /* 0: the default */
     unsigned cache_log2;         /* 0: the default; else 4..24 */
     int strace, strict;          /* as for crec_run */
     FILE *log;                   /* NULL: stderr */
@@ -228,6 +229,8 @@ typedef struct crec_record_stats {
     uint64_t copied_bytes;    /* bytes rotations wrote */
     double rotate_seconds;    /* time they took */
     uint64_t dumps;           /* dumps written */
+    uint64_t checkpoints;
+    int indexed;            /* FILE.idx was written while recording */
 } crec_record_stats;
 
 /*! crec_record() :
@@ -286,6 +289,7 @@ typedef struct crec_replay_result {
     uint64_t instructions;    /* the recording's last instruction count */
     uint64_t replayed;        /* instructions executed by this replay */
     uint64_t keyframes_checked;
+    uint64_t checkpoints_checked; /* format 4 */
     uint64_t syscalls, writes_checked;
     int exited_by_signal;
     uint64_t exit_value;      /* status, or the signal */
@@ -425,7 +429,8 @@ typedef struct crec_info {
     const char *crec_version;   /* of the crec that wrote it */
     int big_endian_host;        /* recorded on a big-endian host */
     uint64_t page_size, cache_entries, cache_granule;
-    uint64_t keyframe_interval, snapshot_interval;
+    uint64_t keyframe_interval, snapshot_interval; /* 0 (format 4): placed by cost */
+    uint64_t checkpoint_interval; /* format 4; 0: none */
     int64_t start_sec;          /* wall clock at the start */
     uint32_t start_nsec;
     size_t argc, envc, ncpuid;
@@ -437,6 +442,7 @@ typedef struct crec_info {
     uint64_t chaos_seed;
     /* the contents */
     uint64_t file_bytes, chunks, threads, instructions, keyframes, snapshots;
+    uint64_t checkpoints;       /* format 4 */
     uint64_t events, code_mappings, symbols, blobs;
     uint64_t raw_bytes, compressed_bytes; /* all streams */
     int exited;                 /* an EXIT event was seen: */
@@ -717,6 +723,14 @@ int crec_read_memory_all(crec_recording *rec, uint64_t addr, size_t len, crec_va
  *  was rebuilt (it could not be decoded, or a query found it wrong), for
  *  the user to see; NULL when nothing of the kind happened. */
 const char *crec_index_note(const crec_recording *rec);
+
+/*! crec_index_build() : build the index of a recording opened with
+ *  CREC_OPEN_NO_INDEX afresh, replaying its segments on `jobs` host
+ *  threads (0: the default, two), and write PATH.idx; the sizes as
+ *  crec_index_info's.  A recording with few key frames builds on fewer
+ *  threads (a thread replays whole segments).  @return CREC_OK or an error. */
+int crec_index_build(crec_recording *rec, unsigned jobs, uint64_t *index_bytes,
+                     uint64_t *trace_bytes, crec_error *err);
 
 /*! crec_index_info() : index statistics: its size in bytes, the size of the
  *  recording, and whether this handle built it.  Builds it if needed.

@@ -4,7 +4,7 @@
  *
  *   offset size  field
  *   0      8     magic "CRECIDX\0"
- *   8      4     version (IDX_VERSION, 3)
+ *   8      4     version (IDX_VERSION, 4)
  *   12     4     reserved, zero
  *   16     8     size of the recording it describes, in bytes
  *   24     8     XXH3-64 of the recording's first and last 64 KiB
@@ -37,7 +37,10 @@
  * A block, decompressed, for each of its spans:
  *   if it starts at a point: the point as a framed KEYFRAME record
  *     (docs/FORMAT.md), then varint nlines, nlines x varint line delta,
- *     nlines x 64 bytes: the memory a replay starting there restores
+ *     nlines x u64 byte mask, then for each line the bytes of its mask, in
+ *     order: the memory a replay starting there (or passing there) must
+ *     be given, the bytes the span loads before it stores them (version
+ *     3: nlines x 64 bytes, every line whole)
  *   varint flags (bit 0: the kernel wrote unknown ranges)
  *   varint ntouch, ntouch x varint line delta, ntouch x u64 byte mask
  *   varint nwrite, nwrite x varint line delta, nwrite x u64 byte mask
@@ -60,7 +63,7 @@
 #include "index/index.h"
 
 #define IDX_MAGIC "CRECIDX"
-#define IDX_VERSION 3
+#define IDX_VERSION 4
 /* Where each field of the header (the table above) lies. */
 #define IDX_OFF_VERSION 8
 #define IDX_OFF_REC_SIZE 16
@@ -120,7 +123,12 @@ static void put_point(crec_fmt_buf *b, const crec_idx_span *s)
         put_varint(b, s->lines[i] - prev);
         prev = s->lines[i];
     }
-    put_bytes(b, s->values, 64 * s->nlines);
+    for (size_t i = 0; i < s->nlines; i++)
+        crec_fmt_buf_u64(b, s->masks[i]);
+    for (size_t i = 0; i < s->nlines; i++)
+        for (unsigned k = 0; k < 64; k++)
+            if (s->masks[i] >> k & 1)
+                put_bytes(b, &s->values[64 * i + k], 1);
 }
 
 static void put_span(crec_fmt_buf *b, const crec_idx_span *s)
@@ -329,12 +337,14 @@ static int get_point(struct body *d, crec_idx_span *s)
         return nomem(d->err);
     if ((rc = crec_fmt_kf_decode(body, len, s->point, d->err)))
         return rc;
-    if ((rc = get_count(d, 65, &n, "lines to restore")))
+    if ((rc = get_count(d, 10, &n, "lines to restore"))) /* delta, mask, a byte each */
         return rc;
     s->lines = alloc_n(n, sizeof *s->lines);
-    s->values = alloc_n(n, 64);
-    if (!s->lines || !s->values)
+    s->masks = alloc_n(n, sizeof *s->masks);
+    s->values = crec_calloc(n ? n : 1, 64);
+    if (!s->lines || !s->masks || !s->values)
         return nomem(d->err);
+    s->nlines = n;
     for (size_t i = 0; i < n; i++) {
         if ((rc = get_varint(d, &delta)))
             return rc;
@@ -342,11 +352,17 @@ static int get_point(struct body *d, crec_idx_span *s)
             return crec_error_corrupt(d->err, "index: restored lines not increasing");
         s->lines[i] = prev += delta;
     }
-    if (n > (d->c.len - d->c.pos) / 64)
-        return crec_error_corrupt(d->err, "index: ends inside restored lines");
-    memcpy(s->values, d->c.p + d->c.pos, 64 * n);
-    d->c.pos += 64 * n;
-    s->nlines = n;
+    for (size_t i = 0; i < n; i++)
+        if ((rc = crec_fmt_cur_u64(&d->c, &s->masks[i], "restored line mask", d->err)))
+            return rc;
+        else if (s->masks[i] == 0)
+            return crec_error_corrupt(d->err, "index: a restored line with an empty mask");
+    for (size_t i = 0; i < n; i++)
+        for (unsigned k = 0; k < 64; k++)
+            if (s->masks[i] >> k & 1 &&
+                (rc = crec_fmt_cur_bytes(&d->c, &s->values[64 * i + k], 1, "restored bytes",
+                                         d->err)))
+                return rc;
     return CREC_OK;
 }
 
@@ -614,6 +630,7 @@ void crec_idx_span_clear(crec_idx_span *s)
 {
     crec_free(s->point);
     crec_free(s->lines);
+    crec_free(s->masks);
     crec_free(s->values);
     crec_free(s->touch);
     crec_free(s->touch_mask);

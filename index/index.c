@@ -17,6 +17,7 @@
 
 #include "common/common.h"
 #include "index/index.h"
+#include "replayer/replayer.h"
 
 /* ---- lookups ------------------------------------------------------------- */
 
@@ -365,13 +366,52 @@ static void save(const char *path, uint32_t proc, uint32_t tid, const crec_idx *
     crec_fmt_buf_free(&all);
 }
 
+int crec_idx_save_spans(const char *path, uint32_t proc, crec_idx_span *spans, size_t nspans,
+                        crec_error *err)
+{
+    crec_fmt_reader *r = NULL;
+    crec_fmt_keyframe *kfs = NULL;
+    size_t nkf = 0;
+    crec_idx *ix = crec_calloc(1, sizeof *ix);
+    int rc = ix ? CREC_OK : crec_error_set(err, CREC_ERR_NOMEM, "out of memory for the index");
+
+    if (rc != CREC_OK) {
+        for (size_t i = 0; i < nspans; i++)
+            crec_idx_span_clear(&spans[i]);
+        crec_free(spans);
+        return rc;
+    }
+    ix->spans = spans, ix->nspan = nspans;
+    rc = crec_fmt_reader_open(path, &r, err);
+    if (rc == CREC_OK)
+        rc = crec_fmt_reader_select(r, proc, err);
+    if (rc == CREC_OK)
+        rc = crec_replay_load_keyframes(r, &kfs, &nkf, err);
+    crec_fmt_reader_free(r);
+    if (rc == CREC_OK)
+        rc = crec_idx_recording_id(path, &ix->rec_size, &ix->rec_hash, err);
+    if (rc == CREC_OK)
+        rc = crec_idx_read_tables(path, proc, kfs, nkf, ix, err);
+    if (rc == CREC_OK && !spans_fit(ix, kfs, nkf))
+        rc = crec_error_set(err, CREC_ERR_CORRUPT, "the index gathered while recording does "
+                            "not fit the recording's key frames");
+    if (rc == CREC_OK)
+        save(path, proc, 0, ix);
+    crec_idx_free(ix);
+    crec_free(kfs);
+    return rc;
+}
+
 int crec_idx_rebuild(const char *path, uint32_t proc, uint32_t tid, const crec_fmt_keyframe *kfs,
-                     size_t nkf,
-                     crec_progress_fn progress, void *pctx, crec_idx **out, crec_error *err)
+                     size_t nkf, unsigned jobs, crec_progress_fn progress, void *pctx, crec_idx **out,
+                     crec_error *err)
 {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int rc = crec_idx_build(path, proc, kfs, nkf, ncpu > 2 ? 2 : (unsigned)(ncpu > 0 ? ncpu : 1),
-                            progress, pctx, out, err);
+    int rc;
+
+    if (!jobs)
+        jobs = ncpu > 2 ? 2 : (unsigned)(ncpu > 0 ? ncpu : 1);
+    rc = crec_idx_build(path, proc, kfs, nkf, jobs, progress, pctx, out, err);
 
     if (rc == CREC_OK)
         save(path, proc, tid, *out);
@@ -394,7 +434,7 @@ int crec_idx_load_or_build(const char *path, uint32_t proc, uint32_t tid,
         *note = why;
     else if (rc != CREC_ERR_NOTFOUND && rc != CREC_ERR_CORRUPT)
         return crec_error_set(err, (crec_err)rc, "%s", why.msg);
-    rc = crec_idx_rebuild(path, proc, tid, kfs, nkf, progress, pctx, out, err);
+    rc = crec_idx_rebuild(path, proc, tid, kfs, nkf, 0, progress, pctx, out, err);
     *built = rc == CREC_OK;
     return rc;
 }

@@ -29,18 +29,22 @@
  *
  * A span that starts at a point holds what a replay needs to start there
  * (crec_replay_from): the point (registers and stream positions, as a key
- * frame) and the lines the span before it accessed, with their values at
- * the point.  Starting at a point, a replay writes the lines of every
- * point span of the segment up to it, in order.
+ * frame) and the bytes the span loads before it stores them (which the
+ * recording's cache predicted: READS does not hold them), with their
+ * values at the point.  A replay starting at a point writes them; one
+ * that passes a point (it started before) writes that span's too, at the
+ * point exactly (qx_continue): it holds every byte it accessed already,
+ * and those are the others the span needs.
  */
 typedef struct crec_idx_span {
     uint64_t start;        /* global icount where it starts */
     size_t kf;             /* the key frame of its segment */
     int at_point;          /* it starts at a restart point, not the key frame */
     crec_fmt_keyframe *point; /* ... that point (once its block is read) */
-    size_t nlines;         /* ... else the memory to restore: */
+    size_t nlines;         /* ... and the memory to restore: */
     uint64_t *lines;       /* sorted line numbers */
-    uint8_t *values;       /* 64 bytes a line */
+    uint64_t *masks;       /* ... the bytes of each (bit b: byte b) */
+    uint8_t *values;       /* 64 bytes a line (those of its mask count) */
     uint32_t flags;        /* CREC_IDX_WILD: the kernel wrote unknown ranges */
     size_t ntouch, nwrite, nk;
     uint64_t *touch;       /* sorted line numbers loaded or stored */
@@ -139,6 +143,21 @@ int crec_idx_build(const char *path, uint32_t proc, const crec_fmt_keyframe *kfs
                    unsigned jobs, crec_progress_fn progress, void *pctx, crec_idx **out,
                    crec_error *err);
 
+/*! crec_idx_read_tables() : what the index keeps besides the spans (where
+ *  the blobs lie, the ranges ever mapped, the syscall times, the key frames
+ *  kfs without their registers), read from the recording at path, into ix.
+ *  @return CREC_OK or an error. */
+int crec_idx_read_tables(const char *path, uint32_t proc, const crec_fmt_keyframe *kfs,
+                         size_t nkf, crec_idx *ix, crec_error *err);
+
+/*! crec_idx_save_spans() : write the index file of process `proc` of the
+ *  recording at path (of one thread: crec_idx_file) from spans gathered while it was recorded (recorder/rec_index.c):
+ *  the rest is read from the finished file, and the spans are checked to
+ *  fit its key frames first.  The spans are the index's now (freed on any
+ *  failure too).  @return CREC_OK or an error (then no file is written). */
+int crec_idx_save_spans(const char *path, uint32_t proc, crec_idx_span *spans, size_t nspans,
+                        crec_error *err);
+
 /*! crec_idx_scan_events() : every range ever mapped (sorted, merged
  *  (start, end) pairs) and the icount of every syscall, from the EVENTS
  *  stream of the thread of key frame 0.  The arrays are crec_malloc'd.
@@ -173,11 +192,12 @@ int crec_idx_load_or_build(const char *path, uint32_t proc, uint32_t tid,
                            void *pctx, crec_idx **out, int *built, crec_error *note,
                            crec_error *err);
 
-/*! crec_idx_rebuild() : build the index and (best effort) write PATH.idx,
- *  whatever is there.  @return CREC_OK and *out, or an error. */
+/*! crec_idx_rebuild() : build the index on `jobs` host threads (0: two,
+ *  or the CPUs if fewer) and (best effort) write PATH.idx, whatever is
+ *  there.  @return CREC_OK and *out, or an error. */
 int crec_idx_rebuild(const char *path, uint32_t proc, uint32_t tid, const crec_fmt_keyframe *kfs,
-                     size_t nkf, crec_progress_fn progress, void *pctx, crec_idx **out,
-                     crec_error *err);
+                     size_t nkf, unsigned jobs, crec_progress_fn progress, void *pctx,
+                     crec_idx **out, crec_error *err);
 
 /*! crec_idx_file() : the name of the index file of process `proc` of the
  *  recording at path: PATH.idx for process 0, PATH.pN.idx for process N. */

@@ -103,39 +103,59 @@ int qx_run_checked(crec_recording *rec, size_t kf, const crec_replay_from *from,
     return rc;
 }
 
-/* The memory a run starting at point span sp restores: the lines of every
- * point span of its segment up to it, in order (later ones win). */
+/* The memory a run starting at point span sp restores: the span's seed
+ * (index/build.c), which the caller must not free (it is the index's). */
 int qx_restore_lines(crec_recording *rec, size_t sp, crec_replay_from *from,
-                         crec_error *err)
+                     crec_error *err)
+{
+    const crec_idx_span *s;
+    int rc = crec_idx_need(rec->ix, sp, err);
+
+    if (rc != CREC_OK)
+        return rc;
+    s = &rec->ix->spans[sp];
+    *from = (crec_replay_from){s->point, s->nlines, s->lines, s->values, s->masks};
+    return CREC_OK;
+}
+
+int qx_continue(crec_recording *rec, crec_replay_qrun *q, uint64_t until,
+                void (*restored)(void *ctx, uint64_t addr, uint64_t len), void *ctx,
+                crec_error *err)
 {
     const crec_idx *ix = rec->ix;
-    size_t first = sp, n = 0;
-    int rc;
+    uint64_t now = crec_replay_qrun_icount(q);
+    size_t sp;
+    int rc = CREC_OK;
 
-    while (first > 0 && ix->spans[first].at_point)
-        first--; /* the segment's key-frame span */
-    for (size_t i = first + 1; i <= sp; i++) {
-        if ((rc = crec_idx_need(rec->ix, i, err)) != CREC_OK)
-            return rc;
-        n += ix->spans[i].nlines;
+    if (!ix || ix->nspan == 0)
+        return crec_replay_qrun_continue(q, until, err);
+    /* each point span on the way: run to its start exactly, give it its seed */
+    for (sp = crec_idx_span_at(ix, now); sp < ix->nspan && rc == CREC_OK; sp++) {
+        const crec_idx_span *s = &ix->spans[sp];
+        if (s->start < now || !s->at_point)
+            continue;
+        if (s->start >= until && !(s->start == until && s->start == now))
+            break;
+        if (s->start > now && (rc = crec_replay_qrun_continue(q, s->start, err)) != CREC_OK)
+            break;
+        if (crec_replay_qrun_icount(q) != s->start)
+            return crec_error_set(err, CREC_ERR_DIVERGENCE, "replay stopped at instruction %"
+                                  PRIu64 ", not %" PRIu64, crec_replay_qrun_icount(q),
+                                  s->start);
+        if ((rc = crec_idx_need(rec->ix, sp, err)) != CREC_OK)
+            break;
+        s = &ix->spans[sp];
+        for (size_t i = 0; i < s->nlines; i++) {
+            crec_replay_qrun_write_masked(q, s->lines[i], s->masks[i], s->values + 64 * i);
+            for (unsigned b = 0; restored && b < 64; b++)
+                if (s->masks[i] >> b & 1)
+                    restored(ctx, (s->lines[i] << 6) + b, 1);
+        }
+        now = s->start;
     }
-    uint64_t *lines = crec_malloc((n ? n : 1) * sizeof *lines);
-    uint8_t *values = crec_malloc(n ? 64 * n : 1);
-    if (!lines || !values) {
-        crec_free(lines);
-        crec_free(values);
-        return crec_error_set(err, CREC_ERR_NOMEM,
-                              "out of memory for the lines a restart point restores");
-    }
-    n = 0;
-    for (size_t i = first + 1; i <= sp; i++) {
-        const crec_idx_span *s = &ix->spans[i];
-        memcpy(lines + n, s->lines, s->nlines * sizeof *lines);
-        memcpy(values + 64 * n, s->values, 64 * s->nlines);
-        n += s->nlines;
-    }
-    *from = (crec_replay_from){ix->spans[sp].point, n, lines, values};
-    return CREC_OK;
+    if (rc == CREC_OK && now < until)
+        rc = crec_replay_qrun_continue(q, until, err);
+    return rc;
 }
 
 /* A run from the start of span sp of the index (its key frame, or its
@@ -146,13 +166,17 @@ int qx_run_span(crec_recording *rec, size_t sp, uint64_t until, crec_replay_acce
     crec_replay_from from = {0};
     int rc;
 
+    uint64_t end = qx_span_end(rec, sp);
+
     if (!rec->ix->spans[sp].at_point)
-        return qx_run_checked(rec, rec->ix->spans[sp].kf, NULL, until, fn, ctx, q, err);
-    rc = qx_restore_lines(rec, sp, &from, err);
-    if (rc == CREC_OK)
-        rc = qx_run_checked(rec, rec->ix->spans[sp].kf, &from, until, fn, ctx, q, err);
-    crec_free((void *)from.lines);
-    crec_free((void *)from.values);
+        rc = qx_run_checked(rec, rec->ix->spans[sp].kf, NULL, until < end ? until : end, fn,
+                            ctx, q, err);
+    else if ((rc = qx_restore_lines(rec, sp, &from, err)) == CREC_OK)
+        rc = qx_run_checked(rec, rec->ix->spans[sp].kf, &from, until < end ? until : end, fn,
+                            ctx, q, err);
+    /* past the span: through the points on the way */
+    if (rc == CREC_OK && until > end)
+        rc = qx_continue(rec, *q, until, NULL, NULL, err);
     return rc;
 }
 
@@ -631,7 +655,7 @@ static int run_on(crec_recording *rec, size_t sp, struct watch *w, crec_replay_q
 
     if (!*q)
         return qx_run_span(rec, sp, end, watch_access, w, q, err);
-    rc = crec_replay_qrun_continue(*q, end, err);
+    rc = qx_continue(rec, *q, end, NULL, NULL, err);
     if (rc == CREC_OK && crec_replay_qrun_icount(*q) != end)
         rc = crec_error_set(err, CREC_ERR_DIVERGENCE, "replay stopped at instruction %" PRIu64
                             ", not %" PRIu64, crec_replay_qrun_icount(*q), end);

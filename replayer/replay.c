@@ -84,7 +84,7 @@ static int rep_outcome(const struct rep_seg *s)
 /* Read the hit count of the next READS entry (or note the stream's end). */
 static int rep_next_hits(struct rep_seg *s)
 {
-    crec_error err = {0};
+    crec_error err; /* set on failure (zeroing it costs) */
     int rc;
 
     s->entry_off = crec_fmt_cursor_offset(s->reads); /* for a restart point here */
@@ -107,7 +107,7 @@ static int rep_next_hits(struct rep_seg *s)
  */
 static int rep_load_value(struct rep_seg *s, uint64_t addr, unsigned size)
 {
-    crec_error err = {0};
+    crec_error err; /* set on failure (zeroing it costs) */
     uint8_t span[16];
     uint8_t *host;
     uint64_t start;
@@ -155,6 +155,7 @@ static inline int rep_load(struct rep_seg *s, uint64_t addr, unsigned size, uint
     if (!crec_emu_hostpages_find(&s->hostpages, s->cpu, addr, size) &&
         crec_emu_mem_read(s->cpu, scratch, addr, size) != 0)
         return -1;
+    s->predicted = s->hits_left > 0;
     if (s->hits_left > 0) {
         if (s->hits_left != UINT64_MAX)
             s->hits_left--;
@@ -848,28 +849,39 @@ static uint64_t rep_on_rdrand(void *ctx, crec_emu_cpu *cpu, int seed)
 
 /* ---- key frames ---------------------------------------------------------- */
 
-/* Check a key frame at the start of the block at `rip` (see rec_keyframe). */
-static void rep_verify_kf(struct rep_seg *s, const crec_fmt_keyframe *kf, uint64_t rip)
+/* Check a key frame (or a check point, `what`) at the start of the block
+ * at `rip` (see rec_point). */
+static void rep_verify_point(struct rep_seg *s, const crec_fmt_keyframe *kf, uint64_t rip,
+                             const char *what)
 {
     crec_error err = {0};
     crec_regs now;
-    char what[300];
+    char diff[300];
 
     if (crec_emu_regs_get(s->cpu, &now, &err) != CREC_OK) {
         rep_fail(s, &err);
         return;
     }
     now.rip = rip;
-    if (crec_regs_diff(&kf->regs, &now, what, sizeof what)) {
+    if (crec_regs_diff(&kf->regs, &now, diff, sizeof diff)) {
         if (s->version >= 2 && (s->whole || s->seq))
-            rep_diverge(s, "at the key frame of thread %u at its instruction %" PRIu64 " (%" PRIu64
-                           " in all): %s", kf->tid, kf->thread_icount, kf->global_icount, what);
+            rep_diverge(s, "at the %s of thread %u at its instruction %" PRIu64 " (%" PRIu64
+                           " in all): %s", what, kf->tid, kf->thread_icount, kf->global_icount,
+                        diff);
         else
-            rep_diverge(s, "at the key frame at instruction %" PRIu64 ": %s", kf->global_icount,
-                        what);
+            rep_diverge(s, "at the %s at instruction %" PRIu64 ": %s", what, kf->global_icount,
+                        diff);
         return;
     }
-    s->keyframes_checked++;
+    if (what[0] == 'k')
+        s->keyframes_checked++;
+    else
+        s->checkpoints_checked++;
+}
+
+static void rep_verify_kf(struct rep_seg *s, const crec_fmt_keyframe *kf, uint64_t rip)
+{
+    rep_verify_point(s, kf, rip, "key frame");
 }
 
 /*
@@ -1058,7 +1070,7 @@ static void rep_offer_point(struct rep_seg *s, uint64_t addr, uint64_t before)
  * block must not run now: it is entered again once its code is in. */
 static int rep_block_lazy(struct rep_seg *s, uint64_t addr)
 {
-    crec_error err = {0};
+    crec_error err; /* set on failure; zeroing it per block cost a fifth of a run */
     int refill;
 
     if (rep_lazy_block(s, addr, &refill, &err) != CREC_OK) {
@@ -1205,6 +1217,21 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
             return;
         }
     }
+    /* check points: the registers and streams, as at a key frame, but no
+     * listing follows and the prediction cache was not flushed */
+    while (!s->query && s->next_cp < s->ncp && s->cps[s->next_cp].thread_icount <= tb) {
+        const crec_fmt_keyframe *cp = &s->cps[s->next_cp++];
+        if (cp->thread_icount < tb) {
+            rep_diverge(s, "the check point at instruction %" PRIu64 " falls inside a block",
+                        cp->thread_icount);
+            return;
+        }
+        rep_verify_point(s, cp, addr, "check point");
+        if (!s->diverged && !s->failed)
+            rep_verify_kf_streams(s, cp);
+        if (s->diverged || s->failed)
+            return;
+    }
     /* no restart point once vector state a point can't hold was used */
     if (s->on_point && tb >= s->next_point && s->next_kf < s->nkf &&
         tb < s->kfs[s->next_kf].thread_icount && !crec_emu_cpu_xstate_touched(s->cpu))
@@ -1215,6 +1242,22 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
         s->stopped_at_block = addr; /* RIP may still point into the previous block */
     } else if (s->exec) {
         rep_exec_block(s, addr, ninsns, before);
+    }
+}
+
+void rep_write_line(struct rep_seg *s, uint64_t line, uint64_t mask, const uint8_t *values)
+{
+    /* each run of bytes of the mask at once; bytes not mapped don't matter */
+    for (unsigned b = 0; b < 64;) {
+        unsigned e = b;
+        if (!(mask >> b & 1)) {
+            b++;
+            continue;
+        }
+        while (e < 64 && mask >> e & 1)
+            e++;
+        crec_emu_mem_write(s->cpu, (line << 6) + b, values + b, e - b);
+        b = e;
     }
 }
 
@@ -1292,6 +1335,9 @@ static int rep_seg_open(struct rep_seg *s, crec_error *err)
         return err ? (int)err->code : CREC_ERR_EMU;
     crec_emu_cpu_set_icount(s->cpu, s->whole ? kf->global_icount : kf->thread_icount);
     s->next_kf = s->first + 1;
+    s->next_cp = 0;
+    while (s->next_cp < s->ncp && s->cps[s->next_cp].thread_icount <= kf->thread_icount)
+        s->next_cp++;
     s->next_point = kf->thread_icount + s->point_every;
     return CREC_OK;
 }
@@ -1323,7 +1369,8 @@ static int rep_seg_to_point(struct rep_seg *s)
     if (rc != CREC_OK)
         return rep_outcome(s);
     for (size_t i = 0; i < s->from_nlines; i++) /* lines no longer mapped don't matter */
-        crec_emu_mem_write(s->cpu, s->from_lines[i] << 6, s->from_values + 64 * i, 64);
+        rep_write_line(s, s->from_lines[i], s->from_masks ? s->from_masks[i] : ~0ull,
+                       s->from_values + 64 * i);
     return CREC_OK;
 }
 
@@ -1591,6 +1638,7 @@ static void rep_swap_streams(struct rep_seg *s, struct rep_thread *t)
     REP_SWAP(s->peek_off, t->peek_off);
     REP_SWAP(s->ev_off, t->ev_off);
     REP_SWAP(s->next_kf, t->next_kf);
+    REP_SWAP(s->next_cp, t->next_cp);
 #undef REP_SWAP
 }
 
@@ -1624,6 +1672,7 @@ static int rep_thread_load(struct rep_seg *s, struct rep_thread *t)
 
     s->tid = t->tid;
     s->kfs = t->kfs, s->nkf = t->nkf;
+    s->cps = t->cps, s->ncp = t->ncp;
     s->first = 0, s->end_kf = t->nkf - 1;
     s->nkf_blocks = t->nkf - 1; /* its last key frame is checked at its end */
     if (t->started) {
@@ -1786,8 +1835,10 @@ void rep_seg_close(struct rep_seg *s)
         s->threads[i].reads = s->threads[i].events = NULL;
         crec_emu_xstate_free(s->threads[i].xs);
         s->threads[i].xs = NULL;
-        if (s->owns_whole)
+        if (s->owns_whole) {
             crec_free((void *)s->threads[i].kfs);
+            crec_free((void *)s->threads[i].cps);
+        }
     }
     if (s->owns_whole) {
         crec_free(s->threads);

@@ -47,16 +47,17 @@ typedef struct crec_replay_watch {
  * Where a query run starts: key frame `first` itself, or a restart point
  * that a run offered inside its segment.  Starting at a point, the run
  * builds the key frame's memory map, applies the map changes made before
- * the point, and writes `nlines` 64-byte lines of memory (line numbers are
- * addresses >> 6; later entries win): the lines accessed since the key
- * frame, as they were at the point.  Loads predicted after the point find
- * their values there.
+ * the point, and writes the bytes of `nlines` 64-byte lines (line numbers
+ * are addresses >> 6) that masks[i] names (bit b: byte b; NULL masks: the
+ * whole lines): the memory that loads predicted after the point need
+ * (index/build.c says which).
  */
 typedef struct crec_replay_from {
     const crec_fmt_keyframe *point;
     size_t nlines;
     const uint64_t *lines;
     const uint8_t *values;   /* 64 bytes a line */
+    const uint64_t *masks;
 } crec_replay_from;
 
 /*! crec_replay_query() :
@@ -176,6 +177,18 @@ uint32_t crec_replay_qrun_tid(const crec_replay_qrun *q);
  *  CREC_FMT_REG_RIP, _RFLAGS, _FS_BASE, _GS_BASE.  @return its value (0 for
  *  another id). */
 uint64_t crec_replay_qrun_reg(crec_replay_qrun *q, int id);
+
+/*! crec_replay_qrun_predicted() : during an access callback of kind 'r':
+ *  @return 1 if the load was one the recording's cache predicted (READS
+ *  holds no value for it: memory held it already), 0 if its value came
+ *  from READS. */
+int crec_replay_qrun_predicted(const crec_replay_qrun *q);
+
+/*! crec_replay_qrun_write_masked() : write the bytes of line `line`
+ *  (address >> 6) that `mask` names, from `values` (64 bytes), into the
+ *  run's memory; bytes not mapped are left out. */
+void crec_replay_qrun_write_masked(crec_replay_qrun *q, uint64_t line, uint64_t mask,
+                                   const uint8_t *values);
 
 /*! crec_replay_load_keyframes() : every KEYFRAME record, in order; *out is
  *  crec_malloc'd.  @return CREC_OK or an error. */

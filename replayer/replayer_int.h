@@ -28,6 +28,8 @@ struct rep_thread {
     crec_emu_xstate *xs;         /* its vector state crec holds itself (NULL: none yet) */
     const crec_fmt_keyframe *kfs; /* its key frames (thread_icount is its time) */
     size_t nkf, next_kf, kf_checked_last;
+    const crec_fmt_keyframe *cps; /* its check points */
+    size_t ncp, next_cp;
     crec_fmt_cursor *reads, *events, *seq;
     uint64_t hits_left, entry_off, entry_hits;
     crec_fmt_event peek;
@@ -63,6 +65,8 @@ struct rep_seg {
 
     const crec_fmt_keyframe *kfs; /* every key frame of the recording */
     size_t nkf;
+    const crec_fmt_keyframe *cps; /* the check points of the thread replayed */
+    size_t ncp, next_cp;         /* (a full replay checks them; none: NULL) */
     size_t nkf_blocks;           /* key frames checked at block starts */
     size_t first, next_kf;
     size_t end_kf;               /* the key frame where this run ends */
@@ -84,7 +88,7 @@ struct rep_seg {
     uint64_t sig_at;
     uint64_t fatal_at;
 
-    uint64_t keyframes_checked, syscalls, writes_checked, reads_taken;
+    uint64_t keyframes_checked, checkpoints_checked, syscalls, writes_checked, reads_taken;
     uint64_t at;                 /* the last block start: how far the run has got */
     uint64_t replayed;           /* instructions run, once the piece is over */
     int finished;                /* the run has ended (read by the watching thread) */
@@ -124,7 +128,9 @@ struct rep_seg {
     const crec_fmt_keyframe *start;
     const uint64_t *from_lines;
     const uint8_t *from_values;
+    const uint64_t *from_masks;
     size_t from_nlines;
+    int predicted;               /* the load reported now was predicted */
     uint64_t entry_off, entry_hits; /* the READS entry being used: where, its hits */
 
     /* threads (format 2) */
@@ -183,6 +189,11 @@ static inline uint64_t rep_ticount(const struct rep_seg *s)
 int rep_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
                        crec_error *err);
 
+/* session.c: the same, and every CHECKPOINT record in *cps (version 4;
+ * crec_malloc'd, may be empty). */
+int rep_load_points(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
+                    crec_fmt_keyframe **cps, size_t *ncp, crec_error *err);
+
 /* session.c: how many threads the recording has (EVENTS streams). */
 size_t rep_threads(const crec_fmt_reader *r);
 
@@ -203,7 +214,7 @@ int rep_whole_run(struct rep_seg *s);
  * r (key frames kfs): the schedule, every thread's key frames.
  * @return CREC_OK, or an error (s owns what it got: rep_seg_close). */
 int rep_whole_open(struct rep_seg *s, crec_fmt_reader *r, const crec_fmt_keyframe *kfs,
-                   size_t nkf, crec_error *err);
+                   size_t nkf, const crec_fmt_keyframe *cps, size_t ncp, crec_error *err);
 
 /* replay.c: run a query run that stopped on to `until` (s->query). */
 int rep_seg_resume(struct rep_seg *s, uint64_t until);
@@ -228,6 +239,10 @@ void rep_exec_block(struct rep_seg *s, uint64_t addr, uint32_t ninsns, uint64_t 
 void rep_exec_access(struct rep_seg *s, int kind, uint64_t addr, uint64_t len,
                      const uint8_t *value);
 void rep_exec_syscall(struct rep_seg *s, const crec_fmt_event *ev);
+
+/* replay.c: write the bytes of line `line` that `mask` names (NULL
+ * mask... all 64) from values into the run's memory. */
+void rep_write_line(struct rep_seg *s, uint64_t line, uint64_t mask, const uint8_t *values);
 
 /* regs.c: describe the first difference between two register states in
  * `what`.  @return 1 if they differ, 0 if they are the same. */

@@ -36,42 +36,57 @@ static int nothing_recorded(crec_fmt_reader *r)
     return never;
 }
 
-/* Every KEYFRAME record, in order.  *out is crec_malloc'd. */
-int rep_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
-                       crec_error *err)
+/* Append kf to the array *v of *n (capacity *cap).  @return 0, -1 no memory. */
+static int kf_push(crec_fmt_keyframe **v, size_t *n, size_t *cap, const crec_fmt_keyframe *kf)
+{
+    if (*n == *cap) {
+        size_t ncap = *cap ? 2 * *cap : 64;
+        crec_fmt_keyframe *p = crec_realloc(*v, ncap * sizeof *p);
+        if (!p)
+            return -1;
+        *v = p, *cap = ncap;
+    }
+    (*v)[(*n)++] = *kf;
+    return 0;
+}
+
+int rep_load_points(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
+                    crec_fmt_keyframe **cps, size_t *ncp, crec_error *err)
 {
     crec_fmt_cursor *c;
-    crec_fmt_keyframe *kfs = NULL;
-    size_t cap = 0, len = 0;
+    crec_fmt_keyframe *kfs = NULL, *cv = NULL, one;
+    size_t cap = 0, len = 0, ccap = 0, clen = 0;
+    uint64_t last = 0;
     const uint8_t *body;
     size_t blen;
     int kind, rc;
+    uint32_t version = crec_fmt_reader_header(r)->version;
 
     rc = crec_fmt_cursor_open(r, CREC_FMT_S_KEYFRAMES, 0, 0, &c, err);
     if (rc != CREC_OK)
         return rc;
     while ((rc = crec_fmt_cursor_next(c, &kind, &body, &blen, err)) == CREC_OK) {
-        if (len == cap) {
-            size_t ncap = cap ? 2 * cap : 64;
-            crec_fmt_keyframe *p = crec_realloc(kfs, ncap * sizeof *p);
-            if (!p) {
-                rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory loading key frames");
-                break;
-            }
-            kfs = p, cap = ncap;
-        }
-        if (kind != CREC_FMT_K_KEYFRAME) {
+        if (kind != CREC_FMT_K_KEYFRAME && (kind != CREC_FMT_K_CHECKPOINT || version < 4)) {
             rc = crec_error_corrupt(err, "record kind 0x%02x in the KEYFRAMES stream", kind);
             break;
         }
-        rc = crec_fmt_kf_decode(body, blen, &kfs[len], err);
+        rc = crec_fmt_kf_decode(body, blen, &one, err);
         if (rc != CREC_OK)
             break;
-        if (len > 0 && kfs[len].global_icount < kfs[len - 1].global_icount) {
-            rc = crec_error_corrupt(err, "key frame %zu goes back in time", len);
+        if (len + clen > 0 && one.global_icount < last) {
+            rc = crec_error_corrupt(err, "%s %zu goes back in time",
+                                    kind == CREC_FMT_K_KEYFRAME ? "key frame" : "check point",
+                                    kind == CREC_FMT_K_KEYFRAME ? len : clen);
             break;
         }
-        len++;
+        last = one.global_icount;
+        if (kind == CREC_FMT_K_CHECKPOINT && !cps)
+            continue;
+        if (kind == CREC_FMT_K_KEYFRAME ? kf_push(&kfs, &len, &cap, &one)
+                                        : kf_push(&cv, &clen, &ccap, &one)) {
+            rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory loading key frames");
+            break;
+        }
     }
     crec_fmt_cursor_free(c);
     /* In a file cut short, KEYFRAMES may end inside the record its last
@@ -91,11 +106,22 @@ int rep_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
         rc = CREC_OK;
     if (rc != CREC_OK) {
         crec_free(kfs);
+        crec_free(cv);
         return rc;
     }
     *out = kfs;
     *n = len;
+    if (cps) {
+        *cps = cv;
+        *ncp = clen;
+    }
     return CREC_OK;
+}
+
+int rep_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
+                       crec_error *err)
+{
+    return rep_load_points(r, out, n, NULL, NULL, err);
 }
 
 size_t rep_threads(const crec_fmt_reader *r)
@@ -273,6 +299,7 @@ static int merge(struct rep_seg *segs, unsigned n, crec_replay_result *res, crec
     for (unsigned j = 0; j < n; j++) {
         struct rep_seg *s = &segs[j];
         res->keyframes_checked += s->keyframes_checked;
+        res->checkpoints_checked += s->checkpoints_checked;
         res->syscalls += s->syscalls;
         res->writes_checked += s->writes_checked;
         res->replayed += s->replayed;
@@ -295,7 +322,8 @@ static int merge(struct rep_seg *segs, unsigned n, crec_replay_result *res, crec
 /* Cut key frames [first, last] of one thread into `k` pieces of about
  * equal instruction counts, appended to segs. */
 static void plan_pieces(struct rep_seg *segs, unsigned *n, const crec_fmt_keyframe *kfs,
-                        size_t nkf, size_t first, unsigned k, int truncated, int alone)
+                        size_t nkf, const crec_fmt_keyframe *cps, size_t ncp, size_t first,
+                        unsigned k, int truncated, int alone)
 {
     size_t last = nkf - 1, at = first;
     uint64_t t0 = kfs[first].thread_icount, span = kfs[last].thread_icount - t0;
@@ -310,6 +338,7 @@ static void plan_pieces(struct rep_seg *segs, unsigned *n, const crec_fmt_keyfra
         if (end >= last && j < k)
             end = last;
         s->kfs = kfs, s->nkf = nkf;
+        s->cps = cps, s->ncp = ncp;
         s->first = at, s->end_kf = end;
         s->is_last = end == last;
         s->start = &kfs[at];
@@ -324,16 +353,17 @@ static void plan_pieces(struct rep_seg *segs, unsigned *n, const crec_fmt_keyfra
     }
 }
 
-/* One thread of a recording: its key frames. */
+/* One thread of a recording: its key frames and check points. */
 struct rep_view {
     uint32_t tid;
-    crec_fmt_keyframe *kfs;
-    size_t nkf;
+    crec_fmt_keyframe *kfs, *cps;
+    size_t nkf, ncp;
 };
 
-/* The threads of the recording (by number) and each one's key frames. */
-static int thread_views(const crec_fmt_keyframe *kfs, size_t nkf, struct rep_view **out,
-                        size_t *n, crec_error *err)
+/* The threads of the recording (by number) and each one's key frames and
+ * check points (cps may be NULL). */
+static int thread_views(const crec_fmt_keyframe *kfs, size_t nkf, const crec_fmt_keyframe *cps,
+                        size_t ncp, struct rep_view **out, size_t *n, crec_error *err)
 {
     uint32_t max = 0;
     struct rep_view *v;
@@ -349,10 +379,12 @@ static int thread_views(const crec_fmt_keyframe *kfs, size_t nkf, struct rep_vie
     for (uint32_t t = 1; t <= max && rc == CREC_OK; t++) {
         v[t - 1].tid = t;
         rc = rep_thread_keyframes(kfs, nkf, t, &v[t - 1].kfs, &v[t - 1].nkf, err);
+        if (rc == CREC_OK && cps)
+            rc = rep_thread_keyframes(cps, ncp, t, &v[t - 1].cps, &v[t - 1].ncp, err);
     }
     if (rc != CREC_OK) {
         for (uint32_t t = 0; t < max; t++)
-            crec_free(v[t].kfs);
+            crec_free(v[t].kfs), crec_free(v[t].cps);
         crec_free(v);
         return rc;
     }
@@ -363,14 +395,14 @@ static int thread_views(const crec_fmt_keyframe *kfs, size_t nkf, struct rep_vie
 static void views_free(struct rep_view *v, size_t n)
 {
     for (size_t i = 0; v && i < n; i++)
-        crec_free(v[i].kfs);
+        crec_free(v[i].kfs), crec_free(v[i].cps);
     crec_free(v);
 }
 
 /* Replay pieces: every segment of the recording (one thread), or of each
  * thread alone (several), on o->jobs host threads. */
 static int run_pieces(const char *path, crec_fmt_reader *r0, const crec_fmt_keyframe *kfs,
-                      size_t nkf, struct rep_view *views, size_t nviews, int truncated,
+                      size_t nkf, const crec_fmt_keyframe *cps, size_t ncp, struct rep_view *views, size_t nviews, int truncated,
                       const crec_replay_options *o, crec_replay_result *res, crec_error *err)
 {
     unsigned jobs = o->jobs ? o->jobs : 1, n = 0, cap = 0;
@@ -385,7 +417,7 @@ static int run_pieces(const char *path, crec_fmt_reader *r0, const crec_fmt_keyf
         size_t first = start_index(kfs, nblocks ? nblocks : 1, o->from);
         if (!(segs = crec_calloc(jobs, sizeof *segs)))
             return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for %u replay jobs", jobs);
-        plan_pieces(segs, &n, kfs, nkf, first, jobs, truncated, 0);
+        plan_pieces(segs, &n, kfs, nkf, cps, ncp, first, jobs, truncated, 0);
         res->start_icount = kfs[first].global_icount;
         total = kfs[nkf - 1].thread_icount - kfs[first].thread_icount;
     } else { /* threads alone: pieces of about a jobs-th of the average thread */
@@ -416,7 +448,8 @@ static int run_pieces(const char *path, crec_fmt_reader *r0, const crec_fmt_keyf
                 res->keyframes_checked++;
                 continue;
             }
-            plan_pieces(segs, &n, v->kfs, v->nkf, first, (unsigned)(len / piece + 1) > jobs
+            plan_pieces(segs, &n, v->kfs, v->nkf, v->cps, v->ncp, first,
+                        (unsigned)(len / piece + 1) > jobs
                         ? jobs : (unsigned)(len / piece + 1), truncated, 1);
         }
         if (res->start_icount == UINT64_MAX)
@@ -435,12 +468,12 @@ static int run_pieces(const char *path, crec_fmt_reader *r0, const crec_fmt_keyf
 }
 
 int rep_whole_open(struct rep_seg *s, crec_fmt_reader *r, const crec_fmt_keyframe *kfs,
-                   size_t nkf, crec_error *err)
+                   size_t nkf, const crec_fmt_keyframe *cps, size_t ncp, crec_error *err)
 {
     struct rep_view *views = NULL;
     crec_fmt_slice *slices = NULL;
     size_t nviews = 0, nslices = 0;
-    int rc = thread_views(kfs, nkf, &views, &nviews, err);
+    int rc = thread_views(kfs, nkf, cps, ncp, &views, &nviews, err);
 
     s->r = r;
     s->whole = s->alone = 1;
@@ -464,9 +497,12 @@ int rep_whole_open(struct rep_seg *s, crec_fmt_reader *r, const crec_fmt_keyfram
         s->threads[t].tid = views[t].tid;
         s->threads[t].kfs = views[t].kfs;
         s->threads[t].nkf = views[t].nkf;
+        s->threads[t].cps = views[t].cps;
+        s->threads[t].ncp = views[t].ncp;
     }
     crec_free(views);
     s->kfs = s->threads[slices[0].tid - 1].kfs, s->nkf = s->threads[slices[0].tid - 1].nkf;
+    s->cps = s->threads[slices[0].tid - 1].cps, s->ncp = s->threads[slices[0].tid - 1].ncp;
     s->first = 0, s->end_kf = s->nkf - 1, s->is_last = 1;
     s->nkf_blocks = s->nkf - 1;
     s->start = &s->kfs[0];
@@ -475,13 +511,14 @@ int rep_whole_open(struct rep_seg *s, crec_fmt_reader *r, const crec_fmt_keyfram
 
 /* The whole program on one CPU, its threads switched as recorded. */
 static int run_whole(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t nkf,
-                     const crec_replay_options *o, crec_replay_result *res, crec_error *err)
+                     const crec_fmt_keyframe *cps, size_t ncp, const crec_replay_options *o,
+                     crec_replay_result *res, crec_error *err)
 {
     struct rep_seg s;
     int rc;
 
     memset(&s, 0, sizeof s);
-    rc = rep_whole_open(&s, r, kfs, nkf, err);
+    rc = rep_whole_open(&s, r, kfs, nkf, cps, ncp, err);
     if (rc == CREC_OK) {
         if (o->progress) /* one thread: the caller's own reports nothing meanwhile */
             o->progress(o->progress_ctx, 0, kfs[nkf - 1].global_icount);
@@ -545,12 +582,12 @@ static int has_gaps(crec_fmt_reader *r)
 static int replay_one(const char *path, crec_fmt_reader *r, const crec_replay_options *o,
                       int live, crec_replay_result *res, crec_error *err)
 {
-    crec_fmt_keyframe *kfs = NULL;
-    size_t nkf = 0;
+    crec_fmt_keyframe *kfs = NULL, *cps = NULL;
+    size_t nkf = 0, ncp = 0;
     int truncated = 0, rc;
 
     memset(res, 0, sizeof *res);
-    rc = rep_load_keyframes(r, &kfs, &nkf, err);
+    rc = rep_load_points(r, &kfs, &nkf, &cps, &ncp, err);
     if (rc == CREC_OK) {
         nkf = crec_replay_reachable_keyframes(r, kfs, nkf, &truncated);
         if (nkf == 0)
@@ -573,7 +610,7 @@ static int replay_one(const char *path, crec_fmt_reader *r, const crec_replay_op
                                 "--from %" PRIu64 " is past the end of the recording (%" PRIu64
                                 " instructions)", o->from, kfs[nkf - 1].global_icount);
         else
-            rc = thread_views(kfs, nkf, &views, &nviews, err);
+            rc = thread_views(kfs, nkf, cps, ncp, &views, &nviews, err);
         if (rc == CREC_OK && nviews > 1)
             res->threads = nviews;
         if (rc == CREC_OK && o->thread && o->thread > (nviews > 1 ? nviews : 1))
@@ -586,15 +623,16 @@ static int replay_one(const char *path, crec_fmt_reader *r, const crec_replay_op
          * --jobs, --thread, --from, a file cut short, or gaps) each thread alone. */
         if (rc == CREC_OK && nviews > 1 && (o->jobs <= 1 && !o->thread && !o->from && !truncated &&
                                             !has_gaps(r)))
-            rc = run_whole(r, kfs, nkf, o, res, err);
+            rc = run_whole(r, kfs, nkf, cps, ncp, o, res, err);
         else if (rc == CREC_OK) {
             res->alone = nviews > 1;
-            rc = run_pieces(path, r, kfs, nkf, nviews > 1 ? views : NULL, nviews, truncated, o,
-                            res, err);
+            rc = run_pieces(path, r, kfs, nkf, cps, ncp, nviews > 1 ? views : NULL, nviews,
+                            truncated, o, res, err);
         }
         views_free(views, nviews);
     }
     crec_free(kfs);
+    crec_free(cps);
     return rc;
 }
 
@@ -612,6 +650,7 @@ static void add_result(crec_replay_result *all, const crec_replay_result *one)
     all->instructions += one->instructions;
     all->replayed += one->replayed;
     all->keyframes_checked += one->keyframes_checked;
+    all->checkpoints_checked += one->checkpoints_checked;
     all->syscalls += one->syscalls;
     all->writes_checked += one->writes_checked;
     all->truncated |= one->truncated;
@@ -750,6 +789,7 @@ static void live_add(crec_replay_result *all, const crec_replay_result *r, int f
     all->instructions = r->instructions;
     all->replayed += r->replayed;
     all->keyframes_checked += r->keyframes_checked;
+    all->checkpoints_checked += r->checkpoints_checked;
     all->syscalls += r->syscalls;
     all->writes_checked += r->writes_checked;
     all->exited_by_signal = r->exited_by_signal;

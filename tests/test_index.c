@@ -27,6 +27,7 @@ static crec_idx *sample(void)
     static const uint64_t t0[] = {0x100, 0x101, 0x4000}, w0[] = {0x101};
     static const uint64_t tm0[] = {0xff, ~0ull, 1ull << 63}, wm0[] = {0xf00};
     static const uint64_t t1[] = {0x7}, tm1[] = {0x3}, k1[] = {0x5000, 0x10};
+    static const uint64_t sm2[] = {0xffffffffffffffdfull}; /* all but byte 5 */
     crec_idx *ix = crec_calloc(1, sizeof *ix);
     crec_fmt_keyframe *p = crec_calloc(1, sizeof *p);
     uint8_t *v = crec_malloc(64);
@@ -47,8 +48,10 @@ static crec_idx *sample(void)
     p->regs.rip = 0x401000, p->regs.gpr[CREC_RSP] = 0x7ffe0000;
     p->reads_off = 77, p->events_off = 99, p->hits_before = 3;
     memset(v, 0xab, 64);
+    v[5] = 0; /* not in the mask: not kept */
     ix->spans[2] = (crec_idx_span){.start = 1125000, .kf = 1, .at_point = 1, .point = p,
                                    .nlines = 1, .lines = dup64(t1, 1), .values = v,
+                                   .masks = dup64(sm2, 1),
                                    .touch = dup64(t1, 0), .touch_mask = dup64(t1, 0),
                                    .write = dup64(t1, 0), .write_mask = dup64(t1, 0),
                                    .k = dup64(t1, 0)};
@@ -99,7 +102,11 @@ Test(index, round_trip)
             cr_expect_eq(c->point->events_off, 99);
             cr_expect_eq(c->point->hits_before, 3);
             cr_expect_eq(memcmp(a->lines, c->lines, 8 * a->nlines), 0);
-            cr_expect_eq(memcmp(a->values, c->values, 64 * a->nlines), 0);
+            cr_expect_eq(memcmp(a->masks, c->masks, 8 * a->nlines), 0);
+            for (size_t l = 0; l < a->nlines; l++)
+                for (unsigned k = 0; k < 64; k++)
+                    if (a->masks[l] >> k & 1)
+                        cr_expect_eq(a->values[64 * l + k], c->values[64 * l + k]);
         }
         cr_assert_eq(a->ntouch, c->ntouch);
         cr_assert_eq(a->nwrite, c->nwrite);
@@ -210,7 +217,7 @@ Test(index, corrupt_rejected)
     b.data[0] = 'C';
     b.data[8] = 9;                                                /* version */
     cr_expect_eq(decode_rc(b.data, b.len), CREC_ERR_VERSION);
-    b.data[8] = 3;
+    b.data[8] = 4;
     cr_expect_eq(decode_rc(b.data, b.len), CREC_OK);
     crec_idx_free(ix);
     crec_fmt_buf_free(&b);

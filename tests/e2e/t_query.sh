@@ -131,6 +131,63 @@ xcheck "ls -la /usr/bin" "$TMP/ls.crec" 300 11 "stack heap globals kernel"
 expect_eq "query: sqlite3 recorded" 0 "$?"
 xcheck sqlite3 "$TMP/sq.crec" 300 13 "stack heap globals kernel"
 
+# The defaults of format 4: key frames only where they cost little (ls's
+# segments are long), check points, and the index gathered while
+# recording, written beside the file: its spans start at restart points
+# with the memory they need (their seed).  Then the same recording's index
+# built afresh by replay, on two host threads.
+"$CREC" record -o "$TMP/lsd.crec" -- /bin/ls -la /usr/bin >/dev/null 2>"$TMP/rec.err"
+expect_eq "query: ls recorded with the defaults" 0 "$?"
+if [ -s "$TMP/lsd.crec.idx" ]; then
+    pass "record: writes FILE.idx beside the recording"
+else
+    fail "record: writes FILE.idx beside the recording" "$(ls -la "$TMP" | head -c 300)"
+fi
+xcheck "ls, the index record wrote" "$TMP/lsd.crec" 300 17 "stack heap globals kernel"
+"$CREC" index --jobs 2 "$TMP/lsd.crec" >"$TMP/ix.out" 2>&1
+rc=$?
+if [ $rc = 0 ] && grep -q "^$TMP/lsd.crec.idx: [0-9]* bytes, .* of the recording, built in" "$TMP/ix.out"; then
+    pass "index --jobs 2: builds FILE.idx afresh and says how big"
+else
+    fail "index --jobs 2: builds FILE.idx afresh and says how big" "exit $rc: $(head -c 300 "$TMP/ix.out")"
+fi
+xcheck "ls, the index crec index built" "$TMP/lsd.crec" 300 19 "stack heap globals kernel"
+expect_status "index: a missing file is an error" 1 "$CREC" index "$TMP/no-such.crec"
+expect_status "index: --jobs 0 is a usage error" 2 "$CREC" index --jobs 0 "$TMP/lsd.crec"
+
+# What the recorder can't gather falls back to the first query's index:
+# a process tree (each forked recorder writes its own streams), and a
+# recording written to a pipe.
+"$CREC" record -o "$TMP/tree.crec" -- /bin/sh -c '/bin/echo a; /bin/echo b' >/dev/null 2>"$TMP/rec.err"
+expect_eq "record: a process tree" 0 "$?"
+if [ ! -e "$TMP/tree.crec.idx" ] && [ ! -e "$TMP/tree.crec.p1.idx" ]; then
+    pass "record: a process tree writes no index (the first query builds each process's)"
+else
+    fail "record: a process tree writes no index (the first query builds each process's)" \
+        "$(ls "$TMP" | grep tree)"
+fi
+pid=$("$CREC" info "$TMP/tree.crec" | awk '$NF == "b" && $1 ~ /^[0-9]+$/ { print $2; exit }')
+"$CREC" query --pid "$pid" "$TMP/tree.crec" 'rsp@end' 'rsp@50%' >"$TMP/q.out" 2>&1
+expect_eq "query: a process of the tree, its index built by the query" "0 2" \
+    "$? $(grep -c '^rsp@' "$TMP/q.out")"
+"$CREC" index --pid "$pid" --jobs 2 "$TMP/tree.crec" >"$TMP/ix.out" 2>&1
+rc=$?
+if [ $rc = 0 ] && grep -q "(pid $pid): index of [0-9]* bytes" "$TMP/ix.out" &&
+    ls "$TMP"/tree.crec.p*.idx >/dev/null 2>&1; then
+    pass "index --pid: builds that process's FILE.pN.idx"
+else
+    fail "index --pid: builds that process's FILE.pN.idx" "exit $rc: $(head -c 300 "$TMP/ix.out")"
+fi
+expect_status "index: several processes and no --pid is an error" 1 "$CREC" index "$TMP/tree.crec"
+"$CREC" record -o - -- /bin/echo piped 2>/dev/null >"$TMP/piped.crec"
+sp=$("$CREC" query "$TMP/piped.crec" rsp@end 2>/dev/null | awk '{ print $3 }')
+if [ -s "$TMP/piped.crec" ] && [ ! -e "$TMP/piped.crec.idx" ] &&
+    "$CREC" query "$TMP/piped.crec" "$sp:8@50%" >/dev/null 2>&1 && [ -s "$TMP/piped.crec.idx" ]; then
+    pass "record -o -: no index at record time; the first query builds it"
+else
+    fail "record -o -: no index at record time; the first query builds it" "$(ls -la "$TMP" | grep piped)"
+fi
+
 # A file cut short answers up to where its replay ends (the last key frame
 # whose data reached the file), as the whole file does there.
 size=$(wc -c <"$TMP/ls.crec")

@@ -308,10 +308,11 @@ void rec_ix_save(struct rec_session *rs, const char *path)
     crec_error err = {0};
 
     close_span(rs);
-    if (rs->ix.on && rs->ix.nspans > 0 &&
-        crec_idx_save_spans(path, rs->proc, rs->ix.spans, rs->ix.nspans, &err) == CREC_OK)
+    if (!rs->ix.on || rs->ix.nspans == 0)
+        return; /* what was gathered before it was turned off: rec_ix_free's */
+    if (crec_idx_save_spans(path, rs->proc, rs->ix.spans, rs->ix.nspans, &err) == CREC_OK)
         rs->stats.indexed = 1;
-    rs->ix.spans = NULL; /* taken by crec_idx_save_spans, or freed below */
+    rs->ix.spans = NULL; /* crec_idx_save_spans took them (and freed them on failure) */
     rs->ix.nspans = 0;
 }
 

@@ -221,7 +221,8 @@ int qx_restore_lines(crec_recording *rec, size_t sp, crec_replay_from *from, cre
 /*! qx_continue() : run q on to exactly `until` (crec_replay_qrun_continue),
  *  stopping at the start of every point span of the index on the way to
  *  write the memory it needs (its seed); restored (may be NULL) is told of
- *  each byte written.  @return CREC_OK or an error. */
+ *  each byte written.  A run its execution client halts (a `crec find`
+ *  that found) ends there, before `until`.  @return CREC_OK or an error. */
 int qx_continue(crec_recording *rec, crec_replay_qrun *q, uint64_t until,
                 void (*restored)(void *ctx, uint64_t addr, uint64_t len), void *ctx,
                 crec_error *err);

@@ -138,6 +138,8 @@ int qx_continue(crec_recording *rec, crec_replay_qrun *q, uint64_t until,
             break;
         if (s->start > now && (rc = crec_replay_qrun_continue(q, s->start, err)) != CREC_OK)
             break;
+        if (crec_replay_qrun_halted(q)) /* its client ended it short of the point */
+            return CREC_OK;
         if (crec_replay_qrun_icount(q) != s->start)
             return crec_error_set(err, CREC_ERR_DIVERGENCE, "replay stopped at instruction %"
                                   PRIu64 ", not %" PRIu64, crec_replay_qrun_icount(q),

@@ -1470,13 +1470,8 @@ int crec_record(const crec_record_options *opt, const char *path, char *const ar
                                            : CREC_RECORD_DEFAULT_CP_INTERVAL;
     rs.point_every = rs.kf_auto || rs.cp_interval < rs.kf_interval ? rs.cp_interval
                                                                    : rs.kf_interval;
-    /* key frames at a fixed interval keep snapshots at one too (every
-     * REC_SNAP_FIXED_DEFAULT key frames, as before format 4): placed by
-     * cost, a recording SIGKILLed between two of them lost blobs its
-     * replay needed */
-    rs.snap_every = o.snapshot_interval ? o.snapshot_interval
-                                        : rs.kf_auto ? 0 : REC_SNAP_FIXED_DEFAULT;
-    rs.snap_auto = rs.snap_every == 0;
+    rs.snap_every = o.snapshot_interval;
+    rs.snap_auto = o.snapshot_interval == 0;
     memset(&ex, 0, sizeof ex);
 
     rc = rec_start(&rs, &o, path, argv, envp, err);

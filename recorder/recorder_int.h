@@ -372,7 +372,6 @@ struct rec_thread {
 };
 
 /* The index gathered while recording (rec_index.c). */
-#define REC_SNAP_FIXED_DEFAULT 16 /* key frames between snapshots with --keyframe-interval */
 #define REC_IX_POINT_DIV 8      /* restart points per check-point interval, */
 #define REC_IX_POINT_MIN 10000  /* ... not closer than this (as index/build.c) */
 #define REC_IX_BITS_MILLI 100   /* what a span may cost the index, an instruction */

@@ -95,23 +95,33 @@ if grep -q "nothing to verify" "$TMP/err"; then pass "nothing to verify: says so
 
 # ---- every kill point leaves a readable file ---------------------------------
 # SIGKILL at random points (a small key frame interval makes chunks of
-# KEYFRAMES fill, and be cut, often); then info, replay and query agree on
-# where the recording ends.
+# KEYFRAMES fill, and be cut, often; by default key frames and snapshots
+# are placed by cost, and seq, whose working set is small, gets them every
+# few million instructions where sort gets none for billions, while its
+# writes fill chunks of EVENTS); then info, replay and query agree on where
+# the recording ends, whose replay needs every blob the file names up to
+# there (a code mapping's, a snapshot's pages).
 seq 1 1500000 >"$TMP/lines.txt"
 seed=$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')
 echo "# kill points: seed $seed"
-delays=$(awk -v s="$seed" 'BEGIN { srand(s); for (i = 0; i < 10; i++) printf "%.2f ", 0.05 + rand() * 2.5 }')
+delays=$(awk -v s="$seed" 'BEGIN { srand(s); for (i = 0; i < 12; i++) printf "%.2f ", 0.05 + rand() * 2.5 }')
 i=0
 for d in $delays; do
     i=$((i + 1))
     k=$TMP/kill$i.crec
-    kfi=$([ $((i % 2)) = 0 ] && echo 5000 || echo 200000)
-    "$CREC" record --keyframe-interval $kfi -o "$k" -- sort "$TMP/lines.txt" >/dev/null 2>&1 &
+    case $((i % 3)) in
+    0) kfi=5000 prog="sort $TMP/lines.txt" how="every 5000" ;;
+    1) kfi=200000 prog="sort $TMP/lines.txt" how="every 200000" ;;
+    # the default, key frames and snapshots by cost: a second later, past
+    # the recorder's first write of what it holds after the first key frame
+    *) kfi= prog="seq 1 100000000" how="by cost" d=$(awk -v d="$d" 'BEGIN { print d + 1 }') ;;
+    esac
+    "$CREC" record ${kfi:+--keyframe-interval $kfi} -o "$k" -- $prog >/dev/null 2>&1 &
     pid=$!
     sleep "$d"
     kill -9 $pid 2>/dev/null
     wait $pid 2>/dev/null
-    name="kill points: SIGKILL after ${d}s (interval $kfi)"
+    name="kill points: SIGKILL of ${prog%% *} after ${d}s (key frames $how)"
     n=$("$CREC" info "$k" 2>"$TMP/err" | awk '/^instructions:/ { print $2 }')
     if [ -z "$n" ]; then fail "$name: info reads it" "$(cat "$TMP/err")"; continue; fi
     "$CREC" replay "$k" >"$TMP/out" 2>"$TMP/err"

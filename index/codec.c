@@ -489,9 +489,10 @@ static int get_values(const uint8_t *p, crec_idx_span *s, struct xor_map *prev,
         uint8_t *last = xor_slot(prev, s->write[i]), *v = &s->write_values[64 * i];
         if (!last)
             return nomem(err);
-        for (unsigned k = 0; k < 64; k++)
-            if (s->write_mask[i] >> k & 1)
-                last[k] = v[k] = *p++ ^ last[k];
+        for (uint64_t m = s->write_mask[i]; m; m &= m - 1) { /* its bytes, low first */
+            unsigned k = (unsigned)__builtin_ctzll(m);
+            last[k] = v[k] = *p++ ^ last[k];
+        }
     }
     return CREC_OK;
 }

@@ -135,8 +135,8 @@ Test(index, round_trip)
         cr_expect_eq(memcmp(a->k, c->k, a->nk * 16), 0);
         cr_expect_eq(a->flags, c->flags);
         cr_assert_eq(a->nstale, c->nstale);
-        cr_expect_eq(memcmp(a->stale, c->stale, a->nstale * 8), 0);
-        cr_expect_eq(memcmp(a->stale_mask, c->stale_mask, a->nstale * 8), 0);
+        for (size_t l = 0; l < a->nstale; l++)
+            cr_expect(a->stale[l] == c->stale[l] && a->stale_mask[l] == c->stale_mask[l]);
         cr_assert_eq(!a->write_values, !c->write_values);
         for (size_t l = 0; a->write_values && l < a->nwrite; l++)
             for (unsigned k = 0; k < 64; k++)

@@ -206,17 +206,17 @@ static void put_values(crec_fmt_buf *b, const crec_idx_span *s, struct xor_map *
         return;
     b->nomem |= !s->write_values; /* valued without its values: can't encode */
     for (size_t i = 0; s->write_values && i < s->nwrite; i++) {
-        uint8_t *last = xor_slot(prev, s->write[i]);
-        for (unsigned k = 0; k < 64; k++) {
-            uint8_t v = s->write_values[64 * i + k], x = v;
-            if (!(s->write_mask[i] >> k & 1))
-                continue;
-            if (last) {
-                x ^= last[k];
-                last[k] = v;
-            }
-            put_bytes(b, &x, 1);
+        uint8_t *last = xor_slot(prev, s->write[i]), x[64];
+        const uint8_t *v = &s->write_values[64 * i];
+        size_t n = 0;
+        if (!last) /* out of memory: prev says so */
+            break;
+        for (uint64_t m = s->write_mask[i]; m; m &= m - 1) { /* its bytes, low first */
+            unsigned k = (unsigned)__builtin_ctzll(m);
+            x[n++] = v[k] ^ last[k];
+            last[k] = v[k];
         }
+        put_bytes(b, x, n);
     }
 }
 

@@ -267,10 +267,17 @@ static int close_seed(struct rec_session *rs, crec_idx_span *s)
     return 0;
 }
 
-/* Read guest memory (crec_idx_span_values). */
+/* Read guest memory (crec_idx_span_values): a line at a time, mostly of
+ * pages the hooks' table of host pages holds already. */
 static int guest_read(void *ctx, void *dst, uint64_t addr, uint64_t len)
 {
-    return crec_emu_mem_read(ctx, dst, addr, len);
+    struct rec_session *rs = ctx;
+    const uint8_t *h = crec_emu_hostpages_find(&rs->hostpages, rs->cpu, addr, (unsigned)len);
+
+    if (!h)
+        return crec_emu_mem_read(rs->cpu, dst, addr, len);
+    memcpy(dst, h, len);
+    return 0;
 }
 
 /* End the span being gathered: its lists into the index's spans. */
@@ -296,7 +303,7 @@ static void close_span(struct rec_session *rs)
         /* the values the span's stores left, from guest memory at its end:
          * a later query takes them rather than replaying the span */
         if (!s.k || close_lines(rs, &s) != 0 ||
-            crec_idx_span_values(&s, guest_read, rs->cpu) != 0 ||
+            crec_idx_span_values(&s, guest_read, rs) != 0 ||
             (s.at_point && close_seed(rs, &s) != 0) ||
             push((void **)&rs->ix.spans, &rs->ix.nspans, &rs->ix.capspans, sizeof s, &s) != 0) {
             crec_idx_span_clear(&s);

@@ -509,6 +509,7 @@ enum crec_source {
     CREC_SRC_CODE = 1,     /* the bytes of a code mapping */
     CREC_SRC_REPLAY = 2,   /* the index, then a replay of one segment */
     CREC_SRC_SNAPSHOT = 3, /* a memory snapshot */
+    CREC_SRC_INDEX = 4,    /* the index: the value a span's stores left */
 };
 
 /*! crec_open() :

@@ -248,6 +248,7 @@ static int seed_sorted(struct seedset *s, crec_idx_span *sp)
 /* What the segment being replayed touched so far. */
 struct seg_build {
     struct lineset touch, write;
+    struct lineset stale; /* stored bytes the kernel wrote since (their last store) */
     struct seedset seed;
     uint64_t recent_t[BUILD_RECENT], recent_w[BUILD_RECENT]; /* line+1, 0 = none */
     uint64_t recent_tm[BUILD_RECENT], recent_wm[BUILD_RECENT]; /* ... its mask */
@@ -257,12 +258,54 @@ struct seg_build {
     int nomem;
 };
 
+/* The kernel wrote [addr, addr+len): the bytes of it stored so far hold
+ * the kernel's value now, not their store's (until stored again).  The
+ * lines of the range are looked up, or the lines stored, if fewer. */
+static void seg_stale(struct seg_build *b, uint64_t addr, uint64_t len)
+{
+    uint64_t lo = addr >> CREC_IDX_LINE_SHIFT, hi;
+
+    if (len == 0 || b->write.n == 0)
+        return;
+    hi = addr + len - 1 < addr ? UINT64_MAX >> CREC_IDX_LINE_SHIFT
+                               : (addr + len - 1) >> CREC_IDX_LINE_SHIFT;
+    if (hi - lo < b->write.cap) {
+        for (uint64_t line = lo; line <= hi; line++) {
+            uint64_t m = set_mask(&b->write, line) & crec_idx_line_mask(line, addr, len);
+            if (m && set_add(&b->stale, line, m) != 0)
+                b->nomem = 1;
+        }
+        return;
+    }
+    for (size_t i = 0; i < b->write.cap; i++) {
+        uint64_t line = b->write.v[i] - 1, m;
+        if (!b->write.v[i] || line < lo || line > hi)
+            continue;
+        m = b->write.mask[i] & crec_idx_line_mask(line, addr, len);
+        if (m && set_add(&b->stale, line, m) != 0)
+            b->nomem = 1;
+    }
+}
+
+/* A store to bytes of a line: they are the store's again. */
+static void seg_unstale(struct seg_build *b, uint64_t line, uint64_t mask)
+{
+    struct lineset *s = &b->stale;
+
+    for (size_t j = set_slot(line + 1, s->cap); s->v[j]; j = (j + 1) & (s->cap - 1))
+        if (s->v[j] == line + 1) {
+            s->mask[j] &= ~mask;
+            return;
+        }
+}
+
 static void seg_add_kernel(struct seg_build *b, uint64_t addr, uint64_t len)
 {
     if (addr == 0 && len == UINT64_MAX) {
         b->flags |= CREC_IDX_WILD;
         return;
     }
+    seg_stale(b, addr, len);
     if (b->nk == b->capk) {
         size_t cap = b->capk ? 2 * b->capk : 16;
         uint64_t *n = crec_realloc(b->k, 2 * cap * sizeof *n);
@@ -330,13 +373,22 @@ static void seg_access(struct seg_build *b, crec_replay_qrun *q, int kind, uint6
         if (predicted)
             seg_need(b, q, line, addr, len, mask);
         seg_add_line(b, &b->touch, b->recent_t, b->recent_tm, line, mask);
+        if (kind == 'w' && b->stale.n)
+            seg_unstale(b, line, mask);
         if (kind == 'w')
             seg_add_line(b, &b->write, b->recent_w, b->recent_wm, line, mask);
     }
 }
 
-/* Move what was collected into the index entry of segment s; reset b. */
-static int seg_finish(struct seg_build *b, crec_idx_span *s, uint64_t start)
+/* Read replay memory (crec_idx_span_values). */
+static int qrun_read(void *ctx, void *dst, uint64_t addr, uint64_t len)
+{
+    return crec_replay_qrun_read(ctx, dst, addr, len);
+}
+
+/* Move what was collected into the index entry of segment s, with the
+ * values of its stores if q (the run, at the span's end) is given; reset b. */
+static int seg_finish(struct seg_build *b, crec_idx_span *s, uint64_t start, crec_replay_qrun *q)
 {
     int bad = b->nomem;
 
@@ -344,6 +396,17 @@ static int seg_finish(struct seg_build *b, crec_idx_span *s, uint64_t start)
     s->flags = b->flags;
     bad |= set_sorted(&b->touch, &s->touch, &s->touch_mask, &s->ntouch);
     bad |= set_sorted(&b->write, &s->write, &s->write_mask, &s->nwrite);
+    bad |= set_sorted(&b->stale, &s->stale, &s->stale_mask, &s->nstale);
+    if (!bad) { /* lines stored again since: not stale */
+        size_t k = 0;
+        for (size_t i = 0; i < s->nstale; i++)
+            if (s->stale_mask[i])
+                s->stale[k] = s->stale[i], s->stale_mask[k++] = s->stale_mask[i];
+        s->nstale = k;
+    }
+    /* q's memory holds every byte the run stored: what it stored last */
+    if (!bad && q)
+        bad |= crec_idx_span_values(s, qrun_read, q);
     if (s->at_point) /* a key frame's span needs no memory: READS has it all */
         bad |= seed_sorted(&b->seed, s);
     else
@@ -369,6 +432,7 @@ struct build_job {
     uint32_t proc;
     const crec_fmt_keyframe *kfs;
     size_t nkf;
+    int values;           /* keep the values of each span's stores */
     uint64_t point_every; /* offer restart points this often (0: none) */
     uint64_t default_every; /* take one this often (0: none), but in: */
     const crec_idx_dense *dense; /* ranges of crec keyframes: their own */
@@ -391,8 +455,9 @@ static void job_nomem(struct build_job *bj)
         bj->rc = crec_error_set(&bj->err, CREC_ERR_NOMEM, "out of memory building the index");
 }
 
-/* Finish the span being replayed: its lists are what it touched. */
-static void job_close(struct build_job *bj)
+/* Finish the span being replayed (q: the run, at its end; NULL once it
+ * failed): its lists are what it touched. */
+static void job_close(struct build_job *bj, crec_replay_qrun *q)
 {
     crec_idx_span *p;
 
@@ -408,7 +473,7 @@ static void job_close(struct build_job *bj)
     p = &bj->spans[bj->nspans++];
     *p = bj->cur;
     memset(&bj->cur, 0, sizeof bj->cur);
-    if (seg_finish(&bj->b, p, p->start) != 0)
+    if (seg_finish(&bj->b, p, p->start, bj->values ? q : NULL) != 0)
         job_nomem(bj);
 }
 
@@ -419,13 +484,13 @@ static void job_report(struct build_job *bj, uint64_t instructions)
     pthread_mutex_unlock(&bj->sh->mu);
 }
 
-/* The run reached key frame k: close the segments before it. */
-static void job_keyframe(void *ctx, size_t k)
+/* The run (q) reached key frame k: close the segments before it. */
+static void job_keyframe(void *ctx, crec_replay_qrun *q, size_t k)
 {
     struct build_job *bj = ctx;
 
     while (bj->kf < k && bj->kf < bj->last) {
-        job_close(bj);
+        job_close(bj, q);
         job_report(bj, bj->kfs[bj->kf + 1].global_icount - bj->kfs[bj->kf].global_icount);
         bj->kf++;
         if (bj->kf < bj->last)
@@ -460,7 +525,6 @@ static void job_point(void *ctx, crec_replay_qrun *q, const crec_fmt_keyframe *p
     int dense;
     uint64_t every = every_at(bj, p->global_icount, &dense);
 
-    (void)q;
     /* offered as often as the densest range asks: elsewhere at the default */
     if (every == 0 || p->global_icount - bj->last_taken < every)
         return;
@@ -470,7 +534,7 @@ static void job_point(void *ctx, crec_replay_qrun *q, const crec_fmt_keyframe *p
               : len < BUILD_SPAN_MAX && 8 * 1000 * bytes > BUILD_BITS_MILLI * len)
         return;
     bj->last_taken = p->global_icount;
-    job_close(bj);
+    job_close(bj, q);
     next.point = crec_malloc(sizeof *next.point);
     if (!next.point)
         job_nomem(bj);
@@ -504,16 +568,17 @@ static void *job_main(void *arg)
     if (rc == CREC_OK)
         rc = crec_replay_query(r, bj->kfs, bj->nkf, bj->first, NULL,
                                bj->kfs[bj->last].global_icount, &w, &q, &err);
-    crec_replay_qrun_free(q);
-    crec_fmt_reader_free(r);
     if (rc != CREC_OK && bj->rc == CREC_OK) { /* the first error is the job's */
         bj->rc = rc;
         bj->err = err;
     }
-    job_keyframe(bj, bj->last); /* the end of the recording is no block start */
+    job_keyframe(bj, q, bj->last); /* the end of the recording is no block start */
+    crec_replay_qrun_free(q);
+    crec_fmt_reader_free(r);
     crec_idx_span_clear(&bj->cur);
     set_free(&bj->b.touch);
     set_free(&bj->b.write);
+    set_free(&bj->b.stale);
     seed_free(&bj->b.seed);
     crec_free(bj->b.k);
     pthread_mutex_lock(&bj->sh->mu);
@@ -651,8 +716,8 @@ static int gather(crec_idx *ix, struct build_job *bj, unsigned n, crec_error *er
 }
 
 int crec_idx_build(const char *path, uint32_t proc, const crec_fmt_keyframe *kfs, size_t nkf,
-                   unsigned jobs,
-                   crec_progress_fn progress, void *pctx, crec_idx **out, crec_error *err)
+                   unsigned jobs, int values, crec_progress_fn progress, void *pctx,
+                   crec_idx **out, crec_error *err)
 {
     struct build_job bj[BUILD_MAX_JOBS];
     pthread_t th[BUILD_MAX_JOBS];
@@ -683,6 +748,7 @@ int crec_idx_build(const char *path, uint32_t proc, const crec_fmt_keyframe *kfs
     sh.running = n;
     for (unsigned j = 0; j < n; j++) {
         bj[j].path = path, bj[j].proc = proc, bj[j].kfs = kfs, bj[j].nkf = nkf, bj[j].sh = &sh;
+        bj[j].values = values;
         bj[j].point_every = offer;
         bj[j].default_every = every;
         bj[j].dense = dense, bj[j].ndense = ndense;

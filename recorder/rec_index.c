@@ -33,9 +33,10 @@
 #include "common/common.h"
 #include "recorder/recorder_int.h"
 
-/* One line of a span: the bytes it loaded or stored, and stored. */
+/* One line of a span: the bytes it loaded or stored, stored, and stored
+ * before the kernel wrote them (stale: not their store's value now). */
 struct ix_line {
-    uint64_t line, touch, write;
+    uint64_t line, touch, write, stale;
 };
 
 /* One granule of a seed: the bytes needed and their values. */
@@ -68,7 +69,7 @@ static int push(void **v, size_t *n, size_t *cap, size_t size, const void *item)
 static void page_lines(struct rec_session *rs, const struct crec_pcache_page *p)
 {
     for (unsigned g0 = 0; g0 < CREC_PCACHE_PAGE_GRANULES; g0 += 8) {
-        struct ix_line l = {p->page * (CREC_PCACHE_PAGE / 64) + g0 / 8, 0, 0};
+        struct ix_line l = {p->page * (CREC_PCACHE_PAGE / 64) + g0 / 8, 0, 0, 0};
         for (unsigned k = 0; k < 8; k++) {
             l.touch |= (uint64_t)p->touch[g0 + k] << (8 * k);
             l.write |= (uint64_t)p->wrote[g0 + k] << (8 * k);
@@ -132,6 +133,53 @@ void rec_ix_access(struct rec_session *rs, uint64_t addr, unsigned size, int sto
     }
 }
 
+/* Bytes of line l's mask `m` were stored, then written by the kernel. */
+static void add_stale(struct rec_session *rs, uint64_t line, uint64_t m)
+{
+    struct ix_line l = {line, 0, 0, m};
+
+    if (push((void **)&rs->ix.lines, &rs->ix.nlines, &rs->ix.caplines, sizeof l, &l) != 0)
+        ix_off(rs);
+}
+
+/*
+ * The kernel wrote [addr, end): the bytes of it the span stored so far
+ * hold the kernel's value now, not their store's.  Their store bits move
+ * to stale lines, so that what stays is the bytes stored since their last
+ * kernel write, whose values the span's end holds (close_values).  The
+ * span's pages are looked at, and the lines of pages given up.
+ */
+static void kernel_stales(struct rec_session *rs, uint64_t addr, uint64_t end)
+{
+    crec_pcache *pc = rs->pc;
+    size_t n = rs->ix.nlines;
+
+    for (size_t i = 0; i < pc->nspanp; i++) {
+        struct crec_pcache_page *p = pc->spanp[i];
+        uint64_t base = p->page * CREC_PCACHE_PAGE;
+        if (p->span != pc->span || base >= end || base + CREC_PCACHE_PAGE <= addr)
+            continue;
+        for (unsigned g0 = 0; g0 < CREC_PCACHE_PAGE_GRANULES; g0 += 8) {
+            uint64_t line = base / 64 + g0 / 8, w = pcache_load_le(p->wrote + g0, 8), m;
+            if (!w || line * 64 >= end || (line + 1) * 64 <= addr ||
+                !(m = w & crec_idx_line_mask(line, addr, end - addr)))
+                continue;
+            for (unsigned k = 0; k < 8; k++)
+                p->wrote[g0 + k] &= (uint8_t)~(m >> (8 * k));
+            add_stale(rs, line, m);
+        }
+    }
+    for (size_t i = 0; i < n; i++) { /* pages given up before */
+        struct ix_line *l = &rs->ix.lines[i];
+        uint64_t m;
+        if (l->write && (l->line + 1) * 64 > addr && l->line * 64 < end &&
+            (m = l->write & crec_idx_line_mask(l->line, addr, end - addr)) != 0) {
+            l->write &= ~m;
+            l->stale |= m;
+        }
+    }
+}
+
 void rec_ix_kernel(struct rec_session *rs, uint64_t addr, uint64_t len)
 {
     uint64_t k[2] = {addr, len};
@@ -140,6 +188,8 @@ void rec_ix_kernel(struct rec_session *rs, uint64_t addr, uint64_t len)
         rs->ix.flags |= CREC_IDX_WILD;
         return;
     }
+    if (len > 0 && rs->ix.on && rs->ix.open)
+        kernel_stales(rs, addr, addr + len < addr ? UINT64_MAX : addr + len);
     if (push((void **)&rs->ix.k, &rs->ix.nk, &rs->ix.capk, sizeof k, k) != 0)
         ix_off(rs);
 }
@@ -165,19 +215,27 @@ static int close_lines(struct rec_session *rs, crec_idx_span *s)
     qsort(v, rs->ix.nlines, sizeof *v, cmp_line);
     for (size_t i = 0; i < rs->ix.nlines; i++) /* a page given up and taken again */
         if (n > 0 && v[n - 1].line == v[i].line)
-            v[n - 1].touch |= v[i].touch, v[n - 1].write |= v[i].write;
+            v[n - 1].touch |= v[i].touch, v[n - 1].write |= v[i].write,
+            v[n - 1].stale |= v[i].stale;
         else
             v[n++] = v[i];
     s->touch = crec_malloc((n ? n : 1) * sizeof *s->touch);
     s->touch_mask = crec_malloc((n ? n : 1) * sizeof *s->touch_mask);
     s->write = crec_malloc((n ? n : 1) * sizeof *s->write);
     s->write_mask = crec_malloc((n ? n : 1) * sizeof *s->write_mask);
-    if (!s->touch || !s->touch_mask || !s->write || !s->write_mask)
+    s->stale = crec_malloc((n ? n : 1) * sizeof *s->stale);
+    s->stale_mask = crec_malloc((n ? n : 1) * sizeof *s->stale_mask);
+    if (!s->touch || !s->touch_mask || !s->write || !s->write_mask || !s->stale ||
+        !s->stale_mask)
         return -1;
     for (size_t i = 0; i < n; i++) {
+        uint64_t stale = v[i].stale & ~v[i].write; /* stored again since: its store's */
         s->touch[s->ntouch] = v[i].line, s->touch_mask[s->ntouch++] = v[i].touch;
-        if (v[i].write)
-            s->write[s->nwrite] = v[i].line, s->write_mask[s->nwrite++] = v[i].write;
+        if (v[i].write | v[i].stale)
+            s->write[s->nwrite] = v[i].line,
+            s->write_mask[s->nwrite++] = v[i].write | v[i].stale;
+        if (stale)
+            s->stale[s->nstale] = v[i].line, s->stale_mask[s->nstale++] = stale;
     }
     return 0;
 }
@@ -209,6 +267,19 @@ static int close_seed(struct rec_session *rs, crec_idx_span *s)
     return 0;
 }
 
+/* Read guest memory (crec_idx_span_values): a line at a time, mostly of
+ * pages the hooks' table of host pages holds already. */
+static int guest_read(void *ctx, void *dst, uint64_t addr, uint64_t len)
+{
+    struct rec_session *rs = ctx;
+    const uint8_t *h = crec_emu_hostpages_find(&rs->hostpages, rs->cpu, addr, (unsigned)len);
+
+    if (!h)
+        return crec_emu_mem_read(rs->cpu, dst, addr, len);
+    memcpy(dst, h, len);
+    return 0;
+}
+
 /* End the span being gathered: its lists into the index's spans. */
 static void close_span(struct rec_session *rs)
 {
@@ -229,7 +300,11 @@ static void close_span(struct rec_session *rs)
         s.k = rs->ix.k ? rs->ix.k : crec_malloc(sizeof *s.k);
         s.nk = rs->ix.nk;
         rs->ix.k = NULL, rs->ix.nk = rs->ix.capk = 0;
-        if (!s.k || close_lines(rs, &s) != 0 || (s.at_point && close_seed(rs, &s) != 0) ||
+        /* the values the span's stores left, from guest memory at its end:
+         * a later query takes them rather than replaying the span */
+        if (!s.k || close_lines(rs, &s) != 0 ||
+            crec_idx_span_values(&s, guest_read, rs) != 0 ||
+            (s.at_point && close_seed(rs, &s) != 0) ||
             push((void **)&rs->ix.spans, &rs->ix.nspans, &rs->ix.capspans, sizeof s, &s) != 0) {
             crec_idx_span_clear(&s);
             ix_off(rs);

@@ -1185,7 +1185,7 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
             if (rep_listing(s, k, 0) != CREC_OK)
                 return;
             if (s->on_keyframe)
-                s->on_keyframe(s->access_ctx, k);
+                s->on_keyframe(s->access_ctx, s->owner, k);
             if (rep_part_end(s, k) && tb < s->until) {
                 /* over the gap (outside the hook) when the run goes as far as
                  * the next part; a run to a time in the gap ends here: the

@@ -32,7 +32,8 @@ struct crec_replay_exec;
 /* What a query run reports; every member may be NULL (0). */
 typedef struct crec_replay_watch {
     crec_replay_access_fn access;            /* every guest memory access */
-    void (*keyframe)(void *ctx, size_t k);   /* the run passes key frame k */
+    /* the run passes key frame k (q's memory is that at k) */
+    void (*keyframe)(void *ctx, crec_replay_qrun *q, size_t k);
     void *ctx;
     /* A restart point, offered at the first block start at or after every
      * point_every instructions since the last key frame or point, strictly

@@ -115,7 +115,7 @@ struct rep_seg {
     uint64_t lazy_seen[REP_LAZY_SEEN]; /* page+1 of pages known filled or not lazy */
     uint64_t refill_at;          /* a block to enter again, its code now there */
     crec_replay_access_fn on_access;
-    void (*on_keyframe)(void *ctx, size_t k); /* passing key frame k */
+    void (*on_keyframe)(void *ctx, crec_replay_qrun *q, size_t k); /* passing key frame k */
     void (*on_point)(void *ctx, crec_replay_qrun *q, const crec_fmt_keyframe *p);
     crec_replay_qrun *owner;     /* the query run this is, given to the callbacks */
     uint64_t point_every, next_point; /* offer a restart point every so often */

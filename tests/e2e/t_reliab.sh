@@ -10,13 +10,13 @@ mkfifo "$TMP/fifo"
 (cat "$TMP/hello.crec" >"$TMP/fifo" &)
 out=$(timeout 30 "$CREC" query "$TMP/fifo" rax@end environ@end 2>&1)
 expect_eq "query FIFO: answers, no hang" "rax@end = 0x00000000000000e7 (register)
-environ@end = 0x00007fffffffee70 (index+replay)" "$out"
+environ@end = 0x00007fffffffee70 (index)" "$out"
 (cat "$TMP/hello.crec" >"$TMP/fifo" &)
 expect_status "query FIFO: replay --jobs 2 of a FIFO" 0 timeout 30 "$CREC" replay -q --jobs 2 "$TMP/fifo"
 out=$(cat "$TMP/hello.crec" | timeout 30 "$CREC" query - environ@end 2>&1)
-expect_eq "query FIFO: a pipe on standard input" "environ@end = 0x00007fffffffee70 (index+replay)" "$out"
+expect_eq "query FIFO: a pipe on standard input" "environ@end = 0x00007fffffffee70 (index)" "$out"
 out=$(timeout 30 "$CREC" query - environ@end <"$TMP/hello.crec" 2>&1)
-expect_eq "query FIFO: a file on standard input" "environ@end = 0x00007fffffffee70 (index+replay)" "$out"
+expect_eq "query FIFO: a file on standard input" "environ@end = 0x00007fffffffee70 (index)" "$out"
 expect_status "query FIFO: /dev/zero is refused, no hang" 1 timeout 30 "$CREC" query /dev/zero rax@end
 one_error_line "query FIFO: /dev/zero is one error line"
 
@@ -28,7 +28,7 @@ echo "precious" >"$d/victim"
 # exec keeps the shell's pid: the name the old code used is planted exactly
 sh -c 'ln -s "$1/victim" "$1/h.crec.idx.tmp$$"; exec "$2" query "$1/h.crec" environ@end' \
     sh "$d" "$CREC" >"$TMP/out" 2>"$TMP/err"
-expect_eq "index temp file: the query answers" "environ@end = 0x00007fffffffee70 (index+replay)" "$(cat "$TMP/out")"
+expect_eq "index temp file: the query answers" "environ@end = 0x00007fffffffee70 (index)" "$(cat "$TMP/out")"
 expect_eq "index temp file: a planted symlink's target is untouched" "precious" "$(cat "$d/victim")"
 if [ -f "$d/h.crec.idx" ] && [ ! -L "$d/h.crec.idx" ]; then
     pass "index temp file: the index is saved as a file of its own"
@@ -269,7 +269,7 @@ if grep -q "checksum mismatch in stream SYMBOLS" "$TMP/err"; then pass "damaged 
 cp "$TMP/hello.crec" "$TMP/badidx.crec"
 printf 'CRECIDX\0garbage' >"$TMP/badidx.crec.idx"
 out=$("$CREC" query "$TMP/badidx.crec" environ@end 2>"$TMP/err")
-expect_eq "bad index: the query answers" "environ@end = 0x00007fffffffee70 (index+replay)" "$out"
+expect_eq "bad index: the query answers" "environ@end = 0x00007fffffffee70 (index)" "$out"
 if grep -q "note: .*badidx.crec.idx.*rebuilt" "$TMP/err"; then pass "bad index: the query says it was rebuilt"; else
     fail "bad index: the query says it was rebuilt" "$(cat "$TMP/err")"; fi
 "$CREC" query "$TMP/badidx.crec" environ@end >/dev/null 2>"$TMP/err"

@@ -1310,7 +1310,7 @@ void rep_parts_free(struct rep_seg *s)
  * what it was given is compared with it once both have run,
  * rep_parts_meet.)
  */
-static void rep_meet(struct rep_seg *s)
+void rep_seg_meet(struct rep_seg *s)
 {
     const crec_fmt_keyframe *p = s->end_point->point;
     crec_error err = {0};
@@ -1906,10 +1906,8 @@ int rep_seg_run(struct rep_seg *s)
     rep_run_cpu(s, &stop);
     if (s->failed || s->diverged || s->meet_failed)
         return rep_outcome(s);
-    if (s->end_point) { /* it ends where the next part starts, at a restart point */
-        rep_meet(s);
-        return rep_outcome(s);
-    }
+    if (s->points && s->pt_end != SIZE_MAX) /* it ends where the next part starts, at a */
+        return rep_outcome(s);                /* restart point: rep_seg_meet */
     if (!s->is_last || s->truncated) {
         /* It must have reached and checked its last key frame. */
         if (s->next_kf <= s->end_kf)

@@ -255,6 +255,11 @@ int rep_thread_keyframes(const crec_fmt_keyframe *kfs, size_t nkf, uint32_t tid,
 /* replay.c: run one replay to its end; its result is left in *s. */
 int rep_seg_run(struct rep_seg *s);
 
+/* replay.c: a part that ran to the restart point s->end_point, where the
+ * next part starts: does it stand there (count, registers, streams)?
+ * meet_failed if not. */
+void rep_seg_meet(struct rep_seg *s);
+
 /* replay.c: only the start of a run (its CPU, registers and memory map). */
 int rep_seg_run_start(struct rep_seg *s, crec_error *err);
 

@@ -24,6 +24,9 @@
 #include "replayer/replayer_int.h"
 
 #define REP_MAX_JOBS 64
+#define REP_POINT_COST 4 /* twice what a part from a restart point costs an
+                            instruction, to one from a key frame (measured:
+                            bench_hash 1.9, bench_chase more) */
 
 /* Does a STOP mark say that no --start-at trigger came? */
 static int nothing_recorded(crec_fmt_reader *r)
@@ -183,11 +186,13 @@ struct worker {
     crec_error err;
 };
 
-/* A part cut at restart points: the points it starts at, passes and ends
- * at, read now (on the part's own thread) and checked to be the thread's,
- * at the times the plan took them at.  @return 0, or -1 (meet_failed: the
- * replay is done again without the points). */
-static int part_points(struct rep_seg *s)
+/* A part cut at restart points: the points it starts at and passes (or,
+ * at_end, the one it ends at), read now on the part's own thread (a point
+ * it ends at when it is there, which the next part has read by then, most
+ * likely) and checked to be the thread's, at the times the plan took them
+ * at.  @return 0, or -1 (meet_failed: the replay is done again without
+ * the points). */
+static int part_points(struct rep_seg *s, int at_end)
 {
     const struct rep_points *P = s->points;
     size_t hi = s->pt_hi + 2;
@@ -195,8 +200,8 @@ static int part_points(struct rep_seg *s)
     for (size_t k = s->pt_lo; k < hi; k++) {
         size_t i = k < s->pt_hi ? k : k == s->pt_hi ? s->pt_start : s->pt_end;
         const crec_replay_from *f;
-        if (i == SIZE_MAX)
-            continue;
+        if ((k > s->pt_hi) != at_end || i == SIZE_MAX)
+            continue; /* where the part ends: once it is there, and only that */
         f = &P->pts[i];
         if (P->fn->need(P->fn->ctx, P->keep, i) != CREC_OK || !f->point ||
             f->point->thread_icount != P->times[i] || f->point->tid != s->kfs[0].tid ||
@@ -207,7 +212,7 @@ static int part_points(struct rep_seg *s)
             return -1;
         }
     }
-    if (s->pt_start != SIZE_MAX) {
+    if (s->pt_start != SIZE_MAX && !at_end) {
         const crec_replay_from *f = &P->pts[s->pt_start];
         s->start = f->point;
         s->from_lines = f->lines, s->from_values = f->values, s->from_masks = f->masks;
@@ -215,7 +220,7 @@ static int part_points(struct rep_seg *s)
         s->pass = &P->pts[s->pt_lo];
         s->npass = s->pt_hi - s->pt_lo;
     }
-    if (s->pt_end != SIZE_MAX)
+    if (at_end && s->pt_end != SIZE_MAX)
         s->end_point = &P->pts[s->pt_end];
     return 0;
 }
@@ -245,8 +250,12 @@ static void *worker_main(void *arg)
             s->err = w->err;
         } else {
             s->r = r;
-            if (!s->points || part_points(s) == 0)
+            if (!s->points || part_points(s, 0) == 0)
                 rep_seg_run(s);
+            /* it stopped where the next part starts: does it meet it? */
+            if (s->points && s->pt_end != SIZE_MAX && s->cpu && !s->diverged && !s->failed &&
+                !s->meet_failed && part_points(s, 1) == 0)
+                rep_seg_meet(s);
             /* what merge() needs, then the CPU goes: at most one per host
              * thread is alive (an engine holds a big code buffer); a part
              * that ends at a restart point keeps its memory, for the next
@@ -463,7 +472,16 @@ static unsigned plan_parts(struct rep_seg *segs, unsigned *n, const crec_fmt_key
             if (kfs[i].thread_icount > cuts[ncut - 1].t && d < bestd)
                 best = (struct cut){kfs[i].thread_icount, i, SIZE_MAX}, bestd = d;
         }
-        if (bestd > slack)
+        /* no key frame near: a point, where a part from a point costs more
+         * than one from a key frame (it tracks what it holds, reads the
+         * index): the first part, which starts at a key frame, is made
+         * longer, as if the others ran REP_POINT_COST / 2 times slower */
+        if (bestd > slack) {
+            uint64_t share = span / (REP_POINT_COST + 2 * (k - 1)) * 2;
+            want = t0 + span - share * (k - j);
+            bestd = UINT64_MAX;
+        }
+        if (bestd == UINT64_MAX)
             for (size_t i = p0; i < pe; i++) {
                 d = times[i] > want ? times[i] - want : want - times[i];
                 if (times[i] > cuts[ncut - 1].t && d < bestd)
@@ -514,6 +532,7 @@ static int parts_held(const struct rep_seg *segs, unsigned n)
     for (unsigned j = 0; j < n; j++) {
         const struct rep_seg *s = &segs[j];
         if (s->diverged || s->failed || s->meet_failed || (s->end_point && j + 1 >= n) ||
+            (s->points && s->pt_end != SIZE_MAX && !s->end_point) ||
             (j > 0 && s->trk_cap && !rep_parts_meet(segs, j)))
             return 0;
     }

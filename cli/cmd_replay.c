@@ -43,7 +43,9 @@ static const char replay_usage[] =
     "Options:\n"
     "  --from T        start at the last key frame at or before instruction T\n"
     "                  (decimal, or hex with 0x)\n"
-    "  -j, --jobs N    verify segments on N threads at once (default 1)\n"
+    "  -j, --jobs N    verify N parts at once on N threads (default 1): cut at\n"
+    "                  key frames, and at the restart points of FILE.idx (checked:\n"
+    "                  if they don't hold, the replay is done again without them)\n"
     "  --thread T      verify thread T alone (threads are numbered from 1, as\n"
     "                  'crec info' lists them)\n"
     "  --pid N[.K]     a recording of several processes: verify only those of pid N\n"
@@ -95,6 +97,21 @@ static void erase_progress(const struct progress *p)
         fputs("\r\033[K", stderr); /* carriage return, erase to the end of the line */
         fflush(stderr);
     }
+}
+
+/* With --jobs: how the replay was cut (a user can't see it otherwise). */
+static void print_parts(const char *file, const crec_replay_result *res)
+{
+    const char *s = res->parts == 1 ? "" : "s";
+
+    if (res->parts_at_points)
+        printf("%s: replayed in %" PRIu64 " parts, %" PRIu64 " of them from restart points of "
+               "%s.idx\n", file, res->parts, res->parts_at_points, file);
+    else if (res->points_failed)
+        printf("%s: the restart points of %s.idx did not hold: replayed again in %" PRIu64
+               " part%s cut at key frames\n", file, file, res->parts, s);
+    else
+        printf("%s: replayed in %" PRIu64 " part%s cut at key frames\n", file, res->parts, s);
 }
 
 static void print_result(const char *file, const crec_replay_result *res, uint32_t thread,
@@ -319,5 +336,7 @@ int cmd_replay(int argc, char **argv)
                         argv[optind], res.div.icount, res.div.rip, res.div.insn, res.div.what);
     if (!quiet)
         print_result(argv[optind], &res, o.thread, secs);
+    if (!quiet && o.jobs > 1 && res.processes == 0 && res.threads <= 1)
+        print_parts(argv[optind], &res);
     return EXIT_OK;
 }

@@ -303,11 +303,17 @@ typedef struct crec_replay_result {
     uint64_t processes;       /* the processes verified, when the recording has more
                                  than one (their instructions are summed above) */
     uint64_t processes_cut;   /* ... of which cut short (a recorder was killed) */
+    uint64_t parts;           /* the pieces verified on their own (one thread, --jobs) */
+    uint64_t parts_at_points; /* ... of which started at a restart point of FILE.idx */
+    int points_failed;        /* parts cut at FILE.idx's restart points did not hold:
+                                 the replay was done again cut at key frames only */
 } crec_replay_result;
 
 /*! crec_replay_run() :
  *  Replay the recording at `path`, checking every key frame, every
- *  write-like syscall and the end.  A divergence is not an error: it is
+ *  write-like syscall and the end.  With jobs > 1, a recording of one
+ *  thread and one process is cut at the restart points of its index
+ *  (FILE.idx) too, when it has one that names it.  A divergence is not an error: it is
  *  reported in res->diverged / res->div with CREC_OK.
  *  @return CREC_OK, or an error reading the file (CREC_ERR_CORRUPT, ...),
  *  whose message names what failed. */

@@ -191,6 +191,38 @@ int crec_replay_qrun_predicted(const crec_replay_qrun *q);
 void crec_replay_qrun_write_masked(crec_replay_qrun *q, uint64_t line, uint64_t mask,
                                    const uint8_t *values);
 
+/* ---- a full replay cut at restart points (for index/: replay --jobs) ---- */
+
+/*
+ * Where a full replay on several jobs may cut a recording of one thread
+ * besides its key frames: restart points with their seeds (what index/
+ * keeps in FILE.idx), none of it trusted.  get() is called once for the
+ * process replayed (proc, its key frames kfs), from the calling thread:
+ * *n points, *times the instruction count of each (in time order), *out
+ * an array of n for need() to fill, *keep what release() frees.  need(i)
+ * fills (*out)[i] (the point and its seed), from any thread, once; it
+ * may fail (the part that needs it is then replayed again without).  A
+ * part that starts at a point also writes the seeds of the later points
+ * it passes, where it holds nothing of its own; every cut is checked
+ * (registers, streams, and the memory the part used of what it was
+ * given), and a replay whose parts do not all hold is done again cut at
+ * key frames (replayer/session.c).
+ */
+typedef struct crec_replay_points {
+    int (*get)(void *ctx, const char *path, uint32_t proc, const crec_fmt_keyframe *kfs,
+               size_t nkf, const uint64_t **times, crec_replay_from **out, size_t *n,
+               void **keep);
+    int (*need)(void *ctx, void *keep, size_t i);
+    void (*release)(void *ctx, void *keep);
+    void *ctx;
+} crec_replay_points;
+
+/*! crec_replay_run_points() : crec_replay_run, with the restart points pts
+ *  offers (may be NULL: key frames only). */
+int crec_replay_run_points(const char *path, const crec_replay_options *o,
+                           const crec_replay_points *pts, crec_replay_result *res,
+                           crec_error *err);
+
 /*! crec_replay_load_keyframes() : every KEYFRAME record, in order; *out is
  *  crec_malloc'd.  @return CREC_OK or an error. */
 int crec_replay_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,

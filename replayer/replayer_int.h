@@ -16,6 +16,27 @@
  * changed since); past this many bytes, it is not compared. */
 #define REP_CODE_CHECK_MAX (64ull << 20)
 
+/* The restart points a replay on several jobs may cut at (session.c). */
+struct rep_points {
+    const crec_replay_points *fn;
+    void *keep;
+    const uint64_t *times;       /* the instruction count of each */
+    crec_replay_from *pts;       /* each, once fn->need has filled it */
+    size_t n;
+};
+
+#define REP_TRK_TLB 4096
+
+/* A guest page a part from a restart point accessed (replay.c rep_track). */
+struct rep_trk_page {
+    uint64_t page;               /* address >> 12 */
+    uint64_t full[8];            /* a bit an 8-byte granule: every byte of it own (the
+                                    common case, in a cache line: 1/64 of the memory) */
+    uint64_t own[64];            /* a mask a 64-byte line: bytes the part holds itself */
+    uint64_t used[64];           /* ... bytes first read by a predicted load */
+    uint8_t *val;                /* the values of those (4096 bytes, NULL: none yet) */
+};
+
 /*
  * What a thread keeps while another one has the CPU, in a whole-program
  * replay: the fields of rep_seg that belong to the running thread.
@@ -177,6 +198,36 @@ struct rep_seg {
     uint32_t blk_k;              /* ... and its instructions seen by the code hook */
     int blk_seen;                /* blk_t/blk_addr were reported already */
     uint64_t rip_fix;            /* the RIP a callback sees where Unicorn's is stale */
+
+    /*
+     * A part of a full replay cut at the index's restart points (session.c,
+     * replay --jobs): nothing here is trusted.  A part that starts at a
+     * point (start != &kfs[first]) is given the point's seed, and passes
+     * the later points in `pass`, where it writes the seed's bytes it does
+     * not hold itself.  It tracks every page it accesses (`trk`): the bytes
+     * it holds itself (stored, or given by READS), and those whose first
+     * access was a predicted load (`used`: their value came from what it
+     * was given), with that value.  A part that ends at a point
+     * (`end_point`) must meet it: registers and streams as the point says,
+     * else `meet_failed` (not a divergence: the index may be to blame); its
+     * CPU is kept, and its memory must hold every byte the next part used
+     * (rep_parts_meet).
+     */
+    const struct rep_points *points; /* the points the part is cut at: */
+    size_t pt_start, pt_end;     /* ... where it starts and ends (SIZE_MAX: a key frame) */
+    size_t pt_lo, pt_hi;         /* ... and those it passes, read by its own thread */
+    uint64_t t0;                 /* where the part starts (for the progress line) */
+    const crec_replay_from *pass;
+    size_t npass, pass_at;
+    uint64_t seed_block;         /* a block to enter again, a seed now written */
+    struct rep_trk_page **trk;   /* open addressing by page (NULL: empty) */
+    size_t trk_cap, trk_n;       /* a power of two (0: nothing tracked); pages */
+    struct rep_trk_page *trk_last; /* the page of the last access */
+    struct rep_trk_page **trk_tlb; /* REP_TRK_TLB recent ones, by page number, */
+    uint64_t *trk_tlb_page;      /* ... and their numbers + 1 (a look costs no miss) */
+    const crec_replay_from *end_point;
+    int meet_failed;
+    char meet_what[200];
 };
 
 /* The running thread's own count now. */
@@ -203,6 +254,11 @@ int rep_thread_keyframes(const crec_fmt_keyframe *kfs, size_t nkf, uint32_t tid,
 
 /* replay.c: run one replay to its end; its result is left in *s. */
 int rep_seg_run(struct rep_seg *s);
+
+/* replay.c: a part that ran to the restart point s->end_point, where the
+ * next part starts: does it stand there (count, registers, streams)?
+ * meet_failed if not. */
+void rep_seg_meet(struct rep_seg *s);
 
 /* replay.c: only the start of a run (its CPU, registers and memory map). */
 int rep_seg_run_start(struct rep_seg *s, crec_error *err);
@@ -239,6 +295,14 @@ void rep_exec_block(struct rep_seg *s, uint64_t addr, uint32_t ninsns, uint64_t 
 void rep_exec_access(struct rep_seg *s, int kind, uint64_t addr, uint64_t len,
                      const uint8_t *value);
 void rep_exec_syscall(struct rep_seg *s, const crec_fmt_event *ev);
+
+/* replay.c: parts cut at restart points, in order, the CPUs of those
+ * before j still open.  rep_parts_meet: does every byte part j used
+ * without holding it itself hold what the last part before it that held
+ * the byte (one from a key frame holds all) held there?  @return 1 or 0.
+ * rep_parts_free: what a part tracked. */
+int rep_parts_meet(const struct rep_seg *segs, size_t j);
+void rep_parts_free(struct rep_seg *s);
 
 /* replay.c: write the bytes of line `line` that `mask` names (NULL
  * mask... all 64) from values into the run's memory. */

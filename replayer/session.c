@@ -24,6 +24,9 @@
 #include "replayer/replayer_int.h"
 
 #define REP_MAX_JOBS 64
+#define REP_POINT_COST 4 /* twice what a part from a restart point costs an
+                            instruction, to one from a key frame (measured:
+                            bench_hash 1.9, bench_chase more) */
 
 /* Does a STOP mark say that no --start-at trigger came? */
 static int nothing_recorded(crec_fmt_reader *r)
@@ -183,6 +186,45 @@ struct worker {
     crec_error err;
 };
 
+/* A part cut at restart points: the points it starts at and passes (or,
+ * at_end, the one it ends at), read now on the part's own thread (a point
+ * it ends at when it is there, which the next part has read by then, most
+ * likely) and checked to be the thread's, at the times the plan took them
+ * at.  @return 0, or -1 (meet_failed: the replay is done again without
+ * the points). */
+static int part_points(struct rep_seg *s, int at_end)
+{
+    const struct rep_points *P = s->points;
+    size_t hi = s->pt_hi + 2;
+
+    for (size_t k = s->pt_lo; k < hi; k++) {
+        size_t i = k < s->pt_hi ? k : k == s->pt_hi ? s->pt_start : s->pt_end;
+        const crec_replay_from *f;
+        if ((k > s->pt_hi) != at_end || i == SIZE_MAX)
+            continue; /* where the part ends: once it is there, and only that */
+        f = &P->pts[i];
+        if (P->fn->need(P->fn->ctx, P->keep, i) != CREC_OK || !f->point ||
+            f->point->thread_icount != P->times[i] || f->point->tid != s->kfs[0].tid ||
+            (f->nlines && (!f->lines || !f->values))) {
+            s->meet_failed = 1;
+            snprintf(s->meet_what, sizeof s->meet_what, "the index can't give the restart "
+                     "point at instruction %" PRIu64, P->times[i]);
+            return -1;
+        }
+    }
+    if (s->pt_start != SIZE_MAX && !at_end) {
+        const crec_replay_from *f = &P->pts[s->pt_start];
+        s->start = f->point;
+        s->from_lines = f->lines, s->from_values = f->values, s->from_masks = f->masks;
+        s->from_nlines = f->nlines;
+        s->pass = &P->pts[s->pt_lo];
+        s->npass = s->pt_hi - s->pt_lo;
+    }
+    if (at_end && s->pt_end != SIZE_MAX)
+        s->end_point = &P->pts[s->pt_end];
+    return 0;
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
@@ -208,13 +250,21 @@ static void *worker_main(void *arg)
             s->err = w->err;
         } else {
             s->r = r;
-            rep_seg_run(s);
+            if (!s->points || part_points(s, 0) == 0)
+                rep_seg_run(s);
+            /* it stopped where the next part starts: does it meet it? */
+            if (s->points && s->pt_end != SIZE_MAX && s->cpu && !s->diverged && !s->failed &&
+                !s->meet_failed && part_points(s, 1) == 0)
+                rep_seg_meet(s);
             /* what merge() needs, then the CPU goes: at most one per host
-             * thread is alive (an engine holds a big code buffer) */
+             * thread is alive (an engine holds a big code buffer); a part
+             * that ends at a restart point keeps its memory, for the next
+             * part to be checked against (parts_held) */
             if (s->cpu) /* the gaps jumped over were not replayed */
                 s->replayed = crec_emu_cpu_icount(s->cpu) - s->skipped -
-                              (s->whole ? 0 : s->kfs[s->first].thread_icount);
-            rep_seg_close(s);
+                              (s->whole ? 0 : s->start->thread_icount);
+            if (!s->end_point || s->diverged || s->failed || s->meet_failed)
+                rep_seg_close(s);
         }
         __atomic_store_n(&s->finished, 1, __ATOMIC_RELEASE);
     }
@@ -230,7 +280,7 @@ static uint64_t pieces_done(struct rep_seg *segs, unsigned n)
 
     for (unsigned j = 0; j < n; j++) {
         uint64_t at = __atomic_load_n(&segs[j].at, __ATOMIC_RELAXED);
-        uint64_t start = segs[j].kfs[segs[j].first].thread_icount;
+        uint64_t start = segs[j].t0;
         if (__atomic_load_n(&segs[j].finished, __ATOMIC_ACQUIRE))
             at = segs[j].stop_at;
         done += at > start ? at - start : 0;
@@ -345,12 +395,157 @@ static void plan_pieces(struct rep_seg *segs, unsigned *n, const crec_fmt_keyfra
         s->truncated = truncated;
         s->stop_at = kfs[end].thread_icount;
         s->nkf_blocks = s->is_last && !truncated ? nkf - 1 : end + 1;
-        s->at = kfs[at].thread_icount;
+        s->at = s->t0 = kfs[at].thread_icount;
         s->alone = alone;
         at = end;
         if (end == last)
             break;
     }
+}
+
+/* The last key frame of [first, last] before time t. */
+static size_t kf_before(const crec_fmt_keyframe *kfs, size_t first, size_t last, uint64_t t)
+{
+    while (first < last && kfs[first + 1].thread_icount < t)
+        first++;
+    return first;
+}
+
+/* Are the restart points usable here: in time order, each strictly inside
+ * a segment of [first, last] (no key frame at its time)?  The index is not
+ * trusted for more: a point that is wrong in any other way makes its part
+ * fail, and the replay is done again. */
+static int points_fit(const crec_fmt_keyframe *kfs, size_t first, size_t last,
+                      const uint64_t *times, size_t n)
+{
+    size_t k = first;
+
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && times[i] <= times[i - 1])
+            return 0;
+        if (times[i] <= kfs[first].thread_icount || times[i] >= kfs[last].thread_icount)
+            continue; /* outside the replay: not a cut (the order is all that matters) */
+        k = kf_before(kfs, k, last, times[i]);
+        if (kfs[k + 1].thread_icount == times[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* A cut between two parts: key frame kf, or restart point pt (pt < SIZE_MAX). */
+struct cut {
+    uint64_t t;
+    size_t kf, pt;
+};
+
+/*
+ * Cut key frames [first, last] of one thread into k parts of about equal
+ * instruction counts, at key frames or at restart points (which
+ * points_fit): a key frame near the ideal cut is taken rather than a
+ * point, which makes the part hang on the index.  Each part reads its
+ * points on its own thread (part_points).  @return how many parts start at
+ * a restart point.
+ */
+static unsigned plan_parts(struct rep_seg *segs, unsigned *n, const crec_fmt_keyframe *kfs,
+                           size_t nkf, const crec_fmt_keyframe *cps, size_t ncp, size_t first,
+                           unsigned k, const struct rep_points *points)
+{
+    const uint64_t *times = points->times;
+    size_t last = nkf - 1, p0 = 0, pe, ncut = 1;
+    uint64_t t0 = kfs[first].thread_icount, span = kfs[last].thread_icount - t0;
+    struct cut cuts[REP_MAX_JOBS + 1];
+    unsigned at_points = 0;
+
+    while (p0 < points->n && times[p0] <= t0)
+        p0++;
+    pe = p0;
+    while (pe < points->n && times[pe] < kfs[last].thread_icount)
+        pe++;
+    cuts[0] = (struct cut){t0, first, SIZE_MAX};
+    for (unsigned j = 1; j < k; j++) {
+        uint64_t want = t0 + span / k * j, slack = span / k / 8, d;
+        struct cut best = {0, 0, SIZE_MAX};
+        uint64_t bestd = UINT64_MAX;
+        for (size_t i = first + 1; i < last; i++) {
+            d = kfs[i].thread_icount > want ? kfs[i].thread_icount - want
+                                            : want - kfs[i].thread_icount;
+            if (kfs[i].thread_icount > cuts[ncut - 1].t && d < bestd)
+                best = (struct cut){kfs[i].thread_icount, i, SIZE_MAX}, bestd = d;
+        }
+        /* no key frame near: a point, where a part from a point costs more
+         * than one from a key frame (it tracks what it holds, reads the
+         * index): the first part, which starts at a key frame, is made
+         * longer, as if the others ran REP_POINT_COST / 2 times slower */
+        if (bestd > slack) {
+            uint64_t share = span / (REP_POINT_COST + 2 * (k - 1)) * 2;
+            want = t0 + span - share * (k - j);
+            bestd = UINT64_MAX;
+        }
+        if (bestd == UINT64_MAX)
+            for (size_t i = p0; i < pe; i++) {
+                d = times[i] > want ? times[i] - want : want - times[i];
+                if (times[i] > cuts[ncut - 1].t && d < bestd)
+                    best = (struct cut){times[i], 0, i}, bestd = d;
+            }
+        if (bestd != UINT64_MAX)
+            cuts[ncut++] = best;
+    }
+    cuts[ncut++] = (struct cut){kfs[last].thread_icount, last, SIZE_MAX};
+    for (size_t j = 0; j + 1 < ncut; j++) {
+        const struct cut *a = &cuts[j], *b = &cuts[j + 1];
+        struct rep_seg *s = &segs[(*n)++];
+        s->kfs = kfs, s->nkf = nkf;
+        s->cps = cps, s->ncp = ncp;
+        s->first = a->pt == SIZE_MAX ? a->kf : kf_before(kfs, first, last, a->t);
+        s->start = &kfs[s->first]; /* a point's record once the part has read it */
+        s->points = points;
+        s->pt_start = a->pt, s->pt_end = b->pt;
+        s->pt_lo = s->pt_hi = 0;
+        if (a->pt != SIZE_MAX) { /* from the point, and through the points after it */
+            s->pt_lo = s->pt_hi = a->pt + 1;
+            while (s->pt_hi < pe && times[s->pt_hi] < b->t)
+                s->pt_hi++;
+            at_points++;
+        }
+        if (b->pt == SIZE_MAX) {
+            s->end_kf = b->kf;
+            s->is_last = b->kf == last;
+        } else {
+            s->end_kf = kf_before(kfs, first, last, b->t);
+        }
+        s->stop_at = b->t;
+        s->nkf_blocks = s->is_last ? nkf - 1 : s->end_kf + 1;
+        s->at = s->t0 = a->t;
+    }
+    return at_points;
+}
+
+/*
+ * Did the parts cut at restart points hold?  Each ran to its end with
+ * nothing found, met the next one's start, and what the next one took
+ * from the seeds of the points it passed is what this one held there.
+ * Anything else (a divergence too) is found again by a replay cut at key
+ * frames only: the index must never be what a divergence is blamed on.
+ */
+static int parts_held(const struct rep_seg *segs, unsigned n)
+{
+    for (unsigned j = 0; j < n; j++) {
+        const struct rep_seg *s = &segs[j];
+        if (s->diverged || s->failed || s->meet_failed || (s->end_point && j + 1 >= n) ||
+            (s->points && s->pt_end != SIZE_MAX && !s->end_point) ||
+            (j > 0 && s->trk_cap && !rep_parts_meet(segs, j)))
+            return 0;
+    }
+    return 1;
+}
+
+static void segs_free(struct rep_seg *segs, unsigned n)
+{
+    for (unsigned j = 0; j < n; j++) {
+        rep_seg_close(&segs[j]);
+        rep_parts_free(&segs[j]);
+    }
+    crec_free(segs);
 }
 
 /* One thread of a recording: its key frames and check points. */
@@ -402,8 +597,10 @@ static void views_free(struct rep_view *v, size_t n)
 /* Replay pieces: every segment of the recording (one thread), or of each
  * thread alone (several), on o->jobs host threads. */
 static int run_pieces(const char *path, crec_fmt_reader *r0, const crec_fmt_keyframe *kfs,
-                      size_t nkf, const crec_fmt_keyframe *cps, size_t ncp, struct rep_view *views, size_t nviews, int truncated,
-                      const crec_replay_options *o, crec_replay_result *res, crec_error *err)
+                      size_t nkf, const crec_fmt_keyframe *cps, size_t ncp,
+                      struct rep_view *views, size_t nviews, int truncated,
+                      const struct rep_points *points, const crec_replay_options *o,
+                      crec_replay_result *res, crec_error *err)
 {
     unsigned jobs = o->jobs ? o->jobs : 1, n = 0, cap = 0;
     uint64_t total = 0;
@@ -417,9 +614,35 @@ static int run_pieces(const char *path, crec_fmt_reader *r0, const crec_fmt_keyf
         size_t first = start_index(kfs, nblocks ? nblocks : 1, o->from);
         if (!(segs = crec_calloc(jobs, sizeof *segs)))
             return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for %u replay jobs", jobs);
-        plan_pieces(segs, &n, kfs, nkf, cps, ncp, first, jobs, truncated, 0);
         res->start_icount = kfs[first].global_icount;
         total = kfs[nkf - 1].thread_icount - kfs[first].thread_icount;
+        res->instructions = kfs[nkf - 1].global_icount;
+        /* at the index's restart points too, where key frames are few */
+        if (points && jobs > 1 && !truncated && nkf > 1 &&
+            points_fit(kfs, first, nkf - 1, points->times, points->n) &&
+            (res->parts_at_points = plan_parts(segs, &n, kfs, nkf, cps, ncp, first, jobs,
+                                               points)) > 0) {
+            run_pool(path, r0, segs, n, jobs, o, total);
+            if (parts_held(segs, n)) {
+                res->parts = n;
+                rc = merge(segs, n, res, err);
+                segs_free(segs, n);
+                return rc;
+            }
+            /* not trusted: everything again, cut at key frames only */
+            segs_free(segs, n);
+            res->parts_at_points = 0;
+            res->points_failed = 1;
+            n = 0;
+            if (!(segs = crec_calloc(jobs, sizeof *segs)))
+                return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for %u replay jobs",
+                                      jobs);
+        } else {
+            n = 0;
+            memset(segs, 0, jobs * sizeof *segs);
+            res->parts_at_points = 0;
+        }
+        plan_pieces(segs, &n, kfs, nkf, cps, ncp, first, jobs, truncated, 0);
     } else { /* threads alone: pieces of about a jobs-th of the average thread */
         uint64_t sum = 0, piece;
         for (size_t t = 0; t < nviews; t++)
@@ -460,10 +683,9 @@ static int run_pieces(const char *path, crec_fmt_reader *r0, const crec_fmt_keyf
         res->instructions = views[o->thread - 1].kfs[views[o->thread - 1].nkf - 1].global_icount;
     if (n > 0)
         run_pool(path, r0, segs, n, jobs, o, total);
+    res->parts = n;
     rc = merge(segs, n, res, err);
-    for (unsigned j = 0; j < n; j++)
-        rep_seg_close(&segs[j]);
-    crec_free(segs);
+    segs_free(segs, n);
     return rc;
 }
 
@@ -580,7 +802,8 @@ static int has_gaps(crec_fmt_reader *r)
  * being written, read as it stands; nothing past key frame `o->from` to
  * verify yet is CREC_ERR_NOTFOUND (no message). */
 static int replay_one(const char *path, crec_fmt_reader *r, const crec_replay_options *o,
-                      int live, crec_replay_result *res, crec_error *err)
+                      int live, const crec_replay_points *pts, crec_replay_result *res,
+                      crec_error *err)
 {
     crec_fmt_keyframe *kfs = NULL, *cps = NULL;
     size_t nkf = 0, ncp = 0;
@@ -625,9 +848,18 @@ static int replay_one(const char *path, crec_fmt_reader *r, const crec_replay_op
                                             !has_gaps(r)))
             rc = run_whole(r, kfs, nkf, cps, ncp, o, res, err);
         else if (rc == CREC_OK) {
+            struct rep_points points = {pts, NULL, NULL, NULL, 0};
             res->alone = nviews > 1;
+            /* one thread of one process, on several jobs: the index's restart
+             * points too (none if it has none or can't give them) */
+            if (pts && o->jobs > 1 && nviews <= 1 && !truncated && !has_gaps(r) &&
+                pts->get(pts->ctx, path, crec_fmt_reader_selected(r), kfs, nkf, &points.times,
+                         &points.pts, &points.n, &points.keep) != CREC_OK)
+                points.n = 0;
             rc = run_pieces(path, r, kfs, nkf, cps, ncp, nviews > 1 ? views : NULL, nviews,
-                            truncated, o, res, err);
+                            truncated, points.n ? &points : NULL, o, res, err);
+            if (points.keep)
+                pts->release(pts->ctx, points.keep);
         }
         views_free(views, nviews);
     }
@@ -667,7 +899,8 @@ static void add_result(crec_replay_result *all, const crec_replay_result *one)
  * replay_one, but a stream of several processes is verified only once it
  * has ended (CREC_ERR_NOTFOUND until then; *several says so). */
 static int replay_path(const char *path, const crec_replay_options *o, int live,
-                       crec_replay_result *res, int *several, crec_error *err)
+                       const crec_replay_points *pts, crec_replay_result *res, int *several,
+                       crec_error *err)
 {
     crec_fmt_reader *r = NULL;
     crec_fmt_proc_sum *sums = NULL;
@@ -691,7 +924,7 @@ static int replay_path(const char *path, const crec_replay_options *o, int live,
     if (rc == CREC_OK && live && nsums > 1)
         rc = CREC_ERR_NOTFOUND; /* --from is one process's time: wait for the end */
     else if (rc == CREC_OK && nsums == 1) { /* one process: as before processes */
-        rc = replay_one(path, r, o, live, res, err);
+        rc = replay_one(path, r, o, live, pts, res, err);
     } else if (rc == CREC_OK) {
         /* each process alone, in number order: the first divergence or
          * error stops it, naming the process */
@@ -704,7 +937,7 @@ static int replay_path(const char *path, const crec_replay_options *o, int live,
                 image += sums[k].started && sums[k].pid == ps->pid;
             rc = crec_fmt_reader_select(r, ps->proc, err);
             if (rc == CREC_OK)
-                rc = replay_one(path, r, o, live, &one, &e1);
+                rc = replay_one(path, r, o, live, NULL, &one, &e1);
             if (rc == CREC_ERR_NOTFOUND || (rc == CREC_ERR_TRUNCATED && !ps->ended)) {
                 /* nothing to verify: 0 instructions (a fork's child that
                  * called execve at once), or killed before its first key
@@ -856,7 +1089,7 @@ static int replay_live(const char *name, int in, const crec_replay_options *o,
             rc = crec_error_set(err, CREC_ERR_IO, "%s: read failed: %s", name, strerror(l.rerr));
             break;
         }
-        rc = replay_path(path, &po, !eof, &r, &several, &e);
+        rc = replay_path(path, &po, !eof, NULL, &r, &several, &e);
         if (!eof && (rc == CREC_ERR_NOTFOUND || rc == CREC_ERR_TRUNCATED ||
                      rc == CREC_ERR_CORRUPT))
             continue; /* not far enough yet (the header, a first segment) */
@@ -864,7 +1097,7 @@ static int replay_live(const char *name, int in, const crec_replay_options *o,
             /* the program forked after the first pieces: every process
              * from its start, the first one again too */
             po.from = 0;
-            rc = replay_path(path, &po, 0, &r, &several, &e);
+            rc = replay_path(path, &po, 0, NULL, &r, &several, &e);
         }
         if (rc != CREC_OK) {
             *err = e;
@@ -888,8 +1121,9 @@ static int replay_live(const char *name, int in, const crec_replay_options *o,
     return rc;
 }
 
-int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_result *res,
-                    crec_error *err)
+int crec_replay_run_points(const char *path, const crec_replay_options *o,
+                           const crec_replay_points *pts, crec_replay_result *res,
+                           crec_error *err)
 {
     char spooled[PATH_MAX];
     struct stat st;
@@ -910,7 +1144,7 @@ int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_
     /* each job opens the file again: a device is read once, kept */
     rc = crec_fmt_reader_spool(path, spooled, sizeof spooled, &spool_fd, err);
     if (rc == CREC_OK)
-        rc = replay_path(spooled, o, 0, res, &several, err);
+        rc = replay_path(spooled, o, 0, pts, res, &several, err);
     if (spool_fd >= 0)
         close(spool_fd);
     return rc;

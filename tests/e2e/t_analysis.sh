@@ -142,6 +142,17 @@ expect_eq "backtrace: the call stack shows inner, middle, outer, main" "inner mi
 grep -q 'repeated [0-9]* times' "$TMP/bt3" || grep -q '^#[0-9]*  .* in fib ' "$TMP/bt3" &&
     pass "backtrace: inside fib's recursion" || fail "backtrace: inside fib's recursion" "$(head -c 300 "$TMP/bt3")"
 
+# the analysis commands' numbers are read as every other number crec takes:
+# no sign, no space, nothing after the digits, within their range
+for bad in "calls --args 7" "calls --args -1" "calls --args 3x" "backtrace --last 0" \
+    "backtrace --thread 0" "backtrace --thread 99999999999" "backtrace --thread ' 1'"; do
+    set -- $bad
+    v=$(eval "printf '%s' $3")
+    expect_status "analysis: $bad is a usage error" 2 "$CREC" "$1" "$2" "$v" "$TMP/fib_static.crec"
+    grep -q "^crec $1: bad $2 '$v' (" "$TMP/err" && pass "analysis: ... naming $2 and its range" ||
+        fail "analysis: $bad names $2 and its range" "$(cat "$TMP/err")"
+done
+
 # ---- trace ---------------------------------------------------------------------------
 T=150000
 "$CREC" trace --from $T --to $((T + 5)) "$F" | awk '{ print $3 }' >"$TMP/trace.rip"

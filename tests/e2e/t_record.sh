@@ -5,7 +5,7 @@
 
 DATA=$TMP/data
 mkdir -p "$DATA"
-seq 1 500000 >"$DATA/10m.txt" # about 3.4 MB
+seq 1 200000 >"$DATA/10m.txt" # about 1.3 MB
 awk 'BEGIN { s = 7; for (i = 0; i < 5000; i++) { s = (s * 1103515245 + 12345) % 2147483648; print s } }' \
     >"$DATA/lines.txt"
 printf 'alpha\nbeta\ngamma\n' >"$DATA/small.txt"

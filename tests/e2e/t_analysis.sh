@@ -144,14 +144,18 @@ grep -q 'repeated [0-9]* times' "$TMP/bt3" || grep -q '^#[0-9]*  .* in fib ' "$T
 
 # the analysis commands' numbers are read as every other number crec takes:
 # no sign, no space, nothing after the digits, within their range
-for bad in "calls --args 7" "calls --args -1" "calls --args 3x" "backtrace --last 0" \
-    "backtrace --thread 0" "backtrace --thread 99999999999" "backtrace --thread ' 1'"; do
-    set -- $bad
-    v=$(eval "printf '%s' $3")
-    expect_status "analysis: $bad is a usage error" 2 "$CREC" "$1" "$2" "$v" "$TMP/fib_static.crec"
-    grep -q "^crec $1: bad $2 '$v' (" "$TMP/err" && pass "analysis: ... naming $2 and its range" ||
-        fail "analysis: $bad names $2 and its range" "$(cat "$TMP/err")"
-done
+bad_number() {
+    expect_status "analysis: $1 $2 '$3' is a usage error" 2 "$CREC" "$1" "$2" "$3" "$TMP/fib_static.crec"
+    grep -q "^crec $1: bad $2 '$3' (" "$TMP/err" && pass "analysis: ... naming $2 and its range" ||
+        fail "analysis: $1 $2 '$3' names $2 and its range" "$(cat "$TMP/err")"
+}
+bad_number calls --args 7
+bad_number calls --args -1
+bad_number calls --args 3x
+bad_number backtrace --last 0
+bad_number backtrace --thread 0
+bad_number backtrace --thread 99999999999
+bad_number backtrace --thread ' 1'
 
 # ---- trace ---------------------------------------------------------------------------
 T=150000

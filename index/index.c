@@ -366,12 +366,15 @@ static void save(const char *path, uint32_t proc, uint32_t tid, const crec_idx *
 }
 
 int crec_idx_rebuild(const char *path, uint32_t proc, uint32_t tid, const crec_fmt_keyframe *kfs,
-                     size_t nkf,
-                     crec_progress_fn progress, void *pctx, crec_idx **out, crec_error *err)
+                     size_t nkf, unsigned jobs, crec_progress_fn progress, void *pctx,
+                     crec_idx **out, crec_error *err)
 {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int rc = crec_idx_build(path, proc, kfs, nkf, ncpu > 2 ? 2 : (unsigned)(ncpu > 0 ? ncpu : 1),
-                            progress, pctx, out, err);
+    int rc;
+
+    if (!jobs) /* a query's build: two host threads, or the CPUs if fewer */
+        jobs = ncpu > 2 ? 2 : (unsigned)(ncpu > 0 ? ncpu : 1);
+    rc = crec_idx_build(path, proc, kfs, nkf, jobs, progress, pctx, out, err);
 
     if (rc == CREC_OK)
         save(path, proc, tid, *out);
@@ -394,7 +397,7 @@ int crec_idx_load_or_build(const char *path, uint32_t proc, uint32_t tid,
         *note = why;
     else if (rc != CREC_ERR_NOTFOUND && rc != CREC_ERR_CORRUPT)
         return crec_error_set(err, (crec_err)rc, "%s", why.msg);
-    rc = crec_idx_rebuild(path, proc, tid, kfs, nkf, progress, pctx, out, err);
+    rc = crec_idx_rebuild(path, proc, tid, kfs, nkf, 0, progress, pctx, out, err);
     *built = rc == CREC_OK;
     return rc;
 }

@@ -173,11 +173,12 @@ int crec_idx_load_or_build(const char *path, uint32_t proc, uint32_t tid,
                            void *pctx, crec_idx **out, int *built, crec_error *note,
                            crec_error *err);
 
-/*! crec_idx_rebuild() : build the index and (best effort) write PATH.idx,
- *  whatever is there.  @return CREC_OK and *out, or an error. */
+/*! crec_idx_rebuild() : build the index on `jobs` host threads (0: two,
+ *  or the CPUs if fewer) and (best effort) write PATH.idx, whatever is
+ *  there.  @return CREC_OK and *out, or an error. */
 int crec_idx_rebuild(const char *path, uint32_t proc, uint32_t tid, const crec_fmt_keyframe *kfs,
-                     size_t nkf, crec_progress_fn progress, void *pctx, crec_idx **out,
-                     crec_error *err);
+                     size_t nkf, unsigned jobs, crec_progress_fn progress, void *pctx,
+                     crec_idx **out, crec_error *err);
 
 /*! crec_idx_file() : the name of the index file of process `proc` of the
  *  recording at path: PATH.idx for process 0, PATH.pN.idx for process N. */

@@ -990,8 +990,8 @@ int qx_ensure_index(crec_recording *rec, crec_error *err)
     if (rec->ix)
         return CREC_OK;
     if (rec->index_dropped) { /* the file's index failed a query: build it anew */
-        rc = crec_idx_rebuild(rec->path, rec->proc, rec->tid, rec->kfs, rec->nkf, rec->progress, rec->progress_ctx,
-                              &ix, err);
+        rc = crec_idx_rebuild(rec->path, rec->proc, rec->tid, rec->kfs, rec->nkf, rec->index_jobs,
+                              rec->progress, rec->progress_ctx, &ix, err);
         rec->index_built = rc == CREC_OK;
     } else {
         crec_error note = {0};
@@ -1001,6 +1001,25 @@ int qx_ensure_index(crec_recording *rec, crec_error *err)
             index_unusable(rec, note.msg);
     }
     return rc == CREC_OK ? adopt_index(rec, ix, err) : rc;
+}
+
+int crec_index_build(crec_recording *rec, unsigned jobs, uint64_t *index_bytes,
+                     uint64_t *trace_bytes, crec_error *err)
+{
+    int built;
+
+    if (rec->ix || rec->index_built)
+        return crec_error_set(err, CREC_ERR_ARG, "crec_index_build: the handle has an index "
+                              "already (open it with CREC_OPEN_NO_INDEX)");
+    /* the path that rebuilds a dropped index builds, and saves, this one */
+    rec->index_dropped = 1;
+    rec->index_jobs = jobs;
+    for (size_t t = 0; t < rec->nthr; t++)
+        if (rec->thr[t]) {
+            rec->thr[t]->index_dropped = 1;
+            rec->thr[t]->index_jobs = jobs;
+        }
+    return crec_index_info(rec, index_bytes, trace_bytes, &built, err);
 }
 
 int crec_index_info(crec_recording *rec, uint64_t *index_bytes, uint64_t *trace_bytes,

@@ -26,7 +26,7 @@ S390X_EMU     := emu/cpu.c emu/mem.c emu/blocks.c emu/cpuid.c emu/sysout.c emu/s
 S390X_CLI     := cli/main.c cli/cmd_info.c cli/cmd_replay.c cli/cmd_query.c \
                  cli/cmd_when.c cli/cmd_races.c cli/analysis.c cli/cmd_trace.c cli/cmd_profile.c \
                  cli/cmd_calls.c cli/cmd_backtrace.c cli/cmd_syscalls.c cli/cmd_find.c \
-                 cli/cmd_printf.c cli/cmd_gdb.c cli/cmd_keyframes.c
+                 cli/cmd_printf.c cli/cmd_gdb.c cli/cmd_keyframes.c cli/cmd_index.c
 # analysis/ is built without libdw there (-DCREC_NO_DWARF: no source lines),
 # so its pkg-config modules are the native ones less libdw.
 S390X_PKG_MODS := $(filter-out libdw,$(PKG_MODS))

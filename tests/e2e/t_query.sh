@@ -131,6 +131,42 @@ xcheck "ls -la /usr/bin" "$TMP/ls.crec" 300 11 "stack heap globals kernel"
 expect_eq "query: sqlite3 recorded" 0 "$?"
 xcheck sqlite3 "$TMP/sq.crec" 300 13 "stack heap globals kernel"
 
+# crec index builds the index afresh on N host threads, and the queries
+# answer from it as from the one the first query built.
+rm -f "$TMP/ls.crec.idx"
+"$CREC" index --jobs 3 "$TMP/ls.crec" >"$TMP/ix.out" 2>&1
+rc=$?
+if [ $rc = 0 ] && [ -s "$TMP/ls.crec.idx" ] &&
+    grep -q "^$TMP/ls.crec.idx: [0-9]* bytes, .* of the recording, built in" "$TMP/ix.out"; then
+    pass "index --jobs 3: builds FILE.idx and says how big"
+else
+    fail "index --jobs 3: builds FILE.idx and says how big" "exit $rc: $(head -c 300 "$TMP/ix.out")"
+fi
+xcheck "ls, the index crec index built" "$TMP/ls.crec" 300 19 "stack heap globals kernel"
+printf 'not an index' >"$TMP/sq.crec.idx"
+"$CREC" index "$TMP/sq.crec" >"$TMP/ix.out" 2>&1
+expect_eq "index: replaces a damaged FILE.idx without a word" "0 0" \
+    "$? $(grep -c 'note' "$TMP/ix.out")"
+xcheck "sqlite3, the index crec index rebuilt" "$TMP/sq.crec" 100 23 "stack heap globals"
+expect_status "index: a missing file is an error" 1 "$CREC" index "$TMP/no-such.crec"
+expect_status "index: --jobs 0 is a usage error" 2 "$CREC" index --jobs 0 "$TMP/ls.crec"
+expect_status "index: --jobs 17 is a usage error" 2 "$CREC" index --jobs 17 "$TMP/ls.crec"
+expect_status "index: two files are a usage error" 2 "$CREC" index "$TMP/ls.crec" "$TMP/sq.crec"
+"$CREC" record -o "$TMP/tree.crec" -- /bin/sh -c '/bin/echo a; /bin/echo b' >/dev/null 2>"$TMP/rec.err"
+expect_eq "index: a process tree recorded" 0 "$?"
+pid=$("$CREC" info "$TMP/tree.crec" | awk '$NF == "b" && $1 ~ /^[0-9]+$/ { print $2; exit }')
+"$CREC" index --pid "$pid" --jobs 2 "$TMP/tree.crec" >"$TMP/ix.out" 2>&1
+rc=$?
+if [ $rc = 0 ] && grep -q "(pid $pid): index of [0-9]* bytes" "$TMP/ix.out" &&
+    ls "$TMP"/tree.crec.p*.idx >/dev/null 2>&1; then
+    pass "index --pid: builds that process's FILE.pN.idx"
+else
+    fail "index --pid: builds that process's FILE.pN.idx" "exit $rc: $(head -c 300 "$TMP/ix.out")"
+fi
+"$CREC" query --pid "$pid" "$TMP/tree.crec" 'rsp@end' >"$TMP/q.out" 2>&1
+expect_eq "index --pid: that process's queries answer" "0 1" "$? $(grep -c '^rsp@' "$TMP/q.out")"
+expect_status "index: several processes and no --pid is an error" 1 "$CREC" index "$TMP/tree.crec"
+
 # A file cut short answers up to where its replay ends (the last key frame
 # whose data reached the file), as the whole file does there.
 size=$(wc -c <"$TMP/ls.crec")

@@ -261,7 +261,7 @@ static bool hook_mem_invalid(uc_engine *uc, uc_mem_type type, uint64_t addr, int
 }
 
 /* The CPU whose engine runs on this thread (for emu_xinsn_fast). */
-static _Thread_local crec_emu_cpu *emu_running;
+_Thread_local crec_emu_cpu *emu_running;
 
 int emu_xinsn_fast(void *uc, uint64_t addr)
 {
@@ -270,6 +270,33 @@ int emu_xinsn_fast(void *uc, uint64_t addr)
     if (!cpu || (void *)cpu->uc != uc || !emu_xsite_has(cpu, addr))
         return 0;
     emu_xinsn_site(cpu, addr, 0);
+    return 1;
+}
+
+/* ---- the fast memory path --------------------------------------------------
+ *
+ * With memory hooks installed, Unicorn sends every guest load and store
+ * through its helpers (ucfix.c, 7), which search the region, walk the hook
+ * lists and their bound checks, check the TLB and then reach the bytes:
+ * that machinery, not the hook, was most of what recording and replay
+ * cost over plain emulation.  For an access inside one page of plain RAM
+ * of the engine running on this thread, crec does it itself: the client's
+ * hooks are called as Unicorn calls them (before the access, with the
+ * value for a store), then the bytes are read or written in host memory.
+ * Anything else (an access across pages or needing alignment, a page that
+ * is not a region of RAM or lacks the permission, a store to a page code
+ * was translated from) goes Unicorn's way, unchanged.
+ */
+
+int emu_fast_fill(crec_emu_cpu *cpu, struct emu_fast_page *e, uint64_t page, uint64_t gen)
+{
+    uint8_t *host;
+    int prot;
+
+    e->page_plus1 = 0;
+    if (emu_mem_fast_page(cpu, page, &host, &prot) != 0)
+        return 0;
+    *e = (struct emu_fast_page){page + 1, gen, host, emu_ram_page(cpu->uc, host), prot};
     return 1;
 }
 

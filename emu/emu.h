@@ -264,6 +264,11 @@ int crec_emu_cpu_hook_code(crec_emu_cpu *cpu, uint64_t begin, uint64_t end, crec
  *  which shows that the work-around is in effect in this process. */
 int crec_emu_ucfix_used(void);
 
+/*! crec_emu_fast_accesses() : @return how many guest loads and stores
+ *  crec's fast memory path (emu/ucfix.c, 7) did in this process, rather
+ *  than Unicorn's helpers. */
+uint64_t crec_emu_fast_accesses(void);
+
 /*! crec_emu_cpu_flush_code() : forget every translated block and every
  *  memoised block count in [addr, addr+len) (len 0: everything, which costs
  *  seconds: Unicorn 2.0.1 then zeroes its whole code buffer). */

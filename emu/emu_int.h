@@ -85,6 +85,20 @@ struct emu_client_hook {
     int kinds; /* CREC_EMU_LOAD | CREC_EMU_STORE (xinsn.c reports to them too) */
 };
 
+/*
+ * A page the fast memory path (cpu.c, emu_fast_access) may touch straight
+ * through host memory: an entry is good while the regions are as they
+ * were when it was filled (ucfix.c's generation).
+ */
+#define EMU_FAST_PAGES 256 /* a power of two */
+struct emu_fast_page {
+    uint64_t page_plus1;  /* guest page number + 1; 0: empty */
+    uint64_t gen;         /* emu_regions_generation() when filled */
+    uint8_t *host;        /* the page in host memory */
+    uint64_t ram_page;    /* Unicorn's RAM page of it (UINT64_MAX: unknown) */
+    int prot;             /* CREC_PROT_* */
+};
+
 struct crec_emu_cpu {
     uc_engine *uc;
     uc_context *uc_reset;     /* the engine's registers as new (cpu.c's pool) */
@@ -107,6 +121,8 @@ struct crec_emu_cpu {
      * addressing, chunk start + 1; 0 empty) */
     uint64_t *chunks;
     size_t chunks_cap, n_chunks;
+
+    struct emu_fast_page fast[EMU_FAST_PAGES];
 
     struct emu_block *blocks; /* open addressing, power-of-two size */
     size_t blocks_cap, blocks_used;
@@ -220,6 +236,81 @@ uc_err emu_uc_mem_map_ptr(uc_engine *uc, uint64_t addr, size_t len, uint32_t per
 uc_err emu_uc_mmio_map(uc_engine *uc, uint64_t addr, size_t len, uc_cb_mmio_read_t rd,
                        void *rd_ctx, uc_cb_mmio_write_t wr, void *wr_ctx);
 uc_err emu_uc_mem_unmap(uc_engine *uc, uint64_t addr, size_t len);
+
+/* ucfix.c, for the fast memory path (below): the generation of every
+ * engine's regions (it changes whenever one changes); bit n: a block was
+ * once translated from Unicorn's RAM page n (a store there must go
+ * Unicorn's way, which drops the code it overwrites; a page past the
+ * bitmap is taken to hold code); Unicorn's RAM page of host memory
+ * (UINT64_MAX: none). */
+#define EMU_CODE_PAGES (1u << 22)
+extern uint64_t emu_regions_gen;
+extern uint64_t emu_code_pages[EMU_CODE_PAGES / 64];
+uint64_t emu_ram_page(uc_engine *uc, void *host);
+
+/* cpu.c: the CPU whose engine runs on this thread (NULL: none). */
+extern _Thread_local crec_emu_cpu *emu_running;
+/* cpu.c: fill entry e with guest page `page` (regions generation gen).
+ * @return 1, or 0 when the fast path can't touch the page. */
+int emu_fast_fill(crec_emu_cpu *cpu, struct emu_fast_page *e, uint64_t page, uint64_t gen);
+
+/* TCGMemOpIdx: the MemOp above the 4 bits of the MMU index; MemOp's
+ * alignment bits (MO_AMASK, 7 << 4) there are bits 8-10. */
+#define EMU_OI_ALIGN (7u << 8)
+
+/*
+ * The fast memory path (cpu.c explains it): a load or store of `size`
+ * bytes at addr by one of Unicorn's helpers (oi: its TCGMemOpIdx), done
+ * by crec when the page is plain RAM of the engine running on this
+ * thread: the client's memory hooks are told, as Unicorn would, and the
+ * host address of the bytes is returned (a load reads it after the hooks;
+ * the caller stores the value).  NULL: Unicorn's own helper must do it.
+ */
+static inline struct emu_fast_page *emu_fast_entry(crec_emu_cpu *cpu, uint64_t addr,
+                                                   unsigned size, uint32_t oi)
+{
+    uint64_t page = addr / CREC_PAGE_SIZE, gen = __atomic_load_n(&emu_regions_gen,
+                                                                 __ATOMIC_RELAXED);
+    struct emu_fast_page *e;
+
+    if (!cpu || (oi & EMU_OI_ALIGN) || addr % CREC_PAGE_SIZE + size > CREC_PAGE_SIZE)
+        return NULL;
+    e = &cpu->fast[page & (EMU_FAST_PAGES - 1)];
+    if (e->page_plus1 == page + 1 && e->gen == gen)
+        return e;
+    return emu_fast_fill(cpu, e, page, gen) ? e : NULL;
+}
+
+static inline const uint8_t *emu_fast_load(uint64_t addr, unsigned size, uint32_t oi)
+{
+    crec_emu_cpu *cpu = emu_running;
+    struct emu_fast_page *e = emu_fast_entry(cpu, addr, size, oi);
+
+    if (!e || !(e->prot & CREC_PROT_READ))
+        return NULL;
+    for (size_t h = 0; h < cpu->n_client_hooks; h++)
+        if (cpu->client_hooks[h].kinds & CREC_EMU_LOAD)
+            cpu->client_hooks[h].fn(cpu->client_hooks[h].ctx, CREC_EMU_LOAD, addr, size, 0);
+    return e->host + addr % CREC_PAGE_SIZE;
+}
+
+static inline uint8_t *emu_fast_store(uint64_t addr, unsigned size, uint32_t oi, uint64_t value)
+{
+    crec_emu_cpu *cpu = emu_running;
+    struct emu_fast_page *e = emu_fast_entry(cpu, addr, size, oi);
+
+    if (!e || !(e->prot & CREC_PROT_WRITE) || e->ram_page >= EMU_CODE_PAGES ||
+        (__atomic_load_n(&emu_code_pages[e->ram_page / 64], __ATOMIC_RELAXED) >>
+         (e->ram_page % 64) & 1))
+        return NULL;
+    for (size_t h = 0; h < cpu->n_client_hooks; h++)
+        if (cpu->client_hooks[h].kinds & CREC_EMU_STORE)
+            cpu->client_hooks[h].fn(cpu->client_hooks[h].ctx, CREC_EMU_STORE, addr, size, value);
+    return e->host + addr % CREC_PAGE_SIZE;
+}
+/* mem.c: the host address and protection of guest page `page` when it is
+ * a Unicorn region of RAM now (0), else -1. */
+int emu_mem_fast_page(crec_emu_cpu *cpu, uint64_t page, uint8_t **host, int *prot);
 
 void emu_mem_free_all(crec_emu_cpu *cpu);
 /* Whether data pages are mapped as MMIO on this host (see mem.c). */

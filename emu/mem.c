@@ -254,6 +254,35 @@ static void chunks_drop(crec_emu_cpu *cpu, uint64_t a, uint64_t b)
     crec_free(old);
 }
 
+int emu_mem_fast_page(crec_emu_cpu *cpu, uint64_t page, uint8_t **host, int *prot)
+{
+    uint64_t addr = page * CREC_PAGE_SIZE;
+    size_t i = map_lower(cpu, addr);
+    const struct emu_map *m;
+
+    if (cpu->data_mmio || i >= cpu->n_maps || cpu->maps[i].start > addr)
+        return -1;
+    m = &cpu->maps[i];
+    if (!m->prot) /* PROT_NONE: no region at all */
+        return -1;
+    if (m->lazy) { /* only a chunk that is a region: Unicorn makes the others */
+        uint64_t a = addr & ~(EMU_CHUNK - 1);
+        size_t k;
+        if (a < m->start)
+            a = m->start;
+        if (!cpu->chunks_cap)
+            return -1;
+        for (k = chunk_slot(a + 1, cpu->chunks_cap); cpu->chunks[k] && cpu->chunks[k] != a + 1;
+             k = (k + 1) & (cpu->chunks_cap - 1))
+            ;
+        if (!cpu->chunks[k])
+            return -1;
+    }
+    *host = m->host + (addr - m->start);
+    *prot = m->prot;
+    return 0;
+}
+
 int emu_mem_fault_in(crec_emu_cpu *cpu, uint64_t addr)
 {
     size_t i = map_lower(cpu, addr);

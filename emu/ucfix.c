@@ -56,6 +56,20 @@
  *    first such call flushes the whole TLB instead, and the rest do
  *    nothing; a whole flush drops every entry the page flushes would.
  *
+ * 7. Every load and store with a memory hook took Unicorn's slow path.
+ *    A memory hook makes the translated code call the load and store
+ *    helpers for every guest access, and they search the region, walk the
+ *    hook lists, check permissions and the TLB, and, for a store, mark the
+ *    page dirty and look for code to invalidate: that, not the hooks, was
+ *    most of the cost of recording and replay over plain emulation.  The
+ *    helpers the translated code calls (helper_le_ldq_mmu and the rest)
+ *    are replaced; each hands the access to cpu.c's fast path
+ *    (emu_fast_load, emu_fast_store), which does it through host memory
+ *    for an access inside one page of plain RAM, calling the client's
+ *    hooks as Unicorn does, and otherwise calls the library's own helper.
+ *    A store to a RAM page some block was translated from (the bitmap of
+ *    2 above) always goes the library's way, which invalidates that code.
+ *
  * 5. A code hook costs a walk of every code hook.  helper_uc_tracecode()
  *    calls every UC_HOOK_CODE whose range holds the address, after walking
  *    the whole list; crec hooks each instruction that it executes itself
@@ -98,12 +112,35 @@ void *cpu_x86_init_x86_64(struct uc_struct *uc);
 void x86_reg_reset_x86_64(struct uc_struct *uc);
 void helper_uc_tracecode(int32_t size, int index, void *handle, int64_t address);
 void tlb_flush_page_x86_64(void *cpu, uint64_t addr);
+uint64_t qemu_ram_addr_from_host_x86_64(struct uc_struct *uc, void *ptr);
+
+/* The load and store helpers of 2.0.1 (QEMU 5.0's softmmu): CPU state,
+ * guest address, TCGMemOpIdx, return address in the translated code.
+ * Loads return the value widened to 64 bits (sign-extended by the "s"
+ * ones); stores take it in its own width. */
+typedef uint64_t (*ucfix_ld_fn)(void *env, uint64_t addr, uint32_t oi, uintptr_t ra);
+typedef void (*ucfix_st8_fn)(void *env, uint64_t addr, uint8_t v, uint32_t oi, uintptr_t ra);
+typedef void (*ucfix_st16_fn)(void *env, uint64_t addr, uint16_t v, uint32_t oi, uintptr_t ra);
+typedef void (*ucfix_st32_fn)(void *env, uint64_t addr, uint32_t v, uint32_t oi, uintptr_t ra);
+typedef void (*ucfix_st64_fn)(void *env, uint64_t addr, uint64_t v, uint32_t oi, uintptr_t ra);
+uint64_t helper_ret_ldub_mmu_x86_64(void *env, uint64_t addr, uint32_t oi, uintptr_t ra);
+uint64_t helper_ret_ldsb_mmu_x86_64(void *env, uint64_t addr, uint32_t oi, uintptr_t ra);
+uint64_t helper_le_lduw_mmu_x86_64(void *env, uint64_t addr, uint32_t oi, uintptr_t ra);
+uint64_t helper_le_ldsw_mmu_x86_64(void *env, uint64_t addr, uint32_t oi, uintptr_t ra);
+uint64_t helper_le_ldul_mmu_x86_64(void *env, uint64_t addr, uint32_t oi, uintptr_t ra);
+uint64_t helper_le_ldsl_mmu_x86_64(void *env, uint64_t addr, uint32_t oi, uintptr_t ra);
+uint64_t helper_le_ldq_mmu_x86_64(void *env, uint64_t addr, uint32_t oi, uintptr_t ra);
+void helper_ret_stb_mmu_x86_64(void *env, uint64_t addr, uint8_t v, uint32_t oi, uintptr_t ra);
+void helper_le_stw_mmu_x86_64(void *env, uint64_t addr, uint16_t v, uint32_t oi, uintptr_t ra);
+void helper_le_stl_mmu_x86_64(void *env, uint64_t addr, uint32_t v, uint32_t oi, uintptr_t ra);
+void helper_le_stq_mmu_x86_64(void *env, uint64_t addr, uint64_t v, uint32_t oi, uintptr_t ra);
 
 /* The version these work-arounds are for: 2.0.1, any release candidate. */
 #define UCFIX_VERSION ((2u << 16) | (0u << 8) | 1u)
 
 static pthread_once_t ucfix_once = PTHREAD_ONCE_INIT;
 static int ucfix_on;                   /* 1: the library is 2.0.1 */
+static int ucfix_fast;                 /* 7 is on */
 static int ucfix_used;                 /* a collection was skipped (for the tests) */
 static emu_pc_lock_fn ucfix_real_lock; /* the library's own functions */
 static emu_pc_unlock_fn ucfix_real_unlock;
@@ -115,6 +152,13 @@ static emu_reg_reset_fn ucfix_real_reg_reset;
 static emu_tracecode_fn ucfix_real_tracecode;
 static emu_flush_page_fn ucfix_real_flush_page;
 static emu_flush_fn ucfix_real_flush;
+static ucfix_ld_fn ucfix_real_ldub, ucfix_real_ldsb, ucfix_real_lduw, ucfix_real_ldsw,
+    ucfix_real_ldul, ucfix_real_ldsl, ucfix_real_ldq;
+static ucfix_st8_fn ucfix_real_stb;
+static ucfix_st16_fn ucfix_real_stw;
+static ucfix_st32_fn ucfix_real_stl;
+static ucfix_st64_fn ucfix_real_stq;
+static uint64_t (*ucfix_real_ram_addr)(struct uc_struct *uc, void *ptr);
 
 /* dlsym returns a void * that holds a function's address. */
 static void ucfix_real(const char *name, void *fn, size_t size)
@@ -139,11 +183,38 @@ static void ucfix_decide(void)
     ucfix_real("helper_uc_tracecode", &ucfix_real_tracecode, sizeof ucfix_real_tracecode);
     ucfix_real("tlb_flush_page_x86_64", &ucfix_real_flush_page, sizeof ucfix_real_flush_page);
     ucfix_real("tlb_flush_x86_64", &ucfix_real_flush, sizeof ucfix_real_flush);
+    ucfix_real("helper_ret_ldub_mmu_x86_64", &ucfix_real_ldub, sizeof ucfix_real_ldub);
+    ucfix_real("helper_ret_ldsb_mmu_x86_64", &ucfix_real_ldsb, sizeof ucfix_real_ldsb);
+    ucfix_real("helper_le_lduw_mmu_x86_64", &ucfix_real_lduw, sizeof ucfix_real_lduw);
+    ucfix_real("helper_le_ldsw_mmu_x86_64", &ucfix_real_ldsw, sizeof ucfix_real_ldsw);
+    ucfix_real("helper_le_ldul_mmu_x86_64", &ucfix_real_ldul, sizeof ucfix_real_ldul);
+    ucfix_real("helper_le_ldsl_mmu_x86_64", &ucfix_real_ldsl, sizeof ucfix_real_ldsl);
+    ucfix_real("helper_le_ldq_mmu_x86_64", &ucfix_real_ldq, sizeof ucfix_real_ldq);
+    ucfix_real("helper_ret_stb_mmu_x86_64", &ucfix_real_stb, sizeof ucfix_real_stb);
+    ucfix_real("helper_le_stw_mmu_x86_64", &ucfix_real_stw, sizeof ucfix_real_stw);
+    ucfix_real("helper_le_stl_mmu_x86_64", &ucfix_real_stl, sizeof ucfix_real_stl);
+    ucfix_real("helper_le_stq_mmu_x86_64", &ucfix_real_stq, sizeof ucfix_real_stq);
+    ucfix_real("qemu_ram_addr_from_host_x86_64", &ucfix_real_ram_addr,
+               sizeof ucfix_real_ram_addr);
+    /* the fast path needs every one of them, and data as plain RAM */
+    ucfix_fast = ucfix_on && ucfix_real_ldub && ucfix_real_ldsb && ucfix_real_lduw &&
+                 ucfix_real_ldsw && ucfix_real_ldul && ucfix_real_ldsl && ucfix_real_ldq &&
+                 ucfix_real_stb && ucfix_real_stw && ucfix_real_stl && ucfix_real_stq &&
+                 ucfix_real_ram_addr && !emu_mem_data_mmio_default();
 }
 
 int crec_emu_ucfix_used(void)
 {
     return __atomic_load_n(&ucfix_used, __ATOMIC_RELAXED);
+}
+
+/* Counted once per run of fast accesses that begins (a counter bumped on
+ * every access would cost the path a shared cache line). */
+static int ucfix_fast_seen;
+
+uint64_t crec_emu_fast_accesses(void)
+{
+    return (uint64_t)__atomic_load_n(&ucfix_fast_seen, __ATOMIC_RELAXED);
 }
 
 /* ---- 1. the page collection --------------------------------------------- */
@@ -169,19 +240,18 @@ void page_collection_unlock_x86_64(struct page_collection *set)
 
 /* ---- 2. pages that may hold code ------------------------------------------ */
 
-#define UCFIX_CODE_PAGES (1u << 22)
 #define UCFIX_WORD_BITS 64
 
 /* Bit n: RAM page n (RAM offset / 4096) of some engine got a translated
  * block.  Shared by every engine and thread: set bits only add checks. */
-static uint64_t ucfix_code_pages[UCFIX_CODE_PAGES / UCFIX_WORD_BITS];
+uint64_t emu_code_pages[EMU_CODE_PAGES / UCFIX_WORD_BITS];
 
 void tlb_protect_code_x86_64(struct uc_struct *uc, uint64_t ram_addr)
 {
     uint64_t page = ram_addr / CREC_PAGE_SIZE;
 
-    if (page < UCFIX_CODE_PAGES)
-        __atomic_fetch_or(&ucfix_code_pages[page / UCFIX_WORD_BITS],
+    if (page < EMU_CODE_PAGES)
+        __atomic_fetch_or(&emu_code_pages[page / UCFIX_WORD_BITS],
                           1ull << (page % UCFIX_WORD_BITS), __ATOMIC_RELAXED);
     if (ucfix_real_protect)
         ucfix_real_protect(uc, ram_addr);
@@ -192,11 +262,19 @@ void tb_invalidate_phys_page_fast_x86_64(struct uc_struct *uc, struct page_colle
 {
     uint64_t page = start / CREC_PAGE_SIZE;
 
-    if (ucfix_on && page < UCFIX_CODE_PAGES &&
-        !(__atomic_load_n(&ucfix_code_pages[page / UCFIX_WORD_BITS], __ATOMIC_RELAXED) &
+    if (ucfix_on && page < EMU_CODE_PAGES &&
+        !(__atomic_load_n(&emu_code_pages[page / UCFIX_WORD_BITS], __ATOMIC_RELAXED) &
           1ull << (page % UCFIX_WORD_BITS)))
         return; /* no block was ever translated from this page */
     ucfix_real_invalidate(uc, pages, start, len, retaddr);
+}
+
+uint64_t emu_ram_page(uc_engine *uc, void *host)
+{
+    uint64_t ram = ucfix_real_ram_addr ? ucfix_real_ram_addr((struct uc_struct *)uc, host)
+                                       : UINT64_MAX;
+
+    return ram == UINT64_MAX ? UINT64_MAX : ram / CREC_PAGE_SIZE;
 }
 
 /* ---- 3. the region of an address ------------------------------------------ */
@@ -205,14 +283,14 @@ void tb_invalidate_phys_page_fast_x86_64(struct uc_struct *uc, struct page_colle
 
 struct ucfix_slot {
     uint64_t page_plus1; /* guest page number + 1; 0: empty */
-    uint64_t generation; /* ucfix_generation when it was filled */
+    uint64_t generation; /* emu_regions_gen when it was filled */
     struct uc_struct *uc;
     struct MemoryRegion *mr;
 };
 
 /* Bumped before and after every change of any engine's regions: a slot
  * filled under another generation is stale. */
-static uint64_t ucfix_generation = 1;
+uint64_t emu_regions_gen = 1;
 static _Thread_local struct ucfix_slot ucfix_slots[UCFIX_SLOTS];
 static _Thread_local int ucfix_changing; /* this thread is changing regions */
 
@@ -220,7 +298,7 @@ struct MemoryRegion *memory_mapping(struct uc_struct *uc, uint64_t address)
 {
     uint64_t page = address / CREC_PAGE_SIZE; /* regions are whole pages */
     struct ucfix_slot *s = &ucfix_slots[page % UCFIX_SLOTS];
-    uint64_t gen = __atomic_load_n(&ucfix_generation, __ATOMIC_RELAXED);
+    uint64_t gen = __atomic_load_n(&emu_regions_gen, __ATOMIC_RELAXED);
     struct MemoryRegion *mr;
 
     if (s->page_plus1 == page + 1 && s->uc == uc && s->generation == gen)
@@ -234,12 +312,12 @@ struct MemoryRegion *memory_mapping(struct uc_struct *uc, uint64_t address)
 static void ucfix_regions_begin(void)
 {
     ucfix_changing++;
-    __atomic_fetch_add(&ucfix_generation, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&emu_regions_gen, 1, __ATOMIC_RELAXED);
 }
 
 static void ucfix_regions_end(void)
 {
-    __atomic_fetch_add(&ucfix_generation, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&emu_regions_gen, 1, __ATOMIC_RELAXED);
     ucfix_changing--;
 }
 
@@ -366,3 +444,47 @@ uc_err emu_uc_mem_unmap(uc_engine *uc, uint64_t addr, size_t len)
     ucfix_regions_end();
     return ue;
 }
+
+/* ---- 7. loads and stores ---------------------------------------------------- */
+
+/* Guest (little-endian) bytes as a number, and back: one load or store on
+ * the x86-64 hosts where the fast path runs. */
+static uint64_t ucfix_get(const uint8_t *p, unsigned n)
+{
+    uint64_t v = 0;
+
+    memcpy(&v, p, n);
+    return v;
+}
+
+#define UCFIX_LOAD(name, real, n, cast)                                                     \
+    uint64_t name(void *env, uint64_t addr, uint32_t oi, uintptr_t ra)                     \
+    {                                                                                       \
+        const uint8_t *h = ucfix_fast ? emu_fast_load(addr, n, oi) : NULL;                 \
+        if (h && !ucfix_fast_seen)                                                          \
+            __atomic_store_n(&ucfix_fast_seen, 1, __ATOMIC_RELAXED);                        \
+        return h ? (uint64_t)(cast)ucfix_get(h, n) : real(env, addr, oi, ra);              \
+    }
+UCFIX_LOAD(helper_ret_ldub_mmu_x86_64, ucfix_real_ldub, 1, uint8_t)
+UCFIX_LOAD(helper_ret_ldsb_mmu_x86_64, ucfix_real_ldsb, 1, int8_t)
+UCFIX_LOAD(helper_le_lduw_mmu_x86_64, ucfix_real_lduw, 2, uint16_t)
+UCFIX_LOAD(helper_le_ldsw_mmu_x86_64, ucfix_real_ldsw, 2, int16_t)
+UCFIX_LOAD(helper_le_ldul_mmu_x86_64, ucfix_real_ldul, 4, uint32_t)
+UCFIX_LOAD(helper_le_ldsl_mmu_x86_64, ucfix_real_ldsl, 4, int32_t)
+UCFIX_LOAD(helper_le_ldq_mmu_x86_64, ucfix_real_ldq, 8, uint64_t)
+
+#define UCFIX_STORE(name, real, n, type)                                                    \
+    void name(void *env, uint64_t addr, type v, uint32_t oi, uintptr_t ra)                  \
+    {                                                                                       \
+        uint8_t *h = ucfix_fast ? emu_fast_store(addr, n, oi, v) : NULL;                   \
+        if (h && !ucfix_fast_seen)                                                          \
+            __atomic_store_n(&ucfix_fast_seen, 1, __ATOMIC_RELAXED);                        \
+        if (h)                                                                              \
+            memcpy(h, &v, n);                                                               \
+        else                                                                                \
+            real(env, addr, v, oi, ra);                                                     \
+    }
+UCFIX_STORE(helper_ret_stb_mmu_x86_64, ucfix_real_stb, 1, uint8_t)
+UCFIX_STORE(helper_le_stw_mmu_x86_64, ucfix_real_stw, 2, uint16_t)
+UCFIX_STORE(helper_le_stl_mmu_x86_64, ucfix_real_stl, 4, uint32_t)
+UCFIX_STORE(helper_le_stq_mmu_x86_64, ucfix_real_stq, 8, uint64_t)

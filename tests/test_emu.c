@@ -594,16 +594,37 @@ Test(emu, code_written_at_run_time_runs_and_reruns_rewritten)
     crec_emu_cpu_free(cpu);
 }
 
-Test(emu, stores_use_the_unicorn_2_0_1_work_around)
+Test(emu, stores_use_the_unicorn_2_0_1_work_arounds)
 {
-    /* mov rdi, DATA; mov [rdi], rdi; syscall */
-    static const uint8_t code[] = {0x48, 0xc7, 0xc7, 0, 0, 1, 0, 0x48, 0x89, 0x3f, 0x0f, 0x05};
+    /* mov rdi, DATA; mov [rdi], rdi; mov rdi, CODE+0x800; mov [rdi], rdi; syscall:
+     * a store to data goes crec's fast way, one to a page of code Unicorn's */
+    static const uint8_t code[] = {0x48, 0xc7, 0xc7, 0, 0, 1, 0, 0x48, 0x89, 0x3f,
+                                   0x48, 0xc7, 0xc7, 0, 0x18, 0, 0, 0x48, 0x89, 0x3f,
+                                   0x0f, 0x05};
+    struct crec_emu_cpu_hooks h = {0};
+    crec_emu_cpu *cpu;
+    crec_error err = {0};
+    uint64_t v = 0;
     int n = 0;
-    crec_emu_cpu *cpu = cpu_with(code, sizeof code, &n);
 
+    h.ctx = &n, h.syscall = stop_at_syscall;
+    cr_assert_eq(crec_emu_cpu_create(&cpu, &h, &err), CREC_OK, "%s", err.msg);
+    cr_assert_eq(crec_emu_mem_map(cpu, CODE, 0x1000,
+                                  CREC_PROT_READ | CREC_PROT_WRITE | CREC_PROT_EXEC, &err),
+                 CREC_OK, "%s", err.msg);
+    cr_assert_eq(crec_emu_mem_map(cpu, DATA, 0x10000, CREC_PROT_READ | CREC_PROT_WRITE, &err),
+                 CREC_OK);
+    cr_assert_eq(crec_emu_mem_write(cpu, CODE, code, sizeof code), 0);
+    crec_emu_reg_set(cpu, CREC_EMU_RIP, CODE);
+    crec_emu_reg_set(cpu, CREC_EMU_RSP, DATA + 0x8000);
     run_to_syscall(cpu);
     cr_expect_eq(crec_emu_ucfix_used(), 1,
                  "crec is built for Unicorn 2.0.1, whose page collection a store must skip");
+    cr_expect_neq(crec_emu_fast_accesses(), 0, "the fast memory path is on");
+    cr_assert_eq(crec_emu_mem_read(cpu, &v, DATA, 8), 0);
+    cr_expect_eq(v, DATA);
+    cr_assert_eq(crec_emu_mem_read(cpu, &v, CODE + 0x800, 8), 0);
+    cr_expect_eq(v, CODE + 0x800);
     crec_emu_cpu_free(cpu);
 }
 

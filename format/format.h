@@ -754,9 +754,10 @@ const crec_fmt_header *crec_fmt_reader_header(const crec_fmt_reader *r);
 int crec_fmt_reader_truncated(const crec_fmt_reader *r, uint64_t *at, const char **why);
 
 /*! crec_fmt_kf_reached() :
- *  @return 1 when every byte of the thread's READS and EVENTS streams
+ *  @return 1 when every byte of the thread's READS, EVENTS and SEQ streams
  *          before key frame kf reached the file, so that a replay can get
- *          there (a file cut short may have lost the chunks written last). */
+ *          there (a file cut short may have lost the chunks written last;
+ *          the blobs those bytes name reached it before them). */
 int crec_fmt_kf_reached(const crec_fmt_reader *r, const crec_fmt_keyframe *kf);
 
 /* What the reader knows about one stream. */

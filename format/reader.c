@@ -952,8 +952,12 @@ int crec_fmt_kf_reached(const crec_fmt_reader *r, const crec_fmt_keyframe *kf)
 {
     const struct rstream *reads = find_stream(r, CREC_FMT_S_READS, kf->tid);
     const struct rstream *events = find_stream(r, CREC_FMT_S_EVENTS, kf->tid);
+    const struct rstream *seq = find_stream(r, CREC_FMT_S_SEQ, kf->tid);
 
-    return kf->reads_off <= (reads ? reads->raw : 0) && kf->events_off <= (events ? events->raw : 0);
+    /* the blobs those records name are in the file before them (the writer
+     * puts BLOBS first), so the streams' positions are all a point needs */
+    return kf->reads_off <= (reads ? reads->raw : 0) &&
+           kf->events_off <= (events ? events->raw : 0) && kf->seq_off <= (seq ? seq->raw : 0);
 }
 
 size_t crec_fmt_reader_nstreams(const crec_fmt_reader *r)

@@ -243,10 +243,29 @@ static int emit_chunk(crec_fmt_writer *w, struct wstream *s, fmt_chunk *c, const
     return rc;
 }
 
+static struct wstream *find_stream(crec_fmt_writer *w, int type, uint32_t tid);
+
+/* Does a record of stream type `type` name blobs (by their hash)? */
+static int names_blobs(int type)
+{
+    return type == CREC_FMT_S_EVENTS || type == CREC_FMT_S_SNAPSHOTS ||
+           type == CREC_FMT_S_CODE || type == CREC_FMT_S_SYMBOLS;
+}
+
 static int flush_stream(crec_fmt_writer *w, struct wstream *s, crec_error *err)
 {
     if (s->len == 0)
         return CREC_OK;
+    /* The blobs this chunk's records name reach the file first (the BLOBS
+     * bytes held now: a record names only blobs stored before it), so that
+     * a file cut at any byte that holds a record holds its blobs too
+     * (docs/FORMAT.md §7.2). */
+    if (names_blobs(s->type)) {
+        struct wstream *b = find_stream(w, CREC_FMT_S_BLOBS, 0);
+        int rc = b ? flush_stream(w, b, err) : CREC_OK;
+        if (rc)
+            return rc;
+    }
     /* Reserve the directory slot first: a failure after the chunk is on
      * disk would leave the directory short of a chunk. */
     if (!w->sh && w->ndir == w->dcap) {

@@ -183,7 +183,7 @@ int crec_replay_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size
                                crec_error *err);
 
 /*! crec_replay_reachable_keyframes() : in a file cut short, the key frames
- *  a replay can reach: those whose READS and EVENTS data before them all
+ *  a replay can reach: those whose READS, EVENTS and SEQ data before them all
  *  reached the file (the chunks written last may be the ones lost).
  *  @return how many, from the first; *cut 1 when a replay must stop at the
  *  last of them, 0 when the file still holds the whole run (only its

@@ -24,14 +24,9 @@
 
 /* ---- helpers -------------------------------------------------------------- */
 
-/* The sample recording as bytes in memory (caller frees). */
-static uint8_t *sample_bytes(uint32_t threads, size_t chunk, int close_it, size_t *len)
+/* The bytes of the file at `path`, which is removed (caller frees). */
+static uint8_t *take_file(const char *path, size_t *len)
 {
-    char path[] = "/tmp/crec-test-XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
-    crec_error e = {0};
-    cr_assert_eq(sample_write_fd(fd, path, threads, chunk, close_it, &e), CREC_OK, "%s", e.msg);
     FILE *f = fopen(path, "rb");
     cr_assert(f);
     fseek(f, 0, SEEK_END);
@@ -42,6 +37,17 @@ static uint8_t *sample_bytes(uint32_t threads, size_t chunk, int close_it, size_
     fclose(f);
     unlink(path);
     return p;
+}
+
+/* The sample recording as bytes in memory (caller frees). */
+static uint8_t *sample_bytes(uint32_t threads, size_t chunk, int close_it, size_t *len)
+{
+    char path[] = "/tmp/crec-test-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    crec_error e = {0};
+    cr_assert_eq(sample_write_fd(fd, path, threads, chunk, close_it, &e), CREC_OK, "%s", e.msg);
+    return take_file(path, len);
 }
 
 /* What `crec info` does: open and summarize.  Checks the error contract:
@@ -798,6 +804,136 @@ Test(format, truncated_at_every_offset)
     }
     cr_assert_gt(opened, len - 200);
     cr_log_info("truncation: %zu cuts, %zu opened", len, opened);
+    free(p);
+}
+
+/* Is every blob that the complete records of stream `type` name in the
+ * file?  (MMAP events name code blobs, snapshots name pages.) */
+static int named_blobs_present(crec_fmt_reader *r, int type, uint32_t tid)
+{
+    crec_fmt_cursor *c;
+    const uint8_t *body;
+    size_t len;
+    int kind, ok = 1;
+    uint64_t blen;
+    crec_error e = {0};
+
+    if (crec_fmt_cursor_open(r, type, tid, 0, &c, &e) != CREC_OK)
+        return 1; /* the stream has no chunk in the file */
+    while (ok && crec_fmt_cursor_next(c, &kind, &body, &len, &e) == CREC_OK) {
+        crec_fmt_event ev;
+        crec_fmt_snapshot snap;
+        if (kind == CREC_FMT_K_MMAP) {
+            cr_assert_eq(crec_fmt_ev_decode(CREC_FMT_VERSION, kind, body, len, &ev, &e), CREC_OK);
+            ok = crec_fmt_blob_size(r, &ev.u.mmap.blob, &blen, &e) == CREC_OK;
+        } else if (kind == CREC_FMT_K_SNAPSHOT) {
+            cr_assert_eq(crec_fmt_snap_decode(body, len, &snap, &e), CREC_OK);
+            for (size_t i = 0; ok && i < snap.npages; i++)
+                ok = crec_fmt_blob_size(r, &snap.pages[i].blob, &blen, &e) == CREC_OK;
+            crec_fmt_snapshot_clear(&snap);
+        }
+    }
+    crec_fmt_cursor_free(c);
+    return ok;
+}
+
+/* A recording cut at any byte holds the blobs that its records name: the
+ * writer puts the BLOBS bytes it holds in the file before a chunk of a
+ * stream whose records name blobs, however the streams' chunks fill (a
+ * recorder killed with SIGKILL left MMAP events naming code blobs that
+ * never reached the file, and replay failed on "no such blob"). */
+Test(format, a_cut_file_holds_the_blobs_its_records_name)
+{
+    char path[] = "/tmp/crec-test-XXXXXX";
+    int fd = mkstemp(path);
+    crec_fmt_header h = sample_header();
+    crec_fmt_writer_opts o = {.chunk_size = 1024}; /* a page blob spans chunks */
+    crec_fmt_writer *w;
+    crec_error e = {0};
+    crec_fmt_buf b = {0};
+
+    cr_assert(fd >= 0);
+    cr_assert_eq(crec_fmt_writer_open_fd(fd, path, &h, &o, &w, &e), CREC_OK, "%s", e.msg);
+    for (uint32_t i = 0; i < 12; i++) {
+        uint8_t code[100], page[4096];
+        crec_fmt_event ev = {.kind = CREC_FMT_K_MMAP};
+        crec_fmt_snap_page sp = {0x10000 + 4096 * (uint64_t)i, {{0}}};
+        crec_fmt_snapshot snap = {i, 1, &sp};
+        crec_fmt_keyframe kf = {.tid = 1, .global_icount = i, .thread_icount = i};
+        memset(code, (int)i, sizeof code);
+        memset(page, (int)(i + 100), sizeof page);
+        /* a code mapping, as the recorder writes one: its blob, then its event */
+        ev.u.mmap.op = CREC_FMT_MM_MAP;
+        ev.u.mmap.flags = CREC_FMT_EV_HAS_HASH;
+        ev.u.mmap.addr = 0x400000 + 4096 * (uint64_t)i;
+        ev.u.mmap.len = sizeof code;
+        ev.u.mmap.prot = CREC_FMT_PROT_READ | CREC_FMT_PROT_EXEC;
+        cr_assert_eq(crec_fmt_blob_put_pinned(w, code, sizeof code, &ev.u.mmap.blob, &e), CREC_OK);
+        crec_fmt_buf_reset(&b);
+        cr_assert_eq(crec_fmt_ev_encode(&b, &ev), CREC_OK);
+        cr_assert_eq(crec_fmt_write_buf(w, CREC_FMT_S_EVENTS, 1, &b, &e), CREC_OK, "%s", e.msg);
+        /* its chunk cut now, as when the buffer fills (BLOBS still holds bytes) */
+        if (i % 3 != 2)
+            cr_assert_eq(crec_fmt_flush(w, CREC_FMT_S_EVENTS, 1, &e), CREC_OK);
+        /* a key frame with a snapshot of one page */
+        kf.events_off = crec_fmt_writer_offset(w, CREC_FMT_S_EVENTS, 1);
+        crec_fmt_buf_reset(&b);
+        cr_assert_eq(crec_fmt_kf_encode(&b, &kf), CREC_OK);
+        cr_assert_eq(crec_fmt_write_buf(w, CREC_FMT_S_KEYFRAMES, 0, &b, &e), CREC_OK);
+        cr_assert_eq(crec_fmt_blob_put(w, page, sizeof page, &sp.blob, &e), CREC_OK);
+        crec_fmt_buf_reset(&b);
+        cr_assert_eq(crec_fmt_snap_encode(&b, &snap), CREC_OK);
+        cr_assert_eq(crec_fmt_write_buf(w, CREC_FMT_S_SNAPSHOTS, 0, &b, &e), CREC_OK);
+        if (i % 2)
+            cr_assert_eq(crec_fmt_flush(w, CREC_FMT_S_SNAPSHOTS, 0, &e), CREC_OK);
+        cr_assert_eq(crec_fmt_flush(w, CREC_FMT_S_KEYFRAMES, 0, &e), CREC_OK);
+    }
+    cr_assert_eq(crec_fmt_writer_close(w, &e), CREC_OK, "%s", e.msg);
+    crec_fmt_buf_free(&b);
+    size_t len, cuts = 0;
+    uint8_t *p = take_file(path, &len);
+    for (size_t n = 0; n <= len; n++) {
+        crec_fmt_reader *r;
+        uint8_t *q = malloc(n ? n : 1);
+        memcpy(q, p, n);
+        if (crec_fmt_reader_open_mem(q, n, &r, &e) == CREC_OK) {
+            cr_assert(named_blobs_present(r, CREC_FMT_S_EVENTS, 1),
+                      "cut at %zu: an MMAP event names a blob the file lacks", n);
+            cr_assert(named_blobs_present(r, CREC_FMT_S_SNAPSHOTS, 0),
+                      "cut at %zu: a snapshot names a blob the file lacks", n);
+            crec_fmt_reader_free(r);
+            cuts++;
+        }
+        free(q);
+    }
+    cr_assert_gt(cuts, len / 2);
+    free(p);
+}
+
+/* A key frame of a cut file is reached when its thread's READS, EVENTS and
+ * SEQ bytes before it are all in the file. */
+Test(format, a_key_frame_is_reached_with_its_seq_bytes)
+{
+    char path[] = "/tmp/crec-test-XXXXXX";
+    int fd = mkstemp(path);
+    crec_fmt_header h = sample_header();
+    crec_fmt_writer *w;
+    crec_fmt_reader *r;
+    crec_error e = {0};
+    size_t len;
+
+    cr_assert(fd >= 0);
+    cr_assert_eq(crec_fmt_writer_open_fd(fd, path, &h, NULL, &w, &e), CREC_OK, "%s", e.msg);
+    cr_assert_eq(crec_fmt_write(w, CREC_FMT_S_SEQ, 1, "01234", 5, &e), CREC_OK);
+    cr_assert_eq(crec_fmt_flush(w, CREC_FMT_S_SEQ, 1, &e), CREC_OK);
+    cr_assert_eq(crec_fmt_write(w, CREC_FMT_S_SEQ, 1, "56789", 5, &e), CREC_OK);
+    uint8_t *p = take_file(path, &len); /* the recorder killed here */
+    crec_fmt_writer_free(w);
+    cr_assert_eq(crec_fmt_reader_open_mem(p, len, &r, &e), CREC_OK, "%s", e.msg);
+    crec_fmt_keyframe at5 = {.tid = 1, .seq_off = 5}, at10 = {.tid = 1, .seq_off = 10};
+    cr_expect(crec_fmt_kf_reached(r, &at5));
+    cr_expect(!crec_fmt_kf_reached(r, &at10), "SEQ bytes 5..10 never reached the file");
+    crec_fmt_reader_free(r);
     free(p);
 }
 

@@ -41,6 +41,7 @@ int cmd_index(int argc, char **argv)
     crec_error err = {0};
     uint64_t jobs = 0, ib = 0, tb = 0;
     uint32_t pid = 0, image = 0;
+    const char *pid_arg = NULL; /* as given: N or N.K */
     struct timespec t0, t1;
     double secs;
     int c, rc;
@@ -56,6 +57,7 @@ int cmd_index(int argc, char **argv)
         case 'p':
             if (cli_parse_pid("index", optarg, &pid, &image) != EXIT_OK)
                 return EXIT_USAGE;
+            pid_arg = optarg;
             break;
         case 'h':
             fputs(index_usage, stdout);
@@ -81,9 +83,9 @@ int cmd_index(int argc, char **argv)
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
-    if (pid)
-        printf("%s (pid %u): index of %" PRIu64 " bytes, %.3f of the recording, built in %.2f s\n",
-               argv[optind], pid, ib, tb ? (double)ib / (double)tb : 0.0, secs);
+    if (pid_arg)
+        printf("%s (pid %s): index of %" PRIu64 " bytes, %.3f of the recording, built in %.2f s\n",
+               argv[optind], pid_arg, ib, tb ? (double)ib / (double)tb : 0.0, secs);
     else
         printf("%s.idx: %" PRIu64 " bytes, %.3f of the recording, built in %.2f s\n",
                argv[optind], ib, tb ? (double)ib / (double)tb : 0.0, secs);

@@ -142,12 +142,12 @@ if [ $rc = 0 ] && [ -s "$TMP/ls.crec.idx" ] &&
 else
     fail "index --jobs 3: builds FILE.idx and says how big" "exit $rc: $(head -c 300 "$TMP/ix.out")"
 fi
-xcheck "ls, the index crec index built" "$TMP/ls.crec" 300 19 "stack heap globals kernel"
+xcheck "ls, the index crec index built" "$TMP/ls.crec" 150 19 "stack heap globals kernel"
 printf 'not an index' >"$TMP/sq.crec.idx"
 "$CREC" index "$TMP/sq.crec" >"$TMP/ix.out" 2>&1
 expect_eq "index: replaces a damaged FILE.idx without a word" "0 0" \
     "$? $(grep -c 'note' "$TMP/ix.out")"
-xcheck "sqlite3, the index crec index rebuilt" "$TMP/sq.crec" 100 23 "stack heap globals"
+xcheck "sqlite3, the index crec index rebuilt" "$TMP/sq.crec" 50 23 "stack heap globals"
 expect_status "index: a missing file is an error" 1 "$CREC" index "$TMP/no-such.crec"
 expect_status "index: --jobs 0 is a usage error" 2 "$CREC" index --jobs 0 "$TMP/ls.crec"
 expect_status "index: --jobs 17 is a usage error" 2 "$CREC" index --jobs 17 "$TMP/ls.crec"

@@ -23,11 +23,11 @@ int cli_output_gone(void)
 
 int cli_thread(const char *cmd, const char *arg, struct cli_range *r)
 {
-    char *end;
+    uint64_t n;
 
-    r->thread = strtoul(arg, &end, 10);
-    if (*end || !arg[0] || r->thread == 0)
-        return cli_usage_error(cmd, "bad --thread '%s' (a thread id, from 1)", arg);
+    if (cli_option_u64(cmd, "thread", arg, 1, UINT32_MAX, &n) != EXIT_OK)
+        return EXIT_USAGE;
+    r->thread = (unsigned long)n;
     return EXIT_OK;
 }
 

@@ -96,7 +96,7 @@ int cmd_backtrace(int argc, char **argv)
     crec_error err = {0};
     uint64_t from, at;
     int c, rc, crashed;
-    char *end;
+    uint64_t n;
 
     opterr = 0;
     optind = 1;
@@ -104,9 +104,9 @@ int cmd_backtrace(int argc, char **argv)
         switch (c) {
         case 'a': range.to = optarg; break;
         case 'l':
-            last = strtoul(optarg, &end, 10);
-            if (*end || !optarg[0] || last == 0 || last > 1000000)
-                return cli_usage_error("backtrace", "bad --last '%s' (1 to 1000000)", optarg);
+            if (cli_option_u64("backtrace", "last", optarg, 1, 1000000, &n) != EXIT_OK)
+                return EXIT_USAGE;
+            last = (unsigned long)n;
             break;
         case 'd': range.debug_dir = optarg; break;
         case 'T':

@@ -113,7 +113,7 @@ int cmd_calls(int argc, char **argv)
     crec_symtab *sym;
     crec_error err = {0};
     uint64_t from, to;
-    char *end;
+    uint64_t n;
     int c, rc;
 
     opterr = 0;
@@ -127,9 +127,9 @@ int cmd_calls(int argc, char **argv)
                 return EXIT_USAGE;
             break;
         case 'a':
-            k.nargs = (unsigned)strtoul(optarg, &end, 10);
-            if (*end || !optarg[0] || k.nargs > 6)
-                return cli_usage_error("calls", "bad --args '%s' (0 to 6)", optarg);
+            if (cli_option_u64("calls", "args", optarg, 0, 6, &n) != EXIT_OK)
+                return EXIT_USAGE;
+            k.nargs = (unsigned)n;
             break;
         case 'r': k.tree = 1; break;
         case 'd': range.debug_dir = optarg; break;

@@ -23,7 +23,7 @@ static const char index_usage[] =
     "A recording of several processes has an index for each: --pid chooses.\n"
     "\n"
     "Options:\n"
-    "  -j, --jobs N    host threads to replay on (default 2, 1..64)\n"
+    "  -j, --jobs N    host threads to replay on (default 2, 1..16)\n"
     "  --pid N[.K]     the process of pid N (its K-th program), in a recording\n"
     "                  of several\n"
     "  -h, --help      show this help\n"
@@ -42,6 +42,7 @@ int cmd_index(int argc, char **argv)
     crec_error err = {0};
     uint64_t jobs = 0, ib = 0, tb = 0;
     uint32_t pid = 0, image = 0;
+    const char *pid_arg = NULL; /* as given: N or N.K */
     struct timespec t0, t1;
     double secs;
     int c, rc;
@@ -51,12 +52,13 @@ int cmd_index(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":j:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'j':
-            if (cli_option_u64("index", "jobs", optarg, 1, 64, &jobs) != EXIT_OK)
+            if (cli_option_u64("index", "jobs", optarg, 1, CREC_INDEX_MAX_JOBS, &jobs) != EXIT_OK)
                 return EXIT_USAGE;
             break;
         case 'p':
             if (cli_parse_pid("index", optarg, &pid, &image) != EXIT_OK)
                 return EXIT_USAGE;
+            pid_arg = optarg;
             break;
         case 'h':
             fputs(index_usage, stdout);
@@ -82,9 +84,9 @@ int cmd_index(int argc, char **argv)
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
-    if (pid)
-        printf("%s (pid %u): index of %" PRIu64 " bytes, %.3f of the recording, built in %.2f s\n",
-               argv[optind], pid, ib, tb ? (double)ib / (double)tb : 0.0, secs);
+    if (pid_arg)
+        printf("%s (pid %s): index of %" PRIu64 " bytes, %.3f of the recording, built in %.2f s\n",
+               argv[optind], pid_arg, ib, tb ? (double)ib / (double)tb : 0.0, secs);
     else
         printf("%s.idx: %" PRIu64 " bytes, %.3f of the recording, built in %.2f s\n",
                argv[optind], ib, tb ? (double)ib / (double)tb : 0.0, secs);

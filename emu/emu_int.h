@@ -281,6 +281,15 @@ static inline struct emu_fast_page *emu_fast_entry(crec_emu_cpu *cpu, uint64_t a
     return emu_fast_fill(cpu, e, page, gen) ? e : NULL;
 }
 
+/* Tell the client's memory hooks of a fast access, as Unicorn would. */
+static inline void emu_fast_tell(crec_emu_cpu *cpu, int kind, uint64_t addr, unsigned size,
+                                 uint64_t value)
+{
+    for (size_t h = 0; h < cpu->n_client_hooks; h++)
+        if (cpu->client_hooks[h].kinds & kind)
+            cpu->client_hooks[h].fn(cpu->client_hooks[h].ctx, kind, addr, size, value);
+}
+
 static inline const uint8_t *emu_fast_load(uint64_t addr, unsigned size, uint32_t oi)
 {
     crec_emu_cpu *cpu = emu_running;
@@ -288,9 +297,7 @@ static inline const uint8_t *emu_fast_load(uint64_t addr, unsigned size, uint32_
 
     if (!e || !(e->prot & CREC_PROT_READ))
         return NULL;
-    for (size_t h = 0; h < cpu->n_client_hooks; h++)
-        if (cpu->client_hooks[h].kinds & CREC_EMU_LOAD)
-            cpu->client_hooks[h].fn(cpu->client_hooks[h].ctx, CREC_EMU_LOAD, addr, size, 0);
+    emu_fast_tell(cpu, CREC_EMU_LOAD, addr, size, 0);
     return e->host + addr % CREC_PAGE_SIZE;
 }
 
@@ -303,9 +310,7 @@ static inline uint8_t *emu_fast_store(uint64_t addr, unsigned size, uint32_t oi,
         (__atomic_load_n(&emu_code_pages[e->ram_page / 64], __ATOMIC_RELAXED) >>
          (e->ram_page % 64) & 1))
         return NULL;
-    for (size_t h = 0; h < cpu->n_client_hooks; h++)
-        if (cpu->client_hooks[h].kinds & CREC_EMU_STORE)
-            cpu->client_hooks[h].fn(cpu->client_hooks[h].ctx, CREC_EMU_STORE, addr, size, value);
+    emu_fast_tell(cpu, CREC_EMU_STORE, addr, size, value);
     return e->host + addr % CREC_PAGE_SIZE;
 }
 /* mem.c: the host address and protection of guest page `page` when it is

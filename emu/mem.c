@@ -181,6 +181,18 @@ static void chunk_put(uint64_t *tab, size_t cap, uint64_t key)
     tab[i] = key;
 }
 
+/* Is key (a chunk's start + 1) in the table? */
+static int chunk_has(const uint64_t *tab, size_t cap, uint64_t key)
+{
+    size_t i;
+
+    if (!cap)
+        return 0;
+    for (i = chunk_slot(key, cap); tab[i] && tab[i] != key; i = (i + 1) & (cap - 1))
+        ;
+    return tab[i] != 0;
+}
+
 /* Make the chunk of mapping m that holds addr a region. */
 static int chunk_map(crec_emu_cpu *cpu, const struct emu_map *m, uint64_t addr)
 {
@@ -267,15 +279,9 @@ int emu_mem_fast_page(crec_emu_cpu *cpu, uint64_t page, uint8_t **host, int *pro
         return -1;
     if (m->lazy) { /* only a chunk that is a region: Unicorn makes the others */
         uint64_t a = addr & ~(EMU_CHUNK - 1);
-        size_t k;
         if (a < m->start)
             a = m->start;
-        if (!cpu->chunks_cap)
-            return -1;
-        for (k = chunk_slot(a + 1, cpu->chunks_cap); cpu->chunks[k] && cpu->chunks[k] != a + 1;
-             k = (k + 1) & (cpu->chunks_cap - 1))
-            ;
-        if (!cpu->chunks[k])
+        if (!chunk_has(cpu->chunks, cpu->chunks_cap, a + 1))
             return -1;
     }
     *host = m->host + (addr - m->start);

@@ -734,8 +734,10 @@ const char *crec_index_note(const crec_recording *rec);
 /*! crec_index_build() : build the index of a recording opened with
  *  CREC_OPEN_NO_INDEX afresh, replaying its segments on `jobs` host
  *  threads (0: the default, two), and write PATH.idx; the sizes as
- *  crec_index_info's.  A recording with few key frames builds on fewer
- *  threads (a thread replays whole segments).  @return CREC_OK or an error. */
+ *  crec_index_info's.  A thread replays whole segments (key frame to key
+ *  frame), so a recording of few segments builds on fewer threads.
+ *  @return CREC_OK or an error. */
+#define CREC_INDEX_MAX_JOBS 16u /* host threads an index build may use, at most */
 int crec_index_build(crec_recording *rec, unsigned jobs, uint64_t *index_bytes,
                      uint64_t *trace_bytes, crec_error *err);
 

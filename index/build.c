@@ -30,7 +30,7 @@
 #include "index/index.h"
 #include "replayer/replayer.h"
 
-#define BUILD_MAX_JOBS 16
+#define BUILD_MAX_JOBS CREC_INDEX_MAX_JOBS
 #define BUILD_POINTS 8          /* restart points per key-frame interval */
 #define BUILD_POINT_MIN 10000   /* ... but not closer than this */
 #define DENSE_POINT_LINES 65536 /* lines a point may restore in a range of crec keyframes (4 MiB) */

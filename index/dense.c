@@ -160,7 +160,8 @@ int crec_keyframes(const char *path, uint64_t from, uint64_t to, uint64_t every,
     if (rc == CREC_OK)
         rc = crec_idx_dense_add(path, &d, err);
     if (rc == CREC_OK)
-        rc = crec_idx_rebuild(path, rec->proc, 0, rec->kfs, rec->nkf, 0, progress, pctx, &ix, err);
+        rc = crec_idx_rebuild(path, rec->proc, 0, rec->kfs, rec->nkf, 0, progress, pctx, &ix,
+                              err);
     if (rc == CREC_OK) {
         struct stat st;
         char ipath[4200];

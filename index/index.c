@@ -476,13 +476,13 @@ int crec_idx_save_spans(const char *path, uint32_t proc, crec_idx_span *spans, s
 }
 
 int crec_idx_rebuild(const char *path, uint32_t proc, uint32_t tid, const crec_fmt_keyframe *kfs,
-                     size_t nkf, unsigned jobs, crec_progress_fn progress, void *pctx, crec_idx **out,
-                     crec_error *err)
+                     size_t nkf, unsigned jobs, crec_progress_fn progress, void *pctx,
+                     crec_idx **out, crec_error *err)
 {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int rc;
 
-    if (!jobs)
+    if (!jobs) /* a query's build: two host threads, or the CPUs if fewer */
         jobs = ncpu > 2 ? 2 : (unsigned)(ncpu > 0 ? ncpu : 1);
     rc = crec_idx_build(path, proc, kfs, nkf, jobs, tid == 0, progress, pctx, out, err);
 

@@ -60,7 +60,7 @@ struct crec_recording {
     crec_idx *ix;            /* NULL until the first query that needs it */
     int index_built;         /* the index was built by this handle */
     int index_dropped;       /* the index of PATH.idx failed a query: rebuild it */
-    unsigned index_jobs;     /* host threads to build it on (0: the default) */
+    unsigned index_jobs;     /* host threads a rebuild replays on (0: a query's two) */
     crec_error index_note;   /* why PATH.idx was not used (crec_index_note), or empty */
     crec_progress_fn progress; /* crec_set_progress */
     void *progress_ctx;

@@ -624,13 +624,18 @@ static void rec_changed_regs(struct rec_session *rs, const struct crec_emu_sysca
     crec_error err = {0};
     crec_regs now;
     uint32_t n = 0;
+    /* rt_sigreturn: the replay first restores every register from the
+     * frame, so a register the syscall left as it was at entry may still
+     * differ from the frame's (a second handler entered at its end keeps
+     * the first one's RDI): all of them are listed */
+    int all = sc->nr == CREC_EMU_NR_RT_SIGRETURN;
 
     if (crec_emu_regs_get(rs->cpu, &now, &err) != CREC_OK) {
         rec_fail(rs, &err);
         return;
     }
     for (int i = 0; i < CREC_NGPR; i++)
-        if (i == CREC_RAX ? now.gpr[i] != (uint64_t)sc->ret : now.gpr[i] != before->gpr[i]) {
+        if (all || (i == CREC_RAX ? now.gpr[i] != (uint64_t)sc->ret : now.gpr[i] != before->gpr[i])) {
             /* rax is the result, unless a signal handler was entered (rax 0,
              * or the syscall's number when SA_RESTART will run it again) */
             ev->u.sys.regs[n].id = (uint32_t)i;
@@ -644,7 +649,7 @@ static void rec_changed_regs(struct rec_session *rs, const struct crec_emu_sysca
         ev->u.sys.regs[n].id = CREC_FMT_REG_GS_BASE;
         ev->u.sys.regs[n++].value = now.gs_base;
     }
-    if (now.rflags != before->rflags) {
+    if (all || now.rflags != before->rflags) {
         ev->u.sys.regs[n].id = CREC_FMT_REG_RFLAGS;
         ev->u.sys.regs[n++].value = now.rflags;
     }

@@ -142,6 +142,21 @@ expect_eq "backtrace: the call stack shows inner, middle, outer, main" "inner mi
 grep -q 'repeated [0-9]* times' "$TMP/bt3" || grep -q '^#[0-9]*  .* in fib ' "$TMP/bt3" &&
     pass "backtrace: inside fib's recursion" || fail "backtrace: inside fib's recursion" "$(head -c 300 "$TMP/bt3")"
 
+# the analysis commands' numbers are read as every other number crec takes:
+# no sign, no space, nothing after the digits, within their range
+bad_number() {
+    expect_status "analysis: $1 $2 '$3' is a usage error" 2 "$CREC" "$1" "$2" "$3" "$TMP/fib_static.crec"
+    grep -q "^crec $1: bad $2 '$3' (" "$TMP/err" && pass "analysis: ... naming $2 and its range" ||
+        fail "analysis: $1 $2 '$3' names $2 and its range" "$(cat "$TMP/err")"
+}
+bad_number calls --args 7
+bad_number calls --args -1
+bad_number calls --args 3x
+bad_number backtrace --last 0
+bad_number backtrace --thread 0
+bad_number backtrace --thread 99999999999
+bad_number backtrace --thread ' 1'
+
 # ---- trace ---------------------------------------------------------------------------
 T=150000
 "$CREC" trace --from $T --to $((T + 5)) "$F" | awk '{ print $3 }' >"$TMP/trace.rip"

@@ -2,8 +2,9 @@
  * to itself, a signal blocked then unblocked, SA_RESETHAND, SA_NODEFER
  * (a handler that raises its own signal again), a handler on an alternate
  * stack, a handler that uses the FPU and SSE (its registers come back),
- * and a handler that changes the interrupted code's RAX through its
- * ucontext.  Prints what each handler saw; the e2e test compares with the
+ * a handler that changes the interrupted code's RAX through its
+ * ucontext, and a second handler entered at the end of the first one's
+ * rt_sigreturn with RDI (its signal number) as that syscall had it.  Prints what each handler saw; the e2e test compares with the
  * native run. */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -67,6 +68,22 @@ static void on_fpu(int sig)
     (void)sig;
     snprintf(buf, sizeof buf, "%.3f", a * b + (double)sig);
     fsum += strtod(buf, NULL);
+}
+
+static volatile int two_seen[2], two_n;
+
+static void on_second(int sig)
+{
+    if (two_n < 2)
+        two_seen[two_n++] = sig;
+}
+
+/* Returns with RDI = SIGUSR2: the rt_sigreturn that ends it has the RDI
+ * SIGUSR2's handler, entered at its end, starts with. */
+static void on_first(int sig)
+{
+    on_second(sig);
+    __asm__ volatile("mov %0, %%edi" : : "i"(SIGUSR2) : "rdi");
 }
 
 static void on_setrax(int sig, siginfo_t *si, void *ucv)
@@ -154,6 +171,22 @@ int main(void)
         after = x * 7.0;
         printf("fpu: before=%.1f after=%.1f fsum=%.3f\n", before, after, fsum);
     }
+
+    /* two pending: SIGUSR2, blocked in SIGUSR1's handler, comes at its end */
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_second;
+    sigaction(SIGUSR2, &sa, NULL);
+    sa.sa_handler = on_first;
+    sigaddset(&sa.sa_mask, SIGUSR2);
+    sigaction(SIGUSR1, &sa, NULL);
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGUSR2);
+    sigprocmask(SIG_BLOCK, &set, &old);
+    kill(getpid(), SIGUSR2);
+    kill(getpid(), SIGUSR1);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    printf("back to back: %d then %d\n", two_seen[0], two_seen[1]);
 
     /* a handler that changes the interrupted context */
     memset(&sa, 0, sizeof sa);

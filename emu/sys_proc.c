@@ -64,6 +64,28 @@ static int64_t sys_getgroups(crec_emu *e, const uint64_t a[6])
     return emu_copy_out(e, a[1], g, (uint64_t)n * sizeof *g) ?: n;
 }
 
+/* capget: crec's own capabilities, which are the guest's (one process);
+ * an unknown version gets the one the host prefers written back, as the
+ * kernel does. */
+static int64_t sys_capget(crec_emu *e, const uint64_t a[6])
+{
+    uint32_t hdr[2], data[6] = {0}, want = 0;
+    long r;
+
+    if (emu_copy_in(e, hdr, a[0], sizeof hdr) != 0)
+        return -EFAULT;
+    want = hdr[0];
+    r = syscall(SYS_capget, hdr, a[1] ? data : NULL);
+    r = r ? -errno : 0;
+    if (hdr[0] != want && emu_copy_out(e, a[0], hdr, sizeof hdr) != 0)
+        return -EFAULT;
+    if (r)
+        return r;
+    if (a[1] && emu_copy_out(e, a[1], data, hdr[0] == 0x19980330 ? 12 : 24) != 0)
+        return -EFAULT; /* version 1 has one set of masks, 2 and 3 two */
+    return 0;
+}
+
 static int64_t sys_zero(crec_emu *e, const uint64_t a[6])
 {
     (void)e, (void)a;
@@ -305,6 +327,7 @@ void emu_sys_proc_register(struct emu_sys *t, size_t n)
     REG(getresuid, "ppp");
     REG(getresgid, "ppp");
     REG(getgroups, "dp");
+    REG(capget, "pp");
     ALIAS(rseq, sys_enosys, "pxxx");
     REG(arch_prctl, "xp");
     REG(uname, "p");

@@ -357,6 +357,15 @@ struct emu_siginfo {
     int status;               /* SIGCHLD: the child's exit status or signal */
 };
 
+/* Further instances of real-time signals already pending, oldest first:
+ * Linux queues each one sent (a standard signal pending twice is one). */
+#define EMU_SIGRTMIN 32 /* the kernel's first real-time signal (glibc keeps 32 and 33) */
+#define EMU_RTSIG_QUEUE 32
+struct emu_sigqueue {
+    unsigned n;
+    struct emu_siginfo q[EMU_RTSIG_QUEUE];
+};
+
 /* A POSIX timer (timer_create). */
 #define EMU_MAX_TIMERS 64
 struct emu_timer {
@@ -414,6 +423,7 @@ struct emu_thread {
     uint64_t sigwait_set;     /* EMU_WAIT_SIGNAL: the signals it waits for */
     uint64_t sig_pending;     /* signals sent to this thread, not yet taken */
     struct emu_siginfo sig_info[65];
+    struct emu_sigqueue sig_more;
     uint64_t ss_sp, ss_size;  /* its alternate signal stack (sigaltstack) */
     uint32_t ss_flags;        /* SS_DISABLE or 0 */
     int interrupted;          /* its blocked syscall was ended by a signal (EINTR) */
@@ -495,9 +505,18 @@ void emu_futex_shared_poll(crec_emu *e);
  * with the same signal pending), 0 if nobody blocks or waits for it (the
  * caller applies it: emu_signal_self). */
 int emu_signal_queue(crec_emu *e, struct emu_thread *t, const struct emu_siginfo *si);
+/* sys_timer.c: make si pending for thread t (NULL: the process): merged
+ * with a standard signal already pending, queued behind a real-time one
+ * (dropped past EMU_RTSIG_QUEUE, as Linux drops a kill past
+ * RLIMIT_SIGPENDING); and forget every pending instance of sig. */
+void emu_signal_pend(crec_emu *e, struct emu_thread *t, const struct emu_siginfo *si);
+void emu_signal_unpend(crec_emu *e, struct emu_thread *t, int sig);
 /* sys_timer.c: the guest's siginfo bytes (128); the lowest pending signal
  * of `set` for the running thread (0: none), dequeued into *si. */
-void emu_siginfo_bytes(const struct emu_siginfo *si, uint8_t out[128]);
+#define EMU_SIGINFO_SIZE 128
+void emu_siginfo_bytes(const struct emu_siginfo *si, uint8_t out[EMU_SIGINFO_SIZE]);
+/* sys_timer.c: a siginfo the guest wrote (rt_sigqueueinfo) as signal signo's */
+void emu_siginfo_parse(const uint8_t in[EMU_SIGINFO_SIZE], int signo, struct emu_siginfo *si);
 int emu_signal_take(crec_emu *e, uint64_t set, struct emu_siginfo *si);
 /* sys_signal.c: a signal nobody waits for or blocks takes its action:
  * ignored, the default (ending the process: `why` ends the message), or
@@ -597,6 +616,7 @@ struct crec_emu {
     uint64_t sigmask;         /* the running thread's */
     uint64_t sig_pending;     /* signals sent to the process, not yet taken */
     struct emu_siginfo sig_info[65];
+    struct emu_sigqueue sig_more;
     struct emu_timer timers[EMU_MAX_TIMERS];
     uint32_t umask_v;
     uint64_t fs_base_dummy;

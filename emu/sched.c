@@ -700,12 +700,18 @@ int emu_sched_block(crec_emu *e, uint64_t addr, uint32_t ninsns, uint64_t icount
 {
     struct emu_sched *s = &e->sched;
     uint64_t before = icount - ninsns;
+    uint64_t visit_end;
 
     if (s->nlive < 2 || s->exact_armed)
         return 0;
     /* The slice ends at the first block start at or after slice_end; with
-     * --chaos at exactly slice_end, inside a block if need be. */
-    if (before < s->slice_end && (!s->chaos || icount <= s->slice_end))
+     * --chaos at exactly slice_end, inside a block if need be.  Inside
+     * means inside this visit: a run of instructions crec executes itself
+     * (or an emulated RDTSC) leaves the block sooner, and a stop set past
+     * it would fall in the block that follows, whose translation has no
+     * hook for it. */
+    visit_end = before + crec_emu_cpu_block_insns(e->cpu);
+    if (before < s->slice_end && (!s->chaos || visit_end <= s->slice_end))
         return 0;
     wake_outside(e, 0);
     if (!pick(e, 1)) { /* nobody else can run: a new slice */

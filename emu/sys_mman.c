@@ -147,6 +147,27 @@ static int64_t sys_mprotect(crec_emu *e, const uint64_t a[6])
     return 0;
 }
 
+/* Protection keys: the CPU crec shows has none (no PKU in CPUID), so
+ * allocation fails with EINVAL as Linux fails it there, and only the
+ * default key -1 can be given to pkey_mprotect. */
+static int64_t sys_pkey_mprotect(crec_emu *e, const uint64_t a[6])
+{
+    return (int)a[3] == -1 ? sys_mprotect(e, a) : -EINVAL;
+}
+
+static int64_t sys_pkey_alloc(crec_emu *e, const uint64_t a[6])
+{
+    (void)e;
+    (void)a;
+    return -EINVAL;
+}
+
+static int64_t sys_pkey_free(crec_emu *e, const uint64_t a[6])
+{
+    (void)e, (void)a;
+    return -EINVAL;
+}
+
 static int64_t sys_mremap(crec_emu *e, const uint64_t a[6])
 {
     uint64_t old = a[0], olen = EMU_PAGE_UP(a[1]), nlen = EMU_PAGE_UP(a[2]), naddr = a[4];
@@ -273,6 +294,9 @@ void emu_sys_mman_register(struct emu_sys *t, size_t n)
     REG(mmap, "pxxxfx");
     REG(munmap, "px");
     REG(mprotect, "pxx");
+    REG(pkey_mprotect, "pxxd");
+    REG(pkey_alloc, "xx");
+    REG(pkey_free, "d");
     REG(mremap, "pxxxp");
     REG(brk, "p");
     REG(madvise, "pxd");

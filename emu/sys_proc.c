@@ -64,6 +64,28 @@ static int64_t sys_getgroups(crec_emu *e, const uint64_t a[6])
     return emu_copy_out(e, a[1], g, (uint64_t)n * sizeof *g) ?: n;
 }
 
+/* capget: crec's own capabilities, which are the guest's (one process);
+ * an unknown version gets the one the host prefers written back, as the
+ * kernel does. */
+static int64_t sys_capget(crec_emu *e, const uint64_t a[6])
+{
+    uint32_t hdr[2], data[6] = {0}, want = 0;
+    long r;
+
+    if (emu_copy_in(e, hdr, a[0], sizeof hdr) != 0)
+        return -EFAULT;
+    want = hdr[0];
+    r = syscall(SYS_capget, hdr, a[1] ? data : NULL);
+    r = r ? -errno : 0;
+    if (hdr[0] != want && emu_copy_out(e, a[0], hdr, sizeof hdr) != 0)
+        return -EFAULT;
+    if (r)
+        return r;
+    if (a[1] && emu_copy_out(e, a[1], data, hdr[0] == 0x19980330 ? 12 : 24) != 0)
+        return -EFAULT; /* version 1 has one set of masks, 2 and 3 two */
+    return 0;
+}
+
 static int64_t sys_zero(crec_emu *e, const uint64_t a[6])
 {
     (void)e, (void)a;
@@ -252,6 +274,26 @@ static int64_t sys_kill(crec_emu *e, const uint64_t a[6])
     return emu_hostsig_kill(e, pid, (int)a[1]);
 }
 
+/* rt_sigqueueinfo: kill with the sender's siginfo (sigqueue's value).  A
+ * signal to another process goes through the host with the same bytes. */
+static int64_t sys_rt_sigqueueinfo(crec_emu *e, const uint64_t a[6])
+{
+    pid_t pid = (pid_t)a[0];
+    uint8_t bytes[EMU_SIGINFO_SIZE];
+    struct emu_siginfo si;
+
+    if (a[1] < 1 || a[1] > 64)
+        return -EINVAL;
+    if (emu_copy_in(e, bytes, a[2], sizeof bytes) != 0)
+        return -EFAULT;
+    emu_siginfo_parse(bytes, (int)a[1], &si);
+    if (pid != getpid() && !(pid > 0 && emu_thread_by_tid(e, (uint32_t)pid)))
+        return syscall(SYS_rt_sigqueueinfo, pid, (int)a[1], bytes) ? -errno : 0;
+    if (emu_signal_queue(e, NULL, &si))
+        return 0; /* blocked everywhere, or waited for: pending */
+    return emu_signal_send(e, NULL, &si, "sent by itself");
+}
+
 int64_t emu_not_yet(crec_emu *e, const char *what, int64_t ret)
 {
     if (e->opt.strict) {
@@ -285,6 +327,7 @@ void emu_sys_proc_register(struct emu_sys *t, size_t n)
     REG(getresuid, "ppp");
     REG(getresgid, "ppp");
     REG(getgroups, "dp");
+    REG(capget, "pp");
     ALIAS(rseq, sys_enosys, "pxxx");
     REG(arch_prctl, "xp");
     REG(uname, "p");
@@ -299,6 +342,7 @@ void emu_sys_proc_register(struct emu_sys *t, size_t n)
     REG(rt_sigaction, "dppu");
     REG(rt_sigprocmask, "dppu");
     REG(kill, "dd");
+    REG(rt_sigqueueinfo, "ddp");
     ALIAS(membarrier, sys_zero, "xx");
     ALIAS(sched_getparam, sys_zero, "dp");
     ALIAS(sched_getscheduler, sys_zero, "d");

@@ -68,6 +68,7 @@ int64_t emu_fork(crec_emu *e, uint64_t flags, uint64_t stack, uint64_t ptid, uin
         emu_hostsig_child(e);
         t->tid = tid;
         e->sig_pending = t->sig_pending = 0; /* pending signals are the parent's */
+        e->sig_more.n = t->sig_more.n = 0;
         for (int k = 0; k < EMU_MAX_TIMERS; k++) /* and so are its timers */
             e->timers[k].used = 0;
         e->itimer_slot = 0;

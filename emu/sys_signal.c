@@ -61,11 +61,7 @@ int64_t emu_signal_send(crec_emu *e, struct emu_thread *t, const struct emu_sigi
         if (h == 1 /* SIG_IGN */ || (h == 0 && default_ignored(sig)))
             return 0;
         if (h > 1) { /* a handler: delivered at the end of this syscall, or when unblocked */
-            uint64_t *pending = t ? &t->sig_pending : &e->sig_pending;
-            struct emu_siginfo *info = t ? t->sig_info : e->sig_info;
-            if (!(*pending & sigbit(sig))) /* a standard signal pending twice is one */
-                info[sig] = *si;
-            *pending |= sigbit(sig);
+            emu_signal_pend(e, t, si);
             return 0;
         }
     }
@@ -179,8 +175,8 @@ static void settle_unhandled(crec_emu *e)
         if (!(ready & sigbit(sig)) || e->sigs[sig].handler > 1)
             continue;
         si = t->sig_pending & sigbit(sig) ? t->sig_info[sig] : e->sig_info[sig];
-        t->sig_pending &= ~sigbit(sig);
-        e->sig_pending &= ~sigbit(sig);
+        emu_signal_unpend(e, t, sig);
+        emu_signal_unpend(e, NULL, sig);
         emu_signal_send(e, NULL, &si, "pending until it was unblocked");
     }
 }

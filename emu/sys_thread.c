@@ -529,31 +529,53 @@ static int64_t sys_get_robust_list(crec_emu *e, const uint64_t a[6])
 
 /* A signal to one thread: pending there if it blocks or waits for it,
  * else as a signal to the process (its default action). */
-static int64_t thread_kill(crec_emu *e, uint32_t tid, uint64_t sig)
+static int64_t thread_kill(crec_emu *e, uint32_t tid, const struct emu_siginfo *si)
 {
     struct emu_thread *t = emu_thread_by_tid(e, tid);
-    struct emu_siginfo si = {(int)sig, -6 /* SI_TKILL */, (uint32_t)getpid(), (uint32_t)getuid(),
-                             0, 0, 0};
 
     if (!t)
         return -ESRCH;
-    if (sig > 64)
+    if (si->signo < 0 || si->signo > 64)
         return -EINVAL;
-    if (sig >= 1 && emu_signal_queue(e, t, &si))
+    if (si->signo >= 1 && emu_signal_queue(e, t, si))
         return 0;
-    return emu_signal_send(e, t, &si, "sent by itself");
+    return emu_signal_send(e, t, si, "sent by itself");
+}
+
+static int64_t tkill_of(crec_emu *e, uint32_t tid, uint64_t sig)
+{
+    struct emu_siginfo si = {sig > 64 ? -1 : (int)sig, -6 /* SI_TKILL */, (uint32_t)getpid(),
+                             (uint32_t)getuid(), 0, 0, 0};
+
+    return thread_kill(e, tid, &si);
 }
 
 static int64_t sys_tgkill(crec_emu *e, const uint64_t a[6])
 {
     if ((pid_t)a[0] != getpid())
         return -ESRCH;
-    return thread_kill(e, (uint32_t)a[1], a[2]);
+    return tkill_of(e, (uint32_t)a[1], a[2]);
 }
 
 static int64_t sys_tkill(crec_emu *e, const uint64_t a[6])
 {
-    return thread_kill(e, (uint32_t)a[0], a[1]);
+    return tkill_of(e, (uint32_t)a[0], a[1]);
+}
+
+/* rt_tgsigqueueinfo: tgkill with the sender's siginfo (pthread_sigqueue). */
+static int64_t sys_rt_tgsigqueueinfo(crec_emu *e, const uint64_t a[6])
+{
+    uint8_t bytes[EMU_SIGINFO_SIZE];
+    struct emu_siginfo si;
+
+    if ((pid_t)a[0] != getpid())
+        return -ESRCH;
+    if (a[2] > 64)
+        return -EINVAL;
+    if (emu_copy_in(e, bytes, a[3], sizeof bytes) != 0)
+        return -EFAULT;
+    emu_siginfo_parse(bytes, (int)a[2], &si);
+    return thread_kill(e, (uint32_t)a[1], &si);
 }
 
 static int64_t sys_sched_yield(crec_emu *e, const uint64_t a[6])
@@ -597,6 +619,7 @@ void emu_sys_thread_register(struct emu_sys *t, size_t n)
     REG(get_robust_list, "dpp");
     REG(tgkill, "ddd");
     REG(tkill, "dd");
+    REG(rt_tgsigqueueinfo, "dddp");
     REG(sched_yield, "");
     REG(sched_getaffinity, "dup");
     REG(sched_setaffinity, "dup");

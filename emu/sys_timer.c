@@ -16,7 +16,8 @@
  * waited for) goes to emu_signal_self: its default action, or the line
  * that says a handler is not supported yet (issue 15 delivers signals to
  * handlers).  Like the kernel, a standard signal already pending is not
- * queued twice: a timer counts an overrun instead.
+ * queued twice, a real-time one is (emu_signal_pend); a timer whose signal
+ * is still pending counts an overrun instead.
  *
  * Timers run on the host's clock: the scheduler asks emu_timers_next for
  * the nearest expiry when it waits on the host, and emu_timers_fire at
@@ -38,7 +39,6 @@
 #define SI_USER_ 0
 #define SI_TIMER_ (-2)
 #define SI_TKILL_ (-6)
-#define SIGINFO_SIZE 128
 
 static uint64_t sigbit(int sig)
 {
@@ -46,9 +46,9 @@ static uint64_t sigbit(int sig)
 }
 
 /* The guest's struct siginfo for a queued signal (x86-64 layout). */
-void emu_siginfo_bytes(const struct emu_siginfo *si, uint8_t out[SIGINFO_SIZE])
+void emu_siginfo_bytes(const struct emu_siginfo *si, uint8_t out[EMU_SIGINFO_SIZE])
 {
-    memset(out, 0, SIGINFO_SIZE);
+    memset(out, 0, EMU_SIGINFO_SIZE);
     crec_le_put(out + 0, (uint64_t)(uint32_t)si->signo, 4);
     crec_le_put(out + 8, (uint64_t)(uint32_t)si->code, 4);
     if (si->code > 0 && (si->signo == SIGSEGV || si->signo == SIGBUS || si->signo == SIGFPE ||
@@ -72,6 +72,16 @@ void emu_siginfo_bytes(const struct emu_siginfo *si, uint8_t out[SIGINFO_SIZE])
     crec_le_put(out + 24, si->value, 8);
 }
 
+void emu_siginfo_parse(const uint8_t in[EMU_SIGINFO_SIZE], int signo, struct emu_siginfo *si)
+{
+    memset(si, 0, sizeof *si);
+    si->signo = signo;
+    si->code = (int)(uint32_t)crec_le_get(in + 8, 4);
+    si->pid = (uint32_t)crec_le_get(in + 16, 4);
+    si->uid = (uint32_t)crec_le_get(in + 20, 4);
+    si->value = crec_le_get(in + 24, 8);
+}
+
 /* ---- the queues ------------------------------------------------------------------ */
 
 /* The thread's signal mask (the running thread's is the process's). */
@@ -90,6 +100,32 @@ static int give_waiter(crec_emu *e, struct emu_thread *t, int sig)
     return 1;
 }
 
+void emu_signal_pend(crec_emu *e, struct emu_thread *t, const struct emu_siginfo *si)
+{
+    uint64_t *pending = t ? &t->sig_pending : &e->sig_pending;
+    struct emu_sigqueue *more = t ? &t->sig_more : &e->sig_more;
+    int sig = si->signo;
+
+    if (!(*pending & sigbit(sig))) {
+        *pending |= sigbit(sig);
+        (t ? t->sig_info : e->sig_info)[sig] = *si;
+    } else if (sig >= EMU_SIGRTMIN && more->n < EMU_RTSIG_QUEUE) {
+        more->q[more->n++] = *si;
+    }
+}
+
+void emu_signal_unpend(crec_emu *e, struct emu_thread *t, int sig)
+{
+    struct emu_sigqueue *more = t ? &t->sig_more : &e->sig_more;
+    unsigned kept = 0;
+
+    *(t ? &t->sig_pending : &e->sig_pending) &= ~sigbit(sig);
+    for (unsigned i = 0; i < more->n; i++)
+        if (more->q[i].signo != sig)
+            more->q[kept++] = more->q[i];
+    more->n = kept;
+}
+
 int emu_signal_queue(crec_emu *e, struct emu_thread *t, const struct emu_siginfo *si)
 {
     struct emu_sched *s = &e->sched;
@@ -100,43 +136,54 @@ int emu_signal_queue(crec_emu *e, struct emu_thread *t, const struct emu_siginfo
     if (t) { /* to that thread: waited for, or blocked there */
         if (t->state == EMU_TH_EXITED)
             return 1;
-        if (!(t->sig_pending & sigbit(sig)) &&
-            (give_waiter(e, t, sig) || (mask_of(e, t) & sigbit(sig)))) {
-            t->sig_pending |= sigbit(sig);
-            t->sig_info[sig] = *si;
+        if ((t->sig_pending & sigbit(sig)) || give_waiter(e, t, sig) ||
+            (mask_of(e, t) & sigbit(sig))) {
+            emu_signal_pend(e, t, si);
             return 1;
         }
-        return (t->sig_pending & sigbit(sig)) != 0; /* already pending: merged */
+        return 0;
     }
-    if (e->sig_pending & sigbit(sig))
+    if (e->sig_pending & sigbit(sig)) {
+        emu_signal_pend(e, NULL, si);
         return 1;
+    }
     for (size_t i = 0; i < s->n; i++) /* a thread waiting for it takes it */
         if (give_waiter(e, s->th[i], sig)) {
-            e->sig_pending |= sigbit(sig);
-            e->sig_info[sig] = *si;
+            emu_signal_pend(e, NULL, si);
             return 1;
         }
     for (size_t i = 0; i < s->n; i++) /* pending while every thread blocks it */
         if (s->th[i]->state != EMU_TH_EXITED && !(mask_of(e, s->th[i]) & sigbit(sig)))
             return 0;
-    e->sig_pending |= sigbit(sig);
-    e->sig_info[sig] = *si;
+    emu_signal_pend(e, NULL, si);
     return 1;
 }
 
-/* The lowest pending signal of `set` for the running thread, dequeued. */
+/* The lowest pending signal of `set` for the running thread, dequeued: a
+ * real-time one queued again stays pending with its next instance. */
 int emu_signal_take(crec_emu *e, uint64_t set, struct emu_siginfo *si)
 {
     struct emu_thread *t = e->sched.cur;
     uint64_t *from[2] = {&t->sig_pending, &e->sig_pending};
     struct emu_siginfo *info[2] = {t->sig_info, e->sig_info};
+    struct emu_sigqueue *more[2] = {&t->sig_more, &e->sig_more};
 
     for (int k = 0; k < 2; k++) {
         uint64_t m = *from[k] & set;
         if (m) {
             int sig = __builtin_ctzll(m) + 1;
-            *from[k] &= ~sigbit(sig);
+            unsigned i = 0;
             *si = info[k][sig];
+            while (i < more[k]->n && more[k]->q[i].signo != sig)
+                i++;
+            if (i == more[k]->n) {
+                *from[k] &= ~sigbit(sig);
+                return sig;
+            }
+            info[k][sig] = more[k]->q[i];
+            memmove(&more[k]->q[i], &more[k]->q[i + 1],
+                    (more[k]->n - i - 1) * sizeof more[k]->q[0]);
+            more[k]->n--;
             return sig;
         }
     }
@@ -387,7 +434,7 @@ static int64_t sys_rt_sigtimedwait(crec_emu *e, const uint64_t a[6])
     emu_timers_fire(e, emu_now_ns());
     if ((sig = emu_signal_take(e, set, &si)) != 0) {
         if (a[1]) {
-            uint8_t out[SIGINFO_SIZE];
+            uint8_t out[EMU_SIGINFO_SIZE];
             emu_siginfo_bytes(&si, out);
             if (emu_copy_out(e, a[1], out, sizeof out) != 0)
                 return -EFAULT;

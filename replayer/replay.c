@@ -1429,13 +1429,17 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
     struct rep_seg *s = ctx;
     uint64_t before = icount - ninsns;
     uint64_t tb = before - s->gbase + s->tbase; /* the thread's own count */
+    /* what runs of the block in this visit: a run of instructions crec
+     * executes itself, or an emulated RDTSC, leaves it sooner, and the
+     * recorder's scheduler saw the next block start there */
+    uint32_t visit = s->whole || s->seq ? crec_emu_cpu_block_insns(s->cpu) : ninsns;
 
     if (s->nlazy > 0 && rep_block_lazy(s, addr))
         return;
     __atomic_store_n(&s->at, before, __ATOMIC_RELAXED); /* for the progress line */
-    if (s->whole && rep_slice_end(s, addr, before, icount))
+    if (s->whole && rep_slice_end(s, addr, before, before + visit))
         return;
-    if (s->seq && !s->whole && rep_seq_block(s, tb, ninsns))
+    if (s->seq && !s->whole && rep_seq_block(s, tb, visit))
         return;
     /* a signal the recording delivered at this block start: its handler,
      * or the end of the process (before the block, which runs later) */

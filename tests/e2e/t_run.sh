@@ -116,6 +116,18 @@ else fail "run: sleep 0.2 takes its time" "$(((t1 - t0) / 1000000)) ms"; fi
 
 # /proc/self is the guest, not crec; the CPUs agree with the model.
 same_as_native "run: /proc/self" "PROCSELF_TEST=yes @ $GUESTS/procself arg1"
+# capget answers as natively; the protection key calls as on a CPU without
+# them (crec's CPUID), quietly, whatever this host has: recorded, replayed
+"$GUESTS/caps_pkeys" | grep '^capget' >"$TMP/caps.native"
+"$CREC" record -o "$TMP/caps.crec" -- "$GUESTS/caps_pkeys" >"$TMP/caps.out" 2>"$TMP/caps.err"
+rc=$?
+if [ $rc = 0 ] && [ ! -s "$TMP/caps.err" ] && grep '^capget' "$TMP/caps.out" | cmp -s - "$TMP/caps.native" &&
+    grep -qx 'pkey_alloc -1 EINVAL' "$TMP/caps.out" && grep -qx 'pkey_mprotect -1: 0' "$TMP/caps.out" &&
+    grep -qx 'pkey_mprotect 5: -1 EINVAL' "$TMP/caps.out" && "$CREC" replay -q "$TMP/caps.crec"; then
+    pass "run: capget as natively, protection keys as on a CPU without them, replayed"
+else
+    fail "run: capget and protection keys" "exit $rc: $(head -c 300 "$TMP/caps.err") $(head -c 300 "$TMP/caps.out")"
+fi
 # /dev/fd/N is the guest's descriptor N, not crec's: bash's process
 # substitution passes /dev/fd/63
 same_as_native "run: /dev/fd/N (bash process substitution)" \

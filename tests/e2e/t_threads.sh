@@ -43,6 +43,9 @@ rr counter "$GUESTS/threads_counter 4 100000"
 # ymm8's upper half is each thread's own across switches (and a thread
 # alone replays with its own)
 rr avx "$GUESTS/threads_avx"
+# a block whose visit ends after an instruction crec executes itself
+rr vex "$GUESTS/threads_vex" --slice 1000
+rr vex_chaos "$GUESTS/threads_vex" --chaos 1
 n=$("$CREC" info "$TMP/counter.crec" | sed -n 's/^threads: *//p')
 expect_eq "threads: info counts the threads" 5 "$n"
 lines=$("$CREC" info "$TMP/counter.crec" | grep -cE '^ +[0-9]+ +(-|[0-9]+) +[0-9]+ ')

@@ -31,7 +31,6 @@ static int64_t sys_getegid(crec_emu *e, const uint64_t a[6]) { (void)e, (void)a;
 static int64_t sys_getpgrp(crec_emu *e, const uint64_t a[6]) { (void)e, (void)a; return getpgrp(); }
 static int64_t sys_getsid(crec_emu *e, const uint64_t a[6]) { (void)e; return getsid((pid_t)a[0]); }
 static int64_t sys_getpgid(crec_emu *e, const uint64_t a[6]) { (void)e; return getpgid((pid_t)a[0]); }
-static int64_t sys_setpgid(crec_emu *e, const uint64_t a[6]) { (void)e, (void)a; return 0; }
 
 static int64_t sys_getresuid(crec_emu *e, const uint64_t a[6])
 {
@@ -323,7 +322,6 @@ void emu_sys_proc_register(struct emu_sys *t, size_t n)
     REG(getpgrp, "");
     REG(getsid, "d");
     REG(getpgid, "d");
-    REG(setpgid, "dd");
     REG(getresuid, "ppp");
     REG(getresgid, "ppp");
     REG(getgroups, "dp");

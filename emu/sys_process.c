@@ -422,6 +422,7 @@ ID_PASSTHROUGH(setregid)
 ID_PASSTHROUGH(setresuid)
 ID_PASSTHROUGH(setresgid)
 ID_PASSTHROUGH(setsid)
+ID_PASSTHROUGH(setpgid) /* timeout(1) signals its own group, made so */
 
 /* close_range(first, last, flags): CLOSE_RANGE_CLOEXEC marks them instead. */
 static int64_t sys_close_range(crec_emu *e, const uint64_t a[6])
@@ -461,6 +462,7 @@ void emu_sys_process_register(struct emu_sys *t, size_t n)
     REG(setresuid, "ddd");
     REG(setresgid, "ddd");
     REG(setsid, "");
+    REG(setpgid, "dd");
     REG(close_range, "uux");
 #undef REG
 }

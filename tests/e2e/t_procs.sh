@@ -255,6 +255,8 @@ mkdir -p "$TMP/repo" && (cd "$TMP/repo" && git init -q && echo hi >a && git add 
 rec git "sh -c 'cd repo && git status --short'"
 mkdir -p "$TMP/tardir" && seq 1 3000 >"$TMP/tardir/f1" && seq 1 500 >"$TMP/tardir/f2"
 rec tar "sh -c 'tar czf - tardir | tar tzf -'" "rm -rf tardir"
+# timeout(1) moves itself into a group of its own and signals that group
+rec timeout "sh -c 'timeout 1 sleep 5; echo timeout rc \$?'"
 rec perl "perl -e 'my \$p = fork(); if (!\$p) { print \"child\\n\"; exit 3 } waitpid(\$p, 0); print \"parent saw \", \$? >> 8, \"\\n\";'"
 printf 'all: a b c\na:\n\t@echo one\nb:\n\t@echo two\nc:\n\t@echo three\n' >"$TMP/Makefile3"
 rec make_j2 "sh -c 'make -j2 -s -f Makefile3 | sort'" "rm Makefile3"

@@ -48,6 +48,7 @@ int cmd_replay(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_query(int argc, char **argv);
 int cmd_when(int argc, char **argv);
+int cmd_index(int argc, char **argv);
 int cmd_races(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_calls(int argc, char **argv);

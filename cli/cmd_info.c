@@ -295,13 +295,26 @@ static void print_crash(FILE *out, const char *name)
     crec_close(rec);
 }
 
+/* "LABEL N (every E UNIT)", or with E 0 (format 4) where the recorder
+ * placed them by what they cost. */
+static void print_placed(FILE *out, const char *label, uint64_t n, uint64_t every,
+                         const char *unit)
+{
+    if (every)
+        fprintf(out, "%s %llu (every %llu %s)\n", label, (unsigned long long)n,
+                (unsigned long long)every, unit);
+    else
+        fprintf(out, "%s %llu (where they cost little)\n", label, (unsigned long long)n);
+}
+
 static void print_text(FILE *out, const char *name, const crec_info *s)
 {
     print_header(out, name, s);
-    fprintf(out, "key frames:    %llu (every %llu instructions)\n",
-            (unsigned long long)s->keyframes, (unsigned long long)s->keyframe_interval);
-    fprintf(out, "snapshots:     %llu (every %llu key frames)\n",
-            (unsigned long long)s->snapshots, (unsigned long long)s->snapshot_interval);
+    print_placed(out, "key frames:   ", s->keyframes, s->keyframe_interval, "instructions");
+    if (s->format_version >= 4)
+        print_placed(out, "check points: ", s->checkpoints, s->checkpoint_interval,
+                     "instructions");
+    print_placed(out, "snapshots:    ", s->snapshots, s->snapshot_interval, "key frames");
     if (s->format_version >= 2) {
         fprintf(out, "schedule:      time slices of %llu instructions, %llu CPU%s shown",
                 (unsigned long long)s->time_slice, (unsigned long long)s->cpus,
@@ -382,6 +395,8 @@ static void json_header(FILE *out, const char *name, const crec_info *h)
     json_u64(out, "cache_granule", h->cache_granule);
     json_u64(out, "keyframe_interval", h->keyframe_interval);
     json_u64(out, "snapshot_interval", h->snapshot_interval);
+    if (h->format_version >= 4)
+        json_u64(out, "checkpoint_interval", h->checkpoint_interval);
     fprintf(out, "  \"start_time\": %lld.%09u,\n", (long long)h->start_sec, h->start_nsec);
     fputs("  \"argv\": ", out);
     json_strings(out, h->argv, h->argc);
@@ -481,6 +496,8 @@ static void print_json(FILE *out, const char *name, const crec_info *s)
     }
     json_u64(out, "keyframes", s->keyframes);
     json_u64(out, "snapshots", s->snapshots);
+    if (s->format_version >= 4)
+        json_u64(out, "checkpoints", s->checkpoints);
     json_u64(out, "events", s->events);
     json_u64(out, "code_mappings", s->code_mappings);
     json_u64(out, "symbols", s->symbols);

@@ -401,6 +401,7 @@ static const char *source_name(int src, int no_index)
     case CREC_SRC_CODE: return "code";
     case CREC_SRC_REPLAY: return no_index ? "replay" : "index+replay";
     case CREC_SRC_SNAPSHOT: return "snapshot";
+    case CREC_SRC_INDEX: return "index";
     }
     return "unknown";
 }

@@ -27,10 +27,15 @@ static const char record_usage[] =
     "                              name with .crec.  '-': to standard output, for a\n"
     "                              pipe; the program's own output then goes to\n"
     "                              standard error\n"
-    "  --keyframe-interval N       instructions between key frames (default 1000000);\n"
-    "                              numbers are decimal, or hex with 0x\n"
-    "  --snapshot-interval M       key frames between memory snapshots (default 16)\n"
-    "  --cache-bits K              prediction cache of 2^K entries (4..24, default 16)\n"
+    "  --keyframe-interval N       a key frame every N instructions (default: where\n"
+    "                              one costs little); numbers are decimal, or hex\n"
+    "                              with 0x\n"
+    "  --checkpoint-interval N     a check point every N instructions (default\n"
+    "                              1000000)\n"
+    "  --snapshot-interval M       a memory snapshot every M key frames (default:\n"
+    "                              where one costs little)\n"
+    "  --cache-bits K              prediction cache of 2^K 8-byte granules (4..24,\n"
+    "                              default 24: 128 MiB of the program's memory)\n"
     "  --stats                     print what was recorded when the program ends\n"
     "  --strace                    log every syscall to standard error\n"
     "  --strict                    stop at the first syscall crec does not emulate\n"
@@ -226,9 +231,9 @@ static void print_stats(const char *out, const crec_record_stats *st, double sec
 {
     fprintf(stderr,
             "crec: recorded %llu instructions in %.2f s to %s: %llu key frames, %llu "
-            "snapshots, %llu syscalls, %llu of %llu loads logged\n",
+            "check points, %llu snapshots, %llu syscalls, %llu of %llu loads logged\n",
             (unsigned long long)st->instructions, secs, out, (unsigned long long)st->keyframes,
-            (unsigned long long)st->snapshots, (unsigned long long)st->syscalls,
+            (unsigned long long)st->checkpoints, (unsigned long long)st->snapshots, (unsigned long long)st->syscalls,
             (unsigned long long)st->reads_logged,
             (unsigned long long)(st->reads_logged + st->reads_hit));
     if (st->rotations)
@@ -263,6 +268,7 @@ int cmd_record(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},
         {"keyframe-interval", required_argument, NULL, 'k'},
         {"snapshot-interval", required_argument, NULL, 's'},
+        {"checkpoint-interval", required_argument, NULL, 'P'},
         {"cache-bits", required_argument, NULL, 'c'},
         {"stats", no_argument, NULL, 'S'},
         {"strace", no_argument, NULL, 't'},
@@ -348,6 +354,11 @@ int cmd_record(int argc, char **argv)
         case 'k':
             if (cli_option_u64("record", "keyframe-interval", optarg, 1, UINT64_MAX,
                                &o.keyframe_interval) != EXIT_OK)
+                return EXIT_USAGE;
+            break;
+        case 'P':
+            if (cli_option_u64("record", "checkpoint-interval", optarg, 1, UINT64_MAX,
+                               &o.checkpoint_interval) != EXIT_OK)
                 return EXIT_USAGE;
             break;
         case 's':

@@ -43,7 +43,9 @@ static const char replay_usage[] =
     "Options:\n"
     "  --from T        start at the last key frame at or before instruction T\n"
     "                  (decimal, or hex with 0x)\n"
-    "  -j, --jobs N    verify segments on N threads at once (default 1)\n"
+    "  -j, --jobs N    verify N parts at once on N threads (default 1): cut at\n"
+    "                  key frames, and at the restart points of FILE.idx (checked:\n"
+    "                  if they don't hold, the replay is done again without them)\n"
     "  --thread T      verify thread T alone (threads are numbered from 1, as\n"
     "                  'crec info' lists them)\n"
     "  --pid N[.K]     a recording of several processes: verify only those of pid N\n"
@@ -97,10 +99,25 @@ static void erase_progress(const struct progress *p)
     }
 }
 
+/* With --jobs: how the replay was cut (a user can't see it otherwise). */
+static void print_parts(const char *file, const crec_replay_result *res)
+{
+    const char *s = res->parts == 1 ? "" : "s";
+
+    if (res->parts_at_points)
+        printf("%s: replayed in %" PRIu64 " parts, %" PRIu64 " of them from restart points of "
+               "%s.idx\n", file, res->parts, res->parts_at_points, file);
+    else if (res->points_failed)
+        printf("%s: the restart points of %s.idx did not hold: replayed again in %" PRIu64
+               " part%s cut at key frames\n", file, file, res->parts, s);
+    else
+        printf("%s: replayed in %" PRIu64 " part%s cut at key frames\n", file, res->parts, s);
+}
+
 static void print_result(const char *file, const crec_replay_result *res, uint32_t thread,
                          double secs)
 {
-    char threads[96] = "", procs[128] = "";
+    char threads[96] = "", procs[128] = "", points[48] = "";
 
     if (thread && res->threads > 1)
         snprintf(threads, sizeof threads, " (thread %u of %" PRIu64 ", alone)", thread,
@@ -109,6 +126,9 @@ static void print_result(const char *file, const crec_replay_result *res, uint32
         snprintf(threads, sizeof threads, res->alone ? " (%" PRIu64 " threads, each alone)"
                                                      : " (%" PRIu64 " threads, in the recorded "
                                                        "order)", res->threads);
+    /* (a recording before format 4 has no check point: its line is as it was) */
+    if (res->checkpoints_checked)
+        snprintf(points, sizeof points, " and %" PRIu64 " check points", res->checkpoints_checked);
     if (res->processes > 0)
         snprintf(procs, sizeof procs, " (%" PRIu64 " process%s%s%s)", res->processes,
                  res->processes == 1 ? "" : "es", res->processes == 1 ? "" : ", each alone",
@@ -117,8 +137,8 @@ static void print_result(const char *file, const crec_replay_result *res, uint32
         snprintf(threads, sizeof threads, " (up to %" PRIu64 " threads in one)", res->threads);
     if (res->processes > 0) {
         printf("%s: replay verified%s%s: %" PRIu64 " instructions replayed in all, %" PRIu64
-               " key frames checked, %" PRIu64 " syscalls, %" PRIu64 " writes checked, %.2f s",
-               file, procs, threads, res->replayed, res->keyframes_checked, res->syscalls,
+               " key frames%s checked, %" PRIu64 " syscalls, %" PRIu64 " writes checked, %.2f s",
+               file, procs, threads, res->replayed, res->keyframes_checked, points, res->syscalls,
                res->writes_checked, secs);
         if (secs > 0)
             printf(", %.1f MIPS", (double)res->replayed / secs / 1e6);
@@ -126,12 +146,12 @@ static void print_result(const char *file, const crec_replay_result *res, uint32
         return;
     }
     printf("%s: replay verified%s%s: %" PRIu64 " instructions replayed (from %" PRIu64 " to %"
-           PRIu64 "), %" PRIu64 " key frames checked, %" PRIu64 " syscalls, %" PRIu64
+           PRIu64 "), %" PRIu64 " key frames%s checked, %" PRIu64 " syscalls, %" PRIu64
            " writes checked, %.2f s",
            file, res->truncated ? " up to where the recording was cut short (its last key frame)"
                                 : "",
            threads, res->replayed, res->start_icount, res->instructions, res->keyframes_checked,
-           res->syscalls, res->writes_checked, secs);
+           points, res->syscalls, res->writes_checked, secs);
     if (secs > 0)
         printf(", %.1f MIPS", (double)res->replayed / secs / 1e6);
     printf("\n");
@@ -316,5 +336,7 @@ int cmd_replay(int argc, char **argv)
                         argv[optind], res.div.icount, res.div.rip, res.div.insn, res.div.what);
     if (!quiet)
         print_result(argv[optind], &res, o.thread, secs);
+    if (!quiet && o.jobs > 1 && res.processes == 0 && res.threads <= 1)
+        print_parts(argv[optind], &res);
     return EXIT_OK;
 }

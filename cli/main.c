@@ -22,6 +22,7 @@ static const struct cli_command commands[] = {
     {"info", "describe a recording: header, threads, streams, sizes", cmd_info},
     {"query", "the value of memory or a register at any instruction count", cmd_query},
     {"when", "every instruction count at which a memory value changed", cmd_when},
+    {"index", "build the index queries use (FILE.idx), on several host threads", cmd_index},
     {"races", "the data races of a recording of several threads", cmd_races},
     {"trace", "every instruction of a range: symbol, source line, disassembly", cmd_trace},
     {"calls", "every call of a function with its arguments and result; the call tree",

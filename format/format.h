@@ -28,7 +28,7 @@
  * bump CREC_FMT_VERSION when this list changes (or when any layout in
  * docs/FORMAT.md changes).  A reader refuses every other version.
  */
-#define CREC_FMT_VERSION 3
+#define CREC_FMT_VERSION 4
 #define CREC_FMT_MIN_VERSION 1 /* the oldest version a reader still reads */
 
 enum crec_fmt_stream {
@@ -36,7 +36,7 @@ enum crec_fmt_stream {
     CREC_FMT_S_READS = 2,     /* per thread: unpredicted read values */
     CREC_FMT_S_EVENTS = 3,    /* per thread: non-determinism records */
     CREC_FMT_S_SEQ = 4,       /* per thread: sequencing points (version 2: with a kind) */
-    CREC_FMT_S_KEYFRAMES = 5, /* global: KEYFRAME records */
+    CREC_FMT_S_KEYFRAMES = 5, /* global: KEYFRAME and (version 4) CHECKPOINT records */
     CREC_FMT_S_SNAPSHOTS = 6, /* global: SNAPSHOT records */
     CREC_FMT_S_BLOBS = 7,     /* global: content-addressed BLOB records */
     CREC_FMT_S_CODE = 8,      /* global: CODE mapping records */
@@ -51,6 +51,7 @@ enum crec_fmt_stream {
 /* Record kinds: the first byte of every framed record (docs/FORMAT.md §6). */
 enum crec_fmt_kind {
     CREC_FMT_K_KEYFRAME = 0x01,
+    CREC_FMT_K_CHECKPOINT = 0x02, /* version 4 */
     CREC_FMT_K_SYSCALL = 0x10,
     CREC_FMT_K_CPUID = 0x11,
     CREC_FMT_K_RDTSC = 0x12,
@@ -121,8 +122,10 @@ typedef struct crec_fmt_header {
     uint64_t page_size;
     uint64_t cache_entries;  /* prediction cache: number of entries */
     uint64_t cache_granule;  /* prediction cache: bytes per entry */
-    uint64_t keyframe_interval; /* instructions between key frames */
-    uint64_t snapshot_interval; /* key frames between snapshots */
+    uint64_t keyframe_interval; /* instructions between key frames; version 4:
+                                   0, placed by what they cost */
+    uint64_t snapshot_interval; /* key frames between snapshots; version 4: 0,
+                                   placed by what they cost */
     int64_t start_sec;       /* wall clock at start, for information only */
     uint32_t start_nsec;
     char *crec_version;      /* e.g. CREC_VERSION_STRING; NULL = "" */
@@ -132,6 +135,8 @@ typedef struct crec_fmt_header {
     uint64_t cpus;           /* CPUs shown to the guest (0 when writing: 1) */
     int chaos;               /* --chaos: random slices, switches inside blocks */
     uint64_t chaos_seed;
+    /* version 4 (an older file reads as 0: none) */
+    uint64_t checkpoint_interval; /* instructions between check points */
     size_t ncpuid;
     crec_fmt_cpuid *cpuid;
     size_t argc;
@@ -236,6 +241,10 @@ typedef struct crec_fmt_keyframe {
                              the segments before this key frame */
 } crec_fmt_keyframe;
 int crec_fmt_kf_encode(crec_fmt_buf *b, const crec_fmt_keyframe *kf);
+/*! CHECKPOINT (version 4): the same body as a KEYFRAME, kind 0x02: where a
+ *  replay checks the thread's registers and stream positions, with no
+ *  flush of the prediction cache and no memory-map listing after it. */
+int crec_fmt_cp_encode(crec_fmt_buf *b, const crec_fmt_keyframe *cp);
 int crec_fmt_kf_decode(const uint8_t *body, size_t len, crec_fmt_keyframe *kf, crec_error *err);
 
 /* EVENT records (EVENTS stream).  `kind` selects the union member. */
@@ -987,6 +996,7 @@ typedef struct crec_fmt_summary {
     uint64_t nstreams;
     uint64_t nthreads;
     uint64_t nkeyframes;
+    uint64_t ncheckpoints;   /* version 4 */
     uint64_t nsnapshots;
     uint64_t nblobs, ncode, nsymbols, nevents;
     uint64_t instructions; /* last key frame or exit event, whichever is later;

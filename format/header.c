@@ -9,8 +9,8 @@
  *   varint   page size (4096: CREC_FMT_PAGE_SIZE)
  *   varint   prediction cache entries (a power of two, 2^4 .. 2^24)
  *   varint   prediction cache granule in bytes (8: CREC_FMT_GRANULE)
- *   varint   key frame interval (instructions, >= 1)
- *   varint   snapshot interval (key frames, >= 1)
+ *   varint   key frame interval (instructions, >= 1; version 4: 0, placed by cost)
+ *   varint   snapshot interval (key frames, >= 1; version 4: 0, placed by cost)
  *
  * A value other than these is refused with CREC_ERR_UNSUPPORTED naming
  * both values: the reader can't honour it (as zstd refuses a window it
@@ -26,6 +26,8 @@
  *   varint   time slice (instructions, >= 1)
  *   varint   CPUs shown to the guest (1 .. 1024)
  *   u8       chaos (0 none, 1 on), then with 1: varint chaos seed
+ * version 4 only:
+ *   varint   check point interval (instructions; 0: none)
  *
  * Nothing may follow.  Strings hold no NUL byte.
  */
@@ -70,6 +72,7 @@ int fmt_header_encode(crec_fmt_buf *b, const crec_fmt_header *h)
     fmt_buf_u8(b, h->chaos ? 1 : 0);
     if (h->chaos)
         fmt_buf_varint(b, h->chaos_seed);
+    fmt_buf_varint(b, h->checkpoint_interval);
     return b->nomem ? CREC_ERR_NOMEM : CREC_OK;
 }
 
@@ -148,7 +151,7 @@ static int refuse(crec_error *err, const char *field, unsigned long long got, co
 }
 
 /* Every header value is one this reader honours, or the file is refused. */
-static int check_params(const crec_fmt_header *h, crec_error *err)
+static int check_params(uint32_t version, const crec_fmt_header *h, crec_error *err)
 {
     if (h->arch != CREC_FMT_ARCH_X86_64)
         return refuse(err, "guest architecture", h->arch, "1 (x86-64)");
@@ -162,9 +165,10 @@ static int check_params(const crec_fmt_header *h, crec_error *err)
         h->cache_entries > (1ull << CREC_FMT_CACHE_LOG2_MAX))
         return refuse(err, "cache entries", (unsigned long long)h->cache_entries,
                       "a power of two from 16 to 16777216");
-    if (h->keyframe_interval == 0)
+    /* version 4: 0, they are placed where they cost little (FORMAT.md §4) */
+    if (h->keyframe_interval == 0 && version < 4)
         return refuse(err, "key frame interval", 0, "1 or more");
-    if (h->snapshot_interval == 0)
+    if (h->snapshot_interval == 0 && version < 4)
         return refuse(err, "snapshot interval", 0, "1 or more");
     if (h->start_nsec >= 1000000000u)
         return crec_error_corrupt(err, "start time nanoseconds %u out of range", h->start_nsec);
@@ -196,7 +200,7 @@ static int get_cpuid(crec_fmt_cur *c, crec_fmt_header *h, crec_error *err)
     return rc;
 }
 
-static int get_params(crec_fmt_cur *c, crec_fmt_header *h, crec_error *err)
+static int get_params(uint32_t version, crec_fmt_cur *c, crec_fmt_header *h, crec_error *err)
 {
     uint8_t order;
     uint64_t sec;
@@ -213,7 +217,7 @@ static int get_params(crec_fmt_cur *c, crec_fmt_header *h, crec_error *err)
         return rc;
     h->host_order = order;
     h->start_sec = (int64_t)((sec >> 1) ^ (~(sec & 1) + 1));
-    return check_params(h, err);
+    return check_params(version, h, err);
 }
 
 /* The threads' parameters (version 2); a version-1 file had one thread. */
@@ -235,7 +239,10 @@ static int get_threads(uint32_t version, crec_fmt_cur *c, crec_fmt_header *h, cr
                                        "chaos %u)", (unsigned long long)h->time_slice,
                                   (unsigned long long)h->cpus, chaos);
     h->chaos = chaos;
-    return chaos ? fmt_cur_varint(c, &h->chaos_seed, "chaos seed", err) : CREC_OK;
+    if (chaos && (rc = fmt_cur_varint(c, &h->chaos_seed, "chaos seed", err)) != CREC_OK)
+        return rc;
+    return version < 4 ? CREC_OK
+                       : fmt_cur_varint(c, &h->checkpoint_interval, "check point interval", err);
 }
 
 int fmt_header_decode(uint32_t version, const uint8_t *p, size_t n, crec_fmt_header *h,
@@ -245,7 +252,7 @@ int fmt_header_decode(uint32_t version, const uint8_t *p, size_t n, crec_fmt_hea
     int rc;
     memset(h, 0, sizeof *h);
     h->version = version;
-    if ((rc = get_params(&c, h, err)) || (rc = get_cstr(&c, &h->crec_version, "crec version", err)) ||
+    if ((rc = get_params(version, &c, h, err)) || (rc = get_cstr(&c, &h->crec_version, "crec version", err)) ||
         (rc = get_cpuid(&c, h, err)) ||
         (rc = get_strings(&c, &h->argv, &h->argc, "argv", err)) ||
         (rc = get_strings(&c, &h->envp, &h->envc, "environment", err)) ||

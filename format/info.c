@@ -148,6 +148,7 @@ static void copy_header(crec_info *i, const crec_fmt_header *h, crec_cpuid_leaf 
     i->cache_granule = h->cache_granule;
     i->keyframe_interval = h->keyframe_interval;
     i->snapshot_interval = h->snapshot_interval;
+    i->checkpoint_interval = h->checkpoint_interval;
     i->start_sec = h->start_sec;
     i->start_nsec = h->start_nsec;
     i->argc = h->argc;
@@ -192,6 +193,7 @@ static void copy_summary(crec_info *i, const crec_fmt_summary *s)
     i->threads = s->nthreads;
     i->instructions = s->instructions;
     i->keyframes = s->nkeyframes;
+    i->checkpoints = s->ncheckpoints;
     i->snapshots = s->nsnapshots;
     i->events = s->nevents;
     i->code_mappings = s->ncode;

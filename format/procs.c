@@ -17,6 +17,8 @@ static int last_reached(crec_fmt_reader *r, crec_fmt_proc_sum *p, crec_error *er
 
     while (rc == CREC_OK && (rc = crec_fmt_cursor_next(c, &kind, &body, &len, err)) == CREC_OK) {
         crec_fmt_keyframe kf;
+        if (kind == CREC_FMT_K_CHECKPOINT) /* not where a replay can start */
+            continue;
         if (kind != CREC_FMT_K_KEYFRAME || crec_fmt_kf_decode(body, len, &kf, NULL) != CREC_OK ||
             !crec_fmt_kf_reached(r, &kf))
             break;

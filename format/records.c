@@ -103,9 +103,9 @@ static int regs_decode(crec_fmt_cur *c, crec_regs *r, crec_error *err)
     return CREC_OK;
 }
 
-int crec_fmt_kf_encode(crec_fmt_buf *b, const crec_fmt_keyframe *kf)
+static int kf_encode(crec_fmt_buf *b, const crec_fmt_keyframe *kf, int kind)
 {
-    size_t f = fmt_frame_begin(b, CREC_FMT_K_KEYFRAME);
+    size_t f = fmt_frame_begin(b, (uint8_t)kind);
     fmt_buf_varint(b, kf->tid);
     fmt_buf_varint(b, kf->global_icount);
     fmt_buf_varint(b, kf->thread_icount);
@@ -116,6 +116,16 @@ int crec_fmt_kf_encode(crec_fmt_buf *b, const crec_fmt_keyframe *kf)
     fmt_buf_varint(b, kf->hits_before);
     fmt_frame_end(b, f);
     return done(b);
+}
+
+int crec_fmt_kf_encode(crec_fmt_buf *b, const crec_fmt_keyframe *kf)
+{
+    return kf_encode(b, kf, CREC_FMT_K_KEYFRAME);
+}
+
+int crec_fmt_cp_encode(crec_fmt_buf *b, const crec_fmt_keyframe *cp)
+{
+    return kf_encode(b, cp, CREC_FMT_K_CHECKPOINT);
 }
 
 int crec_fmt_kf_decode(const uint8_t *body, size_t len, crec_fmt_keyframe *kf, crec_error *err)

@@ -264,7 +264,7 @@ static int rot_keyframes(struct rot *t, crec_error *err)
         crec_fmt_keyframe kf;
         if ((rc = crec_fmt_cursor_next(c, &kind, &body, &len, err)) != CREC_OK)
             break;
-        if (kind != CREC_FMT_K_KEYFRAME) {
+        if (kind != CREC_FMT_K_KEYFRAME && kind != CREC_FMT_K_CHECKPOINT) {
             rc = crec_error_corrupt(err, "record kind 0x%02x in the KEYFRAMES stream", kind);
             break;
         }
@@ -285,7 +285,10 @@ static int rot_keyframes(struct rot *t, crec_error *err)
             }
             *offs[k] -= sh;
         }
-        if (rc != CREC_OK || (rc = crec_fmt_kf_encode(&t->kfs, &kf)) != CREC_OK)
+        /* a check point keeps its kind: a replay checks it, starts at none */
+        if (rc != CREC_OK ||
+            (rc = kind == CREC_FMT_K_CHECKPOINT ? crec_fmt_cp_encode(&t->kfs, &kf)
+                                                : crec_fmt_kf_encode(&t->kfs, &kf)) != CREC_OK)
             break;
     }
     crec_fmt_cursor_free(c);

@@ -24,7 +24,8 @@ static int walk(crec_fmt_reader *r, int type, uint32_t tid, crec_fmt_summary *s,
         if ((rc = crec_fmt_cursor_next(c, &kind, &body, &len, err)) != 0 ||
             (rc = each(s, kind, body, len, err)) != 0)
             break;
-        (*count)++;
+        if (count)
+            (*count)++;
     }
     crec_fmt_cursor_free(c);
     /* A truncated file's streams may end mid-record: that is their end. */
@@ -64,11 +65,15 @@ static int on_keyframe(crec_fmt_summary *s, int kind, const uint8_t *body, size_
 {
     crec_fmt_keyframe kf;
     crec_fmt_thread_sum *t;
-    if (kind != CREC_FMT_K_KEYFRAME)
+    if (kind != CREC_FMT_K_KEYFRAME && (kind != CREC_FMT_K_CHECKPOINT || s->version < 4))
         return wrong_kind(kind, "KEYFRAMES", err);
     int rc = crec_fmt_kf_decode(body, len, &kf, err);
     if (rc)
         return rc;
+    if (kind == CREC_FMT_K_CHECKPOINT) { /* no replay starts there */
+        s->ncheckpoints++;
+        return CREC_OK;
+    }
     /* In a file cut short, the run ends where a replay can get: at the
      * last key frame whose data before it all reached the file. */
     if (s->reached_all && crec_fmt_kf_reached(s->reader, &kf))
@@ -77,7 +82,7 @@ static int on_keyframe(crec_fmt_summary *s, int kind, const uint8_t *body, size_
         s->reached_all = 0;
     if (kf.global_icount > s->instructions)
         s->instructions = kf.global_icount;
-    if (s->nkeyframes == 0)
+    if (s->nkeyframes++ == 0)
         s->first = kf.global_icount;
     if ((t = thread_sum(s, kf.tid)) != NULL) {
         t->keyframes++;
@@ -231,7 +236,7 @@ static int summarize(crec_fmt_reader *r, crec_fmt_summary *s, crec_error *err)
     }
     s->reader = r;
     s->reached_all = 1;
-    if ((rc = walk(r, CREC_FMT_S_KEYFRAMES, 0, s, on_keyframe, &s->nkeyframes, err)) ||
+    if ((rc = walk(r, CREC_FMT_S_KEYFRAMES, 0, s, on_keyframe, NULL, err)) ||
         (rc = walk(r, CREC_FMT_S_SNAPSHOTS, 0, s, on_snapshot, &s->nsnapshots, err)) ||
         (rc = walk(r, CREC_FMT_S_CODE, 0, s, on_code, &s->ncode, err)) ||
         (rc = walk(r, CREC_FMT_S_SYMBOLS, 0, s, on_symbol, &s->nsymbols, err)) ||

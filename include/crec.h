@@ -145,9 +145,8 @@ typedef struct crec_run_options {
 int crec_run(const crec_run_options *o, const char *path, char *const argv[],
              char *const envp[], crec_exit *ex, uint64_t *instructions, crec_error *err);
 
-#define CREC_RECORD_DEFAULT_KF_INTERVAL 1000000ull /* instructions */
-#define CREC_RECORD_DEFAULT_SNAP_INTERVAL 16       /* key frames */
-#define CREC_RECORD_DEFAULT_CACHE_LOG2 16          /* 65536 entries */
+#define CREC_RECORD_DEFAULT_CP_INTERVAL 1000000ull /* instructions between check points */
+#define CREC_RECORD_DEFAULT_CACHE_LOG2 24          /* granules: 128 MiB of pages */
 
 /*
  * Where a conditional recording starts or stops (crec record --start-at,
@@ -179,8 +178,10 @@ typedef struct crec_record_options {
                                     create, when out_fd is -1) */
     int out_fd;                  /* >= 0: write the recording to this fd,
                                     which crec_record closes */
-    uint64_t keyframe_interval;  /* 0: the default */
-    uint64_t snapshot_interval;  /* key frames between snapshots; 0: default */
+    uint64_t keyframe_interval;  /* 0: where they cost little (the default) */
+    uint64_t snapshot_interval;  /* key frames between snapshots; 0: where
+                                    they cost little (the default) */
+    uint64_t checkpoint_interval; /* 0: the default */
     unsigned cache_log2;         /* 0: the default; else 4..24 */
     int strace, strict;          /* as for crec_run */
     FILE *log;                   /* NULL: stderr */
@@ -228,6 +229,8 @@ typedef struct crec_record_stats {
     uint64_t copied_bytes;    /* bytes rotations wrote */
     double rotate_seconds;    /* time they took */
     uint64_t dumps;           /* dumps written */
+    uint64_t checkpoints;
+    int indexed;            /* FILE.idx was written while recording */
 } crec_record_stats;
 
 /*! crec_record() :
@@ -286,6 +289,7 @@ typedef struct crec_replay_result {
     uint64_t instructions;    /* the recording's last instruction count */
     uint64_t replayed;        /* instructions executed by this replay */
     uint64_t keyframes_checked;
+    uint64_t checkpoints_checked; /* format 4 */
     uint64_t syscalls, writes_checked;
     int exited_by_signal;
     uint64_t exit_value;      /* status, or the signal */
@@ -299,11 +303,17 @@ typedef struct crec_replay_result {
     uint64_t processes;       /* the processes verified, when the recording has more
                                  than one (their instructions are summed above) */
     uint64_t processes_cut;   /* ... of which cut short (a recorder was killed) */
+    uint64_t parts;           /* the pieces verified on their own (one thread, --jobs) */
+    uint64_t parts_at_points; /* ... of which started at a restart point of FILE.idx */
+    int points_failed;        /* parts cut at FILE.idx's restart points did not hold:
+                                 the replay was done again cut at key frames only */
 } crec_replay_result;
 
 /*! crec_replay_run() :
  *  Replay the recording at `path`, checking every key frame, every
- *  write-like syscall and the end.  A divergence is not an error: it is
+ *  write-like syscall and the end.  With jobs > 1, a recording of one
+ *  thread and one process is cut at the restart points of its index
+ *  (FILE.idx) too, when it has one that names it.  A divergence is not an error: it is
  *  reported in res->diverged / res->div with CREC_OK.
  *  @return CREC_OK, or an error reading the file (CREC_ERR_CORRUPT, ...),
  *  whose message names what failed. */
@@ -425,7 +435,8 @@ typedef struct crec_info {
     const char *crec_version;   /* of the crec that wrote it */
     int big_endian_host;        /* recorded on a big-endian host */
     uint64_t page_size, cache_entries, cache_granule;
-    uint64_t keyframe_interval, snapshot_interval;
+    uint64_t keyframe_interval, snapshot_interval; /* 0 (format 4): placed by cost */
+    uint64_t checkpoint_interval; /* format 4; 0: none */
     int64_t start_sec;          /* wall clock at the start */
     uint32_t start_nsec;
     size_t argc, envc, ncpuid;
@@ -437,6 +448,7 @@ typedef struct crec_info {
     uint64_t chaos_seed;
     /* the contents */
     uint64_t file_bytes, chunks, threads, instructions, keyframes, snapshots;
+    uint64_t checkpoints;       /* format 4 */
     uint64_t events, code_mappings, symbols, blobs;
     uint64_t raw_bytes, compressed_bytes; /* all streams */
     int exited;                 /* an EXIT event was seen: */
@@ -503,6 +515,7 @@ enum crec_source {
     CREC_SRC_CODE = 1,     /* the bytes of a code mapping */
     CREC_SRC_REPLAY = 2,   /* the index, then a replay of one segment */
     CREC_SRC_SNAPSHOT = 3, /* a memory snapshot */
+    CREC_SRC_INDEX = 4,    /* the index: the value a span's stores left */
 };
 
 /*! crec_open() :

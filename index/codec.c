@@ -4,7 +4,7 @@
  *
  *   offset size  field
  *   0      8     magic "CRECIDX\0"
- *   8      4     version (IDX_VERSION, 3)
+ *   8      4     version (IDX_VERSION, 5)
  *   12     4     reserved, zero
  *   16     8     size of the recording it describes, in bytes
  *   24     8     XXH3-64 of the recording's first and last 64 KiB
@@ -37,11 +37,21 @@
  * A block, decompressed, for each of its spans:
  *   if it starts at a point: the point as a framed KEYFRAME record
  *     (docs/FORMAT.md), then varint nlines, nlines x varint line delta,
- *     nlines x 64 bytes: the memory a replay starting there restores
- *   varint flags (bit 0: the kernel wrote unknown ranges)
+ *     nlines x u64 byte mask, then for each line the bytes of its mask, in
+ *     order: the memory a replay starting there (or passing there) must
+ *     be given, the bytes the span loads before it stores them (version
+ *     3: nlines x 64 bytes, every line whole)
+ *   varint flags (bit 0: the kernel wrote unknown ranges; bit 1: the
+ *     span holds the values its stores left)
  *   varint ntouch, ntouch x varint line delta, ntouch x u64 byte mask
  *   varint nwrite, nwrite x varint line delta, nwrite x u64 byte mask
  *   varint nk, nk x (varint addr, varint len)
+ *   varint nstale, nstale x varint line delta, nstale x u64 byte mask: the
+ *     stored bytes the kernel wrote after their last store (their values
+ *     below are not theirs at the end)
+ *   flags bit 1: for each stored line, the bytes of its mask as they were
+ *     at the span's end, each XORed with the same byte of the last span
+ *     before it in the block that holds a value of it (version 4 had none)
  * "line" is address >> 6; the first delta of a list is from 0, the others
  * from the previous line, so that strictly increasing lists have deltas
  * > 0.  Bit b of a line's mask says byte b of the line was accessed; a
@@ -60,7 +70,7 @@
 #include "index/index.h"
 
 #define IDX_MAGIC "CRECIDX"
-#define IDX_VERSION 3
+#define IDX_VERSION 5
 /* Where each field of the header (the table above) lies. */
 #define IDX_OFF_VERSION 8
 #define IDX_OFF_REC_SIZE 16
@@ -82,8 +92,67 @@ struct crec_idx_block {
     size_t first, n;      /* spans [first, first+n) */
     size_t zoff, zlen;    /* where its frame lies in the image */
     size_t len;           /* decompressed */
-    int decoded;
+    size_t vzoff, vzlen;  /* where the frame of its values lies (vzlen 0: none) */
+    size_t vlen;          /* ... decompressed */
+    int decoded;          /* its spans are read */
+    int valued;           /* ... and their values */
 };
+
+/* ---- the last value of each stored byte in a block -------------------------- */
+
+/* Line -> its 64 bytes as last stored in the block (0 where none was):
+ * what the values of a span are XORed with. */
+struct xor_map {
+    uint64_t *key;  /* line + 1, 0: empty */
+    uint8_t *val;   /* 64 bytes a slot */
+    size_t cap, n;
+    int nomem;
+};
+
+static size_t xor_hash(uint64_t key, size_t cap)
+{
+    return (size_t)(key * 0x9E3779B97F4A7C15ull >> 17) & (cap - 1);
+}
+
+/* The slot of `line` (zeros when new).  @return it, or NULL out of memory. */
+static uint8_t *xor_slot(struct xor_map *m, uint64_t line)
+{
+    size_t j;
+
+    if (m->n * 2 >= m->cap) {
+        size_t cap = m->cap ? 2 * m->cap : 256;
+        uint64_t *k = crec_calloc(cap, sizeof *k);
+        uint8_t *v = crec_calloc(cap, 64);
+        if (!k || !v) {
+            crec_free(k), crec_free(v);
+            m->nomem = 1;
+            return NULL;
+        }
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->key[i]) {
+                for (j = xor_hash(m->key[i], cap); k[j]; j = (j + 1) & (cap - 1))
+                    ;
+                k[j] = m->key[i];
+                memcpy(v + 64 * j, m->val + 64 * i, 64);
+            }
+        crec_free(m->key), crec_free(m->val);
+        m->key = k, m->val = v, m->cap = cap;
+    }
+    for (j = xor_hash(line + 1, m->cap); m->key[j] && m->key[j] != line + 1;
+         j = (j + 1) & (m->cap - 1))
+        ;
+    if (!m->key[j]) {
+        m->key[j] = line + 1;
+        m->n++;
+    }
+    return m->val + 64 * j;
+}
+
+static void xor_free(struct xor_map *m)
+{
+    crec_free(m->key), crec_free(m->val);
+    memset(m, 0, sizeof *m);
+}
 
 /* ---- encoding ------------------------------------------------------------ */
 
@@ -120,7 +189,35 @@ static void put_point(crec_fmt_buf *b, const crec_idx_span *s)
         put_varint(b, s->lines[i] - prev);
         prev = s->lines[i];
     }
-    put_bytes(b, s->values, 64 * s->nlines);
+    for (size_t i = 0; i < s->nlines; i++)
+        crec_fmt_buf_u64(b, s->masks[i]);
+    for (size_t i = 0; i < s->nlines; i++)
+        for (unsigned k = 0; k < 64; k++)
+            if (s->masks[i] >> k & 1)
+                put_bytes(b, &s->values[64 * i + k], 1);
+}
+
+/* The values a span's stores left (CREC_IDX_VALUED), each byte XORed
+ * with its last value in the block: a hot line's bytes repeat span after
+ * span, and then code as zeros. */
+static void put_values(crec_fmt_buf *b, const crec_idx_span *s, struct xor_map *prev)
+{
+    if (!(s->flags & CREC_IDX_VALUED))
+        return;
+    b->nomem |= !s->write_values; /* valued without its values: can't encode */
+    for (size_t i = 0; s->write_values && i < s->nwrite; i++) {
+        uint8_t *last = xor_slot(prev, s->write[i]), x[64];
+        const uint8_t *v = &s->write_values[64 * i];
+        size_t n = 0;
+        if (!last) /* out of memory: prev says so */
+            break;
+        for (uint64_t m = s->write_mask[i]; m; m &= m - 1) { /* its bytes, low first */
+            unsigned k = (unsigned)__builtin_ctzll(m);
+            x[n++] = v[k] ^ last[k];
+            last[k] = v[k];
+        }
+        put_bytes(b, x, n);
+    }
 }
 
 static void put_span(crec_fmt_buf *b, const crec_idx_span *s)
@@ -132,6 +229,7 @@ static void put_span(crec_fmt_buf *b, const crec_idx_span *s)
     put_varint(b, s->nk);
     for (size_t j = 0; j < 2 * s->nk; j++)
         put_varint(b, s->k[j]);
+    put_list(b, s->stale, s->stale_mask, s->nstale);
 }
 
 /* Append `raw` compressed as one zstd frame.  @return its length, 0 on failure. */
@@ -197,7 +295,7 @@ static void put_table_tail(crec_fmt_buf *t, const crec_idx *ix)
 
 int crec_idx_encode(const crec_idx *ix, crec_fmt_buf *out)
 {
-    crec_fmt_buf blocks = {0}, table = {0}, raw = {0}, rest = {0};
+    crec_fmt_buf blocks = {0}, table = {0}, raw = {0}, vraw = {0}, rest = {0};
     size_t nblocks = (ix->nspan + IDX_BLOCK_SPANS - 1) / IDX_BLOCK_SPANS, tz;
     uint8_t magic[8] = IDX_MAGIC;
     uint64_t prev = 0;
@@ -216,14 +314,25 @@ int crec_idx_encode(const crec_idx *ix, crec_fmt_buf *out)
         size_t first = b * IDX_BLOCK_SPANS, n = ix->nspan - first, z;
         if (n > IDX_BLOCK_SPANS)
             n = IDX_BLOCK_SPANS;
+        struct xor_map last = {0};
+        size_t vz = 0;
         crec_fmt_buf_reset(&raw);
-        for (size_t i = first; i < first + n; i++)
+        crec_fmt_buf_reset(&vraw);
+        for (size_t i = first; i < first + n; i++) {
             put_span(&raw, &ix->spans[i]);
+            put_values(&vraw, &ix->spans[i], &last);
+        }
+        bad |= last.nomem;
+        xor_free(&last);
         z = put_frame(&blocks, &raw);
+        if (vraw.len)
+            bad |= (vz = put_frame(&blocks, &vraw)) == 0 || vraw.len > IDX_MAX_PART;
         bad |= z == 0 || raw.len > IDX_MAX_PART;
         put_varint(&table, n);
         put_varint(&table, z);
         put_varint(&table, raw.len);
+        put_varint(&table, vz);
+        put_varint(&table, vraw.len);
     }
     put_table_tail(&table, ix);
     tz = put_frame(&rest, &table);
@@ -239,10 +348,11 @@ int crec_idx_encode(const crec_idx *ix, crec_fmt_buf *out)
     crec_fmt_buf_u32(out, (uint32_t)tz);
     crec_fmt_buf_u32(out, (uint32_t)table.len);
     put_bytes(out, rest.data, rest.len);
-    bad |= blocks.nomem || table.nomem || rest.nomem || raw.nomem;
+    bad |= blocks.nomem || table.nomem || rest.nomem || raw.nomem || vraw.nomem;
     crec_fmt_buf_free(&blocks);
     crec_fmt_buf_free(&table);
     crec_fmt_buf_free(&raw);
+    crec_fmt_buf_free(&vraw);
     crec_fmt_buf_free(&rest);
     if (bad)
         out->nomem = 1;
@@ -329,12 +439,14 @@ static int get_point(struct body *d, crec_idx_span *s)
         return nomem(d->err);
     if ((rc = crec_fmt_kf_decode(body, len, s->point, d->err)))
         return rc;
-    if ((rc = get_count(d, 65, &n, "lines to restore")))
+    if ((rc = get_count(d, 10, &n, "lines to restore"))) /* delta, mask, a byte each */
         return rc;
     s->lines = alloc_n(n, sizeof *s->lines);
-    s->values = alloc_n(n, 64);
-    if (!s->lines || !s->values)
+    s->masks = alloc_n(n, sizeof *s->masks);
+    s->values = crec_calloc(n ? n : 1, 64);
+    if (!s->lines || !s->masks || !s->values)
         return nomem(d->err);
+    s->nlines = n;
     for (size_t i = 0; i < n; i++) {
         if ((rc = get_varint(d, &delta)))
             return rc;
@@ -342,17 +454,53 @@ static int get_point(struct body *d, crec_idx_span *s)
             return crec_error_corrupt(d->err, "index: restored lines not increasing");
         s->lines[i] = prev += delta;
     }
-    if (n > (d->c.len - d->c.pos) / 64)
-        return crec_error_corrupt(d->err, "index: ends inside restored lines");
-    memcpy(s->values, d->c.p + d->c.pos, 64 * n);
-    d->c.pos += 64 * n;
-    s->nlines = n;
+    for (size_t i = 0; i < n; i++)
+        if ((rc = crec_fmt_cur_u64(&d->c, &s->masks[i], "restored line mask", d->err)))
+            return rc;
+        else if (s->masks[i] == 0)
+            return crec_error_corrupt(d->err, "index: a restored line with an empty mask");
+    for (size_t i = 0; i < n; i++)
+        for (unsigned k = 0; k < 64; k++)
+            if (s->masks[i] >> k & 1 &&
+                (rc = crec_fmt_cur_bytes(&d->c, &s->values[64 * i + k], 1, "restored bytes",
+                                         d->err)))
+                return rc;
+    return CREC_OK;
+}
+
+/* The number of bytes a span's values take (CREC_IDX_VALUED). */
+static uint64_t values_len(const crec_idx_span *s)
+{
+    uint64_t n = 0;
+
+    for (size_t i = 0; i < s->nwrite; i++)
+        n += (uint64_t)__builtin_popcountll(s->write_mask[i]);
+    return n;
+}
+
+/* The values of a span's stores at p (values_len bytes, checked to be
+ * there), undoing put_values. */
+static int get_values(const uint8_t *p, crec_idx_span *s, struct xor_map *prev,
+                      crec_error *err)
+{
+    if (!(s->write_values = crec_calloc(s->nwrite ? s->nwrite : 1, 64)))
+        return nomem(err);
+    for (size_t i = 0; i < s->nwrite; i++) {
+        uint8_t *last = xor_slot(prev, s->write[i]), *v = &s->write_values[64 * i];
+        if (!last)
+            return nomem(err);
+        for (uint64_t m = s->write_mask[i]; m; m &= m - 1) { /* its bytes, low first */
+            unsigned k = (unsigned)__builtin_ctzll(m);
+            last[k] = v[k] = *p++ ^ last[k];
+        }
+    }
     return CREC_OK;
 }
 
 /* A span's contents; its start, key frame and whether it has a point come
- * from the table. */
-static int get_span(struct body *d, crec_idx_span *s, int point)
+ * from the table; *nvalues += the bytes its values take in the block's
+ * values, which are read when a query needs them (crec_idx_need_values). */
+static int get_span(struct body *d, crec_idx_span *s, int point, uint64_t *nvalues)
 {
     uint64_t v;
     int rc;
@@ -364,7 +512,7 @@ static int get_span(struct body *d, crec_idx_span *s, int point)
                                   "%" PRIu64, s->point->global_icount, s->start);
     if ((rc = get_varint(d, &v)))
         return rc;
-    if (v & ~(uint64_t)CREC_IDX_WILD)
+    if (v & ~(uint64_t)(CREC_IDX_WILD | CREC_IDX_VALUED))
         return crec_error_corrupt(d->err, "index: reserved span flags set");
     s->flags = (uint32_t)v;
     if ((rc = get_list(d, &s->touch, &s->touch_mask, &s->ntouch)) ||
@@ -377,6 +525,10 @@ static int get_span(struct body *d, crec_idx_span *s, int point)
     for (size_t j = 0; j < 2 * v; j++)
         if ((rc = get_varint(d, &s->k[j])))
             return rc;
+    if ((rc = get_list(d, &s->stale, &s->stale_mask, &s->nstale)))
+        return rc;
+    if (s->flags & CREC_IDX_VALUED)
+        *nvalues += values_len(s);
     return CREC_OK;
 }
 
@@ -433,23 +585,27 @@ static int get_spans(struct body *d, crec_idx *ix)
 
 static int get_blocks(struct body *d, crec_idx *ix, size_t zoff, size_t zend)
 {
-    uint64_t nblocks, n, zlen, len;
+    uint64_t nblocks, n, zlen, len, vzlen, vlen;
     size_t span = 0;
     int rc;
 
-    if ((rc = get_count(d, 3, &nblocks, "blocks")))
+    if ((rc = get_count(d, 5, &nblocks, "blocks")))
         return rc;
     if (!(ix->blocks = crec_calloc(nblocks ? nblocks : 1, sizeof *ix->blocks)))
         return nomem(d->err);
     ix->nblocks = nblocks;
     for (size_t b = 0; b < nblocks; b++) {
-        if ((rc = get_varint(d, &n)) || (rc = get_varint(d, &zlen)) || (rc = get_varint(d, &len)))
+        if ((rc = get_varint(d, &n)) || (rc = get_varint(d, &zlen)) ||
+            (rc = get_varint(d, &len)) || (rc = get_varint(d, &vzlen)) ||
+            (rc = get_varint(d, &vlen)))
             return rc;
-        if (n == 0 || n > ix->nspan - span || zlen > zend - zoff)
+        if (n == 0 || n > ix->nspan - span || zlen > zend - zoff ||
+            vzlen > zend - zoff - zlen || (vzlen == 0) != (vlen == 0))
             return crec_error_corrupt(d->err, "index: block %zu does not fit", b);
-        ix->blocks[b] = (struct crec_idx_block){span, n, zoff, zlen, len, 0};
+        ix->blocks[b] = (struct crec_idx_block){span, n, zoff, zlen, len, zoff + zlen, vzlen,
+                                                vlen, 0, 0};
         span += n;
-        zoff += zlen;
+        zoff += zlen + vzlen;
     }
     if (span != ix->nspan || zoff != zend)
         return crec_error_corrupt(d->err, "index: the blocks hold %zu spans and end at %zu, not "
@@ -614,43 +770,59 @@ void crec_idx_span_clear(crec_idx_span *s)
 {
     crec_free(s->point);
     crec_free(s->lines);
+    crec_free(s->masks);
     crec_free(s->values);
     crec_free(s->touch);
     crec_free(s->touch_mask);
     crec_free(s->write);
     crec_free(s->write_mask);
+    crec_free(s->write_values);
+    crec_free(s->stale);
+    crec_free(s->stale_mask);
     crec_free(s->k);
     memset(s, 0, sizeof *s);
+}
+
+/* Forget what a block's spans hold (not what the table says). */
+static void block_clear(crec_idx *ix, struct crec_idx_block *b)
+{
+    for (size_t i = b->first; i < b->first + b->n; i++) {
+        crec_idx_span keep = ix->spans[i]; /* what the table said */
+        crec_idx_span_clear(&ix->spans[i]);
+        ix->spans[i].start = keep.start, ix->spans[i].kf = keep.kf;
+        ix->spans[i].at_point = keep.at_point;
+    }
+    b->decoded = b->valued = 0;
 }
 
 static int decode_block(crec_idx *ix, struct crec_idx_block *b, crec_error *err)
 {
     struct body d = {{NULL, b->len, 0}, err};
     uint8_t *raw = NULL;
+    uint64_t nvalues = 0;
     int rc = inflate_part(ix->image + b->zoff, b->zlen, b->len, &raw, err);
 
     d.c.p = raw;
     for (size_t i = b->first; rc == CREC_OK && i < b->first + b->n; i++)
-        rc = get_span(&d, &ix->spans[i], ix->spans[i].at_point);
+        rc = get_span(&d, &ix->spans[i], ix->spans[i].at_point, &nvalues);
     if (rc == CREC_OK && d.c.pos != d.c.len)
         rc = crec_error_corrupt(err, "index: %zu stray bytes in a block", d.c.len - d.c.pos);
+    if (rc == CREC_OK && nvalues != b->vlen)
+        rc = crec_error_corrupt(err, "index: a block's values take %" PRIu64 " bytes, not %zu",
+                                nvalues, b->vlen);
     crec_free(raw);
     b->decoded = rc == CREC_OK;
-    for (size_t i = b->first; rc != CREC_OK && i < b->first + b->n; i++) {
-        crec_idx_span keep = ix->spans[i]; /* what the table said */
-        crec_idx_span_clear(&ix->spans[i]);
-        ix->spans[i].start = keep.start, ix->spans[i].kf = keep.kf;
-        ix->spans[i].at_point = keep.at_point;
-    }
+    b->valued = rc == CREC_OK && b->vlen == 0;
+    if (rc != CREC_OK)
+        block_clear(ix, b);
     return rc;
 }
 
-int crec_idx_need(crec_idx *ix, size_t seg, crec_error *err)
+/* The block holding span seg (there are blocks). */
+static struct crec_idx_block *block_of(crec_idx *ix, size_t seg)
 {
     size_t lo = 0, hi = ix->nblocks;
 
-    if (!ix->blocks || seg >= ix->nspan)
-        return CREC_OK; /* built in memory: every segment is there */
     while (hi - lo > 1) { /* the last block starting at or before seg */
         size_t m = lo + (hi - lo) / 2;
         if (ix->blocks[m].first <= seg)
@@ -658,19 +830,67 @@ int crec_idx_need(crec_idx *ix, size_t seg, crec_error *err)
         else
             hi = m;
     }
-    if (ix->blocks[lo].decoded)
-        return CREC_OK;
-    return decode_block(ix, &ix->blocks[lo], err);
+    return &ix->blocks[lo];
+}
+
+/* The values of every valued span of a decoded block, in order (each is
+ * XORed with the block's last values before it). */
+static int block_values(crec_idx *ix, struct crec_idx_block *b, crec_error *err)
+{
+    struct xor_map last = {0};
+    uint8_t *raw = NULL;
+    size_t at = 0;
+    int rc = inflate_part(ix->image + b->vzoff, b->vzlen, b->vlen, &raw, err);
+
+    for (size_t i = b->first; rc == CREC_OK && i < b->first + b->n; i++)
+        if (ix->spans[i].flags & CREC_IDX_VALUED) {
+            rc = get_values(raw + at, &ix->spans[i], &last, err);
+            at += values_len(&ix->spans[i]); /* the sum was checked: vlen */
+        }
+    xor_free(&last);
+    crec_free(raw);
+    if (rc != CREC_OK) {
+        block_clear(ix, b);
+        return rc;
+    }
+    b->valued = 1;
+    return CREC_OK;
+}
+
+int crec_idx_need_values(crec_idx *ix, size_t seg, crec_error *err)
+{
+    struct crec_idx_block *b;
+    int rc;
+
+    if (!ix->blocks || seg >= ix->nspan)
+        return CREC_OK; /* built in memory: the values are there */
+    b = block_of(ix, seg);
+    if (!b->decoded && (rc = decode_block(ix, b, err)) != CREC_OK)
+        return rc;
+    return b->valued ? CREC_OK : block_values(ix, b, err);
+}
+
+int crec_idx_need(crec_idx *ix, size_t seg, crec_error *err)
+{
+    struct crec_idx_block *b;
+
+    if (!ix->blocks || seg >= ix->nspan)
+        return CREC_OK; /* built in memory: every segment is there */
+    b = block_of(ix, seg);
+    return b->decoded ? CREC_OK : decode_block(ix, b, err);
 }
 
 int crec_idx_need_all(crec_idx *ix, crec_error *err)
 {
-    for (size_t b = 0; b < ix->nblocks; b++)
-        if (!ix->blocks[b].decoded) {
-            int rc = decode_block(ix, &ix->blocks[b], err);
-            if (rc != CREC_OK)
-                return rc;
-        }
+    for (size_t b = 0; b < ix->nblocks; b++) {
+        int rc = CREC_OK;
+        if (!ix->blocks[b].decoded)
+            rc = decode_block(ix, &ix->blocks[b], err);
+        if (rc == CREC_OK && !ix->blocks[b].valued)
+            rc = block_values(ix, &ix->blocks[b], err);
+        if (rc != CREC_OK)
+            return rc;
+    }
     return CREC_OK;
 }
 

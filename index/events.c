@@ -139,7 +139,8 @@ int crec_idx_scan_keyframes(crec_fmt_reader *r, size_t nkf, uint64_t **offs, cre
     rc = crec_fmt_cursor_open(r, CREC_FMT_S_KEYFRAMES, 0, 0, &c, err);
     while (rc == CREC_OK && n < nkf) {
         o[n] = crec_fmt_cursor_offset(c);
-        if ((rc = crec_fmt_cursor_next(c, &kind, &body, &blen, err)) == CREC_OK)
+        if ((rc = crec_fmt_cursor_next(c, &kind, &body, &blen, err)) == CREC_OK &&
+            kind != CREC_FMT_K_CHECKPOINT) /* not where a replay starts */
             n++;
     }
     crec_fmt_cursor_free(c);

@@ -75,7 +75,7 @@ struct ex_lane {
     int finished;          /* it ran its last slice: q was freed */
     crec_replay_exec rx;
     crec_replay_watch w;
-    crec_replay_from rf;   /* where it started (lines kept until the run ends) */
+    crec_replay_from rf;   /* where it started (its lines are the index's) */
     uint64_t off;          /* the slice running: global time = own count + off */
     uint64_t own_start, own_end; /* ... its own counts */
     int active;            /* in a slice of [from, to): callbacks are live */
@@ -231,6 +231,16 @@ static void mark(struct crec_exec *x, size_t lane, int how, uint64_t addr, uint6
         }
         addr += n, len -= n;
     }
+}
+
+/* Bytes a lane's run was given at a restart point it passed (qx_continue):
+ * memory it holds, as if it had loaded them. */
+static void ex_restored(void *ctx, uint64_t addr, uint64_t len)
+{
+    struct ex_lane *l = ctx;
+
+    if (l->active || l->x->track_silent)
+        mark(l->x, l->index, MARK_LOAD, addr, len);
 }
 
 static void forget_all(struct crec_exec *x)
@@ -468,8 +478,6 @@ static int lane_start(struct crec_exec *x, struct ex_lane *l, uint64_t t, crec_e
     size_t kf;
     int rc;
 
-    crec_free((void *)rf->lines); /* a parked lane started before */
-    crec_free((void *)rf->values);
     memset(rf, 0, sizeof *rf);
     if (th->ix && th->ix->nspan > 0) {
         size_t sp = crec_idx_span_at(th->ix, t);
@@ -478,7 +486,9 @@ static int lane_start(struct crec_exec *x, struct ex_lane *l, uint64_t t, crec_e
             if ((rc = qx_restore_lines(th, sp, rf, err)) != CREC_OK)
                 return rc;
             for (size_t i = 0; x->track && x->track_silent && i < rf->nlines; i++)
-                mark(x, l->index, MARK_LOAD, rf->lines[i] << 6, 64);
+                for (unsigned b = 0; b < 64; b++)
+                    if (rf->masks[i] >> b & 1)
+                        mark(x, l->index, MARK_LOAD, (rf->lines[i] << 6) + b, 1);
         } else if ((rc = qx_need_kf(th, kf, err)) != CREC_OK) {
             return rc;
         }
@@ -530,8 +540,6 @@ static void lanes_free(struct crec_exec *x)
 {
     for (size_t i = 0; i < x->nlanes; i++) {
         crec_replay_qrun_free(x->lanes[i].q);
-        crec_free((void *)x->lanes[i].rf.lines);
-        crec_free((void *)x->lanes[i].rf.values);
     }
     crec_free(x->lanes);
     x->lanes = NULL;
@@ -620,7 +628,7 @@ static int run_slices(struct crec_exec *x, const crec_fmt_slice *v, size_t n, ui
         if (rc != CREC_OK)
             return rc;
         l->active = 1;
-        rc = crec_replay_qrun_continue(l->q, own_e, err);
+        rc = qx_continue(l->th, l->q, own_e, x->track ? ex_restored : NULL, l, err);
         l->active = 0;
         if (rc != CREC_OK)
             return rc;

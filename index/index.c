@@ -17,6 +17,7 @@
 
 #include "common/common.h"
 #include "index/index.h"
+#include "replayer/replayer.h"
 
 /* ---- lookups ------------------------------------------------------------- */
 
@@ -88,6 +89,77 @@ int crec_idx_touches(const crec_idx *ix, size_t seg, uint64_t addr, uint64_t len
                     : list_hits(s->touch, s->touch_mask, s->ntouch, addr, len))
         return 1;
     return crec_idx_kernel_writes(ix, seg, addr, len);
+}
+
+/* The entry of `line` in a sorted list, or n. */
+static size_t list_find(const uint64_t *v, size_t n, uint64_t line)
+{
+    size_t a = 0, b = n;
+
+    while (a < b) {
+        size_t m = a + (b - a) / 2;
+        if (v[m] < line)
+            a = m + 1;
+        else
+            b = m;
+    }
+    return a < n && v[a] == line ? a : n;
+}
+
+int crec_idx_byte_at_end(const crec_idx *ix, size_t seg, uint64_t addr, uint8_t *value)
+{
+    const crec_idx_span *s = &ix->spans[seg];
+    uint64_t line = addr >> CREC_IDX_LINE_SHIFT, bit = 1ull << (addr & 63);
+    size_t w = list_find(s->write, s->nwrite, line), k;
+    int touched;
+
+    if (w < s->nwrite && s->write_mask[w] & bit) {
+        /* its last store left it, unless the kernel wrote it after */
+        k = list_find(s->stale, s->nstale, line);
+        if (!(s->flags & CREC_IDX_VALUED) || !s->write_values || s->flags & CREC_IDX_WILD ||
+            (k < s->nstale && s->stale_mask[k] & bit))
+            return CREC_IDX_BYTE_REPLAY;
+        *value = s->write_values[64 * w + (addr & 63)];
+        return CREC_IDX_BYTE_VALUE;
+    }
+    w = list_find(s->touch, s->ntouch, line);
+    touched = w < s->ntouch && (s->touch_mask[w] & bit) != 0;
+    if (crec_idx_kernel_writes(ix, seg, addr, 1)) /* loaded before or after it? */
+        return touched ? CREC_IDX_BYTE_REPLAY : CREC_IDX_BYTE_KERNEL;
+    return touched ? CREC_IDX_BYTE_LOADED : CREC_IDX_BYTE_NONE;
+}
+
+int crec_idx_span_values(crec_idx_span *s,
+                         int (*read)(void *ctx, void *dst, uint64_t addr, uint64_t len),
+                         void *ctx)
+{
+    size_t n = s->nwrite ? s->nwrite : 1, k = 0, j = 0;
+    uint64_t *st = crec_malloc((s->nstale + n) * sizeof *st);
+    uint64_t *sm = crec_malloc((s->nstale + n) * sizeof *sm);
+
+    s->write_values = crec_malloc(n * 64);
+    if (!st || !sm || !s->write_values) {
+        crec_free(st), crec_free(sm), crec_free(s->write_values);
+        s->write_values = NULL;
+        return -1;
+    }
+    /* the stale lines, and the lines that can't be read, merged in order */
+    for (size_t i = 0; i < s->nwrite; i++) {
+        uint64_t m = read(ctx, s->write_values + 64 * i, s->write[i] << CREC_IDX_LINE_SHIFT,
+                          64) != 0 ? s->write_mask[i] : 0;
+        for (; j < s->nstale && s->stale[j] < s->write[i]; j++)
+            st[k] = s->stale[j], sm[k++] = s->stale_mask[j];
+        if (j < s->nstale && s->stale[j] == s->write[i])
+            m |= s->stale_mask[j++];
+        if (m)
+            st[k] = s->write[i], sm[k++] = m;
+    }
+    for (; j < s->nstale; j++)
+        st[k] = s->stale[j], sm[k++] = s->stale_mask[j];
+    crec_free(s->stale), crec_free(s->stale_mask);
+    s->stale = st, s->stale_mask = sm, s->nstale = k;
+    s->flags |= CREC_IDX_VALUED;
+    return 0;
 }
 
 /* ---- the recording's identity -------------------------------------------- */
@@ -263,6 +335,8 @@ int crec_idx_load(const char *path, uint32_t proc, uint32_t tid, const crec_fmt_
     }
     rc = crec_idx_decode(data + at, n, &ix, &quiet);
     crec_free(data);
+    if (rc == CREC_ERR_VERSION) /* a cache an older (or newer) crec wrote: built anew */
+        return crec_error_set(err, CREC_ERR_NOTFOUND, "%s: %s", ipath, quiet.msg);
     if (rc == CREC_ERR_NOMEM)
         return crec_error_set(err, rc, "%s: %s", ipath, quiet.msg);
     if (rc != CREC_OK) /* there, but not readable: rebuilt, and the user told why */
@@ -365,6 +439,42 @@ static void save(const char *path, uint32_t proc, uint32_t tid, const crec_idx *
     crec_fmt_buf_free(&all);
 }
 
+int crec_idx_save_spans(const char *path, uint32_t proc, crec_idx_span *spans, size_t nspans,
+                        crec_error *err)
+{
+    crec_fmt_reader *r = NULL;
+    crec_fmt_keyframe *kfs = NULL;
+    size_t nkf = 0;
+    crec_idx *ix = crec_calloc(1, sizeof *ix);
+    int rc = ix ? CREC_OK : crec_error_set(err, CREC_ERR_NOMEM, "out of memory for the index");
+
+    if (rc != CREC_OK) {
+        for (size_t i = 0; i < nspans; i++)
+            crec_idx_span_clear(&spans[i]);
+        crec_free(spans);
+        return rc;
+    }
+    ix->spans = spans, ix->nspan = nspans;
+    rc = crec_fmt_reader_open(path, &r, err);
+    if (rc == CREC_OK)
+        rc = crec_fmt_reader_select(r, proc, err);
+    if (rc == CREC_OK)
+        rc = crec_replay_load_keyframes(r, &kfs, &nkf, err);
+    crec_fmt_reader_free(r);
+    if (rc == CREC_OK)
+        rc = crec_idx_recording_id(path, &ix->rec_size, &ix->rec_hash, err);
+    if (rc == CREC_OK)
+        rc = crec_idx_read_tables(path, proc, kfs, nkf, ix, err);
+    if (rc == CREC_OK && !spans_fit(ix, kfs, nkf))
+        rc = crec_error_set(err, CREC_ERR_CORRUPT, "the index gathered while recording does "
+                            "not fit the recording's key frames");
+    if (rc == CREC_OK)
+        save(path, proc, 0, ix);
+    crec_idx_free(ix);
+    crec_free(kfs);
+    return rc;
+}
+
 int crec_idx_rebuild(const char *path, uint32_t proc, uint32_t tid, const crec_fmt_keyframe *kfs,
                      size_t nkf, unsigned jobs, crec_progress_fn progress, void *pctx,
                      crec_idx **out, crec_error *err)
@@ -374,7 +484,7 @@ int crec_idx_rebuild(const char *path, uint32_t proc, uint32_t tid, const crec_f
 
     if (!jobs) /* a query's build: two host threads, or the CPUs if fewer */
         jobs = ncpu > 2 ? 2 : (unsigned)(ncpu > 0 ? ncpu : 1);
-    rc = crec_idx_build(path, proc, kfs, nkf, jobs, progress, pctx, out, err);
+    rc = crec_idx_build(path, proc, kfs, nkf, jobs, tid == 0, progress, pctx, out, err);
 
     if (rc == CREC_OK)
         save(path, proc, tid, *out);

@@ -3,8 +3,9 @@
  *
  * For each span of a recording (a key-frame segment, or a part of one
  * after a restart point) the index holds the 64-byte lines the guest
- * loaded or stored and the ranges the kernel (syscalls, new mappings)
- * wrote, and for a restart point what a replay needs to start there.  It
+ * loaded or stored, the values its stores left, the ranges the kernel
+ * (syscalls, new mappings) wrote, and for a restart point what a replay
+ * needs to start there.  It
  * is built by replaying every segment and kept beside the recording in
  * FILE.idx (FILE.pN.idx for process N of a recording of several).  The public face of this module is the
  * crec_open/crec_query API in include/crec.h; this header is for tests.
@@ -29,28 +30,38 @@
  *
  * A span that starts at a point holds what a replay needs to start there
  * (crec_replay_from): the point (registers and stream positions, as a key
- * frame) and the lines the span before it accessed, with their values at
- * the point.  Starting at a point, a replay writes the lines of every
- * point span of the segment up to it, in order.
+ * frame) and the bytes the span loads before it stores them (which the
+ * recording's cache predicted: READS does not hold them), with their
+ * values at the point.  A replay starting at a point writes them; one
+ * that passes a point (it started before) writes that span's too, at the
+ * point exactly (qx_continue): it holds every byte it accessed already,
+ * and those are the others the span needs.
  */
 typedef struct crec_idx_span {
     uint64_t start;        /* global icount where it starts */
     size_t kf;             /* the key frame of its segment */
     int at_point;          /* it starts at a restart point, not the key frame */
     crec_fmt_keyframe *point; /* ... that point (once its block is read) */
-    size_t nlines;         /* ... else the memory to restore: */
+    size_t nlines;         /* ... and the memory to restore: */
     uint64_t *lines;       /* sorted line numbers */
-    uint8_t *values;       /* 64 bytes a line */
+    uint64_t *masks;       /* ... the bytes of each (bit b: byte b) */
+    uint8_t *values;       /* 64 bytes a line (those of its mask count) */
     uint32_t flags;        /* CREC_IDX_WILD: the kernel wrote unknown ranges */
     size_t ntouch, nwrite, nk;
     uint64_t *touch;       /* sorted line numbers loaded or stored */
     uint64_t *touch_mask;  /* ... and which of their bytes */
     uint64_t *write;       /* sorted line numbers stored (a subset of touch) */
     uint64_t *write_mask;
+    uint8_t *write_values; /* CREC_IDX_VALUED: 64 bytes a stored line, those of
+                              its mask holding their values at the span's end */
+    size_t nstale;         /* stored bytes whose value at the end is not kept */
+    uint64_t *stale;       /* (the kernel wrote them after the last store, or */
+    uint64_t *stale_mask;  /* ... unmapped since): sorted, a subset of write */
     uint64_t *k;           /* nk (addr, len) pairs written by the kernel */
 } crec_idx_span;
 
 #define CREC_IDX_WILD 1
+#define CREC_IDX_VALUED 2 /* the span holds the values its stores left */
 
 struct crec_idx_block; /* codec.c */
 
@@ -89,6 +100,21 @@ int crec_idx_decode(const uint8_t *data, size_t len, crec_idx **out, crec_error 
 int crec_idx_need(crec_idx *ix, size_t seg, crec_error *err);
 int crec_idx_need_all(crec_idx *ix, crec_error *err);
 
+/*! crec_idx_need_values() : the same, and the values of the stores of the
+ *  spans of that block (read apart: most queries pass over most spans'
+ *  values; crec_idx_need_all reads them all).
+ *  @return CREC_OK or CREC_ERR_CORRUPT / CREC_ERR_NOMEM. */
+int crec_idx_need_values(crec_idx *ix, size_t seg, crec_error *err);
+
+/*! crec_idx_span_values() : the values span s's stores left, read with
+ *  read(ctx, dst, addr, len) (0: read; memory at the span's end), and
+ *  CREC_IDX_VALUED; a stored line that can't be read (unmapped since)
+ *  joins s's stale lines: its bytes are answered by a replay.
+ *  @return 0, or -1 out of memory (s then has no values). */
+int crec_idx_span_values(crec_idx_span *s,
+                         int (*read)(void *ctx, void *dst, uint64_t addr, uint64_t len),
+                         void *ctx);
+
 /*! crec_idx_span_clear() : free what a span holds and zero it. */
 void crec_idx_span_clear(crec_idx_span *s);
 
@@ -107,6 +133,25 @@ int crec_idx_touches(const crec_idx *ix, size_t seg, uint64_t addr, uint64_t len
 /*! crec_idx_line_mask() : @return the bytes of line `line` that
  *  [addr, addr+len) covers, as a mask (bit b: byte b); the range must meet it. */
 uint64_t crec_idx_line_mask(uint64_t line, uint64_t addr, uint64_t len);
+
+/* How a span leaves a byte, seen from a time at or after its end
+ * (crec_idx_byte_at_end). */
+enum crec_idx_byte {
+    CREC_IDX_BYTE_NONE = 0,   /* not accessed: look at the spans before */
+    CREC_IDX_BYTE_LOADED,     /* only loaded, which changes nothing: look before */
+    CREC_IDX_BYTE_VALUE,      /* stored: its value at the span's end is known */
+    CREC_IDX_BYTE_REPLAY,     /* stored with no value kept, or the kernel wrote it
+                                 and the guest loaded it too (in some order) */
+    CREC_IDX_BYTE_KERNEL,     /* only the kernel wrote it: its value is that of
+                                 a snapshot taken since, or unknown */
+};
+
+/*! crec_idx_byte_at_end() : what span `seg` did to the byte at addr
+ *  (docs/QUERY.md, "Answering"); *value gets the byte for
+ *  CREC_IDX_BYTE_VALUE (the span's values read: crec_idx_need_values;
+ *  not read yet, a stored byte says CREC_IDX_BYTE_REPLAY).
+ *  @return a crec_idx_byte. */
+int crec_idx_byte_at_end(const crec_idx *ix, size_t seg, uint64_t addr, uint8_t *value);
 
 /*! crec_idx_kernel_writes() : does the kernel (a syscall, a change of the
  *  memory map) write any byte of [addr, addr+len) in span `seg`?
@@ -133,11 +178,28 @@ int crec_idx_dense_read(const char *path, crec_idx_dense **out, size_t *n);
 int crec_idx_dense_add(const char *path, const crec_idx_dense *d, crec_error *err);
 
 /*! crec_idx_build() : replay every segment (on `jobs` threads) and collect
- *  the index, calling progress (may be NULL) now and then from this thread.
+ *  the index, calling progress (may be NULL) now and then from this thread;
+ *  values: keep the values each span's stores left (CREC_IDX_VALUED; not
+ *  for a thread of several, whose replay alone lacks the others' stores).
  *  @return CREC_OK and *out, or an error. */
 int crec_idx_build(const char *path, uint32_t proc, const crec_fmt_keyframe *kfs, size_t nkf,
-                   unsigned jobs, crec_progress_fn progress, void *pctx, crec_idx **out,
-                   crec_error *err);
+                   unsigned jobs, int values, crec_progress_fn progress, void *pctx,
+                   crec_idx **out, crec_error *err);
+
+/*! crec_idx_read_tables() : what the index keeps besides the spans (where
+ *  the blobs lie, the ranges ever mapped, the syscall times, the key frames
+ *  kfs without their registers), read from the recording at path, into ix.
+ *  @return CREC_OK or an error. */
+int crec_idx_read_tables(const char *path, uint32_t proc, const crec_fmt_keyframe *kfs,
+                         size_t nkf, crec_idx *ix, crec_error *err);
+
+/*! crec_idx_save_spans() : write the index file of process `proc` of the
+ *  recording at path (of one thread: crec_idx_file) from spans gathered while it was recorded (recorder/rec_index.c):
+ *  the rest is read from the finished file, and the spans are checked to
+ *  fit its key frames first.  The spans are the index's now (freed on any
+ *  failure too).  @return CREC_OK or an error (then no file is written). */
+int crec_idx_save_spans(const char *path, uint32_t proc, crec_idx_span *spans, size_t nspans,
+                        crec_error *err);
 
 /*! crec_idx_scan_events() : every range ever mapped (sorted, merged
  *  (start, end) pairs) and the icount of every syscall, from the EVENTS

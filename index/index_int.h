@@ -214,9 +214,18 @@ void qx_program_free(crec_recording *rec);
 /* query.c */
 
 /*! qx_restore_lines() : where a run starting at point span sp starts, with
- *  the memory it restores (from->lines and ->values are crec_malloc'd: the
- *  caller frees them).  @return CREC_OK or an error. */
+ *  the memory it restores (the index's: not to be freed, nor kept past a
+ *  drop of the index).  @return CREC_OK or an error. */
 int qx_restore_lines(crec_recording *rec, size_t sp, crec_replay_from *from, crec_error *err);
+
+/*! qx_continue() : run q on to exactly `until` (crec_replay_qrun_continue),
+ *  stopping at the start of every point span of the index on the way to
+ *  write the memory it needs (its seed); restored (may be NULL) is told of
+ *  each byte written.  A run its execution client halts (a `crec find`
+ *  that found) ends there, before `until`.  @return CREC_OK or an error. */
+int qx_continue(crec_recording *rec, crec_replay_qrun *q, uint64_t until,
+                void (*restored)(void *ctx, uint64_t addr, uint64_t len), void *ctx,
+                crec_error *err);
 
 /*! qx_read_at() : crec_read_memory at time t, whatever the current time.
  *  known must not be NULL.  @return as crec_read_memory. */

@@ -5,12 +5,15 @@
  *
  * The value of byte X at time T:
  *   1. X in a code mapping: the code bytes;
- *   2. going back from T's segment, each segment that the index says
- *      touches X is replayed (to T, or to its end), watching X: if the
- *      guest loaded or stored X there, replay memory holds X's value; if
- *      the kernel (a syscall, a new mapping) wrote X last, replay memory
- *      does not, and only a snapshot taken after that write and at or
- *      before T knows it;
+ *   2. going back from T's span, each span that the index says touches X:
+ *      one that ends by T gives the value its stores left, if it stored X
+ *      last (kept in the index, no replay), and passes over X if it only
+ *      loaded it (a load changes nothing); the span holding T, or one
+ *      whose value the index can't give (the kernel wrote X there), is
+ *      replayed (to T, or to its end), watching X: if the guest loaded or
+ *      stored X there, replay memory holds X's value; if the kernel (a
+ *      syscall, a new mapping) wrote X last, replay memory does not, and
+ *      only a snapshot taken after that write and at or before T knows it;
  *   3. once the search passes the last snapshot S at or before T, the
  *      bytes still open were not touched between S and T: if X's page was
  *      mapped (and not executable) at S, the newest snapshot of the page at
@@ -37,7 +40,8 @@ struct answer {
     uint8_t *buf, *known;
     uint8_t *done;   /* settled: known, or known to be unknown */
     size_t open;     /* bytes not done */
-    int nsrc[4];     /* bytes answered by each CREC_SRC_* */
+    size_t *load_sp; /* the latest span by t that only loaded it (SIZE_MAX: none) */
+    int nsrc[5];     /* bytes answered by each CREC_SRC_* */
 };
 
 static void answer_unknown(struct answer *a, size_t i)
@@ -103,39 +107,61 @@ int qx_run_checked(crec_recording *rec, size_t kf, const crec_replay_from *from,
     return rc;
 }
 
-/* The memory a run starting at point span sp restores: the lines of every
- * point span of its segment up to it, in order (later ones win). */
+/* The memory a run starting at point span sp restores: the span's seed
+ * (index/build.c), which the caller must not free (it is the index's). */
 int qx_restore_lines(crec_recording *rec, size_t sp, crec_replay_from *from,
-                         crec_error *err)
+                     crec_error *err)
+{
+    const crec_idx_span *s;
+    int rc = crec_idx_need(rec->ix, sp, err);
+
+    if (rc != CREC_OK)
+        return rc;
+    s = &rec->ix->spans[sp];
+    *from = (crec_replay_from){s->point, s->nlines, s->lines, s->values, s->masks};
+    return CREC_OK;
+}
+
+int qx_continue(crec_recording *rec, crec_replay_qrun *q, uint64_t until,
+                void (*restored)(void *ctx, uint64_t addr, uint64_t len), void *ctx,
+                crec_error *err)
 {
     const crec_idx *ix = rec->ix;
-    size_t first = sp, n = 0;
-    int rc;
+    uint64_t now = crec_replay_qrun_icount(q);
+    size_t sp;
+    int rc = CREC_OK;
 
-    while (first > 0 && ix->spans[first].at_point)
-        first--; /* the segment's key-frame span */
-    for (size_t i = first + 1; i <= sp; i++) {
-        if ((rc = crec_idx_need(rec->ix, i, err)) != CREC_OK)
-            return rc;
-        n += ix->spans[i].nlines;
+    if (!ix || ix->nspan == 0)
+        return crec_replay_qrun_continue(q, until, err);
+    /* each point span on the way: run to its start exactly, give it its seed */
+    for (sp = crec_idx_span_at(ix, now); sp < ix->nspan && rc == CREC_OK; sp++) {
+        const crec_idx_span *s = &ix->spans[sp];
+        if (s->start < now || !s->at_point)
+            continue;
+        if (s->start >= until && !(s->start == until && s->start == now))
+            break;
+        if (s->start > now && (rc = crec_replay_qrun_continue(q, s->start, err)) != CREC_OK)
+            break;
+        if (crec_replay_qrun_halted(q)) /* its client ended it short of the point */
+            return CREC_OK;
+        if (crec_replay_qrun_icount(q) != s->start)
+            return crec_error_set(err, CREC_ERR_DIVERGENCE, "replay stopped at instruction %"
+                                  PRIu64 ", not %" PRIu64, crec_replay_qrun_icount(q),
+                                  s->start);
+        if ((rc = crec_idx_need(rec->ix, sp, err)) != CREC_OK)
+            break;
+        s = &ix->spans[sp];
+        for (size_t i = 0; i < s->nlines; i++) {
+            crec_replay_qrun_write_masked(q, s->lines[i], s->masks[i], s->values + 64 * i);
+            for (unsigned b = 0; restored && b < 64; b++)
+                if (s->masks[i] >> b & 1)
+                    restored(ctx, (s->lines[i] << 6) + b, 1);
+        }
+        now = s->start;
     }
-    uint64_t *lines = crec_malloc((n ? n : 1) * sizeof *lines);
-    uint8_t *values = crec_malloc(n ? 64 * n : 1);
-    if (!lines || !values) {
-        crec_free(lines);
-        crec_free(values);
-        return crec_error_set(err, CREC_ERR_NOMEM,
-                              "out of memory for the lines a restart point restores");
-    }
-    n = 0;
-    for (size_t i = first + 1; i <= sp; i++) {
-        const crec_idx_span *s = &ix->spans[i];
-        memcpy(lines + n, s->lines, s->nlines * sizeof *lines);
-        memcpy(values + 64 * n, s->values, 64 * s->nlines);
-        n += s->nlines;
-    }
-    *from = (crec_replay_from){ix->spans[sp].point, n, lines, values};
-    return CREC_OK;
+    if (rc == CREC_OK && now < until)
+        rc = crec_replay_qrun_continue(q, until, err);
+    return rc;
 }
 
 /* A run from the start of span sp of the index (its key frame, or its
@@ -146,13 +172,17 @@ int qx_run_span(crec_recording *rec, size_t sp, uint64_t until, crec_replay_acce
     crec_replay_from from = {0};
     int rc;
 
+    uint64_t end = qx_span_end(rec, sp);
+
     if (!rec->ix->spans[sp].at_point)
-        return qx_run_checked(rec, rec->ix->spans[sp].kf, NULL, until, fn, ctx, q, err);
-    rc = qx_restore_lines(rec, sp, &from, err);
-    if (rc == CREC_OK)
-        rc = qx_run_checked(rec, rec->ix->spans[sp].kf, &from, until, fn, ctx, q, err);
-    crec_free((void *)from.lines);
-    crec_free((void *)from.values);
+        rc = qx_run_checked(rec, rec->ix->spans[sp].kf, NULL, until < end ? until : end, fn,
+                            ctx, q, err);
+    else if ((rc = qx_restore_lines(rec, sp, &from, err)) == CREC_OK)
+        rc = qx_run_checked(rec, rec->ix->spans[sp].kf, &from, until < end ? until : end, fn,
+                            ctx, q, err);
+    /* past the span: through the points on the way */
+    if (rc == CREC_OK && until > end)
+        rc = qx_continue(rec, *q, until, NULL, NULL, err);
     return rc;
 }
 
@@ -263,7 +293,8 @@ static int settle_at_snapshot(crec_recording *rec, struct answer *a, size_t ks,
         if ((rc = qx_prot_at_keyframe(rec, ks, page, &prot, err)) != CREC_OK)
             return rc;
         if (prot < 0) {
-            answer_unknown(a, i);
+            if (a->load_sp[i] == SIZE_MAX) /* a load's value is known: replay it */
+                answer_unknown(a, i);
             continue;
         }
         p = qx_snap_find(rec, page, s);
@@ -274,8 +305,9 @@ static int settle_at_snapshot(crec_recording *rec, struct answer *a, size_t ks,
     return CREC_OK;
 }
 
-/* Does segment c touch one of the open bytes? */
-static int touches_open(const crec_recording *rec, size_t c, const struct answer *a)
+/* Does segment c touch (writes_only: store or kernel-write) one of the open bytes? */
+static int touches_open(const crec_recording *rec, size_t c, const struct answer *a,
+                        int writes_only)
 {
     for (size_t i = 0; i < a->len;) {
         size_t n = 0;
@@ -285,11 +317,110 @@ static int touches_open(const crec_recording *rec, size_t c, const struct answer
         }
         while (i + n < a->len && !a->done[i + n])
             n++;
-        if (crec_idx_touches(rec->ix, c, a->addr + i, n, 0))
+        if (crec_idx_touches(rec->ix, c, a->addr + i, n, writes_only))
             return 1;
         i += n;
     }
     return 0;
+}
+
+/* Replay the spans that last loaded the open bytes for which the search
+ * found nothing better (want[i]): a load's value is the value then, and
+ * nothing wrote the byte between it and t. */
+static int replay_loads(crec_recording *rec, struct answer *a, struct qx_track *tr,
+                        const uint8_t *want, crec_error *err)
+{
+    for (size_t i = 0; i < a->len; i++) {
+        size_t sp = a->load_sp[i];
+        int rc;
+        if (a->done[i] || (want && !want[i]) || sp == SIZE_MAX)
+            continue;
+        if ((rc = replay_and_settle(rec, sp, qx_span_end(rec, sp), tr, a, err)) != CREC_OK)
+            return rc;
+        for (size_t j = i; j < a->len; j++) /* a span that is no help is not asked again */
+            if (!a->done[j] && a->load_sp[j] == sp)
+                a->load_sp[j] = SIZE_MAX;
+    }
+    return CREC_OK;
+}
+
+/* Byte i was written last by the kernel, in span sp (with no load or store
+ * of it there): settle it as a replay would (settle), without one when the
+ * snapshot that could hold it was taken after the span (it does) or
+ * before it (none does); else the span is replayed (*replay 1) to learn
+ * when the kernel wrote it. */
+static int kernel_byte(crec_recording *rec, size_t sp, struct answer *a, size_t i, int *replay,
+                       crec_error *err)
+{
+    const struct qx_snap_page *p =
+        qx_snap_find(rec, (a->addr + i) & ~(CREC_PAGE_SIZE - 1), a->t);
+
+    if (p && p->icount >= qx_span_end(rec, sp))
+        return answer_from_snapshot(rec, a, i, p, err);
+    if (!p || p->icount < rec->ix->spans[sp].start)
+        answer_unknown(a, i);
+    else
+        *replay = 1;
+    return CREC_OK;
+}
+
+/*
+ * Span sp ends at or before t: answer from the index what it can.  A byte
+ * it stored last has the value the span's stores left (CREC_IDX_VALUED);
+ * one it only loaded stays open for the spans before (a load changes
+ * nothing); one it stored with no value kept, or the kernel wrote, needs
+ * a replay: of the latest span that loaded it since, if any (its value
+ * is the loaded one), else of this span (*replay 1).
+ */
+static int settle_from_values(crec_recording *rec, size_t sp, struct answer *a,
+                              struct qx_track *tr, int *replay, crec_error *err)
+{
+    int rc = CREC_OK, loads = 0;
+
+    *replay = 0;
+    /* its values are read only when it stores what is asked */
+    if (rec->ix->spans[sp].flags & CREC_IDX_VALUED && touches_open(rec, sp, a, 1) &&
+        (rc = crec_idx_need_values(rec->ix, sp, err)) != CREC_OK)
+        return rc;
+    memset(tr->st, 0, a->len); /* here: the bytes that want their load replayed */
+    for (size_t i = 0; i < a->len; i++) {
+        uint8_t v;
+        if (a->done[i])
+            continue;
+        switch (crec_idx_byte_at_end(rec->ix, sp, a->addr + i, &v)) {
+        case CREC_IDX_BYTE_LOADED:
+            if (a->load_sp[i] == SIZE_MAX)
+                a->load_sp[i] = sp;
+            break;
+        case CREC_IDX_BYTE_VALUE:
+            a->buf[i] = v;
+            a->known[i] = a->done[i] = 1;
+            a->open--;
+            a->nsrc[CREC_SRC_INDEX]++;
+            break;
+        case CREC_IDX_BYTE_KERNEL: /* a load since has its value; else kernel_byte */
+            if (a->load_sp[i] != SIZE_MAX)
+                tr->st[i] = 1, loads = 1;
+            else if ((rc = kernel_byte(rec, sp, a, i, replay, err)) != CREC_OK)
+                return rc;
+            break;
+        case CREC_IDX_BYTE_REPLAY:
+            if (a->load_sp[i] != SIZE_MAX)
+                tr->st[i] = 1, loads = 1;
+            else
+                *replay = 1;
+            break;
+        }
+    }
+    if (loads) {
+        uint8_t *want = crec_malloc(a->len);
+        if (!want)
+            return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for a query");
+        memcpy(want, tr->st, a->len);
+        rc = replay_loads(rec, a, tr, want, err);
+        crec_free(want);
+    }
+    return rc;
 }
 
 /* Steps 2 and 3 of the method (top of this file). */
@@ -297,22 +428,30 @@ static int search_index(crec_recording *rec, struct answer *a, struct qx_track *
                         crec_error *err)
 {
     size_t ks = 0, sp = crec_idx_span_at(rec->ix, a->t) + 1;
-    int have_snap = qx_last_snapshot(rec, a->t, &ks), rc;
+    int have_snap = qx_last_snapshot(rec, a->t, &ks), rc = CREC_OK, replay;
     uint64_t snap_t = rec->kfs[ks].global_icount;
 
     while (sp-- > 0 && a->open > 0) {
         uint64_t start = rec->ix->spans[sp].start, end = qx_span_end(rec, sp);
         if (have_snap && start < snap_t) {
             have_snap = 0; /* spans from the snapshot on are done: X is as it was then */
-            if ((rc = settle_at_snapshot(rec, a, ks, err)) != CREC_OK || a->open == 0)
+            if ((rc = settle_at_snapshot(rec, a, ks, err)) != CREC_OK ||
+                (rc = replay_loads(rec, a, tr, NULL, err)) != CREC_OK || a->open == 0)
                 return rc;
         }
         if (start >= a->t)
             continue; /* nothing of it runs before t */
         if ((rc = crec_idx_need(rec->ix, sp, err)) != CREC_OK)
             return rc;
-        if (!touches_open(rec, sp, a))
+        if (!touches_open(rec, sp, a, 0))
             continue; /* it leaves the open bytes alone */
+        /* the span holding t is replayed: its accesses may come after t */
+        if (end <= a->t) {
+            if ((rc = settle_from_values(rec, sp, a, tr, &replay, err)) != CREC_OK)
+                return rc;
+            if (!replay)
+                continue;
+        }
         if (snapshots_since(rec, a, end))
             return CREC_OK; /* the bytes are in snapshots taken after it */
         rc = replay_and_settle(rec, sp, a->t < end ? a->t : end, tr, a, err);
@@ -320,8 +459,10 @@ static int search_index(crec_recording *rec, struct answer *a, struct qx_track *
             return rc;
     }
     if (have_snap && a->open > 0) /* every span was searched, back to the snapshot */
-        return settle_at_snapshot(rec, a, ks, err);
-    return CREC_OK;
+        rc = settle_at_snapshot(rec, a, ks, err);
+    if (rc == CREC_OK && a->open > 0) /* no snapshot has them, a load does */
+        rc = replay_loads(rec, a, tr, NULL, err);
+    return rc;
 }
 
 static int answer_init(struct answer *a, struct qx_track *tr, uint64_t addr, size_t len,
@@ -331,16 +472,20 @@ static int answer_init(struct answer *a, struct qx_track *tr, uint64_t addr, siz
     a->addr = addr, a->len = len, a->t = t, a->open = len;
     a->buf = buf, a->known = known;
     a->done = crec_calloc(len, 1);
+    a->load_sp = crec_malloc(len * sizeof *a->load_sp);
+    for (size_t i = 0; a->load_sp && i < len; i++)
+        a->load_sp[i] = SIZE_MAX;
     tr->addr = addr, tr->len = len;
     tr->at = NULL;
     tr->st = crec_calloc(len, 1);
     tr->kt = crec_calloc(len, sizeof *tr->kt);
-    return a->done && tr->st && tr->kt ? 0 : -1;
+    return a->done && a->load_sp && tr->st && tr->kt ? 0 : -1;
 }
 
 static void answer_free(struct answer *a, struct qx_track *tr)
 {
     crec_free(a->done);
+    crec_free(a->load_sp);
     crec_free(tr->st);
     crec_free(tr->kt);
 }
@@ -350,7 +495,7 @@ static int answer_source(const struct answer *a)
 {
     int best = 0;
 
-    for (int s = 1; s < 4; s++)
+    for (int s = 1; s < 5; s++)
         if (a->nsrc[s] > a->nsrc[best])
             best = s;
     return best;
@@ -631,7 +776,7 @@ static int run_on(crec_recording *rec, size_t sp, struct watch *w, crec_replay_q
 
     if (!*q)
         return qx_run_span(rec, sp, end, watch_access, w, q, err);
-    rc = crec_replay_qrun_continue(*q, end, err);
+    rc = qx_continue(rec, *q, end, NULL, NULL, err);
     if (rc == CREC_OK && crec_replay_qrun_icount(*q) != end)
         rc = crec_error_set(err, CREC_ERR_DIVERGENCE, "replay stopped at instruction %" PRIu64
                             ", not %" PRIu64, crec_replay_qrun_icount(*q), end);

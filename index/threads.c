@@ -333,7 +333,7 @@ static int thread_changes(crec_recording *rec, uint32_t tid, struct thread_watch
         if (!q)
             rc = qx_run_span(th, sp, end, watch_access, w, &q, err);
         else
-            rc = crec_replay_qrun_continue(q, end, err);
+            rc = qx_continue(th, q, end, NULL, NULL, err);
         if (rc == CREC_OK)
             settle_store(w, q);
     }

@@ -255,8 +255,10 @@ int rec_on_mem_event(struct rec_session *rs, const struct crec_emu_mem_event *me
     ev.u.mmap.prot = (uint64_t)mev->prot;
     /* New or vanished bytes: the cache's knowledge of the range is void,
      * and new bytes go in the next snapshot (vanished ones can't). */
-    if (mev->kind != CREC_MEM_MPROTECT)
+    if (mev->kind != CREC_MEM_MPROTECT) {
         crec_pcache_forget(rs->pc, mev->addr, mev->len);
+        rec_ix_kernel(rs, mev->addr, mev->len); /* as a replay reports the change */
+    }
     if (mev->kind != CREC_MEM_MPROTECT && mev->kind != CREC_MEM_MUNMAP)
         rec_mark_dirty(rs, mev->addr, mev->len);
     code_hashes_touch(rs, mev->addr, mev->len);

@@ -18,6 +18,7 @@
  * so the program's next load of a changed byte misses and is logged then.
  */
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -231,6 +232,7 @@ static void rec_log_load(struct rec_session *rs, uint64_t addr, unsigned size)
         crec_error_set(&err, CREC_ERR_NOMEM, "out of memory buffering the read stream");
         rec_fail(rs, &err);
     }
+    rs->stats.reads_hit += rs->hits;
     rs->hits = 0;
     rs->stats.reads_logged++;
     if (rs->reads.len >= CREC_FMT_DEFAULT_CHUNK)
@@ -242,12 +244,14 @@ static void rec_log_load(struct rec_session *rs, uint64_t addr, unsigned size)
 static inline void rec_check_load(struct rec_session *rs, uint64_t addr, unsigned size,
                                   const uint8_t *bytes)
 {
-    if (crec_pcache_read(rs->pc, addr, bytes, size)) {
-        rs->hits++;
-        rs->stats.reads_hit++;
-    } else {
+    int hit = crec_pcache_read(rs->pc, addr, bytes, size);
+
+    /* before logging: the index needs the cache's bytes of a predicted load */
+    rec_ix_access(rs, addr, size, 0, hit);
+    if (hit)
+        rs->hits++; /* counted into stats.reads_hit when logged */
+    else
         rec_log_load(rs, addr, size);
-    }
 }
 
 /*
@@ -274,11 +278,46 @@ static int rec_load(struct rec_session *rs, uint64_t addr, unsigned size, uint8_
 
 /* A load or a store: Unicorn's, or one of an instruction emu executes
  * itself (AVX and up), which emu reports through the same hook. */
+/* After a slow path brought guest page `page` into the cache's table: say
+ * where it is in host memory, for the fast path of the next access. */
+static void rec_bind_host(struct rec_session *rs, uint64_t page)
+{
+    struct crec_pcache_tlbe *e = pcache_tlb(rs->pc, page);
+
+    if (e && !e->host)
+        e->host = crec_emu_hostpages_find(&rs->hostpages, rs->cpu, page * CREC_PAGE_SIZE,
+                                          CREC_PAGE_SIZE);
+}
+
 static void rec_mem_hook(void *ctx, int kind, uint64_t addr, unsigned size, uint64_t value)
 {
     struct rec_session *rs = ctx;
+    uint64_t page = addr / CREC_PAGE_SIZE;
+    unsigned off = (unsigned)(addr % CREC_PAGE_SIZE);
+    struct crec_pcache_tlbe *e = pcache_tlb(rs->pc, page);
     const uint8_t *bytes;
 
+    /* Most accesses: inside one granule of a page in the cache's table.
+     * The page also keeps, for the index, what the span did with it. */
+    if (e && e->host && off % CREC_PCACHE_GRANULE + size <= CREC_PCACHE_GRANULE) {
+        struct crec_pcache_page *p = e->p;
+        unsigned g = off / CREC_PCACHE_GRANULE;
+        uint8_t m = (uint8_t)((0xffu >> (8 - size)) << (off % CREC_PCACHE_GRANULE));
+        if (kind != CREC_EMU_LOAD) {
+            pcache_put(p, off, size, value);
+            p->touch[g] |= m;
+            p->wrote[g] |= m;
+            rec_mark_dirty(rs, addr, (uint64_t)size);
+            return;
+        }
+        if (pcache_hit(p, off, size, pcache_load_le(e->host + off, size))) {
+            if (m & ~p->touch[g]) /* the span had not touched these bytes */
+                rec_ix_need(rs, p, g, m & ~p->touch[g]);
+            p->touch[g] |= m;
+            rs->hits++; /* counted into stats.reads_hit when logged */
+            return;
+        }
+    }
     if (size > CREC_PCACHE_MAX_ACCESS)
         return;
     if (kind == CREC_EMU_LOAD) {
@@ -288,6 +327,7 @@ static void rec_mem_hook(void *ctx, int kind, uint64_t addr, unsigned size, uint
             rec_check_load(rs, addr, size, bytes);
         else
             rec_load(rs, addr, size, NULL);
+        rec_bind_host(rs, page);
         return;
     }
     /* A store: Unicorn passes the value (up to 8 bytes), little-endian. */
@@ -295,7 +335,9 @@ static void rec_mem_hook(void *ctx, int kind, uint64_t addr, unsigned size, uint
         crec_pcache_forget(rs->pc, addr, (uint64_t)size);
     else
         crec_pcache_store(rs->pc, addr, (uint64_t)value, (unsigned)size);
+    rec_ix_access(rs, addr, size, 1, 0);
     rec_mark_dirty(rs, addr, (uint64_t)size);
+    rec_bind_host(rs, page);
 }
 
 /*
@@ -331,12 +373,11 @@ static int rec_kernel_read(void *ctx, uint64_t addr, unsigned len, uint8_t *out)
  * inside a block hook (it may still point into the previous block).  0:
  * the registers' own RIP.
  */
-int rec_keyframe(struct rec_session *rs, uint64_t icount, uint64_t ticount, uint64_t rip,
-                 const crec_regs *regs)
+static int rec_fill_point(struct rec_session *rs, uint64_t icount, uint64_t ticount,
+                          uint64_t rip, const crec_regs *regs, crec_fmt_keyframe *out)
 {
     crec_fmt_keyframe kf = {0};
-    crec_error err = {0};
-    int rc;
+    crec_error err;
 
     if (rec_flush_reads(rs) != CREC_OK || rec_flush_seq(rs, rs->cur) != CREC_OK)
         return CREC_ERR_IO;
@@ -356,18 +397,50 @@ int rec_keyframe(struct rec_session *rs, uint64_t icount, uint64_t ticount, uint
     kf.events_off = crec_fmt_writer_offset(rs->w, CREC_FMT_S_EVENTS, rs->tid);
     kf.seq_off = crec_fmt_writer_offset(rs->w, CREC_FMT_S_SEQ, rs->tid);
     kf.hits_before = rs->hits;
+    *out = kf;
+    return CREC_OK;
+}
+
+/*
+ * A point of the running thread at global count `icount` and its own
+ * count `ticount`: a key frame (`key`), after which its cache is flushed
+ * and the memory map listed, so that a replay can start there; or a check
+ * point, which a replay checks but does not start at (docs/FORMAT.md).
+ */
+static int rec_point(struct rec_session *rs, uint64_t icount, uint64_t ticount, uint64_t rip,
+                     const crec_regs *regs, int key)
+{
+    crec_fmt_keyframe kf;
+    crec_error err = {0};
+    int rc = rec_fill_point(rs, icount, ticount, rip, regs, &kf);
+
+    if (rc != CREC_OK)
+        return rc;
     crec_fmt_buf_reset(&rs->scratch);
-    rc = crec_fmt_kf_encode(&rs->scratch, &kf);
+    rc = key ? crec_fmt_kf_encode(&rs->scratch, &kf) : crec_fmt_cp_encode(&rs->scratch, &kf);
     if (rc == CREC_OK)
         rc = crec_fmt_write_buf(rs->w, CREC_FMT_S_KEYFRAMES, 0, &rs->scratch, &err);
     if (rc != CREC_OK) {
         rec_fail(rs, &err);
         return rc;
     }
+    if (!key) { /* a replay checks it, but does not start there */
+        rs->stats.checkpoints++;
+        return CREC_OK;
+    }
+    rs->cur->last_kf = ticount;
+    rs->cur->has_kf = 1;
+    rec_ix_keyframe(rs, icount, rs->finishing); /* a span of the index starts */
     crec_pcache_flush(rs->pc);
     crec_emu_cpu_xstate_forget(rs->cpu);
     rs->stats.keyframes++;
     return rec_write_listing(rs);
+}
+
+int rec_keyframe(struct rec_session *rs, uint64_t icount, uint64_t ticount, uint64_t rip,
+                 const crec_regs *regs)
+{
+    return rec_point(rs, icount, ticount, rip, regs, 1);
 }
 
 static double monotonic_seconds(void)
@@ -430,6 +503,52 @@ void rec_flush_held(struct rec_session *rs)
  * notice that the caller asked to stop (crec_record_options.stop: the
  * CLI's SIGINT or SIGTERM), which ends the recording cleanly at this point.
  */
+/*
+ * Is the point the running thread reaches at its count `tnow` a key frame?
+ * With a fixed interval, every so many instructions.  Otherwise where a
+ * key frame costs little.  Its flush of the cache makes the thread log
+ * again what it goes on using, and what it used since the last flush (the
+ * granules whose loads the cache predicted, crec_pcache_reused) is what
+ * the next flush will cost, about.  A key frame is taken once that cost,
+ * spread over the instructions since the last one, is below
+ * REC_KF_BITS_MILLI thousandths of a bit an instruction; or, after
+ * REC_KF_FLOOR instructions, below REC_KF_FLOOR_BITS_MILLI, so that most
+ * runs have key frames enough for `crec replay --jobs` to share out
+ * (docs/ARCHITECTURE.md, "Key frames and check points").
+ */
+static int rec_keyframe_due(struct rec_session *rs, uint64_t tnow)
+{
+    struct rec_thread *t = rs->cur;
+    uint64_t since = tnow - t->last_kf, bits;
+
+    if (!t->has_kf)
+        return 1;
+    if (!rs->kf_auto)
+        return since >= rs->kf_interval;
+    bits = 8 * (9 * crec_pcache_reused(rs->pc) + REC_KF_FIXED_BYTES);
+    return bits * 1000 <= REC_KF_BITS_MILLI * since ||
+           (since >= REC_KF_FLOOR && bits * 1000 <= REC_KF_FLOOR_BITS_MILLI * since);
+}
+
+/*
+ * After a key frame at global count `icount`: is a snapshot due?  With a
+ * fixed interval, every so many key frames.  Otherwise when REC_SNAP_MIN
+ * instructions or more ran since the last one and the pages written since
+ * (what it would hold) cost less than REC_SNAP_BITS_MILLI thousandths of a
+ * bit an instruction of that time.
+ */
+static int rec_snapshot_due(struct rec_session *rs, uint64_t icount)
+{
+    uint64_t since = icount - rs->last_snap, bits;
+
+    if (!rs->snap_auto)
+        return ++rs->kfs_since_snap >= rs->snap_every;
+    if (since < REC_SNAP_MIN)
+        return 0;
+    bits = 8 * (uint64_t)CREC_PAGE_SIZE * (rs->dirty.used + 16 * rs->n_dirty_big);
+    return rs->dirty_all || bits * 1000 <= REC_SNAP_BITS_MILLI * since;
+}
+
 static void rec_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t icount)
 {
     struct rec_session *rs = ctx;
@@ -446,21 +565,34 @@ static void rec_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
     if (rs->fl && rec_flight_block(rs, addr, before, tbefore, &boundary))
         return;
     if (boundary || tbefore >= rs->cur->next_kf) {
+        /* a ring segment, a part or a process image starts with a key frame */
+        int key = boundary || rs->snap_full_due || rec_keyframe_due(rs, tbefore);
+        rs->cur->next_kf = tbefore + rs->point_every;
         if (rs->multi)
-            rec_seq_take_back(rs->cur, tbefore); /* before the key frame writes SEQ */
+            rec_seq_take_back(rs->cur, tbefore); /* before the point writes SEQ */
         if (boundary && rec_ring_boundary(rs, before) != CREC_OK)
             return;
-        if (rec_keyframe(rs, before, tbefore, addr, NULL) != CREC_OK)
+        if (rec_point(rs, before, tbefore, addr, NULL, key) != CREC_OK)
             return;
-        rs->cur->next_kf = tbefore + rs->kf_interval;
-        /* every snap_every key frames; and at a ring segment's start, so that
-         * a rotation can build the memory there from the snapshots */
-        if (rs->snap_full_due || boundary || ++rs->kfs_since_snap >= rs->snap_every) {
-            rec_write_snapshot(rs, before, rs->snap_full_due);
-            rs->snap_full_due = 0;
-            rs->kfs_since_snap = 0;
+        if (key) {
+            /* and at a ring segment's start, so that a rotation can build
+             * the memory there from the snapshots */
+            if (rs->snap_full_due || boundary || rec_snapshot_due(rs, before)) {
+                rec_write_snapshot(rs, before, rs->snap_full_due);
+                rs->snap_full_due = 0;
+                rs->kfs_since_snap = 0;
+                rs->last_snap = before;
+            }
+            rec_sync(rs);
+            if (rs->multi)
+                rec_seq_block(rs, tbefore);
+            return;
         }
-        rec_sync(rs);
+    }
+    if (rec_ix_point_due(rs, before)) { /* a restart point of the index */
+        crec_fmt_keyframe p;
+        if (rec_fill_point(rs, before, tbefore, addr, NULL, &p) == CREC_OK)
+            rec_ix_point(rs, &p);
     }
     if (rs->multi)
         rec_seq_block(rs, tbefore);
@@ -536,6 +668,7 @@ static void rec_on_syscall_exit(void *ctx, const struct crec_emu_syscall *sc)
     int sent;
 
     crec_emu_hostpages_clear(&rs->hostpages); /* the map may have changed */
+    crec_pcache_drop_hosts(rs->pc);
     if (rs->fl)
         rec_flight_syscall(rs, sc->nr);
     if (!rs->active || rs->ended)
@@ -570,6 +703,11 @@ static void rec_on_syscall_exit(void *ctx, const struct crec_emu_syscall *sc)
         ev.u.sys.flags |= CREC_FMT_EV_HAS_OUT;
     if (sc->out_overflow || sc->n_out > CREC_FMT_SYS_MAXOUT)
         ev.u.sys.flags |= CREC_FMT_EV_OUT_MORE;
+    /* what the kernel wrote, as a replay reports it from this record */
+    for (uint32_t i = 0; i < ev.u.sys.nout; i++)
+        rec_ix_kernel(rs, ev.u.sys.out[i].addr, ev.u.sys.out[i].len);
+    if (ev.u.sys.flags & CREC_FMT_EV_OUT_MORE)
+        rec_ix_kernel(rs, 0, UINT64_MAX);
     rs->stats.syscalls++;
     rec_event(rs, &ev);
 }
@@ -654,6 +792,7 @@ static void rec_on_mem(void *ctx, const struct crec_emu_mem_event *mev)
     struct rec_session *rs = ctx;
 
     crec_emu_hostpages_clear(&rs->hostpages);
+    crec_pcache_drop_hosts(rs->pc);
     if (rs->ended)
         return;
     if (rs->fl && mev->became_exec && mev->path && mev->kind != CREC_MEM_MUNMAP)
@@ -693,6 +832,7 @@ static struct rec_thread *rec_thread_new(struct rec_session *rs, uint32_t tid)
     }
     rs->threads = p;
     rs->threads[rs->nthreads++] = t;
+    rec_ix_attach(rs, t->pc);
     t->tid = tid;
     t->live = 1;
     t->seq_ctx.fresh = 1;
@@ -723,6 +863,7 @@ static void rec_thread_enter(struct rec_session *rs, struct rec_thread *t)
     rs->cur = t;
     rs->tid = t->tid;
     rs->pc = t->pc;
+    crec_pcache_drop_hosts(rs->pc); /* the map may have changed while it was out */
     rs->reads = t->reads;
     rs->hits = t->hits;
     memset(&t->reads, 0, sizeof t->reads);
@@ -748,6 +889,7 @@ static void rec_on_thread(void *ctx, const struct crec_emu_thread_event *tev)
              * which a program of one thread does without, says its tid */
             struct crec_emu_thread_info first;
             rs->multi = 1;
+            rs->ix.on = 0; /* the index of threads is the first query's */
             /* from its first key frame in the file: 0, unless a ring
              * dropped the start or --start-at began later */
             rec_seq(rs, rs->cur, rs->stats.recorded_from, CREC_FMT_SEQ_IN);
@@ -944,6 +1086,7 @@ static void rec_image_restart(struct rec_session *rs)
     cur->tid = rs->tid = 1;
     cur->live = 1;
     cur->next_kf = 0;
+    cur->has_kf = 0;
     cur->in_syscall = cur->blocked = 0;
     crec_fmt_buf_reset(&cur->seq);
     cur->seq_ctx = (crec_fmt_seq_ctx){0, 0, 1};
@@ -956,6 +1099,8 @@ static void rec_image_restart(struct rec_session *rs)
     crec_emu_hostpages_clear(&rs->hostpages);
     memset(&rs->stats, 0, sizeof rs->stats);
     rs->last_sync = 0;
+    rs->finishing = 0;
+    rs->ix.on = 0; /* a process tree's index is built by the first query */
     rec_mem_restart(rs);
 }
 
@@ -985,6 +1130,7 @@ static void rec_on_fork(void *ctx, int phase, int pid)
     }
     switch (phase) {
     case CREC_EMU_FORK_BEFORE: /* the blobs the child will know of are in the file */
+        rs->ix.on = 0; /* a process tree's index is built by the first query */
         rs->from_tid = rs->tid;
         rs->from_icount = crec_emu_thread_icount(rs->emu);
         if (crec_fmt_writer_prefork(rs->w, &err) != CREC_OK)
@@ -1077,6 +1223,7 @@ static int rec_finish_core(struct rec_session *rs, uint64_t icount, uint64_t tic
     crec_free(info);
     if (rs->multi)
         rec_seq(rs, rs->cur, ticount, CREC_FMT_SEQ_OUT); /* the schedule ends */
+    rs->finishing = 1; /* the last key frame: no span of the index starts there */
     if (rec_keyframe(rs, icount, ticount, rip, NULL) != CREC_OK)
         return rs->err.code;
     ev.u.exit.global_icount = icount;
@@ -1092,6 +1239,10 @@ static int rec_finish_core(struct rec_session *rs, uint64_t icount, uint64_t tic
     p.instructions = icount;
     rec_process(rs, &p);
     rs->stats.instructions = icount;
+    rs->stats.reads_hit += rs->hits; /* the predicted loads never followed by a value */
+    for (size_t i = 0; i < rs->nthreads; i++)
+        if (rs->threads[i] && rs->threads[i] != rs->cur)
+            rs->stats.reads_hit += rs->threads[i]->hits;
     return rs->failed ? rs->err.code : CREC_OK;
 }
 
@@ -1146,8 +1297,10 @@ static void rec_header(const crec_record_options *o, struct rec_session *rs, cha
     h->page_size = CREC_PAGE_SIZE;
     h->cache_entries = (uint64_t)1 << o->cache_log2;
     h->cache_granule = CREC_PCACHE_GRANULE;
-    h->keyframe_interval = rs->kf_interval;
-    h->snapshot_interval = rs->snap_every;
+    h->keyframe_interval = rs->kf_auto ? 0 : rs->kf_interval;
+    h->snapshot_interval = rs->snap_auto ? 0 : rs->snap_every;
+    h->checkpoint_interval = rs->kf_auto || rs->cp_interval < rs->kf_interval ? rs->cp_interval
+                                                                              : 0;
     clock_gettime(CLOCK_REALTIME, &now);
     h->start_sec = now.tv_sec;
     h->start_nsec = (uint32_t)now.tv_nsec;
@@ -1206,6 +1359,7 @@ static void rec_session_free(struct rec_session *rs)
     for (size_t i = 0; i < rs->nthreads; i++)
         rec_thread_free(rs->threads[i]);
     crec_free(rs->threads);
+    rec_ix_free(rs);
     crec_fmt_buf_free(&rs->scratch);
     rec_pageset_free(&rs->dirty);
     crec_free(rs->code_hashes);
@@ -1274,6 +1428,12 @@ static int rec_start(struct rec_session *rs, const crec_record_options *o, const
     rc = rs->active ? rec_add_hooks(rs, err) : CREC_OK;
     if (rc != CREC_OK)
         return rc;
+    /* the index is gathered for a file (not a pipe) of the whole run, and
+     * PATH.idx goes beside it; the flight recorder's files (a ring rewrites
+     * the file, a part leaves gaps, --max-size may end it early), a dump (a
+     * copy made by a fork) and a process tree's (rec_on_fork) get theirs
+     * from the first query */
+    rec_ix_start(rs, o->out_fd < 0 && !(o->ring || o->max_size || o->n_start_at || o->n_stop_at));
     rec_header(o, rs, argv, envp, leaves, &h);
     if (o->out_fd >= 0)
         rc = crec_fmt_writer_open_fd(o->out_fd, o->out_path, &h, &wo, &rs->w, err);
@@ -1306,15 +1466,17 @@ int crec_record(const crec_record_options *opt, const char *path, char *const ar
     if (o.cache_log2 && (o.cache_log2 < CREC_PCACHE_MIN_LOG2 || o.cache_log2 > CREC_PCACHE_MAX_LOG2))
         return crec_error_set(err, CREC_ERR_ARG, "a prediction cache of 2^%u entries (%u to %u)",
                               o.cache_log2, CREC_PCACHE_MIN_LOG2, CREC_PCACHE_MAX_LOG2);
-    if (!o.keyframe_interval)
-        o.keyframe_interval = CREC_RECORD_DEFAULT_KF_INTERVAL;
-    if (!o.snapshot_interval)
-        o.snapshot_interval = CREC_RECORD_DEFAULT_SNAP_INTERVAL;
     if (!o.cache_log2)
         o.cache_log2 = CREC_RECORD_DEFAULT_CACHE_LOG2;
     rs.opt = &o;
     rs.kf_interval = o.keyframe_interval;
+    rs.kf_auto = o.keyframe_interval == 0;
+    rs.cp_interval = o.checkpoint_interval ? o.checkpoint_interval
+                                           : CREC_RECORD_DEFAULT_CP_INTERVAL;
+    rs.point_every = rs.kf_auto || rs.cp_interval < rs.kf_interval ? rs.cp_interval
+                                                                   : rs.kf_interval;
     rs.snap_every = o.snapshot_interval;
+    rs.snap_auto = o.snapshot_interval == 0;
     memset(&ex, 0, sizeof ex);
 
     rc = rec_start(&rs, &o, path, argv, envp, err);
@@ -1359,6 +1521,8 @@ int crec_record(const crec_record_options *opt, const char *path, char *const ar
         crc = crec_fmt_writer_close(rs.w, rc == CREC_OK ? err : NULL);
         rs.w = NULL;
         rc = rc == CREC_OK ? crc : rc;
+        if (crc == CREC_OK) /* the file is whole: its index beside it */
+            rec_ix_save(&rs, o.out_path);
     }
     if (rs.fl)
         rec_flight_wait_dumps(&rs);

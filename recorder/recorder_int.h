@@ -19,19 +19,25 @@
 /* Widest single access the cache accepts (an SSE load). */
 #define CREC_PCACHE_MAX_ACCESS 16
 
-/* Bounds of the log2 of the number of entries (a recording parameter). */
+/* Bounds of the log2 of the granules the cache holds (a recording
+ * parameter, in the header).  It holds whole pages: at least one. */
 #define CREC_PCACHE_MIN_LOG2 4
 #define CREC_PCACHE_MAX_LOG2 24
 
+#define CREC_PCACHE_PAGE 4096
+#define CREC_PCACHE_PAGE_GRANULES (CREC_PCACHE_PAGE / CREC_PCACHE_GRANULE)
+#define CREC_PCACHE_TLB 256 /* recently used pages, a power of two */
+
 typedef struct crec_pcache crec_pcache;
 
-/* Create a cache of 2^log2_entries entries, all invalid. */
-int crec_pcache_create(crec_pcache **out, unsigned log2_entries, crec_error *err);
+/* Create a cache of 2^log2_granules granules (at least a page's), all unknown. */
+int crec_pcache_create(crec_pcache **out, unsigned log2_granules, crec_error *err);
 
 /* Free a cache; NULL is accepted. */
 void crec_pcache_free(crec_pcache *pc);
 
-/* Invalidate every entry: done at each key frame so segments stand alone. */
+/* Forget every byte: done at each key frame so segments stand alone.
+ * Costs nothing now; each page forgets when it is next used. */
 void crec_pcache_flush(crec_pcache *pc);
 
 /* A guest store of `size` bytes at addr: the cache now predicts them. */
@@ -41,41 +47,109 @@ void crec_pcache_write(crec_pcache *pc, uint64_t addr, const uint8_t *bytes, uns
 void crec_pcache_forget(crec_pcache *pc, uint64_t addr, uint64_t len);
 
 /* crec_pcache_read and crec_pcache_store (below) for an access that
- * touches more than one granule. */
-int crec_pcache_read_split(crec_pcache *pc, uint64_t addr, const uint8_t *bytes, unsigned size);
-void crec_pcache_store_split(crec_pcache *pc, uint64_t addr, uint64_t value, unsigned size);
+ * touches more than one granule, or a page not in the table of recent
+ * pages. */
+int crec_pcache_read_slow(crec_pcache *pc, uint64_t addr, const uint8_t *bytes, unsigned size);
+void crec_pcache_store_slow(crec_pcache *pc, uint64_t addr, uint64_t value, unsigned size);
+
+/*! crec_pcache_reused() : granules the cache predicted a load of since
+ *  the last flush: what a flush now would make the thread log again, if
+ *  it goes on using what it used (about 9 bytes of READS each). */
+uint64_t crec_pcache_reused(crec_pcache *pc);
+
+/*! crec_pcache_pages() : the pages the cache holds now (its memory:
+ *  about 4.6 KiB each). */
+size_t crec_pcache_pages(const crec_pcache *pc);
 
 /*
- * The cache itself, here so that the lookup every guest load and store
- * makes compiles into the memory hook.  One entry holds the granule's
- * number and which of its bytes are known in one word, its bytes in
- * another, so that a lookup touches 16 bytes and compares whole words.
- * Byte i of a granule is bits 8i..8i+7 of `value`.
+ * The cache is a copy of the guest pages the thread used, as the replay
+ * of this thread would hold them: for each page its bytes, and for each
+ * 8-byte granule which of its bytes are known (loaded or stored since the
+ * last flush).  A load is predicted when all its bytes are known and equal
+ * to the guest's.  Pages are found through a small table of the ones used
+ * last (which also holds where the guest page is in host memory, for the
+ * memory hook); the rest through a hash table.  When the cache holds its
+ * maximum of pages, one not used lately gives way.
+ *
+ * A granule is almost always wholly known or not at all: one bit per
+ * granule says "wholly known", next to the bit that says a load of it was
+ * predicted since the last flush, so that the memory hook's check of a
+ * load touches one word of them and the bytes.  `known` holds the mask of
+ * a granule known in part (its bit clear).
+ *
+ * A flush (key frame) only bumps `epoch`: a page forgets what it knew the
+ * first time it is brought into the table in the new epoch.  The "hit"
+ * bits make the cost of the next flush known (crec_pcache_reused).
  */
-struct crec_pcache_entry {
-    uint64_t tag_known; /* granule number << 8 | bit i set: byte i is known */
-    uint64_t value;
+struct crec_pcache_page {
+    struct {
+        uint64_t full; /* bit g: granule g is wholly known */
+        uint64_t hit;  /* bit g: a load of it was predicted this epoch */
+    } fh[CREC_PCACHE_PAGE_GRANULES / 64];
+    uint64_t page;        /* guest page number */
+    uint32_t epoch;       /* the flush epoch of its state */
+    uint32_t used;        /* brought into the table since the eviction hand passed */
+    uint32_t idx;         /* where it is in crec_pcache.pages */
+    uint32_t span;        /* the index span `touch` and `wrote` are of */
+    uint8_t known[CREC_PCACHE_PAGE_GRANULES]; /* granules known in part: which bytes */
+    /* for the index (rec_index.c): per granule, the bytes loaded or stored,
+     * and stored, in the current span of the index */
+    uint8_t touch[CREC_PCACHE_PAGE_GRANULES];
+    uint8_t wrote[CREC_PCACHE_PAGE_GRANULES];
+    uint8_t bytes[CREC_PCACHE_PAGE];
+};
+
+struct crec_pcache_tlbe {
+    uint64_t page_plus1;  /* guest page number + 1; 0 = empty */
+    struct crec_pcache_page *p;
+    uint8_t *host;        /* the guest page in host memory (NULL: not looked up) */
+    uint64_t pad;
 };
 
 struct crec_pcache {
-    unsigned log2_entries;
-    struct crec_pcache_entry *entries;
+    struct crec_pcache_tlbe tlb[CREC_PCACHE_TLB];
+    unsigned log2_granules;
+    uint32_t epoch;
+    size_t max_pages;
+    struct crec_pcache_page **pages; /* every page held, npages of them */
+    size_t npages, hand;
+    uint32_t *hash;       /* open addressing: index into pages + 1; 0 = empty */
+    size_t hcap;
+    struct crec_pcache_page **used; /* the pages brought in this epoch */
+    size_t nused, capused;
+    uint32_t span;        /* the index's current span (crec_pcache_new_span) */
+    struct crec_pcache_page **spanp; /* the pages brought in this span */
+    size_t nspanp, capspanp;
+    /* called with a page of the current span that is about to be reused
+     * for another (its touch and wrote masks are then lost) */
+    void (*evict)(void *ctx, const struct crec_pcache_page *p);
+    void *evict_ctx;
+    int span_lost;        /* no memory to list a span's pages: the index is off */
 };
 
-/* Granule numbers that fit beside the mask: addresses below 2^59, which
- * covers every user-space address.  Others are never cached (always a miss). */
-#define CREC_PCACHE_TAG_LIMIT (1ull << 56)
+/*! crec_pcache_page_of() : the page of guest page number `page`, brought
+ *  into the table (made if it was not held).  NULL: not cached (an
+ *  address beyond user space, or no memory). */
+struct crec_pcache_page *crec_pcache_page_of(crec_pcache *pc, uint64_t page);
 
-/*
- * Neighbouring granules take neighbouring entries, so a run of loads walks
- * host cache lines in order (a hash that scattered them made gzip's record
- * a third slower for no better prediction); the high bits folded in keep
- * arrays a power of two apart from taking the same entries.  Only the
- * recorder places entries: replay follows the logged hit counts.
- */
-static inline struct crec_pcache_entry *pcache_slot(crec_pcache *pc, uint64_t tag)
+/*! crec_pcache_new_span() : the index starts a new span: every page's
+ *  touch and wrote masks start empty (lazily, when next used). */
+void crec_pcache_new_span(crec_pcache *pc);
+
+/* Pages that fit beside user space: addresses below 2^56.  Others are
+ * never cached (always a miss). */
+#define CREC_PCACHE_PAGE_LIMIT (1ull << (56 - 12))
+
+/*! crec_pcache_drop_hosts() : forget where guest pages are in host memory
+ *  (after anything that may have moved them: a syscall, a map change). */
+void crec_pcache_drop_hosts(crec_pcache *pc);
+
+/* The table entry of guest page `page`, or NULL when it is not there. */
+static inline struct crec_pcache_tlbe *pcache_tlb(crec_pcache *pc, uint64_t page)
 {
-    return &pc->entries[(tag ^ tag >> pc->log2_entries) & ((1ull << pc->log2_entries) - 1)];
+    struct crec_pcache_tlbe *e = &pc->tlb[page & (CREC_PCACHE_TLB - 1)];
+
+    return e->page_plus1 == page + 1 ? e : NULL;
 }
 
 /* The low n bytes of a word, 1 <= n <= 8. */
@@ -100,6 +174,8 @@ static inline uint64_t pcache_load_le(const uint8_t *p, unsigned n)
                (uint64_t)p[3] << 24;
     case 2:
         return (uint64_t)p[0] | (uint64_t)p[1] << 8;
+    case 1:
+        return p[0];
     default:
         for (unsigned i = n; i-- > 0;)
             v = v << 8 | p[i];
@@ -107,46 +183,77 @@ static inline uint64_t pcache_load_le(const uint8_t *p, unsigned n)
     }
 }
 
-/*
- * Compare bytes [off, off+len) of granule `tag` with `bits` (already in
- * place, zero elsewhere), then store them; off + len <= 8.  @return 1 if
- * they were all known and equal.
- */
-static inline int pcache_piece(crec_pcache *pc, uint64_t tag, unsigned off, unsigned len,
-                               uint64_t bits, int is_read)
+/* Store the low n bytes of v, little-endian, at p; fixed sizes compile to
+ * one store on a little-endian host. */
+static inline void pcache_store_le(uint8_t *p, uint64_t v, unsigned n)
 {
-    struct crec_pcache_entry *e;
-    uint64_t lanes = pcache_low_bytes(len) << (8 * off);
-    uint64_t mask = (uint64_t)(0xffu >> (8 - len)) << off;
-    int hit = 0;
-
-    if (tag >= CREC_PCACHE_TAG_LIMIT)
-        return 0;
-    e = pcache_slot(pc, tag);
-    if ((e->tag_known >> 8) != tag)
-        e->tag_known = tag << 8; /* another granule: forget it */
-    else if (is_read)
-        hit = (e->tag_known & mask) == mask && ((e->value ^ bits) & lanes) == 0;
-    e->value = (e->value & ~lanes) | bits;
-    e->tag_known |= mask;
-    return hit;
+    switch (n) {
+    case 8:
+        p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8), p[2] = (uint8_t)(v >> 16);
+        p[3] = (uint8_t)(v >> 24), p[4] = (uint8_t)(v >> 32), p[5] = (uint8_t)(v >> 40);
+        p[6] = (uint8_t)(v >> 48), p[7] = (uint8_t)(v >> 56);
+        return;
+    case 4:
+        p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8), p[2] = (uint8_t)(v >> 16);
+        p[3] = (uint8_t)(v >> 24);
+        return;
+    case 2:
+        p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8);
+        return;
+    default:
+        for (unsigned i = 0; i < n; i++)
+            p[i] = (uint8_t)(v >> (8 * i));
+    }
 }
 
-/* pcache_piece for all 8 bytes of granule `tag`: the entry ends up fully
- * known whatever it held. */
-static inline int pcache_whole(crec_pcache *pc, uint64_t tag, uint64_t value, int is_read)
+/* The mask of the known bytes of granule g of page p. */
+static inline unsigned pcache_known(const struct crec_pcache_page *p, unsigned g)
 {
-    struct crec_pcache_entry *e;
-    uint64_t full = tag << 8 | 0xff;
-    int hit;
+    return p->fh[g / 64].full >> (g % 64) & 1 ? 0xffu : p->known[g];
+}
 
-    if (tag >= CREC_PCACHE_TAG_LIMIT)
+/* Granule g of page p now knows the bytes of `mask` too. */
+static inline void pcache_learn(struct crec_pcache_page *p, unsigned g, unsigned mask)
+{
+    uint64_t bit = 1ull << (g % 64);
+
+    if (p->fh[g / 64].full & bit)
+        return;
+    mask |= p->known[g];
+    if (mask == 0xff)
+        p->fh[g / 64].full |= bit;
+    else
+        p->known[g] = (uint8_t)mask;
+}
+
+/*
+ * A load of `size` <= 8 bytes inside one granule, whose bytes are `v`
+ * (little-endian, only the low `size` bytes), of a page in the table:
+ * predicted?  A predicted load is counted as reuse.  The common case of
+ * the memory hook; anything else goes to crec_pcache_read.
+ */
+static inline int pcache_hit(struct crec_pcache_page *p, unsigned off, unsigned size, uint64_t v)
+{
+    unsigned g = off / CREC_PCACHE_GRANULE;
+    uint64_t bit = 1ull << (g % 64);
+
+    if (!(p->fh[g / 64].full & bit) || pcache_load_le(p->bytes + off, size) != v)
         return 0;
-    e = pcache_slot(pc, tag);
-    hit = is_read && e->tag_known == full && e->value == value;
-    e->tag_known = full;
-    e->value = value;
-    return hit;
+    p->fh[g / 64].hit |= bit;
+    return 1;
+}
+
+/* A store of `size` <= 8 bytes inside one granule of a page in the table. */
+static inline void pcache_put(struct crec_pcache_page *p, unsigned off, unsigned size,
+                              uint64_t value)
+{
+    unsigned g = off / CREC_PCACHE_GRANULE;
+
+    pcache_store_le(p->bytes + off, value, size);
+    if (size == CREC_PCACHE_GRANULE)
+        p->fh[g / 64].full |= 1ull << (g % 64);
+    else
+        pcache_learn(p, g, (0xffu >> (8 - size)) << (off % CREC_PCACHE_GRANULE));
 }
 
 /*
@@ -157,14 +264,13 @@ static inline int pcache_whole(crec_pcache *pc, uint64_t tag, uint64_t value, in
 static inline int crec_pcache_read(crec_pcache *pc, uint64_t addr, const uint8_t *bytes,
                                    unsigned size)
 {
-    unsigned off = (unsigned)(addr % CREC_PCACHE_GRANULE);
+    unsigned off = (unsigned)(addr % CREC_PCACHE_PAGE);
+    struct crec_pcache_tlbe *e = pcache_tlb(pc, addr / CREC_PCACHE_PAGE);
 
-    if (off == 0 && size == CREC_PCACHE_GRANULE) /* a whole granule: most loads */
-        return pcache_whole(pc, addr / CREC_PCACHE_GRANULE, pcache_load_le(bytes, 8), 1);
-    if (off + size > CREC_PCACHE_GRANULE)
-        return crec_pcache_read_split(pc, addr, bytes, size);
-    return pcache_piece(pc, addr / CREC_PCACHE_GRANULE, off, size,
-                        pcache_load_le(bytes, size) << (8 * off), 1);
+    if (e && off % CREC_PCACHE_GRANULE + size <= CREC_PCACHE_GRANULE &&
+        pcache_hit(e->p, off, size, pcache_load_le(bytes, size)))
+        return 1;
+    return crec_pcache_read_slow(pc, addr, bytes, size);
 }
 
 /* A store of 1 to 8 bytes given as a number (byte i of the store in bits
@@ -172,21 +278,20 @@ static inline int crec_pcache_read(crec_pcache *pc, uint64_t addr, const uint8_t
 static inline void crec_pcache_store(crec_pcache *pc, uint64_t addr, uint64_t value,
                                      unsigned size)
 {
-    unsigned off = (unsigned)(addr % CREC_PCACHE_GRANULE);
+    unsigned off = (unsigned)(addr % CREC_PCACHE_PAGE);
+    struct crec_pcache_tlbe *e = pcache_tlb(pc, addr / CREC_PCACHE_PAGE);
 
-    if (off == 0 && size == CREC_PCACHE_GRANULE)
-        pcache_whole(pc, addr / CREC_PCACHE_GRANULE, value, 0);
-    else if (off + size > CREC_PCACHE_GRANULE)
-        crec_pcache_store_split(pc, addr, value, size);
+    if (e && off % CREC_PCACHE_GRANULE + size <= CREC_PCACHE_GRANULE)
+        pcache_put(e->p, off, size, value);
     else
-        pcache_piece(pc, addr / CREC_PCACHE_GRANULE, off, size,
-                     (value & pcache_low_bytes(size)) << (8 * off), 0);
+        crec_pcache_store_slow(pc, addr, value, size);
 }
 
 /* ---- the recording session (record.c, rec_mem.c) ------------------------ */
 
 #include "emu/emu.h"
 #include "format/format.h"
+#include "index/index.h"
 
 /* A set of guest page numbers: the pages written since the last snapshot. */
 struct rec_pageset {
@@ -224,6 +329,18 @@ struct rec_code_hash {
     int valid;
 };
 
+/*
+ * Where key frames and snapshots go when no interval is given (record.c,
+ * rec_keyframe_due and rec_snapshot_due; docs/ARCHITECTURE.md): budgets
+ * in thousandths of a bit of recording an instruction.
+ */
+#define REC_KF_BITS_MILLI 20          /* what a key frame's flush may cost */
+#define REC_KF_FLOOR (1ull << 24)     /* ... and after this many instructions: */
+#define REC_KF_FLOOR_BITS_MILLI 100
+#define REC_KF_FIXED_BYTES 2048       /* its record and memory-map listing */
+#define REC_SNAP_MIN (1ull << 26)     /* instructions between snapshots, at least */
+#define REC_SNAP_BITS_MILLI 20        /* what the pages of a snapshot may cost */
+
 /* Code is stored in blobs of at most this many bytes: memory stays bounded
  * and a blob fits a record whatever the size of an executable mapping. */
 #define REC_CODE_PIECE (16ull << 20)
@@ -243,6 +360,8 @@ struct rec_thread {
     crec_fmt_buf reads;   /* pending READS bytes */
     uint64_t hits;        /* and hit count */
     uint64_t next_kf;     /* its own instruction count of its next key frame */
+    uint64_t last_kf;     /* ... and of its last one */
+    int has_kf;           /* it has had its first key frame */
     crec_regs sys_regs;   /* registers when its current syscall began */
     int in_syscall;       /* between on_syscall_enter and _exit */
     int blocked;          /* ... and switched out meanwhile: the syscall blocked */
@@ -250,6 +369,31 @@ struct rec_thread {
     crec_fmt_seq_ctx seq_ctx; /* the entry the next is written relative to */
     size_t seq_atomics;   /* where in `seq` the atomics of the running block begin */
     crec_fmt_seq_ctx seq_atomics_ctx; /* ... and the context there */
+};
+
+/* The index gathered while recording (rec_index.c). */
+#define REC_IX_POINT_DIV 8      /* restart points per check-point interval, */
+#define REC_IX_POINT_MIN 10000  /* ... not closer than this (as index/build.c) */
+#define REC_IX_BITS_MILLI 100   /* what a span may cost the index, an instruction */
+#define REC_IX_SPAN_MAX (1ull << 24) /* ... or how long a span may grow */
+
+struct rec_ix {
+    int on;               /* gathering (one thread, a file, no failure yet) */
+    int open;             /* a span is being gathered: */
+    crec_idx_span cur;    /* its start, key frame and point */
+    uint64_t last_start;  /* where it started */
+    uint64_t next_offer;  /* where a restart point may next be taken */
+    uint64_t point_every; /* instructions between restart points (0: none) */
+    size_t nkf;           /* key frames so far */
+    crec_idx_span *spans; /* the spans done */
+    size_t nspans, capspans;
+    struct ix_line *lines; /* the current span's lines (of pages given up, */
+    size_t nlines, caplines; /*  then of all its pages as it ends) */
+    struct ix_need *needs; /* ... its seed */
+    size_t nneeds, capneeds;
+    uint64_t *k;          /* ... the ranges the kernel wrote */
+    size_t nk, capk;
+    uint32_t flags;       /* ... CREC_IDX_WILD */
 };
 
 struct rec_session {
@@ -276,9 +420,15 @@ struct rec_session {
     struct crec_emu_hostpages hostpages;
 
     uint64_t next_kf;     /* instruction count of the next key frame */
-    uint64_t kf_interval;
-    uint64_t snap_every;  /* key frames between snapshots */
+    uint64_t kf_interval; /* instructions between key frames (fixed) */
+    int kf_auto;          /* ... or where they cost little (rec_keyframe_due) */
+    uint64_t cp_interval; /* instructions between check points */
+    uint64_t point_every; /* between points of either kind */
+    uint64_t snap_every;  /* key frames between snapshots (fixed) */
+    int snap_auto;        /* ... or where they cost little (rec_snapshot_due) */
+    uint64_t last_snap;   /* global count of the last snapshot */
     int started;          /* the first key frame is written */
+    int finishing;        /* the last key frame is being taken */
     int stopped;          /* the caller asked to stop (opt->stop): it ends early */
     double last_sync;     /* when every stream was last flushed (monotonic s) */
 
@@ -297,6 +447,8 @@ struct rec_session {
     size_t n_images, cap_images;
     crec_fmt_hash symbolized[REC_MAX_SYMBOLIZED]; /* blobs whose symbols are written */
     size_t n_symbolized;
+
+    struct rec_ix ix;
 
     crec_record_stats stats;
     int failed;           /* a write failed: `err` says why; stop recording */
@@ -365,6 +517,29 @@ int rec_symbols(struct rec_session *rs, const char *path, uint64_t file_off,
  * starts at file offset file_off of the ELF file `path`.  @return 1 and
  * *rel if it is there, else 0. */
 int rec_symbol_find(const char *path, uint64_t file_off, const char *name, uint64_t *rel);
+
+/* rec_index.c: the index, gathered while recording.
+ * rec_ix_start: begin (on: it can be); rec_ix_attach: a thread's cache
+ * tells what it gives up; rec_ix_access: an access the fast path of the
+ * memory hook did not see (predicted: a load the cache predicted);
+ * rec_ix_need: bytes of granule g of page p a predicted load read before
+ * the span touched them; rec_ix_kernel: the kernel (a syscall, a map
+ * change) wrote a range (0, UINT64_MAX: anywhere); rec_ix_keyframe: a key
+ * frame at global count icount (last: the recording's end) ends the span
+ * and starts the next; rec_ix_point_due / rec_ix_point: a restart point
+ * here; rec_ix_save: write PATH.idx, best effort; rec_ix_free. */
+void rec_ix_start(struct rec_session *rs, int on);
+void rec_ix_attach(struct rec_session *rs, crec_pcache *pc);
+void rec_ix_access(struct rec_session *rs, uint64_t addr, unsigned size, int store,
+                   int predicted);
+void rec_ix_need(struct rec_session *rs, const struct crec_pcache_page *p, unsigned g,
+                 unsigned mask);
+void rec_ix_kernel(struct rec_session *rs, uint64_t addr, uint64_t len);
+void rec_ix_keyframe(struct rec_session *rs, uint64_t icount, int last);
+int rec_ix_point_due(struct rec_session *rs, uint64_t icount);
+void rec_ix_point(struct rec_session *rs, const crec_fmt_keyframe *p);
+void rec_ix_save(struct rec_session *rs, const char *path);
+void rec_ix_free(struct rec_session *rs);
 
 /* record.c */
 int rec_event(struct rec_session *rs, const crec_fmt_event *ev);

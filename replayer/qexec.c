@@ -143,3 +143,14 @@ uint64_t crec_replay_qrun_reg(crec_replay_qrun *q, int id)
      * as the SYSCALL record's ids do */
     return crec_emu_reg_get(s->cpu, (enum crec_emu_reg)(CREC_EMU_RAX + id));
 }
+
+int crec_replay_qrun_predicted(const crec_replay_qrun *q)
+{
+    return seg_of((crec_replay_qrun *)q)->predicted;
+}
+
+void crec_replay_qrun_write_masked(crec_replay_qrun *q, uint64_t line, uint64_t mask,
+                                   const uint8_t *values)
+{
+    rep_write_line(seg_of(q), line, mask, values);
+}

@@ -68,6 +68,7 @@ int crec_replay_query(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t n
     if (from && from->point) {
         s->from_lines = from->lines;
         s->from_values = from->values;
+        s->from_masks = from->masks;
         s->from_nlines = from->nlines;
     }
     if (w) {
@@ -105,7 +106,7 @@ int crec_replay_whole_query(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, si
         return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
     s = &q->s;
     s->owner = q;
-    rc = rep_whole_open(s, r, kfs, nkf, err);
+    rc = rep_whole_open(s, r, kfs, nkf, NULL, 0, err);
     if (rc != CREC_OK) {
         crec_replay_qrun_free(q);
         return rc;

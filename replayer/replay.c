@@ -79,12 +79,130 @@ static int rep_outcome(const struct rep_seg *s)
     return s->failed ? (int)s->err.code : CREC_OK;
 }
 
+/* ---- what a part from a restart point holds itself -------------------- */
+
+static void rep_trk_nomem(struct rep_seg *s)
+{
+    crec_error err = {0};
+
+    crec_error_set(&err, CREC_ERR_NOMEM, "out of memory tracking a part's memory");
+    rep_fail(s, &err);
+}
+
+/* The tracked page `page` of a part from a restart point; a new one when
+ * `add` (NULL: none, or out of memory: the part fails). */
+static struct rep_trk_page *rep_trk_find(struct rep_seg *s, uint64_t page, int add)
+{
+    struct rep_trk_page *p = s->trk_last;
+    size_t i;
+
+    if (p && p->page == page)
+        return p;
+    if (s->trk_tlb_page[page % REP_TRK_TLB] == page + 1)
+        return s->trk_last = s->trk_tlb[page % REP_TRK_TLB];
+    i = (size_t)((page * 0x9E3779B97F4A7C15ull) >> 24) & (s->trk_cap - 1);
+    while ((p = s->trk[i]) && p->page != page)
+        i = (i + 1) & (s->trk_cap - 1);
+    if (!p && add) {
+        if (2 * (s->trk_n + 1) > s->trk_cap) { /* twice the table, the pages placed again */
+            struct rep_trk_page **old = s->trk;
+            size_t n = s->trk_cap;
+            if (!(s->trk = crec_calloc(2 * n, sizeof *s->trk))) {
+                s->trk = old;
+                rep_trk_nomem(s);
+                return NULL;
+            }
+            s->trk_cap = 2 * n, s->trk_n = 0, s->trk_last = NULL;
+            for (size_t k = 0; k < n; k++)
+                if (old[k]) {
+                    for (i = (size_t)((old[k]->page * 0x9E3779B97F4A7C15ull) >> 24) &
+                             (s->trk_cap - 1); s->trk[i]; i = (i + 1) & (s->trk_cap - 1))
+                        ;
+                    s->trk[i] = old[k];
+                    s->trk_n++;
+                }
+            crec_free(old);
+            return rep_trk_find(s, page, add);
+        }
+        if (!(p = crec_calloc(1, sizeof *p))) {
+            rep_trk_nomem(s);
+            return NULL;
+        }
+        p->page = page;
+        s->trk[i] = p;
+        s->trk_n++;
+    }
+    if (p) {
+        s->trk_last = s->trk_tlb[page % REP_TRK_TLB] = p;
+        s->trk_tlb_page[page % REP_TRK_TLB] = page + 1;
+    }
+    return p;
+}
+
+/*
+ * A part from a restart point accessed [addr, addr+len): `used` a
+ * predicted load, whose bytes not yet its own hold what it was given (the
+ * seeds, or memory as the part began): their values are kept; else a store
+ * or bytes READS gave.  Either way the bytes are the part's own from now on.
+ */
+static void rep_track_slow(struct rep_seg *s, uint64_t addr, uint64_t len, int used);
+
+static inline void rep_track(struct rep_seg *s, uint64_t addr, uint64_t len, int used)
+{
+    uint64_t page = addr >> 12, g = (addr & 4095) >> 3;
+    struct rep_trk_page *p = s->trk_last;
+
+    /* most accesses: inside a granule the part holds already */
+    if (!p || p->page != page)
+        p = s->trk_tlb_page[page % REP_TRK_TLB] == page + 1 ? s->trk_tlb[page % REP_TRK_TLB]
+                                                            : NULL;
+    if (p && (addr & 7) + len <= 8 && (p->full[g >> 6] >> (g & 63) & 1)) {
+        s->trk_last = p;
+        return;
+    }
+    rep_track_slow(s, addr, len, used);
+}
+
+static void rep_track_slow(struct rep_seg *s, uint64_t addr, uint64_t len, int used)
+{
+    while (len > 0) {
+        uint64_t off = addr & 63, n = 64 - off < len ? 64 - off : len;
+        uint64_t m = (n == 64 ? ~0ull : ((1ull << n) - 1)) << off, fresh;
+        struct rep_trk_page *p = rep_trk_find(s, addr >> 12, 1);
+        unsigned l = (unsigned)(addr >> 6 & 63);
+        if (!p)
+            return;
+        fresh = used ? m & ~p->own[l] : 0;
+        if (fresh) {
+            uint8_t v[64];
+            const uint8_t *host = crec_emu_hostpages_find(&s->hostpages, s->cpu, addr, n);
+            if (!p->val && !(p->val = crec_malloc(4096))) {
+                rep_trk_nomem(s);
+                return;
+            }
+            if (host)
+                memcpy(v, host, n);
+            else
+                crec_emu_mem_read(s->cpu, v, addr, n); /* the load's bytes: mapped */
+            for (uint64_t b = off; b < off + n; b++)
+                if (fresh >> b & 1)
+                    p->val[64 * l + b] = v[b - off];
+            p->used[l] |= fresh;
+        }
+        p->own[l] |= m;
+        for (uint64_t g = off >> 3; g <= (off + n - 1) >> 3; g++) /* granules now all own */
+            if ((p->own[l] >> (8 * g) & 0xff) == 0xff)
+                p->full[l >> 3] |= 1ull << ((l & 7) * 8 + g);
+        addr += n, len -= n;
+    }
+}
+
 /* ---- the read stream ----------------------------------------------------- */
 
 /* Read the hit count of the next READS entry (or note the stream's end). */
 static int rep_next_hits(struct rep_seg *s)
 {
-    crec_error err = {0};
+    crec_error err; /* set on failure (zeroing it costs) */
     int rc;
 
     s->entry_off = crec_fmt_cursor_offset(s->reads); /* for a restart point here */
@@ -107,7 +225,7 @@ static int rep_next_hits(struct rep_seg *s)
  */
 static int rep_load_value(struct rep_seg *s, uint64_t addr, unsigned size)
 {
-    crec_error err = {0};
+    crec_error err; /* set on failure (zeroing it costs) */
     uint8_t span[16];
     uint8_t *host;
     uint64_t start;
@@ -127,6 +245,8 @@ static int rep_load_value(struct rep_seg *s, uint64_t addr, unsigned size)
         return -1;
     }
     s->reads_taken++;
+    if (s->trk_cap) /* every byte of the granules is READS's, not what the part was given */
+        rep_track(s, start, len, 0);
     return rep_next_hits(s) == CREC_OK ? 0 : -1;
 }
 
@@ -155,6 +275,7 @@ static inline int rep_load(struct rep_seg *s, uint64_t addr, unsigned size, uint
     if (!crec_emu_hostpages_find(&s->hostpages, s->cpu, addr, size) &&
         crec_emu_mem_read(s->cpu, scratch, addr, size) != 0)
         return -1;
+    s->predicted = s->hits_left > 0;
     if (s->hits_left > 0) {
         if (s->hits_left != UINT64_MAX)
             s->hits_left--;
@@ -163,6 +284,8 @@ static inline int rep_load(struct rep_seg *s, uint64_t addr, unsigned size, uint
     }
     if (out)
         crec_emu_mem_read(s->cpu, out, addr, size);
+    if (s->trk_cap)
+        rep_track(s, addr, size, s->predicted);
     if (s->on_access)
         rep_access(s, 'r', addr, size);
     if (s->exec) {
@@ -184,6 +307,8 @@ static void rep_mem_hook(void *ctx, int kind, uint64_t addr, unsigned size, uint
     struct rep_seg *s = ctx;
 
     if (kind == CREC_EMU_STORE) { /* memory holds it already */
+        if (s->trk_cap)
+            rep_track(s, addr, size, 0);
         if (s->on_access)
             rep_access(s, 'w', addr, (uint64_t)size);
         if (s->exec && size <= 8) {
@@ -198,6 +323,8 @@ static void rep_mem_hook(void *ctx, int kind, uint64_t addr, unsigned size, uint
         return; /* a re-report of part of the last load (non-x86-64 hosts) */
     if (size <= 16)
         rep_load(s, addr, size, NULL);
+    else if (s->trk_cap) /* no cache: it reads what memory holds */
+        rep_track(s, addr, size, 1);
 }
 
 /* Register state a key frame does not hold, read first since the key
@@ -848,28 +975,39 @@ static uint64_t rep_on_rdrand(void *ctx, crec_emu_cpu *cpu, int seed)
 
 /* ---- key frames ---------------------------------------------------------- */
 
-/* Check a key frame at the start of the block at `rip` (see rec_keyframe). */
-static void rep_verify_kf(struct rep_seg *s, const crec_fmt_keyframe *kf, uint64_t rip)
+/* Check a key frame (or a check point, `what`) at the start of the block
+ * at `rip` (see rec_point). */
+static void rep_verify_point(struct rep_seg *s, const crec_fmt_keyframe *kf, uint64_t rip,
+                             const char *what)
 {
     crec_error err = {0};
     crec_regs now;
-    char what[300];
+    char diff[300];
 
     if (crec_emu_regs_get(s->cpu, &now, &err) != CREC_OK) {
         rep_fail(s, &err);
         return;
     }
     now.rip = rip;
-    if (crec_regs_diff(&kf->regs, &now, what, sizeof what)) {
+    if (crec_regs_diff(&kf->regs, &now, diff, sizeof diff)) {
         if (s->version >= 2 && (s->whole || s->seq))
-            rep_diverge(s, "at the key frame of thread %u at its instruction %" PRIu64 " (%" PRIu64
-                           " in all): %s", kf->tid, kf->thread_icount, kf->global_icount, what);
+            rep_diverge(s, "at the %s of thread %u at its instruction %" PRIu64 " (%" PRIu64
+                           " in all): %s", what, kf->tid, kf->thread_icount, kf->global_icount,
+                        diff);
         else
-            rep_diverge(s, "at the key frame at instruction %" PRIu64 ": %s", kf->global_icount,
-                        what);
+            rep_diverge(s, "at the %s at instruction %" PRIu64 ": %s", what, kf->global_icount,
+                        diff);
         return;
     }
-    s->keyframes_checked++;
+    if (what[0] == 'k')
+        s->keyframes_checked++;
+    else
+        s->checkpoints_checked++;
+}
+
+static void rep_verify_kf(struct rep_seg *s, const crec_fmt_keyframe *kf, uint64_t rip)
+{
+    rep_verify_point(s, kf, rip, "key frame");
 }
 
 /*
@@ -1054,11 +1192,161 @@ static void rep_offer_point(struct rep_seg *s, uint64_t addr, uint64_t before)
     s->on_point(s->access_ctx, s->owner, &p);
 }
 
+/* ---- parts cut at the index's restart points (replay --jobs) ----------- */
+
+/* A part from the index's restart points could not be trusted: not a
+ * divergence (the index may be stale or damaged); the caller replays it
+ * again from key frames. */
+static void rep_meet_fail(struct rep_seg *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void rep_meet_fail(struct rep_seg *s, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (s->meet_failed || s->diverged || s->failed)
+        return;
+    s->meet_failed = 1;
+    va_start(ap, fmt);
+    vsnprintf(s->meet_what, sizeof s->meet_what, fmt, ap);
+    va_end(ap);
+    crec_emu_cpu_stop(s->cpu);
+}
+
+/* Track what a part from a restart point holds.  @return 0, or -1 out of
+ * memory. */
+static int rep_trk_open(struct rep_seg *s)
+{
+    s->trk_cap = 1024;
+    s->trk_tlb = crec_calloc(REP_TRK_TLB, sizeof *s->trk_tlb);
+    s->trk_tlb_page = crec_calloc(REP_TRK_TLB, sizeof *s->trk_tlb_page);
+    if (!s->trk_tlb || !s->trk_tlb_page || !(s->trk = crec_calloc(s->trk_cap, sizeof *s->trk))) {
+        s->trk_cap = 0;
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * At restart point pass[pass_at], passed by a part that started at an
+ * earlier one: the seed's bytes that the part does not hold itself (it
+ * has not stored them, nor had them from READS, since its start) are what
+ * the program held from before that start: written from the seed.  The
+ * bytes it holds stay as they are.  (index/query.c qx_continue does the
+ * same for a query run, which trusts the index and writes every byte.)
+ */
+static void rep_pass_seed(struct rep_seg *s)
+{
+    const crec_replay_from *f = &s->pass[s->pass_at++];
+
+    for (size_t i = 0; i < f->nlines; i++) {
+        const struct rep_trk_page *p = rep_trk_find(s, f->lines[i] >> 6, 0);
+        uint64_t give = (f->masks ? f->masks[i] : ~0ull) & ~(p ? p->own[f->lines[i] & 63] : 0);
+        uint8_t cur[64];
+        /* only bytes that differ: a write to code would drop its translations */
+        if (give && crec_emu_mem_read(s->cpu, cur, f->lines[i] << 6, 64) == 0)
+            for (unsigned b = 0; b < 64; b++)
+                if (cur[b] == f->values[64 * i + b])
+                    give &= ~(1ull << b);
+        if (give)
+            rep_write_line(s, f->lines[i], give, f->values + 64 * i);
+    }
+}
+
+/* Does part s (from a restart point) hold byte addr itself? */
+static int rep_trk_own(const struct rep_seg *s, uint64_t addr)
+{
+    size_t i = (size_t)(((addr >> 12) * 0x9E3779B97F4A7C15ull) >> 24) & (s->trk_cap - 1);
+
+    for (; s->trk[i]; i = (i + 1) & (s->trk_cap - 1))
+        if (s->trk[i]->page == addr >> 12)
+            return s->trk[i]->own[addr >> 6 & 63] >> (addr & 63) & 1;
+    return 0;
+}
+
+int rep_parts_meet(const struct rep_seg *segs, size_t j)
+{
+    const struct rep_seg *b = &segs[j];
+
+    for (size_t i = 0; i < b->trk_cap; i++) {
+        const struct rep_trk_page *p = b->trk[i];
+        for (unsigned l = 0; p && p->val && l < 64; l++)
+            for (unsigned k = 0; p->used[l] && k < 64; k++) {
+                uint64_t addr = (p->page << 12) + 64 * l + k;
+                size_t h = j - 1;
+                uint8_t v;
+                if (!(p->used[l] >> k & 1))
+                    continue;
+                /* the last part before that held it: one from a key frame
+                 * holds everything the program could read of what it knew */
+                while (h > 0 && segs[h].trk_cap && !rep_trk_own(&segs[h], addr))
+                    h--;
+                if (!segs[h].cpu || crec_emu_mem_read(segs[h].cpu, &v, addr, 1) != 0 ||
+                    v != p->val[64 * l + k])
+                    return 0;
+            }
+    }
+    return 1;
+}
+
+void rep_parts_free(struct rep_seg *s)
+{
+    for (size_t i = 0; i < s->trk_cap; i++)
+        if (s->trk[i]) {
+            crec_free(s->trk[i]->val);
+            crec_free(s->trk[i]);
+        }
+    crec_free(s->trk);
+    crec_free(s->trk_tlb);
+    crec_free(s->trk_tlb_page);
+    s->trk = NULL, s->trk_last = NULL, s->trk_tlb = NULL, s->trk_tlb_page = NULL;
+    s->trk_cap = s->trk_n = 0;
+}
+
+/*
+ * A part that ends at restart point end_point, where the next part
+ * starts: the run must stand exactly there, with the point's registers
+ * and stream positions.  (Its memory is kept: what the next part read of
+ * what it was given is compared with it once both have run,
+ * rep_parts_meet.)
+ */
+void rep_seg_meet(struct rep_seg *s)
+{
+    const crec_fmt_keyframe *p = s->end_point->point;
+    crec_error err = {0};
+    crec_regs now;
+    char diff[160];
+    uint64_t hits;
+
+    if (s->next_kf <= s->end_kf || crec_emu_cpu_icount(s->cpu) != p->thread_icount) {
+        rep_meet_fail(s, "the part stopped at instruction %" PRIu64 ", not at the restart point "
+                      "at %" PRIu64, crec_emu_cpu_icount(s->cpu), p->thread_icount);
+        return;
+    }
+    if (crec_emu_regs_get(s->cpu, &now, &err) != CREC_OK) {
+        rep_fail(s, &err);
+        return;
+    }
+    now.rip = s->stopped_at_block;
+    if (crec_regs_diff(&p->regs, &now, diff, sizeof diff)) {
+        rep_meet_fail(s, "at the restart point at instruction %" PRIu64 ": %s",
+                      p->thread_icount, diff);
+        return;
+    }
+    hits = s->hits_left == UINT64_MAX ? p->hits_before : s->entry_hits - s->hits_left;
+    if (p->tid != s->tid || p->reads_off != s->entry_off || p->hits_before != hits ||
+        p->events_off != rep_event_offset(s)) {
+        rep_meet_fail(s, "the restart point at instruction %" PRIu64 " puts the streams "
+                      "elsewhere", p->thread_icount);
+        return;
+    }
+}
+
 /* A block whose code may not be there yet (lazy.c).  @return 1 if the
  * block must not run now: it is entered again once its code is in. */
 static int rep_block_lazy(struct rep_seg *s, uint64_t addr)
 {
-    crec_error err = {0};
+    crec_error err; /* set on failure; zeroing it per block cost a fifth of a run */
     int refill;
 
     if (rep_lazy_block(s, addr, &refill, &err) != CREC_OK) {
@@ -1177,7 +1465,7 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
             if (rep_listing(s, k, 0) != CREC_OK)
                 return;
             if (s->on_keyframe)
-                s->on_keyframe(s->access_ctx, k);
+                s->on_keyframe(s->access_ctx, s->owner, k);
             if (rep_part_end(s, k) && tb < s->until) {
                 /* over the gap (outside the hook) when the run goes as far as
                  * the next part; a run to a time in the gap ends here: the
@@ -1209,6 +1497,33 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
             return;
         }
     }
+    /* check points: the registers and streams, as at a key frame, but no
+     * listing follows and the prediction cache was not flushed */
+    while (!s->query && s->next_cp < s->ncp && s->cps[s->next_cp].thread_icount <= tb) {
+        const crec_fmt_keyframe *cp = &s->cps[s->next_cp++];
+        if (cp->thread_icount < tb) {
+            rep_diverge(s, "the check point at instruction %" PRIu64 " falls inside a block",
+                        cp->thread_icount);
+            return;
+        }
+        rep_verify_point(s, cp, addr, "check point");
+        if (!s->diverged && !s->failed)
+            rep_verify_kf_streams(s, cp);
+        if (s->diverged || s->failed)
+            return;
+    }
+    /* a restart point that a part from the index passes: its seed is
+     * written before the block, outside the hook */
+    if (s->pass_at < s->npass && s->pass[s->pass_at].point->thread_icount <= tb) {
+        if (s->pass[s->pass_at].point->thread_icount < tb) {
+            rep_meet_fail(s, "the restart point at instruction %" PRIu64 " falls inside a "
+                          "block", s->pass[s->pass_at].point->thread_icount);
+            return;
+        }
+        s->seed_block = addr;
+        crec_emu_cpu_stop(s->cpu);
+        return;
+    }
     /* no restart point once vector state a point can't hold was used */
     if (s->on_point && tb >= s->next_point && s->next_kf < s->nkf &&
         tb < s->kfs[s->next_kf].thread_icount && !crec_emu_cpu_xstate_touched(s->cpu))
@@ -1219,6 +1534,22 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
         s->stopped_at_block = addr; /* RIP may still point into the previous block */
     } else if (s->exec) {
         rep_exec_block(s, addr, ninsns, before);
+    }
+}
+
+void rep_write_line(struct rep_seg *s, uint64_t line, uint64_t mask, const uint8_t *values)
+{
+    /* each run of bytes of the mask at once; bytes not mapped don't matter */
+    for (unsigned b = 0; b < 64;) {
+        unsigned e = b;
+        if (!(mask >> b & 1)) {
+            b++;
+            continue;
+        }
+        while (e < 64 && mask >> e & 1)
+            e++;
+        crec_emu_mem_write(s->cpu, (line << 6) + b, values + b, e - b);
+        b = e;
     }
 }
 
@@ -1296,6 +1627,9 @@ static int rep_seg_open(struct rep_seg *s, crec_error *err)
         return err ? (int)err->code : CREC_ERR_EMU;
     crec_emu_cpu_set_icount(s->cpu, s->whole ? kf->global_icount : kf->thread_icount);
     s->next_kf = s->first + 1;
+    s->next_cp = 0;
+    while (s->next_cp < s->ncp && s->cps[s->next_cp].thread_icount <= kf->thread_icount)
+        s->next_cp++;
     s->next_point = kf->thread_icount + s->point_every;
     return CREC_OK;
 }
@@ -1327,7 +1661,8 @@ static int rep_seg_to_point(struct rep_seg *s)
     if (rc != CREC_OK)
         return rep_outcome(s);
     for (size_t i = 0; i < s->from_nlines; i++) /* lines no longer mapped don't matter */
-        crec_emu_mem_write(s->cpu, s->from_lines[i] << 6, s->from_values + 64 * i, 64);
+        rep_write_line(s, s->from_lines[i], s->from_masks ? s->from_masks[i] : ~0ull,
+                       s->from_values + 64 * i);
     return CREC_OK;
 }
 
@@ -1505,6 +1840,13 @@ static int rep_seg_start(struct rep_seg *s)
         return rep_outcome(s);
     if (s->failed || s->diverged)
         return rep_outcome(s);
+    if (s->start != &s->kfs[s->first] && !s->query) { /* a part from the index: */
+        if (rep_trk_open(s) != 0) { /* what it holds itself, tracked */
+            crec_error_set(&err, CREC_ERR_NOMEM, "out of memory for the seeds of a part");
+            rep_fail(s, &err);
+            return rep_outcome(s);
+        }
+    }
     if ((rc = rep_seg_first_hits(s, &err)) != CREC_OK)
         rep_fail(s, &err);
     /* a run from the last key frame of a part goes on at the next part */
@@ -1531,11 +1873,17 @@ static void rep_run_cpu(struct rep_seg *s, struct crec_emu_stop *stop)
             if (rep_jump(s, k) != CREC_OK)
                 return;
         }
+        if (s->seed_block) { /* a restart point passed: its seed, then its block */
+            rep_pass_seed(s);
+            crec_emu_reg_set(s->cpu, CREC_EMU_RIP, s->seed_block);
+            s->seed_block = 0;
+        }
         if (crec_emu_cpu_run(s->cpu, stop, &err) != CREC_OK) {
             rep_fail(s, &err);
             return;
         }
-        if ((s->refill_at || s->jump_to) && !s->failed && !s->diverged)
+        if ((s->refill_at || s->jump_to || s->seed_block) && !s->failed && !s->diverged &&
+            !s->meet_failed)
             continue;
         if (rep_signal_stopped(s, stop)) {
             s->stopped_at_block = 0;
@@ -1560,8 +1908,10 @@ int rep_seg_run(struct rep_seg *s)
     if (s->query)
         return rep_seg_run_until(s);
     rep_run_cpu(s, &stop);
-    if (s->failed || s->diverged)
+    if (s->failed || s->diverged || s->meet_failed)
         return rep_outcome(s);
+    if (s->points && s->pt_end != SIZE_MAX) /* it ends where the next part starts, at a */
+        return rep_outcome(s);                /* restart point: rep_seg_meet */
     if (!s->is_last || s->truncated) {
         /* It must have reached and checked its last key frame. */
         if (s->next_kf <= s->end_kf)
@@ -1595,6 +1945,7 @@ static void rep_swap_streams(struct rep_seg *s, struct rep_thread *t)
     REP_SWAP(s->peek_off, t->peek_off);
     REP_SWAP(s->ev_off, t->ev_off);
     REP_SWAP(s->next_kf, t->next_kf);
+    REP_SWAP(s->next_cp, t->next_cp);
 #undef REP_SWAP
 }
 
@@ -1628,6 +1979,7 @@ static int rep_thread_load(struct rep_seg *s, struct rep_thread *t)
 
     s->tid = t->tid;
     s->kfs = t->kfs, s->nkf = t->nkf;
+    s->cps = t->cps, s->ncp = t->ncp;
     s->first = 0, s->end_kf = t->nkf - 1;
     s->nkf_blocks = t->nkf - 1; /* its last key frame is checked at its end */
     if (t->started) {
@@ -1790,8 +2142,10 @@ void rep_seg_close(struct rep_seg *s)
         s->threads[i].reads = s->threads[i].events = NULL;
         crec_emu_xstate_free(s->threads[i].xs);
         s->threads[i].xs = NULL;
-        if (s->owns_whole)
+        if (s->owns_whole) {
             crec_free((void *)s->threads[i].kfs);
+            crec_free((void *)s->threads[i].cps);
+        }
     }
     if (s->owns_whole) {
         crec_free(s->threads);

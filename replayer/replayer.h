@@ -32,7 +32,8 @@ struct crec_replay_exec;
 /* What a query run reports; every member may be NULL (0). */
 typedef struct crec_replay_watch {
     crec_replay_access_fn access;            /* every guest memory access */
-    void (*keyframe)(void *ctx, size_t k);   /* the run passes key frame k */
+    /* the run passes key frame k (q's memory is that at k) */
+    void (*keyframe)(void *ctx, crec_replay_qrun *q, size_t k);
     void *ctx;
     /* A restart point, offered at the first block start at or after every
      * point_every instructions since the last key frame or point, strictly
@@ -47,16 +48,17 @@ typedef struct crec_replay_watch {
  * Where a query run starts: key frame `first` itself, or a restart point
  * that a run offered inside its segment.  Starting at a point, the run
  * builds the key frame's memory map, applies the map changes made before
- * the point, and writes `nlines` 64-byte lines of memory (line numbers are
- * addresses >> 6; later entries win): the lines accessed since the key
- * frame, as they were at the point.  Loads predicted after the point find
- * their values there.
+ * the point, and writes the bytes of `nlines` 64-byte lines (line numbers
+ * are addresses >> 6) that masks[i] names (bit b: byte b; NULL masks: the
+ * whole lines): the memory that loads predicted after the point need
+ * (index/build.c says which).
  */
 typedef struct crec_replay_from {
     const crec_fmt_keyframe *point;
     size_t nlines;
     const uint64_t *lines;
     const uint8_t *values;   /* 64 bytes a line */
+    const uint64_t *masks;
 } crec_replay_from;
 
 /*! crec_replay_query() :
@@ -176,6 +178,50 @@ uint32_t crec_replay_qrun_tid(const crec_replay_qrun *q);
  *  CREC_FMT_REG_RIP, _RFLAGS, _FS_BASE, _GS_BASE.  @return its value (0 for
  *  another id). */
 uint64_t crec_replay_qrun_reg(crec_replay_qrun *q, int id);
+
+/*! crec_replay_qrun_predicted() : during an access callback of kind 'r':
+ *  @return 1 if the load was one the recording's cache predicted (READS
+ *  holds no value for it: memory held it already), 0 if its value came
+ *  from READS. */
+int crec_replay_qrun_predicted(const crec_replay_qrun *q);
+
+/*! crec_replay_qrun_write_masked() : write the bytes of line `line`
+ *  (address >> 6) that `mask` names, from `values` (64 bytes), into the
+ *  run's memory; bytes not mapped are left out. */
+void crec_replay_qrun_write_masked(crec_replay_qrun *q, uint64_t line, uint64_t mask,
+                                   const uint8_t *values);
+
+/* ---- a full replay cut at restart points (for index/: replay --jobs) ---- */
+
+/*
+ * Where a full replay on several jobs may cut a recording of one thread
+ * besides its key frames: restart points with their seeds (what index/
+ * keeps in FILE.idx), none of it trusted.  get() is called once for the
+ * process replayed (proc, its key frames kfs), from the calling thread:
+ * *n points, *times the instruction count of each (in time order), *out
+ * an array of n for need() to fill, *keep what release() frees.  need(i)
+ * fills (*out)[i] (the point and its seed), from any thread, once; it
+ * may fail (the part that needs it is then replayed again without).  A
+ * part that starts at a point also writes the seeds of the later points
+ * it passes, where it holds nothing of its own; every cut is checked
+ * (registers, streams, and the memory the part used of what it was
+ * given), and a replay whose parts do not all hold is done again cut at
+ * key frames (replayer/session.c).
+ */
+typedef struct crec_replay_points {
+    int (*get)(void *ctx, const char *path, uint32_t proc, const crec_fmt_keyframe *kfs,
+               size_t nkf, const uint64_t **times, crec_replay_from **out, size_t *n,
+               void **keep);
+    int (*need)(void *ctx, void *keep, size_t i);
+    void (*release)(void *ctx, void *keep);
+    void *ctx;
+} crec_replay_points;
+
+/*! crec_replay_run_points() : crec_replay_run, with the restart points pts
+ *  offers (may be NULL: key frames only). */
+int crec_replay_run_points(const char *path, const crec_replay_options *o,
+                           const crec_replay_points *pts, crec_replay_result *res,
+                           crec_error *err);
 
 /*! crec_replay_load_keyframes() : every KEYFRAME record, in order; *out is
  *  crec_malloc'd.  @return CREC_OK or an error. */

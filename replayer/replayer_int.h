@@ -16,6 +16,27 @@
  * changed since); past this many bytes, it is not compared. */
 #define REP_CODE_CHECK_MAX (64ull << 20)
 
+/* The restart points a replay on several jobs may cut at (session.c). */
+struct rep_points {
+    const crec_replay_points *fn;
+    void *keep;
+    const uint64_t *times;       /* the instruction count of each */
+    crec_replay_from *pts;       /* each, once fn->need has filled it */
+    size_t n;
+};
+
+#define REP_TRK_TLB 4096
+
+/* A guest page a part from a restart point accessed (replay.c rep_track). */
+struct rep_trk_page {
+    uint64_t page;               /* address >> 12 */
+    uint64_t full[8];            /* a bit an 8-byte granule: every byte of it own (the
+                                    common case, in a cache line: 1/64 of the memory) */
+    uint64_t own[64];            /* a mask a 64-byte line: bytes the part holds itself */
+    uint64_t used[64];           /* ... bytes first read by a predicted load */
+    uint8_t *val;                /* the values of those (4096 bytes, NULL: none yet) */
+};
+
 /*
  * What a thread keeps while another one has the CPU, in a whole-program
  * replay: the fields of rep_seg that belong to the running thread.
@@ -28,6 +49,8 @@ struct rep_thread {
     crec_emu_xstate *xs;         /* its vector state crec holds itself (NULL: none yet) */
     const crec_fmt_keyframe *kfs; /* its key frames (thread_icount is its time) */
     size_t nkf, next_kf, kf_checked_last;
+    const crec_fmt_keyframe *cps; /* its check points */
+    size_t ncp, next_cp;
     crec_fmt_cursor *reads, *events, *seq;
     uint64_t hits_left, entry_off, entry_hits;
     crec_fmt_event peek;
@@ -63,6 +86,8 @@ struct rep_seg {
 
     const crec_fmt_keyframe *kfs; /* every key frame of the recording */
     size_t nkf;
+    const crec_fmt_keyframe *cps; /* the check points of the thread replayed */
+    size_t ncp, next_cp;         /* (a full replay checks them; none: NULL) */
     size_t nkf_blocks;           /* key frames checked at block starts */
     size_t first, next_kf;
     size_t end_kf;               /* the key frame where this run ends */
@@ -84,7 +109,7 @@ struct rep_seg {
     uint64_t sig_at;
     uint64_t fatal_at;
 
-    uint64_t keyframes_checked, syscalls, writes_checked, reads_taken;
+    uint64_t keyframes_checked, checkpoints_checked, syscalls, writes_checked, reads_taken;
     uint64_t at;                 /* the last block start: how far the run has got */
     uint64_t replayed;           /* instructions run, once the piece is over */
     int finished;                /* the run has ended (read by the watching thread) */
@@ -111,7 +136,7 @@ struct rep_seg {
     uint64_t lazy_seen[REP_LAZY_SEEN]; /* page+1 of pages known filled or not lazy */
     uint64_t refill_at;          /* a block to enter again, its code now there */
     crec_replay_access_fn on_access;
-    void (*on_keyframe)(void *ctx, size_t k); /* passing key frame k */
+    void (*on_keyframe)(void *ctx, crec_replay_qrun *q, size_t k); /* passing key frame k */
     void (*on_point)(void *ctx, crec_replay_qrun *q, const crec_fmt_keyframe *p);
     crec_replay_qrun *owner;     /* the query run this is, given to the callbacks */
     uint64_t point_every, next_point; /* offer a restart point every so often */
@@ -124,7 +149,9 @@ struct rep_seg {
     const crec_fmt_keyframe *start;
     const uint64_t *from_lines;
     const uint8_t *from_values;
+    const uint64_t *from_masks;
     size_t from_nlines;
+    int predicted;               /* the load reported now was predicted */
     uint64_t entry_off, entry_hits; /* the READS entry being used: where, its hits */
 
     /* threads (format 2) */
@@ -171,6 +198,36 @@ struct rep_seg {
     uint32_t blk_k;              /* ... and its instructions seen by the code hook */
     int blk_seen;                /* blk_t/blk_addr were reported already */
     uint64_t rip_fix;            /* the RIP a callback sees where Unicorn's is stale */
+
+    /*
+     * A part of a full replay cut at the index's restart points (session.c,
+     * replay --jobs): nothing here is trusted.  A part that starts at a
+     * point (start != &kfs[first]) is given the point's seed, and passes
+     * the later points in `pass`, where it writes the seed's bytes it does
+     * not hold itself.  It tracks every page it accesses (`trk`): the bytes
+     * it holds itself (stored, or given by READS), and those whose first
+     * access was a predicted load (`used`: their value came from what it
+     * was given), with that value.  A part that ends at a point
+     * (`end_point`) must meet it: registers and streams as the point says,
+     * else `meet_failed` (not a divergence: the index may be to blame); its
+     * CPU is kept, and its memory must hold every byte the next part used
+     * (rep_parts_meet).
+     */
+    const struct rep_points *points; /* the points the part is cut at: */
+    size_t pt_start, pt_end;     /* ... where it starts and ends (SIZE_MAX: a key frame) */
+    size_t pt_lo, pt_hi;         /* ... and those it passes, read by its own thread */
+    uint64_t t0;                 /* where the part starts (for the progress line) */
+    const crec_replay_from *pass;
+    size_t npass, pass_at;
+    uint64_t seed_block;         /* a block to enter again, a seed now written */
+    struct rep_trk_page **trk;   /* open addressing by page (NULL: empty) */
+    size_t trk_cap, trk_n;       /* a power of two (0: nothing tracked); pages */
+    struct rep_trk_page *trk_last; /* the page of the last access */
+    struct rep_trk_page **trk_tlb; /* REP_TRK_TLB recent ones, by page number, */
+    uint64_t *trk_tlb_page;      /* ... and their numbers + 1 (a look costs no miss) */
+    const crec_replay_from *end_point;
+    int meet_failed;
+    char meet_what[200];
 };
 
 /* The running thread's own count now. */
@@ -183,6 +240,11 @@ static inline uint64_t rep_ticount(const struct rep_seg *s)
 int rep_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
                        crec_error *err);
 
+/* session.c: the same, and every CHECKPOINT record in *cps (version 4;
+ * crec_malloc'd, may be empty). */
+int rep_load_points(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
+                    crec_fmt_keyframe **cps, size_t *ncp, crec_error *err);
+
 /* session.c: how many threads the recording has (EVENTS streams). */
 size_t rep_threads(const crec_fmt_reader *r);
 
@@ -192,6 +254,11 @@ int rep_thread_keyframes(const crec_fmt_keyframe *kfs, size_t nkf, uint32_t tid,
 
 /* replay.c: run one replay to its end; its result is left in *s. */
 int rep_seg_run(struct rep_seg *s);
+
+/* replay.c: a part that ran to the restart point s->end_point, where the
+ * next part starts: does it stand there (count, registers, streams)?
+ * meet_failed if not. */
+void rep_seg_meet(struct rep_seg *s);
 
 /* replay.c: only the start of a run (its CPU, registers and memory map). */
 int rep_seg_run_start(struct rep_seg *s, crec_error *err);
@@ -203,7 +270,7 @@ int rep_whole_run(struct rep_seg *s);
  * r (key frames kfs): the schedule, every thread's key frames.
  * @return CREC_OK, or an error (s owns what it got: rep_seg_close). */
 int rep_whole_open(struct rep_seg *s, crec_fmt_reader *r, const crec_fmt_keyframe *kfs,
-                   size_t nkf, crec_error *err);
+                   size_t nkf, const crec_fmt_keyframe *cps, size_t ncp, crec_error *err);
 
 /* replay.c: run a query run that stopped on to `until` (s->query). */
 int rep_seg_resume(struct rep_seg *s, uint64_t until);
@@ -228,6 +295,18 @@ void rep_exec_block(struct rep_seg *s, uint64_t addr, uint32_t ninsns, uint64_t 
 void rep_exec_access(struct rep_seg *s, int kind, uint64_t addr, uint64_t len,
                      const uint8_t *value);
 void rep_exec_syscall(struct rep_seg *s, const crec_fmt_event *ev);
+
+/* replay.c: parts cut at restart points, in order, the CPUs of those
+ * before j still open.  rep_parts_meet: does every byte part j used
+ * without holding it itself hold what the last part before it that held
+ * the byte (one from a key frame holds all) held there?  @return 1 or 0.
+ * rep_parts_free: what a part tracked. */
+int rep_parts_meet(const struct rep_seg *segs, size_t j);
+void rep_parts_free(struct rep_seg *s);
+
+/* replay.c: write the bytes of line `line` that `mask` names (NULL
+ * mask... all 64) from values into the run's memory. */
+void rep_write_line(struct rep_seg *s, uint64_t line, uint64_t mask, const uint8_t *values);
 
 /* regs.c: describe the first difference between two register states in
  * `what`.  @return 1 if they differ, 0 if they are the same. */

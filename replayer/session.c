@@ -24,6 +24,9 @@
 #include "replayer/replayer_int.h"
 
 #define REP_MAX_JOBS 64
+#define REP_POINT_COST 4 /* twice what a part from a restart point costs an
+                            instruction, to one from a key frame (measured:
+                            bench_hash 1.9, bench_chase more) */
 
 /* Does a STOP mark say that no --start-at trigger came? */
 static int nothing_recorded(crec_fmt_reader *r)
@@ -36,42 +39,57 @@ static int nothing_recorded(crec_fmt_reader *r)
     return never;
 }
 
-/* Every KEYFRAME record, in order.  *out is crec_malloc'd. */
-int rep_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
-                       crec_error *err)
+/* Append kf to the array *v of *n (capacity *cap).  @return 0, -1 no memory. */
+static int kf_push(crec_fmt_keyframe **v, size_t *n, size_t *cap, const crec_fmt_keyframe *kf)
+{
+    if (*n == *cap) {
+        size_t ncap = *cap ? 2 * *cap : 64;
+        crec_fmt_keyframe *p = crec_realloc(*v, ncap * sizeof *p);
+        if (!p)
+            return -1;
+        *v = p, *cap = ncap;
+    }
+    (*v)[(*n)++] = *kf;
+    return 0;
+}
+
+int rep_load_points(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
+                    crec_fmt_keyframe **cps, size_t *ncp, crec_error *err)
 {
     crec_fmt_cursor *c;
-    crec_fmt_keyframe *kfs = NULL;
-    size_t cap = 0, len = 0;
+    crec_fmt_keyframe *kfs = NULL, *cv = NULL, one;
+    size_t cap = 0, len = 0, ccap = 0, clen = 0;
+    uint64_t last = 0;
     const uint8_t *body;
     size_t blen;
     int kind, rc;
+    uint32_t version = crec_fmt_reader_header(r)->version;
 
     rc = crec_fmt_cursor_open(r, CREC_FMT_S_KEYFRAMES, 0, 0, &c, err);
     if (rc != CREC_OK)
         return rc;
     while ((rc = crec_fmt_cursor_next(c, &kind, &body, &blen, err)) == CREC_OK) {
-        if (len == cap) {
-            size_t ncap = cap ? 2 * cap : 64;
-            crec_fmt_keyframe *p = crec_realloc(kfs, ncap * sizeof *p);
-            if (!p) {
-                rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory loading key frames");
-                break;
-            }
-            kfs = p, cap = ncap;
-        }
-        if (kind != CREC_FMT_K_KEYFRAME) {
+        if (kind != CREC_FMT_K_KEYFRAME && (kind != CREC_FMT_K_CHECKPOINT || version < 4)) {
             rc = crec_error_corrupt(err, "record kind 0x%02x in the KEYFRAMES stream", kind);
             break;
         }
-        rc = crec_fmt_kf_decode(body, blen, &kfs[len], err);
+        rc = crec_fmt_kf_decode(body, blen, &one, err);
         if (rc != CREC_OK)
             break;
-        if (len > 0 && kfs[len].global_icount < kfs[len - 1].global_icount) {
-            rc = crec_error_corrupt(err, "key frame %zu goes back in time", len);
+        if (len + clen > 0 && one.global_icount < last) {
+            rc = crec_error_corrupt(err, "%s %zu goes back in time",
+                                    kind == CREC_FMT_K_KEYFRAME ? "key frame" : "check point",
+                                    kind == CREC_FMT_K_KEYFRAME ? len : clen);
             break;
         }
-        len++;
+        last = one.global_icount;
+        if (kind == CREC_FMT_K_CHECKPOINT && !cps)
+            continue;
+        if (kind == CREC_FMT_K_KEYFRAME ? kf_push(&kfs, &len, &cap, &one)
+                                        : kf_push(&cv, &clen, &ccap, &one)) {
+            rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory loading key frames");
+            break;
+        }
     }
     crec_fmt_cursor_free(c);
     /* In a file cut short, KEYFRAMES may end inside the record its last
@@ -91,11 +109,22 @@ int rep_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
         rc = CREC_OK;
     if (rc != CREC_OK) {
         crec_free(kfs);
+        crec_free(cv);
         return rc;
     }
     *out = kfs;
     *n = len;
+    if (cps) {
+        *cps = cv;
+        *ncp = clen;
+    }
     return CREC_OK;
+}
+
+int rep_load_keyframes(crec_fmt_reader *r, crec_fmt_keyframe **out, size_t *n,
+                       crec_error *err)
+{
+    return rep_load_points(r, out, n, NULL, NULL, err);
 }
 
 size_t rep_threads(const crec_fmt_reader *r)
@@ -157,6 +186,45 @@ struct worker {
     crec_error err;
 };
 
+/* A part cut at restart points: the points it starts at and passes (or,
+ * at_end, the one it ends at), read now on the part's own thread (a point
+ * it ends at when it is there, which the next part has read by then, most
+ * likely) and checked to be the thread's, at the times the plan took them
+ * at.  @return 0, or -1 (meet_failed: the replay is done again without
+ * the points). */
+static int part_points(struct rep_seg *s, int at_end)
+{
+    const struct rep_points *P = s->points;
+    size_t hi = s->pt_hi + 2;
+
+    for (size_t k = s->pt_lo; k < hi; k++) {
+        size_t i = k < s->pt_hi ? k : k == s->pt_hi ? s->pt_start : s->pt_end;
+        const crec_replay_from *f;
+        if ((k > s->pt_hi) != at_end || i == SIZE_MAX)
+            continue; /* where the part ends: once it is there, and only that */
+        f = &P->pts[i];
+        if (P->fn->need(P->fn->ctx, P->keep, i) != CREC_OK || !f->point ||
+            f->point->thread_icount != P->times[i] || f->point->tid != s->kfs[0].tid ||
+            (f->nlines && (!f->lines || !f->values))) {
+            s->meet_failed = 1;
+            snprintf(s->meet_what, sizeof s->meet_what, "the index can't give the restart "
+                     "point at instruction %" PRIu64, P->times[i]);
+            return -1;
+        }
+    }
+    if (s->pt_start != SIZE_MAX && !at_end) {
+        const crec_replay_from *f = &P->pts[s->pt_start];
+        s->start = f->point;
+        s->from_lines = f->lines, s->from_values = f->values, s->from_masks = f->masks;
+        s->from_nlines = f->nlines;
+        s->pass = &P->pts[s->pt_lo];
+        s->npass = s->pt_hi - s->pt_lo;
+    }
+    if (at_end && s->pt_end != SIZE_MAX)
+        s->end_point = &P->pts[s->pt_end];
+    return 0;
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
@@ -182,13 +250,21 @@ static void *worker_main(void *arg)
             s->err = w->err;
         } else {
             s->r = r;
-            rep_seg_run(s);
+            if (!s->points || part_points(s, 0) == 0)
+                rep_seg_run(s);
+            /* it stopped where the next part starts: does it meet it? */
+            if (s->points && s->pt_end != SIZE_MAX && s->cpu && !s->diverged && !s->failed &&
+                !s->meet_failed && part_points(s, 1) == 0)
+                rep_seg_meet(s);
             /* what merge() needs, then the CPU goes: at most one per host
-             * thread is alive (an engine holds a big code buffer) */
+             * thread is alive (an engine holds a big code buffer); a part
+             * that ends at a restart point keeps its memory, for the next
+             * part to be checked against (parts_held) */
             if (s->cpu) /* the gaps jumped over were not replayed */
                 s->replayed = crec_emu_cpu_icount(s->cpu) - s->skipped -
-                              (s->whole ? 0 : s->kfs[s->first].thread_icount);
-            rep_seg_close(s);
+                              (s->whole ? 0 : s->start->thread_icount);
+            if (!s->end_point || s->diverged || s->failed || s->meet_failed)
+                rep_seg_close(s);
         }
         __atomic_store_n(&s->finished, 1, __ATOMIC_RELEASE);
     }
@@ -204,7 +280,7 @@ static uint64_t pieces_done(struct rep_seg *segs, unsigned n)
 
     for (unsigned j = 0; j < n; j++) {
         uint64_t at = __atomic_load_n(&segs[j].at, __ATOMIC_RELAXED);
-        uint64_t start = segs[j].kfs[segs[j].first].thread_icount;
+        uint64_t start = segs[j].t0;
         if (__atomic_load_n(&segs[j].finished, __ATOMIC_ACQUIRE))
             at = segs[j].stop_at;
         done += at > start ? at - start : 0;
@@ -273,6 +349,7 @@ static int merge(struct rep_seg *segs, unsigned n, crec_replay_result *res, crec
     for (unsigned j = 0; j < n; j++) {
         struct rep_seg *s = &segs[j];
         res->keyframes_checked += s->keyframes_checked;
+        res->checkpoints_checked += s->checkpoints_checked;
         res->syscalls += s->syscalls;
         res->writes_checked += s->writes_checked;
         res->replayed += s->replayed;
@@ -295,7 +372,8 @@ static int merge(struct rep_seg *segs, unsigned n, crec_replay_result *res, crec
 /* Cut key frames [first, last] of one thread into `k` pieces of about
  * equal instruction counts, appended to segs. */
 static void plan_pieces(struct rep_seg *segs, unsigned *n, const crec_fmt_keyframe *kfs,
-                        size_t nkf, size_t first, unsigned k, int truncated, int alone)
+                        size_t nkf, const crec_fmt_keyframe *cps, size_t ncp, size_t first,
+                        unsigned k, int truncated, int alone)
 {
     size_t last = nkf - 1, at = first;
     uint64_t t0 = kfs[first].thread_icount, span = kfs[last].thread_icount - t0;
@@ -310,13 +388,14 @@ static void plan_pieces(struct rep_seg *segs, unsigned *n, const crec_fmt_keyfra
         if (end >= last && j < k)
             end = last;
         s->kfs = kfs, s->nkf = nkf;
+        s->cps = cps, s->ncp = ncp;
         s->first = at, s->end_kf = end;
         s->is_last = end == last;
         s->start = &kfs[at];
         s->truncated = truncated;
         s->stop_at = kfs[end].thread_icount;
         s->nkf_blocks = s->is_last && !truncated ? nkf - 1 : end + 1;
-        s->at = kfs[at].thread_icount;
+        s->at = s->t0 = kfs[at].thread_icount;
         s->alone = alone;
         at = end;
         if (end == last)
@@ -324,16 +403,162 @@ static void plan_pieces(struct rep_seg *segs, unsigned *n, const crec_fmt_keyfra
     }
 }
 
-/* One thread of a recording: its key frames. */
-struct rep_view {
-    uint32_t tid;
-    crec_fmt_keyframe *kfs;
-    size_t nkf;
+/* The last key frame of [first, last] before time t. */
+static size_t kf_before(const crec_fmt_keyframe *kfs, size_t first, size_t last, uint64_t t)
+{
+    while (first < last && kfs[first + 1].thread_icount < t)
+        first++;
+    return first;
+}
+
+/* Are the restart points usable here: in time order, each strictly inside
+ * a segment of [first, last] (no key frame at its time)?  The index is not
+ * trusted for more: a point that is wrong in any other way makes its part
+ * fail, and the replay is done again. */
+static int points_fit(const crec_fmt_keyframe *kfs, size_t first, size_t last,
+                      const uint64_t *times, size_t n)
+{
+    size_t k = first;
+
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && times[i] <= times[i - 1])
+            return 0;
+        if (times[i] <= kfs[first].thread_icount || times[i] >= kfs[last].thread_icount)
+            continue; /* outside the replay: not a cut (the order is all that matters) */
+        k = kf_before(kfs, k, last, times[i]);
+        if (kfs[k + 1].thread_icount == times[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* A cut between two parts: key frame kf, or restart point pt (pt < SIZE_MAX). */
+struct cut {
+    uint64_t t;
+    size_t kf, pt;
 };
 
-/* The threads of the recording (by number) and each one's key frames. */
-static int thread_views(const crec_fmt_keyframe *kfs, size_t nkf, struct rep_view **out,
-                        size_t *n, crec_error *err)
+/*
+ * Cut key frames [first, last] of one thread into k parts of about equal
+ * instruction counts, at key frames or at restart points (which
+ * points_fit): a key frame near the ideal cut is taken rather than a
+ * point, which makes the part hang on the index.  Each part reads its
+ * points on its own thread (part_points).  @return how many parts start at
+ * a restart point.
+ */
+static unsigned plan_parts(struct rep_seg *segs, unsigned *n, const crec_fmt_keyframe *kfs,
+                           size_t nkf, const crec_fmt_keyframe *cps, size_t ncp, size_t first,
+                           unsigned k, const struct rep_points *points)
+{
+    const uint64_t *times = points->times;
+    size_t last = nkf - 1, p0 = 0, pe, ncut = 1;
+    uint64_t t0 = kfs[first].thread_icount, span = kfs[last].thread_icount - t0;
+    struct cut cuts[REP_MAX_JOBS + 1];
+    unsigned at_points = 0;
+
+    while (p0 < points->n && times[p0] <= t0)
+        p0++;
+    pe = p0;
+    while (pe < points->n && times[pe] < kfs[last].thread_icount)
+        pe++;
+    cuts[0] = (struct cut){t0, first, SIZE_MAX};
+    for (unsigned j = 1; j < k; j++) {
+        uint64_t want = t0 + span / k * j, slack = span / k / 8, d;
+        struct cut best = {0, 0, SIZE_MAX};
+        uint64_t bestd = UINT64_MAX;
+        for (size_t i = first + 1; i < last; i++) {
+            d = kfs[i].thread_icount > want ? kfs[i].thread_icount - want
+                                            : want - kfs[i].thread_icount;
+            if (kfs[i].thread_icount > cuts[ncut - 1].t && d < bestd)
+                best = (struct cut){kfs[i].thread_icount, i, SIZE_MAX}, bestd = d;
+        }
+        /* no key frame near: a point, where a part from a point costs more
+         * than one from a key frame (it tracks what it holds, reads the
+         * index): the first part, which starts at a key frame, is made
+         * longer, as if the others ran REP_POINT_COST / 2 times slower */
+        if (bestd > slack) {
+            uint64_t share = span / (REP_POINT_COST + 2 * (k - 1)) * 2;
+            want = t0 + span - share * (k - j);
+            bestd = UINT64_MAX;
+        }
+        if (bestd == UINT64_MAX)
+            for (size_t i = p0; i < pe; i++) {
+                d = times[i] > want ? times[i] - want : want - times[i];
+                if (times[i] > cuts[ncut - 1].t && d < bestd)
+                    best = (struct cut){times[i], 0, i}, bestd = d;
+            }
+        if (bestd != UINT64_MAX)
+            cuts[ncut++] = best;
+    }
+    cuts[ncut++] = (struct cut){kfs[last].thread_icount, last, SIZE_MAX};
+    for (size_t j = 0; j + 1 < ncut; j++) {
+        const struct cut *a = &cuts[j], *b = &cuts[j + 1];
+        struct rep_seg *s = &segs[(*n)++];
+        s->kfs = kfs, s->nkf = nkf;
+        s->cps = cps, s->ncp = ncp;
+        s->first = a->pt == SIZE_MAX ? a->kf : kf_before(kfs, first, last, a->t);
+        s->start = &kfs[s->first]; /* a point's record once the part has read it */
+        s->points = points;
+        s->pt_start = a->pt, s->pt_end = b->pt;
+        s->pt_lo = s->pt_hi = 0;
+        if (a->pt != SIZE_MAX) { /* from the point, and through the points after it */
+            s->pt_lo = s->pt_hi = a->pt + 1;
+            while (s->pt_hi < pe && times[s->pt_hi] < b->t)
+                s->pt_hi++;
+            at_points++;
+        }
+        if (b->pt == SIZE_MAX) {
+            s->end_kf = b->kf;
+            s->is_last = b->kf == last;
+        } else {
+            s->end_kf = kf_before(kfs, first, last, b->t);
+        }
+        s->stop_at = b->t;
+        s->nkf_blocks = s->is_last ? nkf - 1 : s->end_kf + 1;
+        s->at = s->t0 = a->t;
+    }
+    return at_points;
+}
+
+/*
+ * Did the parts cut at restart points hold?  Each ran to its end with
+ * nothing found, met the next one's start, and what the next one took
+ * from the seeds of the points it passed is what this one held there.
+ * Anything else (a divergence too) is found again by a replay cut at key
+ * frames only: the index must never be what a divergence is blamed on.
+ */
+static int parts_held(const struct rep_seg *segs, unsigned n)
+{
+    for (unsigned j = 0; j < n; j++) {
+        const struct rep_seg *s = &segs[j];
+        if (s->diverged || s->failed || s->meet_failed || (s->end_point && j + 1 >= n) ||
+            (s->points && s->pt_end != SIZE_MAX && !s->end_point) ||
+            (j > 0 && s->trk_cap && !rep_parts_meet(segs, j)))
+            return 0;
+    }
+    return 1;
+}
+
+static void segs_free(struct rep_seg *segs, unsigned n)
+{
+    for (unsigned j = 0; j < n; j++) {
+        rep_seg_close(&segs[j]);
+        rep_parts_free(&segs[j]);
+    }
+    crec_free(segs);
+}
+
+/* One thread of a recording: its key frames and check points. */
+struct rep_view {
+    uint32_t tid;
+    crec_fmt_keyframe *kfs, *cps;
+    size_t nkf, ncp;
+};
+
+/* The threads of the recording (by number) and each one's key frames and
+ * check points (cps may be NULL). */
+static int thread_views(const crec_fmt_keyframe *kfs, size_t nkf, const crec_fmt_keyframe *cps,
+                        size_t ncp, struct rep_view **out, size_t *n, crec_error *err)
 {
     uint32_t max = 0;
     struct rep_view *v;
@@ -349,10 +574,12 @@ static int thread_views(const crec_fmt_keyframe *kfs, size_t nkf, struct rep_vie
     for (uint32_t t = 1; t <= max && rc == CREC_OK; t++) {
         v[t - 1].tid = t;
         rc = rep_thread_keyframes(kfs, nkf, t, &v[t - 1].kfs, &v[t - 1].nkf, err);
+        if (rc == CREC_OK && cps)
+            rc = rep_thread_keyframes(cps, ncp, t, &v[t - 1].cps, &v[t - 1].ncp, err);
     }
     if (rc != CREC_OK) {
         for (uint32_t t = 0; t < max; t++)
-            crec_free(v[t].kfs);
+            crec_free(v[t].kfs), crec_free(v[t].cps);
         crec_free(v);
         return rc;
     }
@@ -363,15 +590,17 @@ static int thread_views(const crec_fmt_keyframe *kfs, size_t nkf, struct rep_vie
 static void views_free(struct rep_view *v, size_t n)
 {
     for (size_t i = 0; v && i < n; i++)
-        crec_free(v[i].kfs);
+        crec_free(v[i].kfs), crec_free(v[i].cps);
     crec_free(v);
 }
 
 /* Replay pieces: every segment of the recording (one thread), or of each
  * thread alone (several), on o->jobs host threads. */
 static int run_pieces(const char *path, crec_fmt_reader *r0, const crec_fmt_keyframe *kfs,
-                      size_t nkf, struct rep_view *views, size_t nviews, int truncated,
-                      const crec_replay_options *o, crec_replay_result *res, crec_error *err)
+                      size_t nkf, const crec_fmt_keyframe *cps, size_t ncp,
+                      struct rep_view *views, size_t nviews, int truncated,
+                      const struct rep_points *points, const crec_replay_options *o,
+                      crec_replay_result *res, crec_error *err)
 {
     unsigned jobs = o->jobs ? o->jobs : 1, n = 0, cap = 0;
     uint64_t total = 0;
@@ -385,9 +614,35 @@ static int run_pieces(const char *path, crec_fmt_reader *r0, const crec_fmt_keyf
         size_t first = start_index(kfs, nblocks ? nblocks : 1, o->from);
         if (!(segs = crec_calloc(jobs, sizeof *segs)))
             return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for %u replay jobs", jobs);
-        plan_pieces(segs, &n, kfs, nkf, first, jobs, truncated, 0);
         res->start_icount = kfs[first].global_icount;
         total = kfs[nkf - 1].thread_icount - kfs[first].thread_icount;
+        res->instructions = kfs[nkf - 1].global_icount;
+        /* at the index's restart points too, where key frames are few */
+        if (points && jobs > 1 && !truncated && nkf > 1 &&
+            points_fit(kfs, first, nkf - 1, points->times, points->n) &&
+            (res->parts_at_points = plan_parts(segs, &n, kfs, nkf, cps, ncp, first, jobs,
+                                               points)) > 0) {
+            run_pool(path, r0, segs, n, jobs, o, total);
+            if (parts_held(segs, n)) {
+                res->parts = n;
+                rc = merge(segs, n, res, err);
+                segs_free(segs, n);
+                return rc;
+            }
+            /* not trusted: everything again, cut at key frames only */
+            segs_free(segs, n);
+            res->parts_at_points = 0;
+            res->points_failed = 1;
+            n = 0;
+            if (!(segs = crec_calloc(jobs, sizeof *segs)))
+                return crec_error_set(err, CREC_ERR_NOMEM, "out of memory for %u replay jobs",
+                                      jobs);
+        } else {
+            n = 0;
+            memset(segs, 0, jobs * sizeof *segs);
+            res->parts_at_points = 0;
+        }
+        plan_pieces(segs, &n, kfs, nkf, cps, ncp, first, jobs, truncated, 0);
     } else { /* threads alone: pieces of about a jobs-th of the average thread */
         uint64_t sum = 0, piece;
         for (size_t t = 0; t < nviews; t++)
@@ -416,7 +671,8 @@ static int run_pieces(const char *path, crec_fmt_reader *r0, const crec_fmt_keyf
                 res->keyframes_checked++;
                 continue;
             }
-            plan_pieces(segs, &n, v->kfs, v->nkf, first, (unsigned)(len / piece + 1) > jobs
+            plan_pieces(segs, &n, v->kfs, v->nkf, v->cps, v->ncp, first,
+                        (unsigned)(len / piece + 1) > jobs
                         ? jobs : (unsigned)(len / piece + 1), truncated, 1);
         }
         if (res->start_icount == UINT64_MAX)
@@ -427,20 +683,19 @@ static int run_pieces(const char *path, crec_fmt_reader *r0, const crec_fmt_keyf
         res->instructions = views[o->thread - 1].kfs[views[o->thread - 1].nkf - 1].global_icount;
     if (n > 0)
         run_pool(path, r0, segs, n, jobs, o, total);
+    res->parts = n;
     rc = merge(segs, n, res, err);
-    for (unsigned j = 0; j < n; j++)
-        rep_seg_close(&segs[j]);
-    crec_free(segs);
+    segs_free(segs, n);
     return rc;
 }
 
 int rep_whole_open(struct rep_seg *s, crec_fmt_reader *r, const crec_fmt_keyframe *kfs,
-                   size_t nkf, crec_error *err)
+                   size_t nkf, const crec_fmt_keyframe *cps, size_t ncp, crec_error *err)
 {
     struct rep_view *views = NULL;
     crec_fmt_slice *slices = NULL;
     size_t nviews = 0, nslices = 0;
-    int rc = thread_views(kfs, nkf, &views, &nviews, err);
+    int rc = thread_views(kfs, nkf, cps, ncp, &views, &nviews, err);
 
     s->r = r;
     s->whole = s->alone = 1;
@@ -464,9 +719,12 @@ int rep_whole_open(struct rep_seg *s, crec_fmt_reader *r, const crec_fmt_keyfram
         s->threads[t].tid = views[t].tid;
         s->threads[t].kfs = views[t].kfs;
         s->threads[t].nkf = views[t].nkf;
+        s->threads[t].cps = views[t].cps;
+        s->threads[t].ncp = views[t].ncp;
     }
     crec_free(views);
     s->kfs = s->threads[slices[0].tid - 1].kfs, s->nkf = s->threads[slices[0].tid - 1].nkf;
+    s->cps = s->threads[slices[0].tid - 1].cps, s->ncp = s->threads[slices[0].tid - 1].ncp;
     s->first = 0, s->end_kf = s->nkf - 1, s->is_last = 1;
     s->nkf_blocks = s->nkf - 1;
     s->start = &s->kfs[0];
@@ -475,13 +733,14 @@ int rep_whole_open(struct rep_seg *s, crec_fmt_reader *r, const crec_fmt_keyfram
 
 /* The whole program on one CPU, its threads switched as recorded. */
 static int run_whole(crec_fmt_reader *r, const crec_fmt_keyframe *kfs, size_t nkf,
-                     const crec_replay_options *o, crec_replay_result *res, crec_error *err)
+                     const crec_fmt_keyframe *cps, size_t ncp, const crec_replay_options *o,
+                     crec_replay_result *res, crec_error *err)
 {
     struct rep_seg s;
     int rc;
 
     memset(&s, 0, sizeof s);
-    rc = rep_whole_open(&s, r, kfs, nkf, err);
+    rc = rep_whole_open(&s, r, kfs, nkf, cps, ncp, err);
     if (rc == CREC_OK) {
         if (o->progress) /* one thread: the caller's own reports nothing meanwhile */
             o->progress(o->progress_ctx, 0, kfs[nkf - 1].global_icount);
@@ -543,14 +802,15 @@ static int has_gaps(crec_fmt_reader *r)
  * being written, read as it stands; nothing past key frame `o->from` to
  * verify yet is CREC_ERR_NOTFOUND (no message). */
 static int replay_one(const char *path, crec_fmt_reader *r, const crec_replay_options *o,
-                      int live, crec_replay_result *res, crec_error *err)
+                      int live, const crec_replay_points *pts, crec_replay_result *res,
+                      crec_error *err)
 {
-    crec_fmt_keyframe *kfs = NULL;
-    size_t nkf = 0;
+    crec_fmt_keyframe *kfs = NULL, *cps = NULL;
+    size_t nkf = 0, ncp = 0;
     int truncated = 0, rc;
 
     memset(res, 0, sizeof *res);
-    rc = rep_load_keyframes(r, &kfs, &nkf, err);
+    rc = rep_load_points(r, &kfs, &nkf, &cps, &ncp, err);
     if (rc == CREC_OK) {
         nkf = crec_replay_reachable_keyframes(r, kfs, nkf, &truncated);
         if (nkf == 0)
@@ -573,7 +833,7 @@ static int replay_one(const char *path, crec_fmt_reader *r, const crec_replay_op
                                 "--from %" PRIu64 " is past the end of the recording (%" PRIu64
                                 " instructions)", o->from, kfs[nkf - 1].global_icount);
         else
-            rc = thread_views(kfs, nkf, &views, &nviews, err);
+            rc = thread_views(kfs, nkf, cps, ncp, &views, &nviews, err);
         if (rc == CREC_OK && nviews > 1)
             res->threads = nviews;
         if (rc == CREC_OK && o->thread && o->thread > (nviews > 1 ? nviews : 1))
@@ -586,15 +846,25 @@ static int replay_one(const char *path, crec_fmt_reader *r, const crec_replay_op
          * --jobs, --thread, --from, a file cut short, or gaps) each thread alone. */
         if (rc == CREC_OK && nviews > 1 && (o->jobs <= 1 && !o->thread && !o->from && !truncated &&
                                             !has_gaps(r)))
-            rc = run_whole(r, kfs, nkf, o, res, err);
+            rc = run_whole(r, kfs, nkf, cps, ncp, o, res, err);
         else if (rc == CREC_OK) {
+            struct rep_points points = {pts, NULL, NULL, NULL, 0};
             res->alone = nviews > 1;
-            rc = run_pieces(path, r, kfs, nkf, nviews > 1 ? views : NULL, nviews, truncated, o,
-                            res, err);
+            /* one thread of one process, on several jobs: the index's restart
+             * points too (none if it has none or can't give them) */
+            if (pts && o->jobs > 1 && nviews <= 1 && !truncated && !has_gaps(r) &&
+                pts->get(pts->ctx, path, crec_fmt_reader_selected(r), kfs, nkf, &points.times,
+                         &points.pts, &points.n, &points.keep) != CREC_OK)
+                points.n = 0;
+            rc = run_pieces(path, r, kfs, nkf, cps, ncp, nviews > 1 ? views : NULL, nviews,
+                            truncated, points.n ? &points : NULL, o, res, err);
+            if (points.keep)
+                pts->release(pts->ctx, points.keep);
         }
         views_free(views, nviews);
     }
     crec_free(kfs);
+    crec_free(cps);
     return rc;
 }
 
@@ -612,6 +882,7 @@ static void add_result(crec_replay_result *all, const crec_replay_result *one)
     all->instructions += one->instructions;
     all->replayed += one->replayed;
     all->keyframes_checked += one->keyframes_checked;
+    all->checkpoints_checked += one->checkpoints_checked;
     all->syscalls += one->syscalls;
     all->writes_checked += one->writes_checked;
     all->truncated |= one->truncated;
@@ -628,7 +899,8 @@ static void add_result(crec_replay_result *all, const crec_replay_result *one)
  * replay_one, but a stream of several processes is verified only once it
  * has ended (CREC_ERR_NOTFOUND until then; *several says so). */
 static int replay_path(const char *path, const crec_replay_options *o, int live,
-                       crec_replay_result *res, int *several, crec_error *err)
+                       const crec_replay_points *pts, crec_replay_result *res, int *several,
+                       crec_error *err)
 {
     crec_fmt_reader *r = NULL;
     crec_fmt_proc_sum *sums = NULL;
@@ -652,7 +924,7 @@ static int replay_path(const char *path, const crec_replay_options *o, int live,
     if (rc == CREC_OK && live && nsums > 1)
         rc = CREC_ERR_NOTFOUND; /* --from is one process's time: wait for the end */
     else if (rc == CREC_OK && nsums == 1) { /* one process: as before processes */
-        rc = replay_one(path, r, o, live, res, err);
+        rc = replay_one(path, r, o, live, pts, res, err);
     } else if (rc == CREC_OK) {
         /* each process alone, in number order: the first divergence or
          * error stops it, naming the process */
@@ -665,7 +937,7 @@ static int replay_path(const char *path, const crec_replay_options *o, int live,
                 image += sums[k].started && sums[k].pid == ps->pid;
             rc = crec_fmt_reader_select(r, ps->proc, err);
             if (rc == CREC_OK)
-                rc = replay_one(path, r, o, live, &one, &e1);
+                rc = replay_one(path, r, o, live, NULL, &one, &e1);
             if (rc == CREC_ERR_NOTFOUND || (rc == CREC_ERR_TRUNCATED && !ps->ended)) {
                 /* nothing to verify: 0 instructions (a fork's child that
                  * called execve at once), or killed before its first key
@@ -750,6 +1022,7 @@ static void live_add(crec_replay_result *all, const crec_replay_result *r, int f
     all->instructions = r->instructions;
     all->replayed += r->replayed;
     all->keyframes_checked += r->keyframes_checked;
+    all->checkpoints_checked += r->checkpoints_checked;
     all->syscalls += r->syscalls;
     all->writes_checked += r->writes_checked;
     all->exited_by_signal = r->exited_by_signal;
@@ -816,7 +1089,7 @@ static int replay_live(const char *name, int in, const crec_replay_options *o,
             rc = crec_error_set(err, CREC_ERR_IO, "%s: read failed: %s", name, strerror(l.rerr));
             break;
         }
-        rc = replay_path(path, &po, !eof, &r, &several, &e);
+        rc = replay_path(path, &po, !eof, NULL, &r, &several, &e);
         if (!eof && (rc == CREC_ERR_NOTFOUND || rc == CREC_ERR_TRUNCATED ||
                      rc == CREC_ERR_CORRUPT))
             continue; /* not far enough yet (the header, a first segment) */
@@ -824,7 +1097,7 @@ static int replay_live(const char *name, int in, const crec_replay_options *o,
             /* the program forked after the first pieces: every process
              * from its start, the first one again too */
             po.from = 0;
-            rc = replay_path(path, &po, 0, &r, &several, &e);
+            rc = replay_path(path, &po, 0, NULL, &r, &several, &e);
         }
         if (rc != CREC_OK) {
             *err = e;
@@ -848,8 +1121,9 @@ static int replay_live(const char *name, int in, const crec_replay_options *o,
     return rc;
 }
 
-int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_result *res,
-                    crec_error *err)
+int crec_replay_run_points(const char *path, const crec_replay_options *o,
+                           const crec_replay_points *pts, crec_replay_result *res,
+                           crec_error *err)
 {
     char spooled[PATH_MAX];
     struct stat st;
@@ -870,7 +1144,7 @@ int crec_replay_run(const char *path, const crec_replay_options *o, crec_replay_
     /* each job opens the file again: a device is read once, kept */
     rc = crec_fmt_reader_spool(path, spooled, sizeof spooled, &spool_fd, err);
     if (rc == CREC_OK)
-        rc = replay_path(spooled, o, 0, res, &several, err);
+        rc = replay_path(spooled, o, 0, pts, res, &several, err);
     if (spool_fd >= 0)
         close(spool_fd);
     return rc;

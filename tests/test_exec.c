@@ -230,6 +230,34 @@ Test(exec, access_stop_is_after_the_instruction)
     cr_assert_eq(s.calls_after, 0);
 }
 
+/* A run that a callback stops between two restart points of the index
+ * ends there, with what it saw: a run goes on point by point (each gives
+ * it its seed), and one stopped short of the next point is not a replay
+ * that diverged (`crec find` on a recording with points after its hit). */
+Test(exec, stops_between_restart_points)
+{
+    struct stopper si = {.at = 30507}, sa = {.at = 45500};
+    crec_observer oi = {.ctx = &si, .insn = stop_insn}, oa = {.ctx = &sa, .access = stop_access};
+    crec_keyframes_result kr;
+    crec_error err = {0};
+    uint64_t end = crec_length(rec), stopped = 0;
+
+    crec_close(rec);
+    rec = NULL;
+    cr_assert_eq(crec_keyframes(path, 0, end, 1000, NULL, NULL, &kr, &err), CREC_OK, "%s",
+                 err.msg);
+    cr_assert_gt(kr.all_points, 50);
+    cr_assert_eq(crec_open(path, 0, &rec, &err), CREC_OK, "%s", err.msg);
+    cr_assert_eq(crec_exec_run(rec, 28000, end, &oi, &stopped, &err), CREC_OK, "%s", err.msg);
+    cr_assert_eq(si.seen_t, 30507);
+    cr_assert_eq(stopped, 30507);
+    cr_assert_eq(si.calls_after, 0);
+    cr_assert_eq(crec_exec_run(rec, 43000, end, &oa, &stopped, &err), CREC_OK, "%s", err.msg);
+    cr_assert(sa.stopped);
+    cr_assert_eq(stopped, sa.seen_t + 1);
+    cr_assert_eq(sa.calls_after, 0);
+}
+
 /* ---- breakpoints: insn at chosen addresses ------------------------------------ */
 
 struct hits {

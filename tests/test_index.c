@@ -17,16 +17,31 @@ static uint64_t *dup64(const uint64_t *v, size_t n)
 
 /*
  * Two segments, three spans.  The first touches lines 0x100 (bytes 0..7),
- * 0x101 (every byte; it stores bytes 8..11) and 0x4000 (byte 63).  The
- * second touches line 7 and has a kernel write of 0x5000..0x5010; the third
- * starts at a restart point in the second segment, restores line 7 and
- * touches nothing.  Two blobs.
+ * 0x101 (every byte; it stores bytes 8..11, leaving 1, 2, 3, 4) and 0x4000
+ * (byte 63).  The second touches line 7, loads byte 0x5000, has a kernel
+ * write of 0x5000..0x5010, and stores bytes 8..11 of line 0x101 again
+ * (leaving 5, 6, 7, 8), byte 8 before a kernel write of it (stale); the
+ * third starts at a restart point in the second segment, restores line 7
+ * and touches nothing.  Two blobs.
  */
+static uint8_t *line_values(uint8_t first)
+{
+    uint8_t *v = crec_calloc(1, 64);
+
+    for (unsigned b = 8; b < 12; b++)
+        v[b] = (uint8_t)(first + b - 8);
+    v[20] = 0xee; /* not in the mask: not kept */
+    return v;
+}
+
 static crec_idx *sample(void)
 {
     static const uint64_t t0[] = {0x100, 0x101, 0x4000}, w0[] = {0x101};
     static const uint64_t tm0[] = {0xff, ~0ull, 1ull << 63}, wm0[] = {0xf00};
-    static const uint64_t t1[] = {0x7}, tm1[] = {0x3}, k1[] = {0x5000, 0x10};
+    static const uint64_t t1[] = {0x7}, k1[] = {0x5000, 0x10};
+    static const uint64_t t1b[] = {0x7, 0x101, 0x140}, tm1b[] = {0x3, 0xf00, 0x1};
+    static const uint64_t st1[] = {0x101}, stm1[] = {0x100};
+    static const uint64_t sm2[] = {0xffffffffffffffdfull}; /* all but byte 5 */
     crec_idx *ix = crec_calloc(1, sizeof *ix);
     crec_fmt_keyframe *p = crec_calloc(1, sizeof *p);
     uint8_t *v = crec_malloc(64);
@@ -38,17 +53,22 @@ static crec_idx *sample(void)
     ix->spans[0] = (crec_idx_span){.start = 0, .kf = 0, .ntouch = 3, .nwrite = 1, .nk = 0,
                                    .touch = dup64(t0, 3), .touch_mask = dup64(tm0, 3),
                                    .write = dup64(w0, 1), .write_mask = dup64(wm0, 1),
-                                   .k = dup64(k1, 0)};
-    ix->spans[1] = (crec_idx_span){.start = 1000000, .kf = 1, .ntouch = 1, .nwrite = 0,
-                                   .nk = 1, .touch = dup64(t1, 1), .touch_mask = dup64(tm1, 1),
-                                   .write = dup64(w0, 0), .write_mask = dup64(wm0, 0),
-                                   .k = dup64(k1, 2)};
+                                   .k = dup64(k1, 0), .flags = CREC_IDX_VALUED,
+                                   .write_values = line_values(1)};
+    ix->spans[1] = (crec_idx_span){.start = 1000000, .kf = 1, .ntouch = 3, .nwrite = 1,
+                                   .nk = 1, .touch = dup64(t1b, 3), .touch_mask = dup64(tm1b, 3),
+                                   .write = dup64(w0, 1), .write_mask = dup64(wm0, 1),
+                                   .k = dup64(k1, 2), .flags = CREC_IDX_VALUED,
+                                   .write_values = line_values(5), .nstale = 1,
+                                   .stale = dup64(st1, 1), .stale_mask = dup64(stm1, 1)};
     p->tid = 1, p->global_icount = p->thread_icount = 1125000;
     p->regs.rip = 0x401000, p->regs.gpr[CREC_RSP] = 0x7ffe0000;
     p->reads_off = 77, p->events_off = 99, p->hits_before = 3;
     memset(v, 0xab, 64);
+    v[5] = 0; /* not in the mask: not kept */
     ix->spans[2] = (crec_idx_span){.start = 1125000, .kf = 1, .at_point = 1, .point = p,
                                    .nlines = 1, .lines = dup64(t1, 1), .values = v,
+                                   .masks = dup64(sm2, 1),
                                    .touch = dup64(t1, 0), .touch_mask = dup64(t1, 0),
                                    .write = dup64(t1, 0), .write_mask = dup64(t1, 0),
                                    .k = dup64(t1, 0)};
@@ -99,7 +119,11 @@ Test(index, round_trip)
             cr_expect_eq(c->point->events_off, 99);
             cr_expect_eq(c->point->hits_before, 3);
             cr_expect_eq(memcmp(a->lines, c->lines, 8 * a->nlines), 0);
-            cr_expect_eq(memcmp(a->values, c->values, 64 * a->nlines), 0);
+            cr_expect_eq(memcmp(a->masks, c->masks, 8 * a->nlines), 0);
+            for (size_t l = 0; l < a->nlines; l++)
+                for (unsigned k = 0; k < 64; k++)
+                    if (a->masks[l] >> k & 1)
+                        cr_expect_eq(a->values[64 * l + k], c->values[64 * l + k]);
         }
         cr_assert_eq(a->ntouch, c->ntouch);
         cr_assert_eq(a->nwrite, c->nwrite);
@@ -109,6 +133,16 @@ Test(index, round_trip)
         cr_expect_eq(memcmp(a->write, c->write, a->nwrite * 8), 0);
         cr_expect_eq(memcmp(a->write_mask, c->write_mask, a->nwrite * 8), 0);
         cr_expect_eq(memcmp(a->k, c->k, a->nk * 16), 0);
+        cr_expect_eq(a->flags, c->flags);
+        cr_assert_eq(a->nstale, c->nstale);
+        for (size_t l = 0; l < a->nstale; l++)
+            cr_expect(a->stale[l] == c->stale[l] && a->stale_mask[l] == c->stale_mask[l]);
+        cr_assert_eq(!a->write_values, !c->write_values);
+        for (size_t l = 0; a->write_values && l < a->nwrite; l++)
+            for (unsigned k = 0; k < 64; k++)
+                if (a->write_mask[l] >> k & 1)
+                    cr_expect_eq(a->write_values[64 * l + k], c->write_values[64 * l + k],
+                                 "span %zu line %zu byte %u", i, l, k);
     }
     cr_assert_eq(back->nkf, 3);
     cr_expect_eq(memcmp(back->kfs, ix->kfs, 3 * sizeof *ix->kfs), 0);
@@ -150,6 +184,78 @@ Test(index, lookups)
     cr_expect_eq(crec_idx_span_at(ix, 1124999), 1);
     cr_expect_eq(crec_idx_span_at(ix, 1125000), 2);
     cr_expect_eq(crec_idx_span_at(ix, 99999999), 2);
+    crec_idx_free(ix);
+}
+
+/* What a span leaves a byte, seen after its end: the rule of the answer
+ * (docs/QUERY.md, "Answering"). */
+Test(index, byte_at_end)
+{
+    crec_idx *ix = sample(), *back = NULL;
+    crec_fmt_buf b;
+    crec_error err = {0};
+    uint64_t l101 = 0x101 << 6;
+    uint8_t v = 0;
+
+    /* from the file: the values are read when asked for */
+    encode(ix, &b);
+    cr_assert_eq(crec_idx_decode(b.data, b.len, &back, &err), CREC_OK, "%s", err.msg);
+    cr_assert_eq(crec_idx_need(back, 1, &err), CREC_OK, "%s", err.msg);
+    cr_expect_eq(crec_idx_byte_at_end(back, 1, l101 + 9, &v), CREC_IDX_BYTE_REPLAY,
+                 "values not read yet: a replay");
+    cr_assert_eq(crec_idx_need_values(back, 1, &err), CREC_OK, "%s", err.msg);
+    cr_expect_eq(crec_idx_byte_at_end(back, 1, l101 + 9, &v), CREC_IDX_BYTE_VALUE);
+    cr_expect_eq(v, 6);
+    cr_expect_eq(crec_idx_byte_at_end(back, 0, l101 + 8, &v), CREC_IDX_BYTE_VALUE);
+    cr_expect_eq(v, 1);
+    crec_idx_free(back);
+    crec_fmt_buf_free(&b);
+
+    cr_expect_eq(crec_idx_byte_at_end(ix, 0, l101 + 11, &v), CREC_IDX_BYTE_VALUE);
+    cr_expect_eq(v, 4);
+    cr_expect_eq(crec_idx_byte_at_end(ix, 0, l101 + 12, &v), CREC_IDX_BYTE_LOADED);
+    cr_expect_eq(crec_idx_byte_at_end(ix, 0, 0x100 << 6, &v), CREC_IDX_BYTE_LOADED);
+    cr_expect_eq(crec_idx_byte_at_end(ix, 0, (0x100 << 6) + 8, &v), CREC_IDX_BYTE_NONE);
+    cr_expect_eq(crec_idx_byte_at_end(ix, 0, 0x5000, &v), CREC_IDX_BYTE_NONE);
+    /* stored, then written by the kernel: a replay says which came last */
+    cr_expect_eq(crec_idx_byte_at_end(ix, 1, l101 + 8, &v), CREC_IDX_BYTE_REPLAY);
+    cr_expect_eq(crec_idx_byte_at_end(ix, 1, l101 + 10, &v), CREC_IDX_BYTE_VALUE);
+    cr_expect_eq(v, 7);
+    /* the kernel wrote it: loaded too (in some order) or not */
+    cr_expect_eq(crec_idx_byte_at_end(ix, 1, 0x5000, &v), CREC_IDX_BYTE_REPLAY);
+    cr_expect_eq(crec_idx_byte_at_end(ix, 1, 0x500f, &v), CREC_IDX_BYTE_KERNEL);
+    cr_expect_eq(crec_idx_byte_at_end(ix, 1, 0x5010, &v), CREC_IDX_BYTE_NONE);
+    cr_expect_eq(crec_idx_byte_at_end(ix, 1, 7 << 6, &v), CREC_IDX_BYTE_LOADED);
+    cr_expect_eq(crec_idx_byte_at_end(ix, 2, l101 + 8, &v), CREC_IDX_BYTE_NONE);
+    /* no values kept, or the kernel wrote unknown ranges: a replay */
+    ix->spans[0].flags = 0;
+    cr_expect_eq(crec_idx_byte_at_end(ix, 0, l101 + 9, &v), CREC_IDX_BYTE_REPLAY);
+    ix->spans[1].flags = CREC_IDX_VALUED | CREC_IDX_WILD;
+    cr_expect_eq(crec_idx_byte_at_end(ix, 1, l101 + 9, &v), CREC_IDX_BYTE_REPLAY);
+    cr_expect_eq(crec_idx_byte_at_end(ix, 1, 7 << 6, &v), CREC_IDX_BYTE_REPLAY);
+    cr_expect_eq(crec_idx_byte_at_end(ix, 1, 0x123456, &v), CREC_IDX_BYTE_KERNEL);
+    crec_idx_free(ix);
+}
+
+Test(index, values_must_fit)
+{
+    crec_idx *ix = sample(), *back = NULL;
+    crec_fmt_buf b;
+    crec_error err = {0};
+
+    ix->spans[1].flags = 0; /* a span without values: none are in the file */
+    encode(ix, &b);
+    cr_assert_eq(crec_idx_decode(b.data, b.len, &back, &err), CREC_OK, "%s", err.msg);
+    cr_expect_eq(crec_idx_need_values(back, 0, &err), CREC_OK, "%s", err.msg);
+    cr_expect_eq(back->spans[1].write_values, NULL);
+    crec_idx_free(back);
+    crec_fmt_buf_free(&b);
+    ix->spans[1].flags = CREC_IDX_VALUED;
+    crec_free(ix->spans[1].write_values);
+    ix->spans[1].write_values = NULL; /* valued with no values: can't be written */
+    memset(&b, 0, sizeof b);
+    cr_expect_eq(crec_idx_encode(ix, &b), CREC_ERR_NOMEM);
+    crec_fmt_buf_free(&b);
     crec_idx_free(ix);
 }
 
@@ -210,7 +316,9 @@ Test(index, corrupt_rejected)
     b.data[0] = 'C';
     b.data[8] = 9;                                                /* version */
     cr_expect_eq(decode_rc(b.data, b.len), CREC_ERR_VERSION);
-    b.data[8] = 3;
+    b.data[8] = 4; /* version 4 had no values: an index to build anew */
+    cr_expect_eq(decode_rc(b.data, b.len), CREC_ERR_VERSION);
+    b.data[8] = 5;
     cr_expect_eq(decode_rc(b.data, b.len), CREC_OK);
     crec_idx_free(ix);
     crec_fmt_buf_free(&b);

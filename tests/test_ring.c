@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
+#include <zstd.h>
 
 #include "common/common.h"
 #include "format/format.h"
@@ -310,7 +312,58 @@ Test(ring, refused_on_a_pipe_and_when_too_small)
     unlink(path);
 }
 
-/* Marks in a file of version 2 are corruption: the preamble is rewritten. */
+/*
+ * Make the file at path one of version 2: the preamble says 2 and the
+ * HEADER chunk loses what version 4 added after the chaos fields (the
+ * check point interval, 0: one byte), with its frame's lengths and
+ * checksum made right; the trailer goes (the reader scans the chunks).
+ */
+static void make_version_2(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    uint8_t *p, *q, frame[40];
+    long n;
+    size_t clen, ulen, qlen;
+
+    cr_assert(f);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    rewind(f);
+    p = malloc((size_t)n);
+    cr_assert_eq(fread(p, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    clen = crec_le_get(p + 16 + 24, 4);
+    ulen = crec_le_get(p + 16 + 28, 4);
+    q = malloc(ulen + ZSTD_compressBound(ulen));
+    cr_assert_eq(ZSTD_decompress(q, ulen, p + 16 + 40, clen), ulen);
+    cr_assert_eq(q[ulen - 1], 0, "the check point interval is the header's last byte");
+    qlen = ZSTD_compress(q + ulen, ZSTD_compressBound(ulen), q, ulen - 1, 3);
+    cr_assert(!ZSTD_isError(qlen));
+    memcpy(frame, p + 16, 40);
+    crec_le_put(frame + 24, qlen, 4);
+    crec_le_put(frame + 28, ulen - 1, 4);
+    {
+        XXH3_state_t *st = XXH3_createState();
+        XXH3_64bits_reset(st);
+        XXH3_64bits_update(st, frame, 32);
+        XXH3_64bits_update(st, q + ulen, qlen);
+        crec_le_put(frame + 32, XXH3_64bits_digest(st), 8);
+        XXH3_freeState(st);
+    }
+    crec_le_put(p + 8, 2, 4);
+    f = fopen(path, "wb");
+    cr_assert(f);
+    fwrite(p, 1, 16, f);
+    fwrite(frame, 1, 40, f);
+    fwrite(q + ulen, 1, qlen, f);
+    /* the other chunks, and the trailer less a byte */
+    fwrite(p + 16 + 40 + clen, 1, (size_t)n - (16 + 40 + clen) - 1, f);
+    fclose(f);
+    free(q);
+    free(p);
+}
+
+/* Marks in a file of version 2 are corruption. */
 Test(ring, marks_refused_before_version_3)
 {
     char path[] = "/tmp/crec-ring-XXXXXX";
@@ -320,7 +373,6 @@ Test(ring, marks_refused_before_version_3)
     crec_fmt_mark m = {.kind = CREC_FMT_K_GAP};
     crec_fmt_buf b = {0};
     crec_error e = {0};
-    uint8_t two[4] = {2, 0, 0, 0};
     int fd = mkstemp(path);
 
     cr_assert(fd >= 0);
@@ -335,10 +387,7 @@ Test(ring, marks_refused_before_version_3)
     crec_fmt_reader_free(r);
     /* version 2, and no trailer: a version 2 directory has no process field,
      * so the reader scans the chunks, and meets the MARKS one */
-    fd = open(path, O_WRONLY);
-    cr_assert_eq(pwrite(fd, two, 4, 8), 4);
-    cr_assert_eq(ftruncate(fd, lseek(fd, 0, SEEK_END) - 1), 0);
-    close(fd);
+    make_version_2(path);
     cr_assert_eq(crec_fmt_reader_open(path, &r, &e), CREC_ERR_CORRUPT);
     cr_assert(strstr(e.msg, "MARKS chunk in a version 2 file"), "%s", e.msg);
     unlink(path);

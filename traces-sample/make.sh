@@ -35,6 +35,7 @@ if [ "$1" != "--answers" ]; then
     musl-gcc -O1 -static -o "$W/ring" traces-sample/src/ring.c
     musl-gcc -O1 -static -o "$W/parts" traces-sample/src/parts.c
     musl-gcc -O1 -static -o "$W/procs" traces-sample/src/procs.c
+    musl-gcc -O1 -static -o "$W/primes" traces-sample/src/primes.c
     cp traces-sample/src/input.txt "$W/input.txt"
 
     # rec NAME 'RECORD OPTIONS' PROG ARGS...: record one sample, unless it
@@ -66,6 +67,8 @@ if [ "$1" != "--answers" ]; then
     # format version 3: three processes (a fork, an execve), a pipe between
     # them, a signal from one to the other and a fault's handler
     rec v3-procs "--keyframe-interval 20000" ./procs
+    # format version 4: check points, key frames placed by cost
+    rec v4-primes "--checkpoint-interval 80000" ./primes
 fi
 
 CREC=$CREC ANSWERS_WRITE=1 sh tests/e2e/t_samples.sh

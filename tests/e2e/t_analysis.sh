@@ -221,6 +221,15 @@ expect_eq "find enter --backward" "$third 1" \
     "$("$CREC" find --backward --from $((third + 1)) "$P" 'enter add3')"
 expect_eq "find leave add3" "$("$CREC" calls "$P" add3 | head -1 | awk '{ print $3 }') 1" \
     "$("$CREC" find "$P" 'leave add3')"
+# with restart points every 1000 instructions (a copy): a search that ends
+# between two points stops there, not short of the next one as a replay
+# that diverged (as on bench/gdb_reverse.sh's long loop, points rare there)
+PK=$TMP/pkf.crec
+cp "$P" "$PK"
+"$CREC" keyframes "$PK" --every 1000 >/dev/null
+expect_eq "find with restart points on the way: enter, leave, --all, a register expression" \
+    "$first 1|$("$CREC" calls "$P" add3 | head -1 | awk '{ print $3 }') 1|6|$when5 1" \
+    "$("$CREC" find "$PK" 'enter add3' 2>&1)|$("$CREC" find "$PK" 'leave add3' 2>&1)|$("$CREC" find --all "$PK" 'enter add3' 2>&1 | wc -l)|$("$CREC" find "$PK" '*(u32*)counter == 5 && rip != 0' 2>&1)"
 expect_eq "syscalls: the write of what the program printed" \
     "1 $(wc -c <"$TMP/printcalls_static.out" | tr -d ' ')" \
     "$("$CREC" syscalls "$P" | grep -c ' write(1, ') $("$CREC" syscalls "$P" | sed -n 's/.* write(1, .*) = //p')"

@@ -258,6 +258,29 @@ PY
     fi
 done
 
+# ---- restart points every 1000 instructions (a copy of the static recording) ----
+# a continue that a breakpoint or a watchpoint ends between two points
+# stops there, not short of the next one as a replay that diverged
+cp "$TMP/tt_static.crec" "$TMP/tt_kf.crec"
+"$CREC" keyframes "$TMP/tt_kf.crec" --every 1000 >/dev/null
+cat >"$TMP/kf.gdb" <<EOF
+set pagination off
+set confirm off
+break tt.c:$L_WRITE if i == 8
+continue
+printf "K1 i=%d counter=%ld\n", i, counter
+delete
+watch counter
+continue
+printf "K2 counter=%ld\n", counter
+reverse-continue
+printf "K3 counter=%ld\n", counter
+EOF
+gdb_session launch "$TMP/tt_kf.crec" "$TMP/kf.gdb" "$TMP/gdb_kf.out"
+expect_eq "gdb with restart points on the way: break, watch, reverse-continue" \
+    "i=8 counter=28|counter=36|counter=28|1" \
+    "$(field "$TMP/gdb_kf.out" K1)|$(field "$TMP/gdb_kf.out" K2)|$(field "$TMP/gdb_kf.out" K3)|$SESSION_OK"
+
 # ---- threads: a pthread program built -O0 -g ------------------------------------
 # Three workers add to a global under a mutex (tests/e2e/gdb/threads.c): gdb's
 # thread list, a breakpoint hit by each thread, thread N and bt, stepping one

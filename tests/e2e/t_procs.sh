@@ -150,7 +150,7 @@ rec script "./script2.sh" "rm -rf files script2.sh" && {
     sp=$(printf '%s\n' "$q1" | sed -n 's/^rsp@1000 = \(0x[0-9a-f]*\).*/\1/p')
     m1=$("$CREC" query "$TMP/script.crec" --pid "$pid" "$sp:16@2000" 2>&1)
     m2=$("$CREC" query "$TMP/script.crec" --pid "$pid" --no-index "$sp:16@2000" 2>&1)
-    m1=$(printf '%s' "$m1" | sed 's/ (index+replay)$//; s/ (snapshot)$//')
+    m1=$(printf '%s' "$m1" | sed 's/ (index+replay)$//; s/ (index)$//; s/ (snapshot)$//')
     m2=$(printf '%s' "$m2" | sed 's/ (replay)$//')
     if [ -n "$pid" ] && [ -n "$sp" ] && [ "$q1" = "$q2" ] && [ "$m1" = "$m2" ] &&
         ! printf '%s' "$m1" | grep -q '??'; then

@@ -203,7 +203,9 @@ done
 
 # SIGKILL gives crec no chance to finish the file: what was recorded up to
 # about a second before the kill must still be there, and replay verified.
-timeout --preserve-status -s KILL 4 "$CREC" record -o "$d/killed.crec" -- \
+# (6 s: the replay to its last key frame must outlast the progress line's
+# first second below, on a loaded machine too.)
+timeout --preserve-status -s KILL 6 "$CREC" record -o "$d/killed.crec" -- \
     lua5.4 -e 'local s=0 for i=1,1e10 do s=s+i end print(s)' >/dev/null 2>&1
 expect_eq "record killed by SIGKILL dies of it" 137 "$?"
 expect_status "a killed recording opens" 0 "$CREC" info "$d/killed.crec"

@@ -104,8 +104,7 @@ fi
 # ---- header values honoured or refused, one field at a time -------------------
 for fv in "page_size=65536 page size 65536 4096" "cache_granule=64 cache granule 64 8" \
           "cache_entries=1000 cache entries 1000 16777216" "arch=3 guest architecture 3 x86-64" \
-          "host_order=9 host byte order 9 little" "keyframe_interval=0 key frame interval 0 1" \
-          "snapshot_interval=0 snapshot interval 0 1"; do
+          "host_order=9 host byte order 9 little"; do
     set -- $fv
     field=$1
     shift
@@ -125,4 +124,18 @@ for fv in "page_size=65536 page size 65536 4096" "cache_granule=64 cache granule
             fail "header $field: $cmd refuses it, naming both values" "exit $rc: $(cat "$TMP/err")"
         fi
     done
+done
+# Format 4: an interval of 0 means "placed where it costs little" (earlier
+# formats refuse it: tests/test_format.c).
+for field in keyframe_interval snapshot_interval; do
+    out=$TMP/hdr0.crec
+    "$CRECTOOLS/crec_tamper" "$rec" "$out" --header "$field=0" 2>"$TMP/err" ||
+        fail "header $field=0: crafted" "$(cat "$TMP/err")"
+    if "$CREC" replay "$out" >/dev/null 2>"$TMP/err" &&
+        "$CREC" info "$out" 2>&1 | grep -q "where they cost little"; then
+        pass "header $field=0 (format 4): replayed, and info says they are placed by cost"
+    else
+        fail "header $field=0 (format 4): replayed, and info says they are placed by cost" \
+            "$(cat "$TMP/err")"
+    fi
 done

@@ -343,7 +343,7 @@ int main(int argc, char **argv)
     crec_recording *rec = NULL;
     crec_error err = {0};
     uint64_t ib, tb;
-    int built, bad = 0, n, nregion[R_N] = {0}, npath[4] = {0};
+    int built, bad = 0, n, nregion[R_N] = {0}, npath[5] = {0};
     struct query *qs;
     crec_fmt_reader *r = NULL;
     crec_fmt_keyframe *kfs = NULL;
@@ -394,9 +394,10 @@ int main(int argc, char **argv)
     if (run_oracle(rec, r, kfs, nkf, qs, (size_t)n, &bad) != CREC_OK)
         return 1;
     printf("xcheck: %d queries, %d equal; stack %d heap %d globals %d kernel %d other %d; "
-           "paths: index+replay %d snapshot %d code %d unknown %d; index %" PRIu64
+           "paths: index-values %d index+replay %d snapshot %d code %d unknown %d; index %" PRIu64
            " bytes, trace %" PRIu64 " bytes\n", n, n - bad, nregion[R_STACK], nregion[R_HEAP],
-           nregion[R_GLOBALS], nregion[R_KERNEL], nregion[R_OTHER], npath[CREC_SRC_REPLAY],
+           nregion[R_GLOBALS], nregion[R_KERNEL], nregion[R_OTHER], npath[CREC_SRC_INDEX],
+           npath[CREC_SRC_REPLAY],
            npath[CREC_SRC_SNAPSHOT], npath[CREC_SRC_CODE], npath[CREC_SRC_UNKNOWN], ib, tb);
     free(qs);
     crec_free(kfs);

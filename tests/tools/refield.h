@@ -331,9 +331,11 @@ RF_FN int rf_change_record(struct rf_record *r, uint32_t version, unsigned f, in
     uint64_t tmp;
     int rc = -1;
 
-    if (r->kind == CREC_FMT_K_KEYFRAME && crec_fmt_kf_decode(r->body, r->len, &kf, NULL) == 0) {
-        rf_kf_field(&kf, f, op, x);
-        rc = crec_fmt_kf_encode(&b, &kf);
+    if ((r->kind == CREC_FMT_K_KEYFRAME || r->kind == CREC_FMT_K_CHECKPOINT) &&
+        crec_fmt_kf_decode(r->body, r->len, &kf, NULL) == 0) {
+        rf_kf_field(&kf, f, op, x); /* a check point has a key frame's body */
+        rc = r->kind == CREC_FMT_K_KEYFRAME ? crec_fmt_kf_encode(&b, &kf)
+                                            : crec_fmt_cp_encode(&b, &kf);
     } else if (r->kind >= CREC_FMT_K_SYSCALL && r->kind <= CREC_FMT_K_EXIT &&
                crec_fmt_ev_decode(version, r->kind, r->body, r->len, &ev, NULL) == 0) {
         rf_event_field(&ev, f, op, x);

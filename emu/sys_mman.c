@@ -155,14 +155,8 @@ static int64_t sys_pkey_mprotect(crec_emu *e, const uint64_t a[6])
     return (int)a[3] == -1 ? sys_mprotect(e, a) : -EINVAL;
 }
 
-static int64_t sys_pkey_alloc(crec_emu *e, const uint64_t a[6])
-{
-    (void)e;
-    (void)a;
-    return -EINVAL;
-}
-
-static int64_t sys_pkey_free(crec_emu *e, const uint64_t a[6])
+/* pkey_alloc and pkey_free */
+static int64_t sys_no_pkeys(crec_emu *e, const uint64_t a[6])
 {
     (void)e, (void)a;
     return -EINVAL;
@@ -291,20 +285,23 @@ void emu_sys_mman_register(struct emu_sys *t, size_t n)
 {
 #define REG(name, f) \
     if (SYS_##name < n) t[SYS_##name] = (struct emu_sys){sys_##name, f}
+#define ALIAS(name, fn, f) \
+    if (SYS_##name < n) t[SYS_##name] = (struct emu_sys){fn, f}
     REG(mmap, "pxxxfx");
     REG(munmap, "px");
     REG(mprotect, "pxx");
     REG(pkey_mprotect, "pxxd");
-    REG(pkey_alloc, "xx");
-    REG(pkey_free, "d");
+    ALIAS(pkey_alloc, sys_no_pkeys, "xx");
+    ALIAS(pkey_free, sys_no_pkeys, "d");
     REG(mremap, "pxxxp");
     REG(brk, "p");
     REG(madvise, "pxd");
     REG(msync, "pxx");
     REG(mlock, "px");
     REG(mincore, "pxp");
-    t[SYS_munlock] = (struct emu_sys){sys_mlock, "px"};
-    t[SYS_mlockall] = (struct emu_sys){sys_mlock, "x"};
-    t[SYS_munlockall] = (struct emu_sys){sys_mlock, ""};
+    ALIAS(munlock, sys_mlock, "px");
+    ALIAS(mlockall, sys_mlock, "x");
+    ALIAS(munlockall, sys_mlock, "");
 #undef REG
+#undef ALIAS
 }

@@ -103,15 +103,28 @@ static void erase_progress(const struct progress *p)
 static void print_parts(const char *file, const crec_replay_result *res)
 {
     const char *s = res->parts == 1 ? "" : "s";
+    char starts[32 * CREC_REPLAY_PARTS_SHOWN + 64] = "";
+    size_t at = 0;
 
+    /* where the parts of one thread start (threads alone: each its own) */
+    for (uint64_t j = 0; !res->alone && res->parts > 1 && j < res->parts &&
+                         j < CREC_REPLAY_PARTS_SHOWN; j++)
+        at += (size_t)snprintf(starts + at, sizeof starts - at, "%s %" PRIu64,
+                               j == 0 ? " (from instructions" : j + 1 == res->parts ? " and" : ",",
+                               res->part_start[j]);
+    if (at)
+        snprintf(starts + at, sizeof starts - at, "%s)",
+                 res->parts > CREC_REPLAY_PARTS_SHOWN ? ", ..." : "");
     if (res->parts_at_points)
-        printf("%s: replayed in %" PRIu64 " parts, %" PRIu64 " of them from restart points of "
-               "%s.idx\n", file, res->parts, res->parts_at_points, file);
+        printf("%s: replayed in %" PRIu64 " parts%s, %" PRIu64 " of them from restart points of "
+               "%s.idx, cut to equal %s\n", file, res->parts, starts, res->parts_at_points, file,
+               res->parts_by_cost ? "costs as it measured them" : "instruction counts");
     else if (res->points_failed)
         printf("%s: the restart points of %s.idx did not hold: replayed again in %" PRIu64
-               " part%s cut at key frames\n", file, file, res->parts, s);
+               " part%s%s cut at key frames\n", file, file, res->parts, s, starts);
     else
-        printf("%s: replayed in %" PRIu64 " part%s cut at key frames\n", file, res->parts, s);
+        printf("%s: replayed in %" PRIu64 " part%s%s cut at key frames\n", file, res->parts, s,
+               starts);
 }
 
 static void print_result(const char *file, const crec_replay_result *res, uint32_t thread,

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "crec.h"
 
@@ -82,6 +83,22 @@ static inline uint64_t crec_le_get(const uint8_t *p, unsigned n)
     for (unsigned i = n; i-- > 0;)
         v = v << 8 | p[i];
     return v;
+}
+
+/* The microseconds of CPU the calling thread used since *since, at least 1
+ * (0 stands for "not known"), and *since set to now: what a span of the
+ * index cost to record or to replay (index.h crec_idx_span.cost). */
+static inline uint64_t crec_thread_cpu_lap(uint64_t *since)
+{
+    struct timespec ts;
+    uint64_t now, d;
+
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    now = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+    d = now > *since ? now - *since : 1;
+    *since = now;
+    return d;
 }
 
 /* Longest varint: 10 bytes, the 10th holding only bit 63. */

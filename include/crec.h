@@ -284,6 +284,8 @@ typedef struct crec_divergence {
     uint32_t image;   /* ... which of that pid's programs, from 1 */
 } crec_divergence;
 
+#define CREC_REPLAY_PARTS_SHOWN 8 /* crec_replay_result.part_start */
+
 typedef struct crec_replay_result {
     uint64_t start_icount;    /* the key frame replay started from */
     uint64_t instructions;    /* the recording's last instruction count */
@@ -307,6 +309,10 @@ typedef struct crec_replay_result {
     uint64_t parts_at_points; /* ... of which started at a restart point of FILE.idx */
     int points_failed;        /* parts cut at FILE.idx's restart points did not hold:
                                  the replay was done again cut at key frames only */
+    int parts_by_cost;        /* the parts were cut to equal costs, as FILE.idx
+                                 measured them (else equal instruction counts) */
+    uint64_t part_start[CREC_REPLAY_PARTS_SHOWN]; /* one thread: where the first
+                                 parts start (instruction counts, in order) */
 } crec_replay_result;
 
 /*! crec_replay_run() :

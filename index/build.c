@@ -444,6 +444,7 @@ struct build_job {
     struct seg_build b;   /* ... what it touched so far */
     crec_idx_span *spans; /* the spans finished, in order */
     size_t nspans, capspans;
+    uint64_t cpu_at;      /* thread CPU time (us) where the span began */
     struct build_shared *sh;
     int rc;
     crec_error err;
@@ -472,6 +473,7 @@ static void job_close(struct build_job *bj, crec_replay_qrun *q)
     }
     p = &bj->spans[bj->nspans++];
     *p = bj->cur;
+    p->cost = crec_thread_cpu_lap(&bj->cpu_at); /* as the recorder's: what it cost to replay */
     memset(&bj->cur, 0, sizeof bj->cur);
     if (seg_finish(&bj->b, p, p->start, bj->values ? q : NULL) != 0)
         job_nomem(bj);
@@ -560,6 +562,7 @@ static void *job_main(void *arg)
     int rc;
 
     bj->kf = bj->first;
+    crec_thread_cpu_lap(&bj->cpu_at);
     bj->cur = (crec_idx_span){.start = bj->kfs[bj->first].global_icount, .kf = bj->first};
     bj->last_taken = bj->kfs[bj->first].global_icount;
     rc = crec_fmt_reader_open(bj->path, &r, &err);

@@ -4,7 +4,7 @@
  *
  *   offset size  field
  *   0      8     magic "CRECIDX\0"
- *   8      4     version (IDX_VERSION, 5)
+ *   8      4     version (IDX_VERSION, 6; 5 is read too)
  *   12     4     reserved, zero
  *   16     8     size of the recording it describes, in bytes
  *   24     8     XXH3-64 of the recording's first and last 64 KiB
@@ -22,6 +22,10 @@
  *       (point 1: the span starts at a restart point inside the segment of
  *       that key frame; 0: at the key frame, which is then the previous
  *       span's plus one, or 0 for the first span)
+ *     varint cost: host CPU microseconds the recorder spent in the span, 0
+ *       if not known, and varint the bytes of its point's seed (0 at a key
+ *       frame): what replay --jobs plans its parts by (version 6; version 5
+ *       has neither)
  *   varint nblocks,
  *   nblocks x (varint spans in it, varint compressed length, varint length)
  *   varint nranges, nranges x (varint start - end of the previous range,
@@ -70,7 +74,8 @@
 #include "index/index.h"
 
 #define IDX_MAGIC "CRECIDX"
-#define IDX_VERSION 5
+#define IDX_VERSION 6
+#define IDX_VERSION_NO_COST 5 /* read too: the same but the spans' costs */
 /* Where each field of the header (the table above) lies. */
 #define IDX_OFF_VERSION 8
 #define IDX_OFF_REC_SIZE 16
@@ -96,6 +101,8 @@ struct crec_idx_block {
     size_t vlen;          /* ... decompressed */
     int decoded;          /* its spans are read */
     int valued;           /* ... and their values */
+    uint8_t *raw;         /* decompressed, while only points are read from it */
+    size_t *span_at;      /* where each span lies in raw */
 };
 
 /* ---- the last value of each stored byte in a block -------------------------- */
@@ -106,6 +113,7 @@ struct xor_map {
     uint64_t *key;  /* line + 1, 0: empty */
     uint8_t *val;   /* 64 bytes a slot */
     size_t cap, n;
+    size_t want;    /* lines it will hold at least: the first table has room */
     int nomem;
 };
 
@@ -121,6 +129,8 @@ static uint8_t *xor_slot(struct xor_map *m, uint64_t line)
 
     if (m->n * 2 >= m->cap) {
         size_t cap = m->cap ? 2 * m->cap : 256;
+        while (cap < 2 * m->want) /* room for the lines the caller expects */
+            cap *= 2;
         uint64_t *k = crec_calloc(cap, sizeof *k);
         uint8_t *v = crec_calloc(cap, 64);
         if (!k || !v) {
@@ -293,6 +303,16 @@ static void put_table_tail(crec_fmt_buf *t, const crec_idx *ix)
     put_keyframes(t, ix);
 }
 
+/* The bytes of a span's seed (those of its masks), as the table says. */
+static uint64_t seed_bytes(const crec_idx_span *s)
+{
+    uint64_t n = 0;
+
+    for (size_t i = 0; s->at_point && s->masks && i < s->nlines; i++)
+        n += (uint64_t)__builtin_popcountll(s->masks[i]);
+    return n;
+}
+
 int crec_idx_encode(const crec_idx *ix, crec_fmt_buf *out)
 {
     crec_fmt_buf blocks = {0}, table = {0}, raw = {0}, vraw = {0}, rest = {0};
@@ -307,6 +327,8 @@ int crec_idx_encode(const crec_idx *ix, crec_fmt_buf *out)
         const crec_idx_span *s = &ix->spans[i];
         put_varint(&table, s->start - prev);
         put_varint(&table, (uint64_t)(s->kf - prev_kf) << 1 | (s->at_point != 0));
+        put_varint(&table, s->cost);
+        put_varint(&table, seed_bytes(s));
         prev = s->start, prev_kf = s->kf;
     }
     put_varint(&table, nblocks);
@@ -369,6 +391,10 @@ struct body {
 
 static int get_varint(struct body *d, uint64_t *v)
 {
+    if (d->c.pos < d->c.len && d->c.p[d->c.pos] < 0x80) { /* most line deltas: one byte */
+        *v = d->c.p[d->c.pos++];
+        return CREC_OK;
+    }
     return crec_fmt_cur_varint(&d->c, v, "number of the index", d->err);
 }
 
@@ -393,6 +419,21 @@ static void *alloc_n(size_t n, size_t size)
     return crec_malloc((n ? n : 1) * size);
 }
 
+/* n byte masks, none 0: the bounds are checked once, as a block holds
+ * millions of them (a part of replay --jobs reads a point's seed). */
+static int get_masks(struct body *d, uint64_t *mask, uint64_t n, const char *empty)
+{
+    const uint8_t *p = d->c.p + d->c.pos;
+
+    if (n > (d->c.len - d->c.pos) / 8)
+        return crec_error_corrupt(d->err, "index: ends inside a list of masks");
+    for (uint64_t i = 0; i < n; i++, p += 8)
+        if ((mask[i] = crec_le_get(p, 8)) == 0)
+            return crec_error_corrupt(d->err, "%s", empty);
+    d->c.pos += 8 * n;
+    return CREC_OK;
+}
+
 static int get_list(struct body *d, uint64_t **out, uint64_t **mask, size_t *n)
 {
     uint64_t cnt, prev = 0, delta;
@@ -413,14 +454,17 @@ static int get_list(struct body *d, uint64_t **out, uint64_t **mask, size_t *n)
         prev += delta;
         (*out)[i] = prev;
     }
-    if (cnt > (d->c.len - d->c.pos) / 8)
-        return crec_error_corrupt(d->err, "index: ends inside a list of masks");
-    for (uint64_t i = 0; i < cnt; i++)
-        if ((rc = crec_fmt_cur_u64(&d->c, &(*mask)[i], "line mask", d->err)) != CREC_OK)
-            return rc;
-        else if ((*mask)[i] == 0)
-            return crec_error_corrupt(d->err, "index: a line with an empty byte mask");
-    return CREC_OK;
+    return get_masks(d, *mask, cnt, "index: a line with an empty byte mask");
+}
+
+static void point_clear(crec_idx_span *s)
+{
+    crec_free(s->point);
+    crec_free(s->lines);
+    crec_free(s->masks);
+    crec_free(s->values);
+    s->point = NULL, s->lines = NULL, s->masks = NULL, s->values = NULL;
+    s->nlines = 0;
 }
 
 static int get_point(struct body *d, crec_idx_span *s)
@@ -435,6 +479,7 @@ static int get_point(struct body *d, crec_idx_span *s)
         return rc;
     if (kind != CREC_FMT_K_KEYFRAME)
         return crec_error_corrupt(d->err, "index: a restart point is not a KEYFRAME record");
+    point_clear(s); /* read alone before (crec_idx_need_point): read again */
     if (!(s->point = crec_malloc(sizeof *s->point)))
         return nomem(d->err);
     if ((rc = crec_fmt_kf_decode(body, len, s->point, d->err)))
@@ -454,17 +499,21 @@ static int get_point(struct body *d, crec_idx_span *s)
             return crec_error_corrupt(d->err, "index: restored lines not increasing");
         s->lines[i] = prev += delta;
     }
-    for (size_t i = 0; i < n; i++)
-        if ((rc = crec_fmt_cur_u64(&d->c, &s->masks[i], "restored line mask", d->err)))
-            return rc;
-        else if (s->masks[i] == 0)
-            return crec_error_corrupt(d->err, "index: a restored line with an empty mask");
-    for (size_t i = 0; i < n; i++)
-        for (unsigned k = 0; k < 64; k++)
-            if (s->masks[i] >> k & 1 &&
-                (rc = crec_fmt_cur_bytes(&d->c, &s->values[64 * i + k], 1, "restored bytes",
-                                         d->err)))
-                return rc;
+    if ((rc = get_masks(d, s->masks, n, "index: a restored line with an empty mask")))
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t m = s->masks[i];
+        uint8_t *v = &s->values[64 * i];
+        if ((unsigned)__builtin_popcountll(m) > d->c.len - d->c.pos)
+            return crec_error_corrupt(d->err, "index: ends inside the restored bytes");
+        if (m == ~0ull) { /* most lines are whole */
+            memcpy(v, d->c.p + d->c.pos, 64);
+            d->c.pos += 64;
+            continue;
+        }
+        for (; m; m &= m - 1)
+            v[__builtin_ctzll(m)] = d->c.p[d->c.pos++];
+    }
     return CREC_OK;
 }
 
@@ -489,6 +538,12 @@ static int get_values(const uint8_t *p, crec_idx_span *s, struct xor_map *prev,
         uint8_t *last = xor_slot(prev, s->write[i]), *v = &s->write_values[64 * i];
         if (!last)
             return nomem(err);
+        if (s->write_mask[i] == ~0ull) { /* most stored lines are whole */
+            for (unsigned k = 0; k < 64; k++)
+                last[k] = v[k] = p[k] ^ last[k];
+            p += 64;
+            continue;
+        }
         for (uint64_t m = s->write_mask[i]; m; m &= m - 1) { /* its bytes, low first */
             unsigned k = (unsigned)__builtin_ctzll(m);
             last[k] = v[k] = *p++ ^ last[k];
@@ -554,7 +609,7 @@ static int inflate_part(const uint8_t *z, size_t zlen, uint64_t len, uint8_t **o
 }
 
 /* The spans' starts and key frames, checked to follow each other. */
-static int get_spans(struct body *d, crec_idx *ix)
+static int get_spans(struct body *d, crec_idx *ix, int costs)
 {
     uint64_t n, prev = 0, v;
     size_t kf = 0;
@@ -579,6 +634,8 @@ static int get_spans(struct body *d, crec_idx *ix)
         if (s->at_point ? i == 0 || v >> 1 != 0 : (i == 0 ? v >> 1 != 0 : v >> 1 != 1))
             return crec_error_corrupt(d->err, "index: span %zu does not follow the one before",
                                       i);
+        if (costs && ((rc = get_varint(d, &s->cost)) || (rc = get_varint(d, &s->seed_bytes))))
+            return rc;
     }
     return CREC_OK;
 }
@@ -603,7 +660,7 @@ static int get_blocks(struct body *d, crec_idx *ix, size_t zoff, size_t zend)
             vzlen > zend - zoff - zlen || (vzlen == 0) != (vlen == 0))
             return crec_error_corrupt(d->err, "index: block %zu does not fit", b);
         ix->blocks[b] = (struct crec_idx_block){span, n, zoff, zlen, len, zoff + zlen, vzlen,
-                                                vlen, 0, 0};
+                                                vlen, 0, 0, NULL, NULL};
         span += n;
         zoff += zlen + vzlen;
     }
@@ -712,17 +769,18 @@ static int get_table(crec_idx *ix, crec_error *err)
 {
     const uint8_t *data = ix->image;
     size_t len = ix->image_len;
-    uint64_t rest, tz;
+    uint64_t rest, tz, version;
     struct body d = {{NULL, 0, 0}, err};
     uint8_t *raw = NULL;
     int rc;
 
     if (len < IDX_HEAD || memcmp(data, IDX_MAGIC, 8) != 0)
         return crec_error_corrupt(err, "index: not a crec index file");
-    if (crec_le_get(data + IDX_OFF_VERSION, 4) != IDX_VERSION)
+    version = crec_le_get(data + IDX_OFF_VERSION, 4);
+    if (version != IDX_VERSION && version != IDX_VERSION_NO_COST)
         return crec_error_set(err, CREC_ERR_VERSION, "index: version %" PRIu64
-                              " (this crec reads version %d)",
-                              crec_le_get(data + IDX_OFF_VERSION, 4), IDX_VERSION);
+                              " (this crec reads versions %d and %d)", version,
+                              IDX_VERSION_NO_COST, IDX_VERSION);
     rest = crec_le_get(data + IDX_OFF_REST_LEN, 8);
     tz = crec_le_get(data + IDX_OFF_TABLE_ZLEN, 4);
     if (rest != len - IDX_HEAD || tz > rest)
@@ -736,8 +794,8 @@ static int get_table(crec_idx *ix, crec_error *err)
     if (rc)
         return rc;
     d.c.p = raw, d.c.len = crec_le_get(data + IDX_OFF_TABLE_LEN, 4);
-    if (!(rc = get_spans(&d, ix)) && !(rc = get_blocks(&d, ix, IDX_HEAD + tz, len)) &&
-        !(rc = get_ranges(&d, ix)) &&
+    if (!(rc = get_spans(&d, ix, version >= IDX_VERSION)) &&
+        !(rc = get_blocks(&d, ix, IDX_HEAD + tz, len)) && !(rc = get_ranges(&d, ix)) &&
         !(rc = get_syscalls(&d, ix)) && !(rc = get_blobs(&d, ix)) &&
         !(rc = get_keyframes(&d, ix)) && d.c.pos != d.c.len)
         rc = crec_error_corrupt(err, "index: %zu stray bytes in the table", d.c.len - d.c.pos);
@@ -783,16 +841,141 @@ void crec_idx_span_clear(crec_idx_span *s)
     memset(s, 0, sizeof *s);
 }
 
+static void block_raw_free(struct crec_idx_block *b)
+{
+    crec_free(b->raw);
+    crec_free(b->span_at);
+    b->raw = NULL, b->span_at = NULL;
+}
+
 /* Forget what a block's spans hold (not what the table says). */
 static void block_clear(crec_idx *ix, struct crec_idx_block *b)
 {
+    block_raw_free(b);
     for (size_t i = b->first; i < b->first + b->n; i++) {
         crec_idx_span keep = ix->spans[i]; /* what the table said */
         crec_idx_span_clear(&ix->spans[i]);
         ix->spans[i].start = keep.start, ix->spans[i].kf = keep.kf;
-        ix->spans[i].at_point = keep.at_point;
+        ix->spans[i].at_point = keep.at_point, ix->spans[i].cost = keep.cost;
+        ix->spans[i].seed_bytes = keep.seed_bytes;
     }
     b->decoded = b->valued = 0;
+}
+
+/* The block holding span seg (there are blocks). */
+static struct crec_idx_block *block_of(crec_idx *ix, size_t seg)
+{
+    size_t lo = 0, hi = ix->nblocks;
+
+    while (hi - lo > 1) { /* the last block starting at or before seg */
+        size_t m = lo + (hi - lo) / 2;
+        if (ix->blocks[m].first <= seg)
+            lo = m;
+        else
+            hi = m;
+    }
+    return &ix->blocks[lo];
+}
+
+/* ---- a point alone (replay --jobs) --------------------------------------- */
+
+/* Pass over n varints. */
+static int skip_varints(struct body *d, uint64_t n)
+{
+    for (; n > 0; n--) {
+        while (d->c.pos < d->c.len && d->c.p[d->c.pos] >= 0x80)
+            d->c.pos++;
+        if (d->c.pos++ >= d->c.len)
+            return crec_error_corrupt(d->err, "index: a block ends inside a number");
+    }
+    return CREC_OK;
+}
+
+/* Pass over n bytes. */
+static int skip_bytes(struct body *d, uint64_t n)
+{
+    if (n > d->c.len - d->c.pos)
+        return crec_error_corrupt(d->err, "index: a block ends %" PRIu64 " bytes early",
+                                  n - (d->c.len - d->c.pos));
+    d->c.pos += n;
+    return CREC_OK;
+}
+
+/* Pass over a list of lines (get_list), or a point's seed (get_point:
+ * seed 1, whose masks say how many bytes follow). */
+static int skip_lines(struct body *d, int seed)
+{
+    uint64_t n, bytes = 0;
+    int rc = get_count(d, seed ? 10 : 9, &n, "lines");
+
+    if (rc || (rc = skip_varints(d, n)))
+        return rc;
+    if (n > (d->c.len - d->c.pos) / 8)
+        return crec_error_corrupt(d->err, "index: ends inside a list of masks");
+    for (uint64_t i = 0; seed && i < n; i++)
+        bytes += (uint64_t)__builtin_popcountll(crec_le_get(d->c.p + d->c.pos + 8 * i, 8));
+    return skip_bytes(d, 8 * n + bytes);
+}
+
+/* Pass over a span (get_span), reading nothing. */
+static int skip_span(struct body *d, int point)
+{
+    const uint8_t *body;
+    size_t len;
+    uint64_t v;
+    int kind, rc;
+
+    if (point && ((rc = crec_fmt_frame_next(&d->c, &kind, &body, &len, d->err)) ||
+                  (rc = skip_lines(d, 1))))
+        return rc;
+    if ((rc = get_varint(d, &v)) || (rc = skip_lines(d, 0)) || (rc = skip_lines(d, 0)) ||
+        (rc = get_count(d, 2, &v, "kernel ranges")) || (rc = skip_varints(d, 2 * v)))
+        return rc;
+    return skip_lines(d, 0);
+}
+
+/*
+ * A part of `replay --jobs` from restart points needs the seeds of a few
+ * points, not the lists of every span (bench_hash: 12 spans in a block of
+ * 110 MB, each seed 16 MB): the block is decompressed once and kept, where
+ * each span lies found by passing over them, and each point read alone.
+ */
+int crec_idx_need_point(crec_idx *ix, size_t seg, crec_error *err)
+{
+    struct crec_idx_block *b;
+    struct body d = {{NULL, 0, 0}, err};
+    int rc;
+
+    if (!ix->blocks || seg >= ix->nspan || !ix->spans[seg].at_point || ix->spans[seg].point)
+        return CREC_OK; /* built in memory, decoded, or no point */
+    b = block_of(ix, seg);
+    if (b->decoded)
+        return CREC_OK;
+    if (!b->raw) {
+        if ((rc = inflate_part(ix->image + b->zoff, b->zlen, b->len, &b->raw, err)))
+            return rc;
+        if (!(b->span_at = alloc_n(b->n, sizeof *b->span_at))) {
+            block_raw_free(b);
+            return nomem(err);
+        }
+        d.c.p = b->raw, d.c.len = b->len;
+        for (size_t i = 0; i < b->n; i++) {
+            b->span_at[i] = d.c.pos;
+            if ((rc = skip_span(&d, ix->spans[b->first + i].at_point))) {
+                block_raw_free(b);
+                return rc;
+            }
+        }
+    }
+    d.c.p = b->raw, d.c.len = b->len, d.c.pos = b->span_at[seg - b->first];
+    rc = get_point(&d, &ix->spans[seg]);
+    if (rc == CREC_OK && ix->spans[seg].point->global_icount != ix->spans[seg].start)
+        rc = crec_error_corrupt(err, "index: a restart point at %" PRIu64 " for a span at %"
+                                PRIu64, ix->spans[seg].point->global_icount,
+                                ix->spans[seg].start);
+    if (rc != CREC_OK)
+        point_clear(&ix->spans[seg]);
+    return rc;
 }
 
 static int decode_block(crec_idx *ix, struct crec_idx_block *b, crec_error *err)
@@ -811,26 +994,12 @@ static int decode_block(crec_idx *ix, struct crec_idx_block *b, crec_error *err)
         rc = crec_error_corrupt(err, "index: a block's values take %" PRIu64 " bytes, not %zu",
                                 nvalues, b->vlen);
     crec_free(raw);
+    block_raw_free(b); /* every span read: no point is read alone now */
     b->decoded = rc == CREC_OK;
     b->valued = rc == CREC_OK && b->vlen == 0;
     if (rc != CREC_OK)
         block_clear(ix, b);
     return rc;
-}
-
-/* The block holding span seg (there are blocks). */
-static struct crec_idx_block *block_of(crec_idx *ix, size_t seg)
-{
-    size_t lo = 0, hi = ix->nblocks;
-
-    while (hi - lo > 1) { /* the last block starting at or before seg */
-        size_t m = lo + (hi - lo) / 2;
-        if (ix->blocks[m].first <= seg)
-            lo = m;
-        else
-            hi = m;
-    }
-    return &ix->blocks[lo];
 }
 
 /* The values of every valued span of a decoded block, in order (each is
@@ -842,6 +1011,9 @@ static int block_values(crec_idx *ix, struct crec_idx_block *b, crec_error *err)
     size_t at = 0;
     int rc = inflate_part(ix->image + b->vzoff, b->vzlen, b->vlen, &raw, err);
 
+    for (size_t i = b->first; i < b->first + b->n; i++) /* the most of one span */
+        if (ix->spans[i].flags & CREC_IDX_VALUED && ix->spans[i].nwrite > last.want)
+            last.want = ix->spans[i].nwrite;
     for (size_t i = b->first; rc == CREC_OK && i < b->first + b->n; i++)
         if (ix->spans[i].flags & CREC_IDX_VALUED) {
             rc = get_values(raw + at, &ix->spans[i], &last, err);
@@ -901,6 +1073,8 @@ void crec_idx_free(crec_idx *ix)
     for (size_t i = 0; i < ix->nspan && ix->spans; i++)
         crec_idx_span_clear(&ix->spans[i]);
     crec_free(ix->spans);
+    for (size_t b = 0; b < ix->nblocks && ix->blocks; b++)
+        block_raw_free(&ix->blocks[b]);
     crec_free(ix->blocks);
     crec_free(ix->image);
     crec_free(ix->blobs);

@@ -41,6 +41,11 @@ typedef struct crec_idx_span {
     uint64_t start;        /* global icount where it starts */
     size_t kf;             /* the key frame of its segment */
     int at_point;          /* it starts at a restart point, not the key frame */
+    uint64_t cost;         /* host CPU microseconds the recorder (or the
+                              build's replay) spent in it, at least 1; 0:
+                              not known (index version 5) */
+    uint64_t seed_bytes;   /* bytes of its point's seed (read from the table:
+                              what a part starting or passing there is given) */
     crec_fmt_keyframe *point; /* ... that point (once its block is read) */
     size_t nlines;         /* ... and the memory to restore: */
     uint64_t *lines;       /* sorted line numbers */
@@ -99,6 +104,13 @@ int crec_idx_decode(const uint8_t *data, size_t len, crec_idx **out, crec_error 
  *  @return CREC_OK or CREC_ERR_CORRUPT / CREC_ERR_NOMEM. */
 int crec_idx_need(crec_idx *ix, size_t seg, crec_error *err);
 int crec_idx_need_all(crec_idx *ix, crec_error *err);
+
+/*! crec_idx_need_point() : span `seg`'s restart point and seed alone
+ *  (crec_idx_span point, lines, masks, values), if it has one and its
+ *  block is not decoded: what a part of replay --jobs needs, without the
+ *  lists of every span of the block.
+ *  @return CREC_OK or CREC_ERR_CORRUPT / CREC_ERR_NOMEM. */
+int crec_idx_need_point(crec_idx *ix, size_t seg, crec_error *err);
 
 /*! crec_idx_need_values() : the same, and the values of the stores of the
  *  spans of that block (read apart: most queries pass over most spans'

@@ -20,6 +20,7 @@ struct parts_kept {
     uint64_t *times;
     size_t *span;            /* the index span each point starts */
     crec_replay_from *pts;
+    uint64_t *span_start, *span_cost, *span_seed; /* every span's, for the plan */
 };
 
 static void release_points(void *ctx, void *keep)
@@ -32,6 +33,9 @@ static void release_points(void *ctx, void *keep)
     crec_free(k->times);
     crec_free(k->span);
     crec_free(k->pts);
+    crec_free(k->span_start);
+    crec_free(k->span_cost);
+    crec_free(k->span_seed);
     crec_free(k);
 }
 
@@ -40,7 +44,7 @@ static void release_points(void *ctx, void *keep)
  * reads the blocks of its own points (need_point). */
 static int index_points(void *ctx, const char *path, uint32_t proc, const crec_fmt_keyframe *kfs,
                         size_t nkf, const uint64_t **times, crec_replay_from **out, size_t *n,
-                        void **keep)
+                        crec_replay_costs *costs, void **keep)
 {
     struct parts_kept *k = NULL;
     crec_idx *ix = NULL;
@@ -50,26 +54,38 @@ static int index_points(void *ctx, const char *path, uint32_t proc, const crec_f
 
     (void)ctx;
     *times = NULL, *out = NULL, *n = 0, *keep = NULL;
+    *costs = (crec_replay_costs){0, NULL, NULL, NULL};
     rc = crec_idx_load(path, proc, 0, kfs, nkf, &ix, &e);
     if (rc == CREC_OK && (!(k = crec_calloc(1, sizeof *k)) ||
                           !(k->times = crec_calloc(ix->nspan + 1, sizeof *k->times)) ||
                           !(k->span = crec_calloc(ix->nspan + 1, sizeof *k->span)) ||
-                          !(k->pts = crec_calloc(ix->nspan + 1, sizeof *k->pts))))
+                          !(k->pts = crec_calloc(ix->nspan + 1, sizeof *k->pts)) ||
+                          !(k->span_start = crec_calloc(ix->nspan + 1, sizeof *k->span_start)) ||
+                          !(k->span_cost = crec_calloc(ix->nspan + 1, sizeof *k->span_cost)) ||
+                          !(k->span_seed = crec_calloc(ix->nspan + 1, sizeof *k->span_seed))))
         rc = CREC_ERR_NOMEM;
     if (rc != CREC_OK) {
         if (k) {
             crec_free(k->times);
             crec_free(k->span);
+            crec_free(k->pts);
+            crec_free(k->span_start);
+            crec_free(k->span_cost);
+            crec_free(k->span_seed);
             crec_free(k);
         }
         crec_idx_free(ix);
         return rc;
     }
-    for (size_t i = 0; i < ix->nspan; i++)
+    for (size_t i = 0; i < ix->nspan; i++) {
         if (ix->spans[i].at_point) {
             k->times[m] = ix->spans[i].start;
             k->span[m++] = i;
         }
+        k->span_start[i] = ix->spans[i].start, k->span_cost[i] = ix->spans[i].cost;
+        k->span_seed[i] = ix->spans[i].seed_bytes;
+    }
+    *costs = (crec_replay_costs){ix->nspan, k->span_start, k->span_cost, k->span_seed};
     k->ix = ix;
     pthread_mutex_init(&k->mu, NULL);
     *times = k->times, *out = k->pts, *n = m, *keep = k;
@@ -85,7 +101,7 @@ static int need_point(void *ctx, void *keep, size_t i)
 
     (void)ctx;
     pthread_mutex_lock(&k->mu);
-    if (!k->pts[i].point && (rc = crec_idx_need(k->ix, k->span[i], &e)) == CREC_OK) {
+    if (!k->pts[i].point && (rc = crec_idx_need_point(k->ix, k->span[i], &e)) == CREC_OK) {
         const crec_idx_span *s = &k->ix->spans[k->span[i]];
         k->pts[i] = (crec_replay_from){s->point, s->nlines, s->lines, s->values, s->masks};
     }

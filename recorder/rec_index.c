@@ -93,6 +93,7 @@ void rec_ix_start(struct rec_session *rs, int on)
     rs->ix.point_every = rs->cp_interval / REC_IX_POINT_DIV;
     if (rs->ix.point_every < REC_IX_POINT_MIN)
         rs->ix.point_every = 0;
+    crec_thread_cpu_lap(&rs->ix.cpu_at);
 }
 
 void rec_ix_attach(struct rec_session *rs, crec_pcache *pc)
@@ -297,6 +298,8 @@ static void close_span(struct rec_session *rs)
     memset(&rs->ix.cur, 0, sizeof rs->ix.cur);
     if (rs->ix.on) {
         s.flags = rs->ix.flags;
+        /* what it cost to record, where replay --jobs cuts (replayer/session.c) */
+        s.cost = crec_thread_cpu_lap(&rs->ix.cpu_at);
         s.k = rs->ix.k ? rs->ix.k : crec_malloc(sizeof *s.k);
         s.nk = rs->ix.nk;
         rs->ix.k = NULL, rs->ix.nk = rs->ix.capk = 0;

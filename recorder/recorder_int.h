@@ -394,6 +394,7 @@ struct rec_ix {
     uint64_t *k;          /* ... the ranges the kernel wrote */
     size_t nk, capk;
     uint32_t flags;       /* ... CREC_IDX_WILD */
+    uint64_t cpu_at;      /* thread CPU time (us) where it started: its cost */
 };
 
 struct rec_session {

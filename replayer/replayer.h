@@ -199,7 +199,8 @@ void crec_replay_qrun_write_masked(crec_replay_qrun *q, uint64_t line, uint64_t 
  * keeps in FILE.idx), none of it trusted.  get() is called once for the
  * process replayed (proc, its key frames kfs), from the calling thread:
  * *n points, *times the instruction count of each (in time order), *out
- * an array of n for need() to fill, *keep what release() frees.  need(i)
+ * an array of n for need() to fill, *costs what each span of the index
+ * cost (n 0: not known), *keep what release() frees.  need(i)
  * fills (*out)[i] (the point and its seed), from any thread, once; it
  * may fail (the part that needs it is then replayed again without).  A
  * part that starts at a point also writes the seeds of the later points
@@ -208,10 +209,25 @@ void crec_replay_qrun_write_masked(crec_replay_qrun *q, uint64_t line, uint64_t 
  * given), and a replay whose parts do not all hold is done again cut at
  * key frames (replayer/session.c).
  */
+/* What stretches of the recording cost, as the index measured them (the
+ * host CPU time of recording them, or of replaying them to build it): n
+ * spans in time order, span i from instruction start[i] to start[i+1] (the
+ * last to the end), each cost[i] > 0.  The parts of replay --jobs are cut
+ * to equal costs rather than equal instruction counts: a program's start
+ * (code translated for the first time, files read) costs far more an
+ * instruction than its loops. */
+typedef struct crec_replay_costs {
+    size_t n;
+    const uint64_t *start, *cost;
+    const uint64_t *seed; /* the bytes of the seed of the point each starts at
+                             (0: a key frame): what makes a part from points
+                             dearer than one from a key frame */
+} crec_replay_costs;
+
 typedef struct crec_replay_points {
     int (*get)(void *ctx, const char *path, uint32_t proc, const crec_fmt_keyframe *kfs,
                size_t nkf, const uint64_t **times, crec_replay_from **out, size_t *n,
-               void **keep);
+               crec_replay_costs *costs, void **keep);
     int (*need)(void *ctx, void *keep, size_t i);
     void (*release)(void *ctx, void *keep);
     void *ctx;

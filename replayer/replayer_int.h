@@ -23,6 +23,7 @@ struct rep_points {
     const uint64_t *times;       /* the instruction count of each */
     crec_replay_from *pts;       /* each, once fn->need has filled it */
     size_t n;
+    crec_replay_costs costs;     /* what each span of the index cost (n 0: not known) */
 };
 
 #define REP_TRK_TLB 4096

@@ -25,8 +25,9 @@
 
 #define REP_MAX_JOBS 64
 #define REP_POINT_COST 4 /* twice what a part from a restart point costs an
-                            instruction, to one from a key frame (measured:
-                            bench_hash 1.9, bench_chase more) */
+                            instruction, to one from a key frame, when the
+                            index does not say (index version 5) */
+#define REP_SEED_COST 2.0 /* see point_part_cost */
 
 /* Does a STOP mark say that no --start-at trigger came? */
 static int nothing_recorded(crec_fmt_reader *r)
@@ -438,21 +439,101 @@ struct cut {
     size_t kf, pt;
 };
 
+/* The cost of the instructions before t, as the index's spans measured it
+ * (linear inside a span; the last one runs to `end`). */
+static double cost_before(const crec_replay_costs *c, uint64_t t, uint64_t end)
+{
+    double acc = 0;
+
+    for (size_t i = 0; i < c->n && t > c->start[i]; i++) {
+        uint64_t e = i + 1 < c->n ? c->start[i + 1] : end;
+        if (t >= e)
+            acc += (double)c->cost[i];
+        else
+            return acc + (double)c->cost[i] * (double)(t - c->start[i]) / (double)(e - c->start[i]);
+    }
+    return acc;
+}
+
+/* The instruction count where the cost before it reaches `cost`. */
+static uint64_t cost_time(const crec_replay_costs *c, double cost, uint64_t end)
+{
+    double acc = 0;
+
+    for (size_t i = 0; i < c->n; i++) {
+        uint64_t e = i + 1 < c->n ? c->start[i + 1] : end;
+        double in = cost - acc > 0 ? cost - acc : 0;
+        if (acc + (double)c->cost[i] >= cost)
+            return c->start[i] + (uint64_t)((double)(e - c->start[i]) * in / (double)c->cost[i]);
+        acc += (double)c->cost[i];
+    }
+    return end;
+}
+
+/* Can the plan go by the index's costs: every span measured, covering
+ * [t0, end) in order? */
+static int costs_fit(const crec_replay_costs *c, uint64_t t0, uint64_t end)
+{
+    if (c->n == 0 || c->start[0] > t0)
+        return 0;
+    for (size_t i = 0; i < c->n; i++)
+        if (c->cost[i] == 0 || (i > 0 && c->start[i] <= c->start[i - 1]) || c->start[i] >= end)
+            return 0;
+    return 1;
+}
+
+/*
+ * What a part from restart points costs, to a part from a key frame of the
+ * same cost: it is given the seed of its first point and of every point it
+ * passes, and tracks what it holds through a memory hook.  1 + the seeds'
+ * bytes an instruction * REP_SEED_COST, fitted on the bench's workloads
+ * (`replay --jobs 2` of bench_hash 500000, seeds of 0.26 bytes an
+ * instruction: fastest cut between 1.5 and 1.8; python3 wordcount, 0.04
+ * bytes: between 1.03 and 1.1; bench_chase, bench_memkernel: 1.3 to 2).
+ */
+static double point_part_cost(const crec_replay_costs *c, uint64_t t0, uint64_t end)
+{
+    double seed = 0;
+
+    for (size_t i = 0; i < c->n; i++)
+        if (c->start[i] > t0 && c->start[i] < end)
+            seed += (double)c->seed[i];
+    return 1 + REP_SEED_COST * seed / (double)(end - t0);
+}
+
+/* The instruction count a fraction frac into [t0, end): of its cost if
+ * costs is set, else of its instructions. */
+static uint64_t plan_at(const crec_replay_costs *costs, uint64_t t0, uint64_t end, double frac)
+{
+    double c0, c1;
+
+    if (!costs)
+        return t0 + (uint64_t)((double)(end - t0) * frac);
+    c0 = cost_before(costs, t0, end), c1 = cost_before(costs, end, end);
+    return cost_time(costs, c0 + (c1 - c0) * frac, end);
+}
+
 /*
  * Cut key frames [first, last] of one thread into k parts of about equal
- * instruction counts, at key frames or at restart points (which
- * points_fit): a key frame near the ideal cut is taken rather than a
- * point, which makes the part hang on the index.  Each part reads its
- * points on its own thread (part_points).  @return how many parts start at
- * a restart point.
+ * cost (as the index measured it; else of equal instruction counts), at
+ * key frames or at restart points (which points_fit): a key frame near the
+ * ideal cut is taken rather than a point, which makes the part hang on the
+ * index.  Each part reads its points on its own thread (part_points).
+ * *by_cost says whether costs were known.  @return how many parts start
+ * at a restart point.
  */
 static unsigned plan_parts(struct rep_seg *segs, unsigned *n, const crec_fmt_keyframe *kfs,
                            size_t nkf, const crec_fmt_keyframe *cps, size_t ncp, size_t first,
-                           unsigned k, const struct rep_points *points)
+                           unsigned k, const struct rep_points *points, int *by_cost)
 {
     const uint64_t *times = points->times;
     size_t last = nkf - 1, p0 = 0, pe, ncut = 1;
     uint64_t t0 = kfs[first].thread_icount, span = kfs[last].thread_icount - t0;
+    uint64_t end = kfs[last].thread_icount;
+    const crec_replay_costs *costs = costs_fit(&points->costs, t0, end) ? &points->costs : NULL;
+    double point_cost = costs ? point_part_cost(costs, t0, end) : REP_POINT_COST / 2.0;
+
+    *by_cost = costs != NULL;
     struct cut cuts[REP_MAX_JOBS + 1];
     unsigned at_points = 0;
 
@@ -463,7 +544,7 @@ static unsigned plan_parts(struct rep_seg *segs, unsigned *n, const crec_fmt_key
         pe++;
     cuts[0] = (struct cut){t0, first, SIZE_MAX};
     for (unsigned j = 1; j < k; j++) {
-        uint64_t want = t0 + span / k * j, slack = span / k / 8, d;
+        uint64_t want = plan_at(costs, t0, end, (double)j / k), slack = span / k / 8, d;
         struct cut best = {0, 0, SIZE_MAX};
         uint64_t bestd = UINT64_MAX;
         for (size_t i = first + 1; i < last; i++) {
@@ -477,8 +558,7 @@ static unsigned plan_parts(struct rep_seg *segs, unsigned *n, const crec_fmt_key
          * index): the first part, which starts at a key frame, is made
          * longer, as if the others ran REP_POINT_COST / 2 times slower */
         if (bestd > slack) {
-            uint64_t share = span / (REP_POINT_COST + 2 * (k - 1)) * 2;
-            want = t0 + span - share * (k - j);
+            want = plan_at(costs, t0, end, 1 - (double)(k - j) / (point_cost + (k - 1)));
             bestd = UINT64_MAX;
         }
         if (bestd == UINT64_MAX)
@@ -594,6 +674,13 @@ static void views_free(struct rep_view *v, size_t n)
     crec_free(v);
 }
 
+/* Where the first parts of one thread start, for the user to see. */
+static void part_starts(crec_replay_result *res, const struct rep_seg *segs, unsigned n)
+{
+    for (unsigned j = 0; j < n && j < CREC_REPLAY_PARTS_SHOWN; j++)
+        res->part_start[j] = segs[j].t0;
+}
+
 /* Replay pieces: every segment of the recording (one thread), or of each
  * thread alone (several), on o->jobs host threads. */
 static int run_pieces(const char *path, crec_fmt_reader *r0, const crec_fmt_keyframe *kfs,
@@ -621,10 +708,11 @@ static int run_pieces(const char *path, crec_fmt_reader *r0, const crec_fmt_keyf
         if (points && jobs > 1 && !truncated && nkf > 1 &&
             points_fit(kfs, first, nkf - 1, points->times, points->n) &&
             (res->parts_at_points = plan_parts(segs, &n, kfs, nkf, cps, ncp, first, jobs,
-                                               points)) > 0) {
+                                               points, &res->parts_by_cost)) > 0) {
             run_pool(path, r0, segs, n, jobs, o, total);
             if (parts_held(segs, n)) {
                 res->parts = n;
+                part_starts(res, segs, n);
                 rc = merge(segs, n, res, err);
                 segs_free(segs, n);
                 return rc;
@@ -632,6 +720,7 @@ static int run_pieces(const char *path, crec_fmt_reader *r0, const crec_fmt_keyf
             /* not trusted: everything again, cut at key frames only */
             segs_free(segs, n);
             res->parts_at_points = 0;
+            res->parts_by_cost = 0;
             res->points_failed = 1;
             n = 0;
             if (!(segs = crec_calloc(jobs, sizeof *segs)))
@@ -641,6 +730,7 @@ static int run_pieces(const char *path, crec_fmt_reader *r0, const crec_fmt_keyf
             n = 0;
             memset(segs, 0, jobs * sizeof *segs);
             res->parts_at_points = 0;
+            res->parts_by_cost = 0; /* a plan of key frames only is made below */
         }
         plan_pieces(segs, &n, kfs, nkf, cps, ncp, first, jobs, truncated, 0);
     } else { /* threads alone: pieces of about a jobs-th of the average thread */
@@ -684,6 +774,8 @@ static int run_pieces(const char *path, crec_fmt_reader *r0, const crec_fmt_keyf
     if (n > 0)
         run_pool(path, r0, segs, n, jobs, o, total);
     res->parts = n;
+    if (!views)
+        part_starts(res, segs, n);
     rc = merge(segs, n, res, err);
     segs_free(segs, n);
     return rc;
@@ -848,13 +940,13 @@ static int replay_one(const char *path, crec_fmt_reader *r, const crec_replay_op
                                             !has_gaps(r)))
             rc = run_whole(r, kfs, nkf, cps, ncp, o, res, err);
         else if (rc == CREC_OK) {
-            struct rep_points points = {pts, NULL, NULL, NULL, 0};
+            struct rep_points points = {pts, NULL, NULL, NULL, 0, {0, NULL, NULL, NULL}};
             res->alone = nviews > 1;
             /* one thread of one process, on several jobs: the index's restart
              * points too (none if it has none or can't give them) */
             if (pts && o->jobs > 1 && nviews <= 1 && !truncated && !has_gaps(r) &&
                 pts->get(pts->ctx, path, crec_fmt_reader_selected(r), kfs, nkf, &points.times,
-                         &points.pts, &points.n, &points.keep) != CREC_OK)
+                         &points.pts, &points.n, &points.costs, &points.keep) != CREC_OK)
                 points.n = 0;
             rc = run_pieces(path, r, kfs, nkf, cps, ncp, nviews > 1 ? views : NULL, nviews,
                             truncated, points.n ? &points : NULL, o, res, err);

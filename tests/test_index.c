@@ -72,6 +72,7 @@ static crec_idx *sample(void)
                                    .touch = dup64(t1, 0), .touch_mask = dup64(t1, 0),
                                    .write = dup64(t1, 0), .write_mask = dup64(t1, 0),
                                    .k = dup64(t1, 0)};
+    ix->spans[0].cost = 1500, ix->spans[1].cost = 1, ix->spans[2].cost = 250000;
     ix->nkf = 3;
     ix->kfs = crec_calloc(3, sizeof *ix->kfs);
     ix->kf_off = crec_calloc(3, sizeof *ix->kf_off);
@@ -111,6 +112,8 @@ Test(index, round_trip)
         const crec_idx_span *a = &ix->spans[i], *c = &back->spans[i];
         cr_expect_eq(a->start, c->start);
         cr_expect_eq(a->kf, c->kf);
+        cr_expect_eq(a->cost, c->cost);
+        cr_expect_eq(c->seed_bytes, a->at_point ? 63u : 0u, "span %zu", i); /* all but byte 5 */
         cr_assert_eq(a->at_point, c->at_point);
         cr_assert_eq(a->nlines, c->nlines);
         if (a->at_point) {
@@ -318,8 +321,10 @@ Test(index, corrupt_rejected)
     cr_expect_eq(decode_rc(b.data, b.len), CREC_ERR_VERSION);
     b.data[8] = 4; /* version 4 had no values: an index to build anew */
     cr_expect_eq(decode_rc(b.data, b.len), CREC_ERR_VERSION);
-    b.data[8] = 5;
+    b.data[8] = 6;
     cr_expect_eq(decode_rc(b.data, b.len), CREC_OK);
+    b.data[8] = 5; /* a version 6 table read as 5: its costs are stray numbers */
+    cr_expect_eq(decode_rc(b.data, b.len), CREC_ERR_CORRUPT);
     crec_idx_free(ix);
     crec_fmt_buf_free(&b);
 }
@@ -366,12 +371,117 @@ Test(index, corrupt_body_with_valid_checksum)
     crec_fmt_buf_free(&b);
 }
 
+/* ---- version 5, and a point read alone (replay --jobs) ------------------ */
+
+#include <xxhash.h>
+#include <zstd.h>
+
+/* The index image b as version 5 wrote it: the same, but no cost and seed
+ * size after each span's key frame in the table. */
+static void as_version_5(crec_fmt_buf *b)
+{
+    size_t tz = crec_le_get(b->data + 48, 4), tlen = crec_le_get(b->data + 52, 4), at = 0;
+    uint8_t *t = crec_malloc(tlen), *t5 = crec_malloc(tlen);
+    uint8_t *z = crec_malloc(ZSTD_compressBound(tlen));
+    size_t n5 = 0, z5, rest;
+    uint64_t nspan, v;
+    crec_fmt_buf out = {0};
+
+    cr_assert_eq(ZSTD_decompress(t, tlen, b->data + 56, tz), tlen);
+    at += (size_t)crec_varint_get(t, tlen, &nspan);
+    memcpy(t5, t, at), n5 = at;
+    for (uint64_t i = 0; i < nspan; i++)
+        for (int f = 0; f < 4; f++) { /* start, key frame | point, cost, seed */
+            int len = crec_varint_get(t + at, tlen - at, &v);
+            cr_assert(len > 0);
+            if (f < 2)
+                memcpy(t5 + n5, t + at, (size_t)len), n5 += (size_t)len;
+            at += (size_t)len;
+        }
+    memcpy(t5 + n5, t + at, tlen - at), n5 += tlen - at;
+    z5 = ZSTD_compress(z, ZSTD_compressBound(tlen), t5, n5, 3);
+    cr_assert(!ZSTD_isError(z5));
+    rest = z5 + (b->len - 56 - tz);
+    crec_fmt_buf_bytes(&out, b->data, 56);
+    crec_fmt_buf_bytes(&out, z, z5);
+    crec_fmt_buf_bytes(&out, b->data + 56 + tz, b->len - 56 - tz);
+    crec_le_put(out.data + 8, 5, 4);
+    crec_le_put(out.data + 32, rest, 8);
+    crec_le_put(out.data + 40, XXH3_64bits(out.data + 56, rest), 8);
+    crec_le_put(out.data + 48, z5, 4);
+    crec_le_put(out.data + 52, n5, 4);
+    crec_fmt_buf_free(b);
+    *b = out;
+    crec_free(t), crec_free(t5), crec_free(z);
+}
+
+Test(index, version_5_is_read_without_costs)
+{
+    crec_idx *ix = sample(), *back = NULL;
+    crec_fmt_buf b;
+    crec_error err = {0};
+
+    encode(ix, &b);
+    as_version_5(&b);
+    cr_assert_eq(crec_idx_decode(b.data, b.len, &back, &err), CREC_OK, "%s", err.msg);
+    cr_assert_eq(crec_idx_need_all(back, &err), CREC_OK, "%s", err.msg);
+    cr_assert_eq(back->nspan, 3);
+    for (size_t i = 0; i < 3; i++) {
+        cr_expect_eq(back->spans[i].start, ix->spans[i].start);
+        cr_expect_eq(back->spans[i].cost, 0, "not known");
+        cr_expect_eq(back->spans[i].seed_bytes, 0);
+        cr_expect_eq(back->spans[i].nlines, ix->spans[i].nlines);
+    }
+    crec_idx_free(back);
+    crec_idx_free(ix);
+    crec_fmt_buf_free(&b);
+}
+
+Test(index, a_point_is_read_alone)
+{
+    crec_idx *ix = sample(), *back = NULL;
+    crec_fmt_buf b;
+    crec_error err = {0};
+    const crec_idx_span *s;
+
+    encode(ix, &b);
+    cr_assert_eq(crec_idx_decode(b.data, b.len, &back, &err), CREC_OK, "%s", err.msg);
+    cr_expect_eq(crec_idx_need_point(back, 0, &err), CREC_OK, "no point there: nothing to do");
+    cr_assert_eq(crec_idx_need_point(back, 2, &err), CREC_OK, "%s", err.msg);
+    s = &back->spans[2];
+    cr_assert(s->point != NULL);
+    cr_expect_eq(s->point->reads_off, 77);
+    cr_assert_eq(s->nlines, 1);
+    cr_expect_eq(s->lines[0], 0x7);
+    cr_expect_eq(s->masks[0], 0xffffffffffffffdfull);
+    cr_expect_eq(s->values[0], 0xab);
+    cr_expect_eq(s->values[5], 0, "not in the mask");
+    cr_expect_eq(back->spans[0].ntouch, 0, "the other spans' lists are not read");
+    cr_expect_eq(crec_idx_need_point(back, 2, &err), CREC_OK, "again: kept");
+    /* then the whole block: the point is read again, nothing leaks */
+    cr_assert_eq(crec_idx_need_all(back, &err), CREC_OK, "%s", err.msg);
+    cr_expect_eq(back->spans[0].ntouch, 3);
+    cr_expect_eq(back->spans[2].point->reads_off, 77);
+    cr_expect_eq(back->spans[2].values[63], 0xab);
+    crec_idx_free(back);
+    crec_fmt_buf_free(&b);
+
+    ix->spans[2].masks[0] = 0; /* a restored line with no byte: corrupt */
+    encode(ix, &b);
+    cr_assert_eq(crec_idx_decode(b.data, b.len, &back, &err), CREC_OK, "read lazily");
+    cr_expect_eq(crec_idx_need_point(back, 2, &err), CREC_ERR_CORRUPT);
+    cr_expect(strstr(err.msg, "empty mask") != NULL, "%s", err.msg);
+    cr_expect(back->spans[2].point == NULL, "nothing half read is kept");
+    crec_idx_free(back);
+    crec_idx_free(ix);
+    crec_fmt_buf_free(&b);
+}
+
 /* ---- a bad index file is rebuilt, and the handle says so ------------------ */
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 static uint8_t *slurp(const char *path, size_t *len)
 {

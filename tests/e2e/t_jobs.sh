@@ -30,9 +30,9 @@ jobs_case() {
 }
 
 jobs_case "jobs: two jobs, the second from a restart point" 2 0 \
-    'replayed in 2 parts, 1 of them from restart points of'
+    'replayed in 2 parts (from instructions 0 and [0-9]*), 1 of them from restart points of .*, cut to equal costs as it measured them$'
 jobs_case "jobs: four jobs, three from restart points" 4 0 \
-    'replayed in 4 parts, 3 of them from restart points of'
+    'replayed in 4 parts (from instructions 0, [0-9]*, [0-9]* and [0-9]*), 3 of them from restart points of'
 # the parts verify what one replay does: the same counts
 "$CREC" replay "$w" | sed 's/, [0-9.]* s, .*//' >"$TMP/one"
 "$CREC" replay --jobs 3 "$w" | head -n 1 | sed 's/, [0-9.]* s, .*//' >"$TMP/three"
@@ -45,6 +45,41 @@ if cmp -s "$TMP/one" "$TMP/noidx"; then pass "jobs: one job is the same without 
     fail "jobs: one job is the same without the index" "$(cat "$TMP/one" "$TMP/noidx")"; fi
 # no index: cut at key frames only, as before
 jobs_case "jobs: no index: cut at key frames" 2 0 'replayed in 1 part cut at key frames'
+
+# The parts are cut to equal costs as the index measured them (the host CPU
+# time of recording each span): costly_start's 100000 system calls are a
+# tenth of its instructions but most of its cost, so the second of two parts
+# starts before a quarter of its instructions; with the costs unknown (as in
+# an index of version 5), at about half of them.
+c=$TMP/costly.crec
+if "$CREC" record -o "$c" -- "$GUESTS/costly_start" >/dev/null 2>"$TMP/costly.err"; then
+    total=$("$CREC" info "$c" | awk '/^instructions:/ { print $2 }')
+    second() { sed -n 's/.*replayed in 2 parts (from instructions 0 and \([0-9]*\)).*/\1/p'; }
+    "$CREC" replay --jobs 2 "$c" >"$TMP/costly.out" 2>&1
+    cut=$(second <"$TMP/costly.out")
+    if grep -q 'cut to equal costs as it measured them' "$TMP/costly.out" && [ -n "$cut" ] &&
+        [ "$cut" -lt $((total / 4)) ]; then
+        pass "jobs: cut where the costs balance, early in a costly start"
+    else
+        fail "jobs: cut where the costs balance, early in a costly start" \
+            "$total instructions: $(cat "$TMP/costly.out")"
+    fi
+    if n=$("$CRECTOOLS/crec_idxmangle" "$c" nocost) && [ "$n" -gt 0 ]; then
+        "$CREC" replay --jobs 2 "$c" >"$TMP/costly.out" 2>&1
+        cut=$(second <"$TMP/costly.out")
+        if grep -q 'replay verified' "$TMP/costly.out" && [ -n "$cut" ] &&
+            [ "$cut" -gt $((total / 4)) ] && ! grep -q 'equal costs' "$TMP/costly.out"; then
+            pass "jobs: costs not known, cut at equal instruction counts"
+        else
+            fail "jobs: costs not known, cut at equal instruction counts" \
+                "$total instructions: $(cat "$TMP/costly.out")"
+        fi
+    else
+        fail "jobs: crec_idxmangle nocost" "$n"
+    fi
+else
+    fail "jobs: record costly_start" "$(head -c 300 "$TMP/costly.err")"
+fi
 
 # A damaged FILE.idx (a byte flipped: its checksum fails) is not used.
 cp "$TMP/good.idx" "$w.idx"

@@ -168,10 +168,10 @@ xcheck "ls, values crec index kept" "$TMP/lsv.crec" 150 29 "stack heap globals k
 printf '\004' | dd of="$TMP/lsv.crec.idx" bs=1 seek=8 conv=notrunc 2>/dev/null
 "$CREC" query "$TMP/lsv.crec" 0x7fffffffe000@end >"$TMP/out" 2>"$TMP/err"
 rc=$?
-if [ $rc = 0 ] && [ ! -s "$TMP/err" ] && [ "$(od -An -tu1 -j8 -N1 "$TMP/lsv.crec.idx" | tr -d ' ')" = 5 ]; then
-    pass "query: an index of version 4 is built anew as version 5, with no note"
+if [ $rc = 0 ] && [ ! -s "$TMP/err" ] && [ "$(od -An -tu1 -j8 -N1 "$TMP/lsv.crec.idx" | tr -d ' ')" = 6 ]; then
+    pass "query: an index of version 4 is built anew as version 6, with no note"
 else
-    fail "query: an index of version 4 is built anew as version 5, with no note" "exit $rc: $(head -c 300 "$TMP/err")"
+    fail "query: an index of version 4 is built anew as version 6, with no note" "exit $rc: $(head -c 300 "$TMP/err")"
 fi
 printf 'not an index' >"$TMP/sq.crec.idx"
 "$CREC" index "$TMP/sq.crec" >"$TMP/ix.out" 2>&1

@@ -7,6 +7,8 @@
  *   crec_idxmangle FILE seed     every byte of every point's seed xor 0xff
  *   crec_idxmangle FILE regs     every point's RBX plus one
  *   crec_idxmangle FILE noseed   every point's seed dropped
+ *   crec_idxmangle FILE nocost   every span's cost made 0 ("not known", as
+ *                                in an index of version 5)
  *
  * Prints how many points it changed; exit 1 when FILE.idx can't be read
  * or written.
@@ -28,8 +30,8 @@ int main(int argc, char **argv)
     int ok;
 
     if (argc != 3 || (strcmp(argv[2], "seed") && strcmp(argv[2], "regs") &&
-                      strcmp(argv[2], "noseed"))) {
-        fprintf(stderr, "usage: crec_idxmangle FILE seed|regs|noseed\n");
+                      strcmp(argv[2], "noseed") && strcmp(argv[2], "nocost"))) {
+        fprintf(stderr, "usage: crec_idxmangle FILE seed|regs|noseed|nocost\n");
         return 2;
     }
     if (crec_idx_load(argv[1], 0, 0, NULL, 0, &ix, &err) != CREC_OK ||
@@ -40,6 +42,11 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < ix->nspan; i++) {
         crec_idx_span *s = &ix->spans[i];
+        if (strcmp(argv[2], "nocost") == 0) {
+            changed += s->cost != 0;
+            s->cost = 0;
+            continue;
+        }
         if (!s->at_point || !s->point)
             continue;
         if (strcmp(argv[2], "seed") == 0) {

@@ -101,8 +101,11 @@ struct crec_idx_block {
     size_t vlen;          /* ... decompressed */
     int decoded;          /* its spans are read */
     int valued;           /* ... and their values */
-    uint8_t *raw;         /* decompressed, while only points are read from it */
-    size_t *span_at;      /* where each span lies in raw */
+    uint8_t *raw;         /* decompressed (kept: seeds are read from it when */
+    size_t *span_at;      /* ... needed), and where each span lies in it */
+    uint8_t *vraw;        /* its values decompressed, while spans [first, */
+    size_t vnext, vat;    /* ... vnext) have theirs, which end at vat */
+    struct xor_map *vlast; /* ... and the last value of each line stored */
 };
 
 /* ---- the last value of each stored byte in a block -------------------------- */
@@ -457,33 +460,50 @@ static int get_list(struct body *d, uint64_t **out, uint64_t **mask, size_t *n)
     return get_masks(d, *mask, cnt, "index: a line with an empty byte mask");
 }
 
-static void point_clear(crec_idx_span *s)
+static void seed_clear(crec_idx_span *s)
 {
-    crec_free(s->point);
     crec_free(s->lines);
     crec_free(s->masks);
     crec_free(s->values);
-    s->point = NULL, s->lines = NULL, s->masks = NULL, s->values = NULL;
+    s->lines = NULL, s->masks = NULL, s->values = NULL;
     s->nlines = 0;
+    s->seed_read = 0;
 }
 
+/* A span's restart point: a framed KEYFRAME record, read by the format's
+ * decoder (once: a point read again is passed over).  Its seed follows. */
 static int get_point(struct body *d, crec_idx_span *s)
 {
-    uint64_t n, prev = 0, delta;
     const uint8_t *body;
     size_t len;
     int kind, rc;
 
-    /* the point is a framed KEYFRAME record, read by the format's decoder */
     if ((rc = crec_fmt_frame_next(&d->c, &kind, &body, &len, d->err)))
         return rc;
     if (kind != CREC_FMT_K_KEYFRAME)
         return crec_error_corrupt(d->err, "index: a restart point is not a KEYFRAME record");
-    point_clear(s); /* read alone before (crec_idx_need_point): read again */
+    if (s->point)
+        return CREC_OK;
     if (!(s->point = crec_malloc(sizeof *s->point)))
         return nomem(d->err);
-    if ((rc = crec_fmt_kf_decode(body, len, s->point, d->err)))
-        return rc;
+    if ((rc = crec_fmt_kf_decode(body, len, s->point, d->err)) == CREC_OK &&
+        s->point->global_icount != s->start)
+        rc = crec_error_corrupt(d->err, "index: a restart point at %" PRIu64 " for a span at "
+                                "%" PRIu64, s->point->global_icount, s->start);
+    if (rc != CREC_OK) {
+        crec_free(s->point);
+        s->point = NULL;
+    }
+    return rc;
+}
+
+/* A point's seed: the memory a run starting or passing there is given. */
+static int get_seed(struct body *d, crec_idx_span *s)
+{
+    uint64_t n, prev = 0, delta;
+    int rc;
+
+    seed_clear(s);
     if ((rc = get_count(d, 10, &n, "lines to restore"))) /* delta, mask, a byte each */
         return rc;
     s->lines = alloc_n(n, sizeof *s->lines);
@@ -514,6 +534,7 @@ static int get_point(struct body *d, crec_idx_span *s)
         for (; m; m &= m - 1)
             v[__builtin_ctzll(m)] = d->c.p[d->c.pos++];
     }
+    s->seed_read = 1;
     return CREC_OK;
 }
 
@@ -538,18 +559,75 @@ static int get_values(const uint8_t *p, crec_idx_span *s, struct xor_map *prev,
         uint8_t *last = xor_slot(prev, s->write[i]), *v = &s->write_values[64 * i];
         if (!last)
             return nomem(err);
-        if (s->write_mask[i] == ~0ull) { /* most stored lines are whole */
-            for (unsigned k = 0; k < 64; k++)
-                last[k] = v[k] = p[k] ^ last[k];
-            p += 64;
-            continue;
-        }
-        for (uint64_t m = s->write_mask[i]; m; m &= m - 1) { /* its bytes, low first */
+        /* its bytes, low first, a run of them at a time (stores are whole
+         * words, and lines often whole) */
+        for (uint64_t m = s->write_mask[i]; m;) {
             unsigned k = (unsigned)__builtin_ctzll(m);
-            last[k] = v[k] = *p++ ^ last[k];
+            uint64_t r = m >> k; /* bit 0 set, the top k bits clear */
+            unsigned run = r == ~0ull ? 64 : (unsigned)__builtin_ctzll(~r);
+            for (unsigned j = k; j < k + run; j++)
+                last[j] = v[j] = *p++ ^ last[j];
+            m = k + run >= 64 ? 0 : m & ~0ull << (k + run);
         }
     }
     return CREC_OK;
+}
+
+/* ---- passing over what is not read ------------------------------------- */
+
+/* Pass over n varints. */
+static int skip_varints(struct body *d, uint64_t n)
+{
+    for (; n > 0; n--) {
+        while (d->c.pos < d->c.len && d->c.p[d->c.pos] >= 0x80)
+            d->c.pos++;
+        if (d->c.pos++ >= d->c.len)
+            return crec_error_corrupt(d->err, "index: a block ends inside a number");
+    }
+    return CREC_OK;
+}
+
+/* Pass over n bytes. */
+static int skip_bytes(struct body *d, uint64_t n)
+{
+    if (n > d->c.len - d->c.pos)
+        return crec_error_corrupt(d->err, "index: a block ends %" PRIu64 " bytes early",
+                                  n - (d->c.len - d->c.pos));
+    d->c.pos += n;
+    return CREC_OK;
+}
+
+/* Pass over a list of lines (get_list), or a point's seed (get_point:
+ * seed 1, whose masks say how many bytes follow). */
+static int skip_lines(struct body *d, int seed)
+{
+    uint64_t n, bytes = 0;
+    int rc = get_count(d, seed ? 10 : 9, &n, "lines");
+
+    if (rc || (rc = skip_varints(d, n)))
+        return rc;
+    if (n > (d->c.len - d->c.pos) / 8)
+        return crec_error_corrupt(d->err, "index: ends inside a list of masks");
+    for (uint64_t i = 0; seed && i < n; i++)
+        bytes += (uint64_t)__builtin_popcountll(crec_le_get(d->c.p + d->c.pos + 8 * i, 8));
+    return skip_bytes(d, 8 * n + bytes);
+}
+
+/* Pass over a span (get_span), reading nothing. */
+static int skip_span(struct body *d, int point)
+{
+    const uint8_t *body;
+    size_t len;
+    uint64_t v;
+    int kind, rc;
+
+    if (point && ((rc = crec_fmt_frame_next(&d->c, &kind, &body, &len, d->err)) ||
+                  (rc = skip_lines(d, 1))))
+        return rc;
+    if ((rc = get_varint(d, &v)) || (rc = skip_lines(d, 0)) || (rc = skip_lines(d, 0)) ||
+        (rc = get_count(d, 2, &v, "kernel ranges")) || (rc = skip_varints(d, 2 * v)))
+        return rc;
+    return skip_lines(d, 0);
 }
 
 /* A span's contents; its start, key frame and whether it has a point come
@@ -560,11 +638,10 @@ static int get_span(struct body *d, crec_idx_span *s, int point, uint64_t *nvalu
     uint64_t v;
     int rc;
 
-    if (point && (rc = get_point(d, s)))
+    /* a point's seed is read when a run starts or passes there
+     * (crec_idx_need_point): most queries answer without */
+    if (point && ((rc = get_point(d, s)) || (rc = skip_lines(d, 1))))
         return rc;
-    if (s->point && s->point->global_icount != s->start)
-        return crec_error_corrupt(d->err, "index: a restart point at %" PRIu64 " for a span at "
-                                  "%" PRIu64, s->point->global_icount, s->start);
     if ((rc = get_varint(d, &v)))
         return rc;
     if (v & ~(uint64_t)(CREC_IDX_WILD | CREC_IDX_VALUED))
@@ -660,7 +737,7 @@ static int get_blocks(struct body *d, crec_idx *ix, size_t zoff, size_t zend)
             vzlen > zend - zoff - zlen || (vzlen == 0) != (vlen == 0))
             return crec_error_corrupt(d->err, "index: block %zu does not fit", b);
         ix->blocks[b] = (struct crec_idx_block){span, n, zoff, zlen, len, zoff + zlen, vzlen,
-                                                vlen, 0, 0, NULL, NULL};
+                                                vlen, 0, 0, NULL, NULL, NULL, 0, 0, NULL};
         span += n;
         zoff += zlen + vzlen;
     }
@@ -841,11 +918,22 @@ void crec_idx_span_clear(crec_idx_span *s)
     memset(s, 0, sizeof *s);
 }
 
+static void block_values_free(struct crec_idx_block *b)
+{
+    if (b->vlast)
+        xor_free(b->vlast);
+    crec_free(b->vlast);
+    crec_free(b->vraw);
+    b->vlast = NULL, b->vraw = NULL;
+    b->vnext = b->vat = 0;
+}
+
 static void block_raw_free(struct crec_idx_block *b)
 {
     crec_free(b->raw);
     crec_free(b->span_at);
     b->raw = NULL, b->span_at = NULL;
+    block_values_free(b);
 }
 
 /* Forget what a block's spans hold (not what the table says). */
@@ -877,115 +965,73 @@ static struct crec_idx_block *block_of(crec_idx *ix, size_t seg)
     return &ix->blocks[lo];
 }
 
-/* ---- a point alone (replay --jobs) --------------------------------------- */
+/* ---- decoding a block, and a point's seed when a run needs it ----------- */
 
-/* Pass over n varints. */
-static int skip_varints(struct body *d, uint64_t n)
+/*
+ * A block is decompressed once and kept (raw), with where each of its
+ * spans lies (span_at): the seeds of its points are read only when a run
+ * starts or passes there (crec_idx_need_point), and a part of `replay
+ * --jobs` reads its points without the lists of every span (bench_hash:
+ * 12 spans in a block of 110 MB, each seed 16 MB).
+ */
+static int block_raw(crec_idx *ix, struct crec_idx_block *b, crec_error *err)
 {
-    for (; n > 0; n--) {
-        while (d->c.pos < d->c.len && d->c.p[d->c.pos] >= 0x80)
-            d->c.pos++;
-        if (d->c.pos++ >= d->c.len)
-            return crec_error_corrupt(d->err, "index: a block ends inside a number");
+    struct body d = {{NULL, 0, 0}, err};
+    int rc;
+
+    if (b->raw)
+        return CREC_OK;
+    if ((rc = inflate_part(ix->image + b->zoff, b->zlen, b->len, &b->raw, err)))
+        return rc;
+    if (!(b->span_at = alloc_n(b->n, sizeof *b->span_at))) {
+        block_raw_free(b);
+        return nomem(err);
+    }
+    d.c.p = b->raw, d.c.len = b->len;
+    for (size_t i = 0; i < b->n; i++) {
+        b->span_at[i] = d.c.pos;
+        if ((rc = skip_span(&d, ix->spans[b->first + i].at_point))) {
+            block_raw_free(b);
+            return rc;
+        }
     }
     return CREC_OK;
 }
 
-/* Pass over n bytes. */
-static int skip_bytes(struct body *d, uint64_t n)
-{
-    if (n > d->c.len - d->c.pos)
-        return crec_error_corrupt(d->err, "index: a block ends %" PRIu64 " bytes early",
-                                  n - (d->c.len - d->c.pos));
-    d->c.pos += n;
-    return CREC_OK;
-}
-
-/* Pass over a list of lines (get_list), or a point's seed (get_point:
- * seed 1, whose masks say how many bytes follow). */
-static int skip_lines(struct body *d, int seed)
-{
-    uint64_t n, bytes = 0;
-    int rc = get_count(d, seed ? 10 : 9, &n, "lines");
-
-    if (rc || (rc = skip_varints(d, n)))
-        return rc;
-    if (n > (d->c.len - d->c.pos) / 8)
-        return crec_error_corrupt(d->err, "index: ends inside a list of masks");
-    for (uint64_t i = 0; seed && i < n; i++)
-        bytes += (uint64_t)__builtin_popcountll(crec_le_get(d->c.p + d->c.pos + 8 * i, 8));
-    return skip_bytes(d, 8 * n + bytes);
-}
-
-/* Pass over a span (get_span), reading nothing. */
-static int skip_span(struct body *d, int point)
-{
-    const uint8_t *body;
-    size_t len;
-    uint64_t v;
-    int kind, rc;
-
-    if (point && ((rc = crec_fmt_frame_next(&d->c, &kind, &body, &len, d->err)) ||
-                  (rc = skip_lines(d, 1))))
-        return rc;
-    if ((rc = get_varint(d, &v)) || (rc = skip_lines(d, 0)) || (rc = skip_lines(d, 0)) ||
-        (rc = get_count(d, 2, &v, "kernel ranges")) || (rc = skip_varints(d, 2 * v)))
-        return rc;
-    return skip_lines(d, 0);
-}
-
-/*
- * A part of `replay --jobs` from restart points needs the seeds of a few
- * points, not the lists of every span (bench_hash: 12 spans in a block of
- * 110 MB, each seed 16 MB): the block is decompressed once and kept, where
- * each span lies found by passing over them, and each point read alone.
- */
 int crec_idx_need_point(crec_idx *ix, size_t seg, crec_error *err)
 {
     struct crec_idx_block *b;
     struct body d = {{NULL, 0, 0}, err};
+    crec_idx_span *s;
     int rc;
 
-    if (!ix->blocks || seg >= ix->nspan || !ix->spans[seg].at_point || ix->spans[seg].point)
-        return CREC_OK; /* built in memory, decoded, or no point */
+    if (!ix->blocks || seg >= ix->nspan || !ix->spans[seg].at_point ||
+        ix->spans[seg].seed_read)
+        return CREC_OK; /* built in memory, read, or no point */
     b = block_of(ix, seg);
-    if (b->decoded)
-        return CREC_OK;
-    if (!b->raw) {
-        if ((rc = inflate_part(ix->image + b->zoff, b->zlen, b->len, &b->raw, err)))
-            return rc;
-        if (!(b->span_at = alloc_n(b->n, sizeof *b->span_at))) {
-            block_raw_free(b);
-            return nomem(err);
-        }
-        d.c.p = b->raw, d.c.len = b->len;
-        for (size_t i = 0; i < b->n; i++) {
-            b->span_at[i] = d.c.pos;
-            if ((rc = skip_span(&d, ix->spans[b->first + i].at_point))) {
-                block_raw_free(b);
-                return rc;
-            }
+    if ((rc = block_raw(ix, b, err)))
+        return rc;
+    s = &ix->spans[seg];
+    d.c.p = b->raw, d.c.len = b->len, d.c.pos = b->span_at[seg - b->first];
+    if ((rc = get_point(&d, s)) == CREC_OK)
+        rc = get_seed(&d, s);
+    if (rc != CREC_OK) {
+        seed_clear(s);
+        if (!b->decoded) { /* a decoded block's point stays: its lists name it */
+            crec_free(s->point);
+            s->point = NULL;
         }
     }
-    d.c.p = b->raw, d.c.len = b->len, d.c.pos = b->span_at[seg - b->first];
-    rc = get_point(&d, &ix->spans[seg]);
-    if (rc == CREC_OK && ix->spans[seg].point->global_icount != ix->spans[seg].start)
-        rc = crec_error_corrupt(err, "index: a restart point at %" PRIu64 " for a span at %"
-                                PRIu64, ix->spans[seg].point->global_icount,
-                                ix->spans[seg].start);
-    if (rc != CREC_OK)
-        point_clear(&ix->spans[seg]);
     return rc;
 }
 
 static int decode_block(crec_idx *ix, struct crec_idx_block *b, crec_error *err)
 {
-    struct body d = {{NULL, b->len, 0}, err};
-    uint8_t *raw = NULL;
+    struct body d = {{NULL, 0, 0}, err};
     uint64_t nvalues = 0;
-    int rc = inflate_part(ix->image + b->zoff, b->zlen, b->len, &raw, err);
+    int rc = block_raw(ix, b, err);
 
-    d.c.p = raw;
+    d.c.p = b->raw, d.c.len = b->len;
     for (size_t i = b->first; rc == CREC_OK && i < b->first + b->n; i++)
         rc = get_span(&d, &ix->spans[i], ix->spans[i].at_point, &nvalues);
     if (rc == CREC_OK && d.c.pos != d.c.len)
@@ -993,8 +1039,6 @@ static int decode_block(crec_idx *ix, struct crec_idx_block *b, crec_error *err)
     if (rc == CREC_OK && nvalues != b->vlen)
         rc = crec_error_corrupt(err, "index: a block's values take %" PRIu64 " bytes, not %zu",
                                 nvalues, b->vlen);
-    crec_free(raw);
-    block_raw_free(b); /* every span read: no point is read alone now */
     b->decoded = rc == CREC_OK;
     b->valued = rc == CREC_OK && b->vlen == 0;
     if (rc != CREC_OK)
@@ -1002,30 +1046,42 @@ static int decode_block(crec_idx *ix, struct crec_idx_block *b, crec_error *err)
     return rc;
 }
 
-/* The values of every valued span of a decoded block, in order (each is
- * XORed with the block's last values before it). */
-static int block_values(crec_idx *ix, struct crec_idx_block *b, crec_error *err)
+/*
+ * The values of the valued spans of a decoded block, in order, up to span
+ * `upto`: each is XORed with the block's last values before it, so a span's
+ * needs those of every span before it in the block, not those after (a
+ * query needs the spans before its time: half a block, on average, as each
+ * line stored costs a look in a table of the block's lines).
+ */
+static int block_values(crec_idx *ix, struct crec_idx_block *b, size_t upto, crec_error *err)
 {
-    struct xor_map last = {0};
-    uint8_t *raw = NULL;
-    size_t at = 0;
-    int rc = inflate_part(ix->image + b->vzoff, b->vzlen, b->vlen, &raw, err);
+    int rc = CREC_OK;
 
-    for (size_t i = b->first; i < b->first + b->n; i++) /* the most of one span */
-        if (ix->spans[i].flags & CREC_IDX_VALUED && ix->spans[i].nwrite > last.want)
-            last.want = ix->spans[i].nwrite;
-    for (size_t i = b->first; rc == CREC_OK && i < b->first + b->n; i++)
-        if (ix->spans[i].flags & CREC_IDX_VALUED) {
-            rc = get_values(raw + at, &ix->spans[i], &last, err);
-            at += values_len(&ix->spans[i]); /* the sum was checked: vlen */
+    if (!b->vraw) {
+        if (!(b->vlast = crec_calloc(1, sizeof *b->vlast)))
+            return nomem(err);
+        if ((rc = inflate_part(ix->image + b->vzoff, b->vzlen, b->vlen, &b->vraw, err))) {
+            block_values_free(b);
+            return rc;
         }
-    xor_free(&last);
-    crec_free(raw);
+        b->vnext = b->first, b->vat = 0;
+        for (size_t i = b->first; i < b->first + b->n; i++) /* the most of one span */
+            if (ix->spans[i].flags & CREC_IDX_VALUED && ix->spans[i].nwrite > b->vlast->want)
+                b->vlast->want = ix->spans[i].nwrite;
+    }
+    for (; rc == CREC_OK && b->vnext <= upto && b->vnext < b->first + b->n; b->vnext++)
+        if (ix->spans[b->vnext].flags & CREC_IDX_VALUED) {
+            rc = get_values(b->vraw + b->vat, &ix->spans[b->vnext], b->vlast, err);
+            b->vat += values_len(&ix->spans[b->vnext]); /* the sum was checked: vlen */
+        }
     if (rc != CREC_OK) {
         block_clear(ix, b);
         return rc;
     }
-    b->valued = 1;
+    if (b->vnext == b->first + b->n) {
+        block_values_free(b);
+        b->valued = 1;
+    }
     return CREC_OK;
 }
 
@@ -1039,7 +1095,9 @@ int crec_idx_need_values(crec_idx *ix, size_t seg, crec_error *err)
     b = block_of(ix, seg);
     if (!b->decoded && (rc = decode_block(ix, b, err)) != CREC_OK)
         return rc;
-    return b->valued ? CREC_OK : block_values(ix, b, err);
+    if (b->valued || (b->vraw && seg < b->vnext))
+        return CREC_OK;
+    return block_values(ix, b, seg, err);
 }
 
 int crec_idx_need(crec_idx *ix, size_t seg, crec_error *err)
@@ -1059,7 +1117,10 @@ int crec_idx_need_all(crec_idx *ix, crec_error *err)
         if (!ix->blocks[b].decoded)
             rc = decode_block(ix, &ix->blocks[b], err);
         if (rc == CREC_OK && !ix->blocks[b].valued)
-            rc = block_values(ix, &ix->blocks[b], err);
+            rc = block_values(ix, &ix->blocks[b], ix->blocks[b].first + ix->blocks[b].n - 1,
+                              err);
+        for (size_t i = 0; rc == CREC_OK && i < ix->blocks[b].n; i++)
+            rc = crec_idx_need_point(ix, ix->blocks[b].first + i, err);
         if (rc != CREC_OK)
             return rc;
     }

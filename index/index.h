@@ -51,6 +51,8 @@ typedef struct crec_idx_span {
     uint64_t *lines;       /* sorted line numbers */
     uint64_t *masks;       /* ... the bytes of each (bit b: byte b) */
     uint8_t *values;       /* 64 bytes a line (those of its mask count) */
+    int seed_read;         /* lines, masks and values hold it: read from a
+                              file only when a run needs it (crec_idx_need_point) */
     uint32_t flags;        /* CREC_IDX_WILD: the kernel wrote unknown ranges */
     size_t ntouch, nwrite, nk;
     uint64_t *touch;       /* sorted line numbers loaded or stored */
@@ -105,10 +107,11 @@ int crec_idx_decode(const uint8_t *data, size_t len, crec_idx **out, crec_error 
 int crec_idx_need(crec_idx *ix, size_t seg, crec_error *err);
 int crec_idx_need_all(crec_idx *ix, crec_error *err);
 
-/*! crec_idx_need_point() : span `seg`'s restart point and seed alone
- *  (crec_idx_span point, lines, masks, values), if it has one and its
- *  block is not decoded: what a part of replay --jobs needs, without the
- *  lists of every span of the block.
+/*! crec_idx_need_point() : span `seg`'s restart point and seed (its
+ *  point, lines, masks, values), if it has one: what a run starting or
+ *  passing there needs.  Decoding a block (crec_idx_need) reads its
+ *  points but not their seeds; this reads them without decoding the
+ *  block's lists (what a part of replay --jobs needs).
  *  @return CREC_OK or CREC_ERR_CORRUPT / CREC_ERR_NOMEM. */
 int crec_idx_need_point(crec_idx *ix, size_t seg, crec_error *err);
 

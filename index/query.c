@@ -115,7 +115,7 @@ int qx_restore_lines(crec_recording *rec, size_t sp, crec_replay_from *from,
     const crec_idx_span *s;
     int rc = crec_idx_need(rec->ix, sp, err);
 
-    if (rc != CREC_OK)
+    if (rc != CREC_OK || (rc = crec_idx_need_point(rec->ix, sp, err)) != CREC_OK)
         return rc;
     s = &rec->ix->spans[sp];
     *from = (crec_replay_from){s->point, s->nlines, s->lines, s->values, s->masks};
@@ -148,7 +148,7 @@ int qx_continue(crec_recording *rec, crec_replay_qrun *q, uint64_t until,
             return crec_error_set(err, CREC_ERR_DIVERGENCE, "replay stopped at instruction %"
                                   PRIu64 ", not %" PRIu64, crec_replay_qrun_icount(q),
                                   s->start);
-        if ((rc = crec_idx_need(rec->ix, sp, err)) != CREC_OK)
+        if ((rc = crec_idx_need_point(rec->ix, sp, err)) != CREC_OK)
             break;
         s = &ix->spans[sp];
         for (size_t i = 0; i < s->nlines; i++) {

@@ -157,6 +157,35 @@ Test(index, round_trip)
     crec_fmt_buf_free(&b);
 }
 
+Test(index, values_of_every_mask_shape)
+{
+    /* a line whole, bytes in runs, a byte alone, the last byte: each span's
+     * values are XORed with the last values before it (codec.c) */
+    static const uint64_t masks[] = {~0ull, 0xf0f0000000000ff1ull, 1ull << 63, 0x8000000000000001ull};
+    crec_fmt_buf b;
+    crec_error err = {0};
+
+    for (size_t m = 0; m < sizeof masks / sizeof *masks; m++) {
+        crec_idx *ix = sample(), *back = NULL;
+        for (size_t i = 0; i < 2; i++) {
+            ix->spans[i].write_mask[0] = masks[m] >> i | masks[m]; /* the second a superset */
+            for (unsigned k = 0; k < 64; k++)
+                ix->spans[i].write_values[k] = (uint8_t)(7 * k + 13 * i + m);
+        }
+        encode(ix, &b);
+        cr_assert_eq(crec_idx_decode(b.data, b.len, &back, &err), CREC_OK, "%s", err.msg);
+        cr_assert_eq(crec_idx_need_all(back, &err), CREC_OK, "%s", err.msg);
+        for (size_t i = 0; i < 2; i++)
+            for (unsigned k = 0; k < 64; k++)
+                if (ix->spans[i].write_mask[0] >> k & 1)
+                    cr_expect_eq(back->spans[i].write_values[k], ix->spans[i].write_values[k],
+                                 "mask %zu span %zu byte %u", m, i, k);
+        crec_idx_free(back);
+        crec_idx_free(ix);
+        crec_fmt_buf_free(&b);
+    }
+}
+
 Test(index, lookups)
 {
     crec_idx *ix = sample();

@@ -204,10 +204,13 @@ static void put_point(crec_fmt_buf *b, const crec_idx_span *s)
     }
     for (size_t i = 0; i < s->nlines; i++)
         crec_fmt_buf_u64(b, s->masks[i]);
-    for (size_t i = 0; i < s->nlines; i++)
-        for (unsigned k = 0; k < 64; k++)
-            if (s->masks[i] >> k & 1)
-                put_bytes(b, &s->values[64 * i + k], 1);
+    for (size_t i = 0; i < s->nlines; i++) { /* a line's bytes at once */
+        uint8_t x[64];
+        size_t n = 0;
+        for (uint64_t m = s->masks[i]; m; m &= m - 1)
+            x[n++] = s->values[64 * i + (unsigned)__builtin_ctzll(m)];
+        put_bytes(b, x, n);
+    }
 }
 
 /* The values a span's stores left (CREC_IDX_VALUED), each byte XORed

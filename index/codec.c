@@ -26,6 +26,12 @@
  *       if not known, and varint the bytes of its point's seed (0 at a key
  *       frame): what replay --jobs plans its parts by (version 6; version 5
  *       has neither)
+ *   version 6: varint nfilters (0 or nblocks), per block: varint log2 of
+ *     its filter's bits (0: none), varint flags (bit 0: it may touch any
+ *     address), and 2^log2 / 8 bytes: a Bloom filter of every line a span
+ *     of the block touched or the kernel wrote in it (IDX_FILTER_PROBES
+ *     probes, filter_probe), so that a query passes over a block that
+ *     never touched its address without decoding it
  *   varint nblocks,
  *   nblocks x (varint spans in it, varint compressed length, varint length)
  *   varint nranges, nranges x (varint start - end of the previous range,
@@ -87,6 +93,11 @@
 #define IDX_HEAD 56
 #define IDX_ZSTD_LEVEL 3
 #define IDX_BLOCK_SPANS 64
+#define IDX_FILTER_BITS 8        /* a block's filter: bits a line touched, */
+#define IDX_FILTER_PROBES 3      /* ... probes a line (about 3% false hits), */
+#define IDX_FILTER_LOG2_MAX 26   /* ... at most 8 MiB, */
+#define IDX_FILTER_KLINES 65536  /* ... and lines the kernel wrote, past which
+                                    the block may touch anything */
 /* A table or block can't be bigger than this, nor more than IDX_MAX_RATIO
  * times its compressed size: a hostile header can't make us allocate more. */
 #define IDX_MAX_PART (256u << 20)
@@ -103,9 +114,17 @@ struct crec_idx_block {
     int valued;           /* ... and their values */
     uint8_t *raw;         /* decompressed (kept: seeds are read from it when */
     size_t *span_at;      /* ... needed), and where each span lies in it */
+    uint8_t *filter;      /* the lines its spans touched (NULL: any) */
+    unsigned filter_log2; /* ... 2^filter_log2 bits */
     uint8_t *vraw;        /* its values decompressed, while spans [first, */
     size_t vnext, vat;    /* ... vnext) have theirs, which end at vat */
     struct xor_map *vlast; /* ... and the last value of each line stored */
+};
+
+/* A block's filter as the table holds it (get_filters). */
+struct idx_filter {
+    uint8_t *bits;
+    unsigned log2;
 };
 
 /* ---- the last value of each stored byte in a block -------------------------- */
@@ -309,6 +328,79 @@ static void put_table_tail(crec_fmt_buf *t, const crec_idx *ix)
     put_keyframes(t, ix);
 }
 
+/* ---- a block's filter of the lines its spans touched ------------------- */
+
+/* Probe k of `line` into a filter of 2^log2 bits (double hashing). */
+static uint64_t filter_probe(uint64_t line, unsigned k, unsigned log2)
+{
+    uint64_t x = line * 0x9E3779B97F4A7C15ull, y;
+
+    x ^= x >> 31, x *= 0xBF58476D1CE4E5B9ull, x ^= x >> 29;
+    y = (x >> 32 | x << 32) * 0x94D049BB133111EBull | 1;
+    return (x + k * y) & ((1ull << log2) - 1);
+}
+
+static void filter_add(uint8_t *bits, unsigned log2, uint64_t line)
+{
+    for (unsigned k = 0; k < IDX_FILTER_PROBES; k++) {
+        uint64_t b = filter_probe(line, k, log2);
+        bits[b >> 3] |= (uint8_t)(1u << (b & 7));
+    }
+}
+
+static int filter_has(const uint8_t *bits, unsigned log2, uint64_t line)
+{
+    for (unsigned k = 0; k < IDX_FILTER_PROBES; k++) {
+        uint64_t b = filter_probe(line, k, log2);
+        if (!(bits[b >> 3] >> (b & 7) & 1))
+            return 0;
+    }
+    return 1;
+}
+
+/* The filter of spans [first, first+n): every line touched, every line
+ * the kernel wrote.  None (any address may be touched) when a span's
+ * kernel writes are unknown or too many lines. */
+static void put_filter(crec_fmt_buf *t, const crec_idx *ix, size_t first, size_t n)
+{
+    uint64_t lines = 0, klines = 0;
+    unsigned log2 = 6;
+    uint8_t *bits;
+
+    for (size_t i = first; i < first + n; i++) {
+        const crec_idx_span *s = &ix->spans[i];
+        if (s->flags & CREC_IDX_WILD)
+            klines = IDX_FILTER_KLINES + 1;
+        for (size_t j = 0; j < s->nk && klines <= IDX_FILTER_KLINES; j++)
+            if (s->k[2 * j + 1])
+                klines += ((s->k[2 * j] + s->k[2 * j + 1] - 1) >> CREC_IDX_LINE_SHIFT) -
+                          (s->k[2 * j] >> CREC_IDX_LINE_SHIFT) + 1;
+        lines += s->ntouch;
+    }
+    lines += klines;
+    while (log2 < IDX_FILTER_LOG2_MAX && (1ull << log2) < IDX_FILTER_BITS * lines)
+        log2++;
+    if (klines > IDX_FILTER_KLINES || !(bits = crec_calloc(1, (size_t)1 << (log2 - 3)))) {
+        put_varint(t, 0);
+        put_varint(t, 1);
+        return;
+    }
+    for (size_t i = first; i < first + n; i++) {
+        const crec_idx_span *s = &ix->spans[i];
+        for (size_t j = 0; j < s->ntouch; j++)
+            filter_add(bits, log2, s->touch[j]);
+        for (size_t j = 0; j < s->nk; j++)
+            for (uint64_t l = s->k[2 * j] >> CREC_IDX_LINE_SHIFT;
+                 s->k[2 * j + 1] && l <= (s->k[2 * j] + s->k[2 * j + 1] - 1) >> CREC_IDX_LINE_SHIFT;
+                 l++)
+                filter_add(bits, log2, l);
+    }
+    put_varint(t, log2);
+    put_varint(t, 0);
+    put_bytes(t, bits, (size_t)1 << (log2 - 3));
+    crec_free(bits);
+}
+
 /* The bytes of a span's seed (those of its masks), as the table says. */
 static uint64_t seed_bytes(const crec_idx_span *s)
 {
@@ -337,6 +429,11 @@ int crec_idx_encode(const crec_idx *ix, crec_fmt_buf *out)
         put_varint(&table, seed_bytes(s));
         prev = s->start, prev_kf = s->kf;
     }
+    put_varint(&table, nblocks); /* the filters */
+    for (size_t b = 0; b < nblocks; b++)
+        put_filter(&table, ix, b * IDX_BLOCK_SPANS,
+                   ix->nspan - b * IDX_BLOCK_SPANS < IDX_BLOCK_SPANS
+                   ? ix->nspan - b * IDX_BLOCK_SPANS : IDX_BLOCK_SPANS);
     put_varint(&table, nblocks);
     for (size_t b = 0; b < nblocks; b++) {
         size_t first = b * IDX_BLOCK_SPANS, n = ix->nspan - first, z;
@@ -720,6 +817,44 @@ static int get_spans(struct body *d, crec_idx *ix, int costs)
     return CREC_OK;
 }
 
+/* The blocks' filters (version 6), before the blocks are known: *out,
+ * *n of them (0, or one a block: checked by get_table). */
+static int get_filters(struct body *d, struct idx_filter **out, uint64_t *n)
+{
+    int rc = get_count(d, 2, n, "filters");
+
+    if (rc)
+        return rc;
+    if (!(*out = crec_calloc(*n ? *n : 1, sizeof **out)))
+        return nomem(d->err);
+    for (uint64_t i = 0; i < *n; i++) {
+        uint64_t log2, flags;
+        if ((rc = get_varint(d, &log2)) || (rc = get_varint(d, &flags)))
+            return rc;
+        if (flags & ~1ull || (log2 != 0) == (flags & 1) || (log2 && (log2 < 6 ||
+                                                                     log2 > IDX_FILTER_LOG2_MAX)))
+            return crec_error_corrupt(d->err, "index: filter %" PRIu64 " of %" PRIu64
+                                      " bits, flags %" PRIu64, i, log2, flags);
+        if (!log2)
+            continue;
+        if ((1ull << (log2 - 3)) > d->c.len - d->c.pos)
+            return crec_error_corrupt(d->err, "index: filter %" PRIu64 " is cut short", i);
+        if (!((*out)[i].bits = crec_malloc((size_t)1 << (log2 - 3))))
+            return nomem(d->err);
+        memcpy((*out)[i].bits, d->c.p + d->c.pos, (size_t)1 << (log2 - 3));
+        d->c.pos += (size_t)1 << (log2 - 3);
+        (*out)[i].log2 = (unsigned)log2;
+    }
+    return CREC_OK;
+}
+
+static void filters_free(struct idx_filter *f, uint64_t n)
+{
+    for (uint64_t i = 0; f && i < n; i++)
+        crec_free(f[i].bits);
+    crec_free(f);
+}
+
 static int get_blocks(struct body *d, crec_idx *ix, size_t zoff, size_t zend)
 {
     uint64_t nblocks, n, zlen, len, vzlen, vlen;
@@ -740,7 +875,8 @@ static int get_blocks(struct body *d, crec_idx *ix, size_t zoff, size_t zend)
             vzlen > zend - zoff - zlen || (vzlen == 0) != (vlen == 0))
             return crec_error_corrupt(d->err, "index: block %zu does not fit", b);
         ix->blocks[b] = (struct crec_idx_block){span, n, zoff, zlen, len, zoff + zlen, vzlen,
-                                                vlen, 0, 0, NULL, NULL, NULL, 0, 0, NULL};
+                                                vlen, 0, 0, NULL, NULL, NULL, 0, NULL, 0, 0,
+                                                NULL};
         span += n;
         zoff += zlen + vzlen;
     }
@@ -849,8 +985,9 @@ static int get_table(crec_idx *ix, crec_error *err)
 {
     const uint8_t *data = ix->image;
     size_t len = ix->image_len;
-    uint64_t rest, tz, version;
+    uint64_t rest, tz, version, nf = 0;
     struct body d = {{NULL, 0, 0}, err};
+    struct idx_filter *f = NULL;
     uint8_t *raw = NULL;
     int rc;
 
@@ -875,10 +1012,19 @@ static int get_table(crec_idx *ix, crec_error *err)
         return rc;
     d.c.p = raw, d.c.len = crec_le_get(data + IDX_OFF_TABLE_LEN, 4);
     if (!(rc = get_spans(&d, ix, version >= IDX_VERSION)) &&
+        !(rc = version >= IDX_VERSION ? get_filters(&d, &f, &nf) : CREC_OK) &&
         !(rc = get_blocks(&d, ix, IDX_HEAD + tz, len)) && !(rc = get_ranges(&d, ix)) &&
         !(rc = get_syscalls(&d, ix)) && !(rc = get_blobs(&d, ix)) &&
         !(rc = get_keyframes(&d, ix)) && d.c.pos != d.c.len)
         rc = crec_error_corrupt(err, "index: %zu stray bytes in the table", d.c.len - d.c.pos);
+    if (rc == CREC_OK && nf != 0 && nf != ix->nblocks)
+        rc = crec_error_corrupt(err, "index: %" PRIu64 " filters for %zu blocks", nf,
+                                ix->nblocks);
+    for (uint64_t i = 0; rc == CREC_OK && i < nf; i++) { /* the blocks own them now */
+        ix->blocks[i].filter = f[i].bits, ix->blocks[i].filter_log2 = f[i].log2;
+        f[i].bits = NULL;
+    }
+    filters_free(f, nf);
     crec_free(raw);
     return rc;
 }
@@ -966,6 +1112,23 @@ static struct crec_idx_block *block_of(crec_idx *ix, size_t seg)
             hi = m;
     }
     return &ix->blocks[lo];
+}
+
+int crec_idx_may_touch(const crec_idx *ix, size_t seg, uint64_t addr, uint64_t len)
+{
+    const struct crec_idx_block *b;
+    uint64_t first, last;
+
+    if (!ix->blocks || seg >= ix->nspan || len == 0)
+        return 1;
+    b = block_of((crec_idx *)ix, seg);
+    first = addr >> CREC_IDX_LINE_SHIFT, last = (addr + len - 1) >> CREC_IDX_LINE_SHIFT;
+    if (!b->filter || last < first || last - first > 64) /* none, or a range too long to ask */
+        return 1;
+    for (uint64_t l = first; l <= last; l++)
+        if (filter_has(b->filter, b->filter_log2, l))
+            return 1;
+    return 0;
 }
 
 /* ---- decoding a block, and a point's seed when a run needs it ----------- */
@@ -1137,8 +1300,10 @@ void crec_idx_free(crec_idx *ix)
     for (size_t i = 0; i < ix->nspan && ix->spans; i++)
         crec_idx_span_clear(&ix->spans[i]);
     crec_free(ix->spans);
-    for (size_t b = 0; b < ix->nblocks && ix->blocks; b++)
+    for (size_t b = 0; b < ix->nblocks && ix->blocks; b++) {
         block_raw_free(&ix->blocks[b]);
+        crec_free(ix->blocks[b].filter);
+    }
     crec_free(ix->blocks);
     crec_free(ix->image);
     crec_free(ix->blobs);

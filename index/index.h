@@ -115,6 +115,13 @@ int crec_idx_need_all(crec_idx *ix, crec_error *err);
  *  @return CREC_OK or CREC_ERR_CORRUPT / CREC_ERR_NOMEM. */
 int crec_idx_need_point(crec_idx *ix, size_t seg, crec_error *err);
 
+/*! crec_idx_may_touch() : 0 when the filter of span `seg`'s block proves
+ *  that none of its spans touched [addr, addr+len) or had the kernel write
+ *  it (crec_idx_touches would say 0 for each, without the block decoded);
+ *  1 when they may have.  Blocks built in memory, of version 5, or whose
+ *  spans' kernel writes are unknown always may. */
+int crec_idx_may_touch(const crec_idx *ix, size_t seg, uint64_t addr, uint64_t len);
+
 /*! crec_idx_need_values() : the same, and the values of the stores of the
  *  spans of that block (read apart: most queries pass over most spans'
  *  values; crec_idx_need_all reads them all).

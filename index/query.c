@@ -441,6 +441,8 @@ static int search_index(crec_recording *rec, struct answer *a, struct qx_track *
         }
         if (start >= a->t)
             continue; /* nothing of it runs before t */
+        if (!crec_idx_may_touch(rec->ix, sp, a->addr, a->len))
+            continue; /* its block's filter: it leaves X alone, as below */
         if ((rc = crec_idx_need(rec->ix, sp, err)) != CREC_OK)
             return rc;
         if (!touches_open(rec, sp, a, 0))

@@ -157,6 +157,46 @@ Test(index, round_trip)
     crec_fmt_buf_free(&b);
 }
 
+Test(index, a_block_filter_passes_over_what_it_never_touched)
+{
+    crec_idx *ix = sample(), *back = NULL;
+    crec_fmt_buf b;
+    crec_error err = {0};
+
+    ix->spans[1].nk = 0; /* no kernel write: the filter holds only the lines touched */
+    encode(ix, &b);
+    cr_assert_eq(crec_idx_decode(b.data, b.len, &back, &err), CREC_OK, "%s", err.msg);
+    for (size_t sp = 0; sp < 3; sp++) {
+        cr_expect(crec_idx_may_touch(back, sp, 0x101 << 6, 8), "line 0x101 is touched");
+        cr_expect(crec_idx_may_touch(back, sp, (0x4000 << 6) + 63, 1), "line 0x4000");
+        cr_expect(crec_idx_may_touch(back, sp, (7 << 6) + 60, 8), "a range into line 8: line 7");
+        cr_expect(crec_idx_may_touch(back, sp, 0x1000000, 1ull << 20), "too long to ask: may");
+    }
+    /* lines nothing touched: most are passed over (a filter may err the other way) */
+    size_t passed = 0;
+    for (uint64_t l = 0x200000; l < 0x200000 + 1000; l++)
+        passed += !crec_idx_may_touch(back, 0, l << 6, 64);
+    cr_expect(passed > 900, "%zu of 1000 untouched lines passed over", passed);
+    cr_expect_eq(back->spans[0].ntouch, 0, "not decoded to answer");
+    crec_idx_free(back);
+    crec_fmt_buf_free(&b);
+
+    /* a kernel write: its lines are in the filter; unknown ones: anything may be */
+    ix->spans[1].nk = 1; /* 0x5000..0x5010 */
+    encode(ix, &b);
+    cr_assert_eq(crec_idx_decode(b.data, b.len, &back, &err), CREC_OK, "%s", err.msg);
+    cr_expect(crec_idx_may_touch(back, 2, 0x500f, 1), "the kernel wrote it");
+    crec_idx_free(back);
+    crec_fmt_buf_free(&b);
+    ix->spans[1].flags |= CREC_IDX_WILD;
+    encode(ix, &b);
+    cr_assert_eq(crec_idx_decode(b.data, b.len, &back, &err), CREC_OK, "%s", err.msg);
+    cr_expect(crec_idx_may_touch(back, 0, 0x200000 << 6, 64), "a wild span: anything");
+    crec_idx_free(back);
+    crec_idx_free(ix);
+    crec_fmt_buf_free(&b);
+}
+
 Test(index, values_of_every_mask_shape)
 {
     /* a line whole, bytes in runs, a byte alone, the last byte: each span's
@@ -406,7 +446,8 @@ Test(index, corrupt_body_with_valid_checksum)
 #include <zstd.h>
 
 /* The index image b as version 5 wrote it: the same, but no cost and seed
- * size after each span's key frame in the table. */
+ * size after each span's key frame in the table, and no filters after the
+ * spans. */
 static void as_version_5(crec_fmt_buf *b)
 {
     size_t tz = crec_le_get(b->data + 48, 4), tlen = crec_le_get(b->data + 52, 4), at = 0;
@@ -427,6 +468,14 @@ static void as_version_5(crec_fmt_buf *b)
                 memcpy(t5 + n5, t + at, (size_t)len), n5 += (size_t)len;
             at += (size_t)len;
         }
+    at += (size_t)crec_varint_get(t + at, tlen - at, &v); /* the filters */
+    for (uint64_t n = v, f = 0; f < n; f++) {
+        uint64_t log2;
+        at += (size_t)crec_varint_get(t + at, tlen - at, &log2);
+        at += (size_t)crec_varint_get(t + at, tlen - at, &v); /* flags */
+        at += log2 ? (size_t)1 << (log2 - 3) : 0;
+    }
+    cr_assert(at < tlen);
     memcpy(t5 + n5, t + at, tlen - at), n5 += tlen - at;
     z5 = ZSTD_compress(z, ZSTD_compressBound(tlen), t5, n5, 3);
     cr_assert(!ZSTD_isError(z5));

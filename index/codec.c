@@ -113,7 +113,8 @@ struct crec_idx_block {
     int decoded;          /* its spans are read */
     int valued;           /* ... and their values */
     uint8_t *raw;         /* decompressed (kept: seeds are read from it when */
-    size_t *span_at;      /* ... needed), and where each span lies in it */
+    size_t *span_at;      /* ... needed), and where each span lies in it, */
+    int span_known;       /* ... once found (by decoding, or passing over) */
     uint8_t *filter;      /* the lines its spans touched (NULL: any) */
     unsigned filter_log2; /* ... 2^filter_log2 bits */
     uint8_t *vraw;        /* its values decompressed, while spans [first, */
@@ -875,7 +876,7 @@ static int get_blocks(struct body *d, crec_idx *ix, size_t zoff, size_t zend)
             vzlen > zend - zoff - zlen || (vzlen == 0) != (vlen == 0))
             return crec_error_corrupt(d->err, "index: block %zu does not fit", b);
         ix->blocks[b] = (struct crec_idx_block){span, n, zoff, zlen, len, zoff + zlen, vzlen,
-                                                vlen, 0, 0, NULL, NULL, NULL, 0, NULL, 0, 0,
+                                                vlen, 0, 0, NULL, NULL, 0, NULL, 0, NULL, 0, 0,
                                                 NULL};
         span += n;
         zoff += zlen + vzlen;
@@ -1082,6 +1083,7 @@ static void block_raw_free(struct crec_idx_block *b)
     crec_free(b->raw);
     crec_free(b->span_at);
     b->raw = NULL, b->span_at = NULL;
+    b->span_known = 0;
     block_values_free(b);
 }
 
@@ -1142,7 +1144,6 @@ int crec_idx_may_touch(const crec_idx *ix, size_t seg, uint64_t addr, uint64_t l
  */
 static int block_raw(crec_idx *ix, struct crec_idx_block *b, crec_error *err)
 {
-    struct body d = {{NULL, 0, 0}, err};
     int rc;
 
     if (b->raw)
@@ -1153,6 +1154,18 @@ static int block_raw(crec_idx *ix, struct crec_idx_block *b, crec_error *err)
         block_raw_free(b);
         return nomem(err);
     }
+    return CREC_OK;
+}
+
+/* Where each span of the block lies, found by passing over them, when no
+ * decoding of the block found it (a part of replay --jobs). */
+static int block_spans(crec_idx *ix, struct crec_idx_block *b, crec_error *err)
+{
+    struct body d = {{NULL, 0, 0}, err};
+    int rc = block_raw(ix, b, err);
+
+    if (rc != CREC_OK || b->span_known)
+        return rc;
     d.c.p = b->raw, d.c.len = b->len;
     for (size_t i = 0; i < b->n; i++) {
         b->span_at[i] = d.c.pos;
@@ -1161,6 +1174,7 @@ static int block_raw(crec_idx *ix, struct crec_idx_block *b, crec_error *err)
             return rc;
         }
     }
+    b->span_known = 1;
     return CREC_OK;
 }
 
@@ -1175,7 +1189,7 @@ int crec_idx_need_point(crec_idx *ix, size_t seg, crec_error *err)
         ix->spans[seg].seed_read)
         return CREC_OK; /* built in memory, read, or no point */
     b = block_of(ix, seg);
-    if ((rc = block_raw(ix, b, err)))
+    if ((rc = block_spans(ix, b, err)))
         return rc;
     s = &ix->spans[seg];
     d.c.p = b->raw, d.c.len = b->len, d.c.pos = b->span_at[seg - b->first];
@@ -1198,8 +1212,11 @@ static int decode_block(crec_idx *ix, struct crec_idx_block *b, crec_error *err)
     int rc = block_raw(ix, b, err);
 
     d.c.p = b->raw, d.c.len = b->len;
-    for (size_t i = b->first; rc == CREC_OK && i < b->first + b->n; i++)
+    for (size_t i = b->first; rc == CREC_OK && i < b->first + b->n; i++) {
+        b->span_at[i - b->first] = d.c.pos; /* where a seed is read later */
         rc = get_span(&d, &ix->spans[i], ix->spans[i].at_point, &nvalues);
+    }
+    b->span_known = rc == CREC_OK;
     if (rc == CREC_OK && d.c.pos != d.c.len)
         rc = crec_error_corrupt(err, "index: %zu stray bytes in a block", d.c.len - d.c.pos);
     if (rc == CREC_OK && nvalues != b->vlen)

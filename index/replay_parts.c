@@ -23,12 +23,9 @@ struct parts_kept {
     uint64_t *span_start, *span_cost, *span_seed; /* every span's, for the plan */
 };
 
-static void release_points(void *ctx, void *keep)
+/* k and what it holds (its index too); its lock is the caller's. */
+static void kept_free(struct parts_kept *k)
 {
-    struct parts_kept *k = keep;
-
-    (void)ctx;
-    pthread_mutex_destroy(&k->mu);
     crec_idx_free(k->ix);
     crec_free(k->times);
     crec_free(k->span);
@@ -37,6 +34,15 @@ static void release_points(void *ctx, void *keep)
     crec_free(k->span_cost);
     crec_free(k->span_seed);
     crec_free(k);
+}
+
+static void release_points(void *ctx, void *keep)
+{
+    struct parts_kept *k = keep;
+
+    (void)ctx;
+    pthread_mutex_destroy(&k->mu);
+    kept_free(k);
 }
 
 /* The restart points of FILE.idx (of process proc), if it names this
@@ -66,15 +72,11 @@ static int index_points(void *ctx, const char *path, uint32_t proc, const crec_f
         rc = CREC_ERR_NOMEM;
     if (rc != CREC_OK) {
         if (k) {
-            crec_free(k->times);
-            crec_free(k->span);
-            crec_free(k->pts);
-            crec_free(k->span_start);
-            crec_free(k->span_cost);
-            crec_free(k->span_seed);
-            crec_free(k);
+            k->ix = ix;
+            kept_free(k);
+        } else {
+            crec_idx_free(ix);
         }
-        crec_idx_free(ix);
         return rc;
     }
     for (size_t i = 0; i < ix->nspan; i++) {

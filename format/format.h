@@ -28,7 +28,7 @@
  * bump CREC_FMT_VERSION when this list changes (or when any layout in
  * docs/FORMAT.md changes).  A reader refuses every other version.
  */
-#define CREC_FMT_VERSION 4
+#define CREC_FMT_VERSION 5
 #define CREC_FMT_MIN_VERSION 1 /* the oldest version a reader still reads */
 
 enum crec_fmt_stream {
@@ -61,6 +61,7 @@ enum crec_fmt_kind {
     CREC_FMT_K_EXIT = 0x16,
     CREC_FMT_K_SNAPSHOT = 0x20,
     CREC_FMT_K_BLOB = 0x30,
+    CREC_FMT_K_PAGED = 0x31, /* version 5, BLOBS: code stored a page at a time */
     CREC_FMT_K_CODE = 0x40,
     CREC_FMT_K_SYMBOL = 0x50,
     CREC_FMT_K_RING = 0x60, /* version 3, MARKS: what a ring recording dropped */
@@ -73,6 +74,7 @@ enum crec_fmt_kind {
 
 #define CREC_FMT_MAX_CHUNK (64u << 20)    /* bytes in one chunk, either form */
 #define CREC_FMT_MAX_RECORD (64u << 20)   /* bytes in one framed record body */
+#define CREC_FMT_MAX_PAGED (1ull << 30)   /* bytes of code one PAGED record names */
 #define CREC_FMT_MAX_STRING (1u << 20)    /* bytes in one string */
 /* argv or envp entries: Linux starts a program with at most 6 MiB of
  * arguments and environment, a pointer and a NUL at least each, so fewer
@@ -608,6 +610,17 @@ int crec_fmt_blob_put(crec_fmt_writer *w, const void *data, size_t len, crec_fmt
 int crec_fmt_blob_put_pinned(crec_fmt_writer *w, const void *data, size_t len,
                              crec_fmt_hash *hash, crec_error *err);
 
+/*! crec_fmt_code_put_paged() :
+ *  Name `len` bytes of code (at most CREC_FMT_MAX_PAGED) by their hash, as
+ *  crec_fmt_blob_put_pinned() does, but store only the hash of each page
+ *  (a PAGED record, pinned): a page's bytes are stored when the program
+ *  first runs it, as a pinned blob of their own (crec_fmt_blob_put_pinned),
+ *  and a reader sees the pages never stored as zeros it can tell apart
+ *  (crec_fmt_blob_recorded).  Code stored whole already is not paged.
+ *  @return CREC_OK and *hash, or an error. */
+int crec_fmt_code_put_paged(crec_fmt_writer *w, const void *data, size_t len,
+                            crec_fmt_hash *hash, crec_error *err);
+
 /*! crec_fmt_writer_size() :
  *  @return the bytes of the file so far plus an upper bound of what its
  *  buffered bytes and its directory would add if it were closed now. */
@@ -894,11 +907,24 @@ int crec_fmt_blob_size(crec_fmt_reader *r, const crec_fmt_hash *hash, uint64_t *
 int crec_fmt_blob_read(crec_fmt_reader *r, const crec_fmt_hash *hash, uint64_t off, void *buf,
                        size_t n, crec_error *err);
 
-/* Where a blob's bytes lie in the BLOBS stream (uncompressed offsets). */
+/* Where a blob's bytes lie in the BLOBS stream (uncompressed offsets).  A
+ * PAGED record's entry has CREC_FMT_BLOB_PAGED set in len, and off and len
+ * say where its body lies after the hash. */
 typedef struct crec_fmt_blob_loc {
     crec_fmt_hash hash;
     uint64_t off, len;
 } crec_fmt_blob_loc;
+
+#define CREC_FMT_BLOB_PAGED (1ull << 63)
+
+/*! crec_fmt_blob_recorded() :
+ *  Does the recording hold bytes [off, off+n) of blob `hash`?  *all is 1
+ *  for a whole blob, and for paged code only if every page those bytes lie
+ *  on was stored (the program ran it); the others read as zeros.
+ *  @return CREC_OK; CREC_ERR_NOTFOUND; CREC_ERR_ARG past the blob's end; or
+ *  an error reading. */
+int crec_fmt_blob_recorded(crec_fmt_reader *r, const crec_fmt_hash *hash, uint64_t off,
+                           uint64_t n, int *all, crec_error *err);
 
 /*! crec_fmt_blob_table() :
  *  Every blob of the recording and where it lies, sorted by hash (the

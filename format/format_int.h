@@ -167,6 +167,7 @@ struct crec_fmt_writer {
     uint64_t off;          /* bytes written to the file so far */
     struct fmt_hashset blobs;     /* stored blobs (a ring: only the pinned ones) */
     struct fmt_hashset seg_blobs; /* a ring: the blobs of the current segment */
+    struct fmt_hashset paged;     /* code stored a page at a time (PAGED records) */
     int pinning;           /* chunks flushed now are pinned */
     uint64_t header_end;   /* where the HEADER chunk ends */
     struct fmt_ring *ring; /* NULL unless crec_fmt_ring_start */

@@ -22,6 +22,7 @@
  * chunk is at most CREC_FMT_MAX_CHUNK bytes either way.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1371,12 +1372,18 @@ static int cmp_blob(const void *a, const void *b)
     return memcmp(a, b, sizeof(crec_fmt_hash));
 }
 
-/* By hash, then by place in the stream. */
+/* By hash, then paged before whole (a whole copy is kept over a paged
+ * one), then by place in the stream. */
 static int cmp_blob_place(const void *a, const void *b)
 {
     const crec_fmt_blob_loc *x = a, *y = b;
     int c = cmp_blob(a, b);
-    return c ? c : x->off < y->off ? -1 : x->off > y->off;
+    int xp = !!(x->len & CREC_FMT_BLOB_PAGED), yp = !!(y->len & CREC_FMT_BLOB_PAGED);
+    if (c)
+        return c;
+    if (xp != yp)
+        return xp ? -1 : 1;
+    return x->off < y->off ? -1 : x->off > y->off;
 }
 
 static int blob_add(crec_fmt_reader *r, size_t *cap, const crec_fmt_blob_loc *e,
@@ -1409,14 +1416,21 @@ static int build_blob_index(crec_fmt_reader *r, crec_error *err)
         crec_fmt_blob_loc e;
         if ((rc = crec_fmt_cursor_next(c, &kind, &body, &len, err)) != 0)
             break;
-        if (kind != CREC_FMT_K_BLOB || len < 16) {
+        if ((kind != CREC_FMT_K_BLOB && kind != CREC_FMT_K_PAGED) || len < 16) {
             rc = crec_error_corrupt(err, "bad record (kind 0x%02x, %zu bytes) in stream BLOBS",
                                     kind, len);
+            break;
+        }
+        if (kind == CREC_FMT_K_PAGED && r->version < 5) {
+            rc = crec_error_corrupt(err, "%s: a PAGED record in a version %u file (paged code "
+                                    "came with version 5)", r->name, r->version);
             break;
         }
         memcpy(e.hash.b, body, 16);
         e.len = len - 16;
         e.off = crec_fmt_cursor_offset(c) - e.len;
+        if (kind == CREC_FMT_K_PAGED)
+            e.len |= CREC_FMT_BLOB_PAGED;
         rc = blob_add(r, &cap, &e, err);
     }
     crec_fmt_cursor_free(c);
@@ -1466,7 +1480,7 @@ int crec_fmt_blob_table_set(crec_fmt_reader *r, const crec_fmt_blob_loc *locs, s
     uint8_t *checked;
 
     for (size_t i = 0; i < n; i++) {
-        if (locs[i].off > raw || locs[i].len > raw - locs[i].off)
+        if (locs[i].off > raw || (locs[i].len & ~CREC_FMT_BLOB_PAGED) > raw - locs[i].off)
             return crec_error_corrupt(err, "%s: blob table entry %zu lies past the end of "
                                            "BLOBS", r->name, i);
         if (i > 0 && cmp_blob(&locs[i - 1].hash, &locs[i].hash) >= 0)
@@ -1539,22 +1553,152 @@ static struct blobcache *bcache_free_slot(crec_fmt_reader *r)
     return NULL;
 }
 
-/* Read blob e, check it against its hash, and cache it. */
+static int blob_header_ok(crec_fmt_reader *r, const crec_fmt_blob_loc *e, crec_error *err);
+
+/*
+ * A PAGED record (docs/FORMAT.md, BLOBS): the length of the code it names
+ * and where its list of page hashes starts.  Checked once: the length fits
+ * the record, the list is exactly one hash a page.
+ */
+static int paged_head(crec_fmt_reader *r, const crec_fmt_blob_loc *e, uint64_t *len,
+                      uint64_t *list, crec_error *err)
+{
+    uint64_t body = e->len & ~CREC_FMT_BLOB_PAGED, npages;
+    uint8_t head[FMT_MAX_VARINT];
+    crec_fmt_cur c = {head, body < sizeof head ? (size_t)body : sizeof head, 0};
+    int rc;
+
+    if (!r->blob_checked[e - r->blobs]) {
+        if ((rc = blob_header_ok(r, e, err)) != 0)
+            return rc;
+        r->blob_checked[e - r->blobs] = 1;
+    }
+    if ((rc = crec_fmt_read_at(r, CREC_FMT_S_BLOBS, 0, e->off, head, c.len, err)) != 0 ||
+        (rc = fmt_cur_varint(&c, len, "paged code length", err)) != 0)
+        return rc;
+    if (*len > CREC_FMT_MAX_PAGED)
+        return crec_error_corrupt(err, "%s: paged code of %" PRIu64 " bytes (at most %llu)",
+                                  r->name, *len, (unsigned long long)CREC_FMT_MAX_PAGED);
+    npages = (*len + CREC_FMT_PAGE_SIZE - 1) / CREC_FMT_PAGE_SIZE;
+    if (body - c.pos != 16 * npages)
+        return crec_error_corrupt(err, "%s: paged code of %" PRIu64 " bytes lists %" PRIu64
+                                  " bytes of page hashes, not %" PRIu64, r->name, *len,
+                                  body - c.pos, 16 * npages);
+    *list = e->off + c.pos;
+    return CREC_OK;
+}
+
+/*
+ * Page `i` (of `n` bytes) of the paged code `e` whose hash list starts at
+ * `list`: its bytes, checked against the page's hash, or zeros and
+ * *stored 0 when the recording never stored them (the program never ran it).
+ */
+static int paged_page(crec_fmt_reader *r, uint64_t list, uint64_t i, uint8_t *page, size_t n,
+                      int *stored, crec_error *err)
+{
+    crec_fmt_blob_loc key;
+    const crec_fmt_blob_loc *p;
+    crec_fmt_hash h;
+    int rc = crec_fmt_read_at(r, CREC_FMT_S_BLOBS, 0, list + 16 * i, key.hash.b, 16, err);
+
+    *stored = 0;
+    if (rc)
+        return rc;
+    p = r->nblobs ? bsearch(&key, r->blobs, r->nblobs, sizeof *r->blobs, cmp_blob) : NULL;
+    if (!p) {
+        memset(page, 0, n);
+        return CREC_OK;
+    }
+    if (p->len != n)
+        return crec_error_corrupt(err, "%s: a page of paged code is a blob of %llu bytes, not "
+                                  "%zu", r->name, (unsigned long long)(p->len &
+                                  ~CREC_FMT_BLOB_PAGED), n);
+    if ((rc = crec_fmt_read_at(r, CREC_FMT_S_BLOBS, 0, p->off, page, n, err)) != 0)
+        return rc;
+    h = crec_fmt_hash_bytes(page, n);
+    if (memcmp(&h, &key.hash, sizeof h) != 0)
+        return crec_error_corrupt(err, "%s: blob content does not match its hash", r->name);
+    *stored = 1;
+    return CREC_OK;
+}
+
+/*
+ * Walk the pages of blob e that bytes [off, off+n) lie on: with buf, copy
+ * them there (zeros where not stored); *all says whether every one was
+ * stored.  A whole blob is one stored piece.
+ */
+static int paged_walk(crec_fmt_reader *r, const crec_fmt_blob_loc *e, uint64_t off, uint64_t n,
+                      uint8_t *buf, int *all, crec_error *err)
+{
+    uint64_t len, list;
+    uint8_t page[CREC_FMT_PAGE_SIZE];
+    int rc = paged_head(r, e, &len, &list, err);
+
+    *all = 1;
+    if (rc)
+        return rc;
+    if (off > len || n > len - off)
+        return crec_error_set(err, CREC_ERR_ARG, "%s: bytes %" PRIu64 "+%" PRIu64 " are past "
+                              "the end of a blob of %" PRIu64, r->name, off, n, len);
+    for (uint64_t at = off; at < off + n;) {
+        uint64_t i = at / CREC_FMT_PAGE_SIZE, base = i * CREC_FMT_PAGE_SIZE;
+        size_t pn = len - base < CREC_FMT_PAGE_SIZE ? (size_t)(len - base) : CREC_FMT_PAGE_SIZE;
+        uint64_t end = base + pn < off + n ? base + pn : off + n;
+        int stored;
+        if (!buf) { /* only whether it is stored: no bytes read */
+            crec_fmt_blob_loc key;
+            if ((rc = crec_fmt_read_at(r, CREC_FMT_S_BLOBS, 0, list + 16 * i, key.hash.b, 16,
+                                       err)) != 0)
+                return rc;
+            stored = r->nblobs && bsearch(&key, r->blobs, r->nblobs, sizeof *r->blobs, cmp_blob);
+        } else {
+            if ((rc = paged_page(r, list, i, page, pn, &stored, err)) != 0)
+                return rc;
+            memcpy(buf + (at - off), page + (at - base), (size_t)(end - at));
+        }
+        *all &= stored;
+        at = end;
+    }
+    return CREC_OK;
+}
+
+/* The length of the bytes blob e names. */
+static int loc_len(crec_fmt_reader *r, const crec_fmt_blob_loc *e, uint64_t *len,
+                   crec_error *err)
+{
+    uint64_t list;
+
+    if (!(e->len & CREC_FMT_BLOB_PAGED)) {
+        *len = e->len;
+        return CREC_OK;
+    }
+    return paged_head(r, e, len, &list, err);
+}
+
+/* Read blob e, check it against its hash (a paged one page by page), and cache it. */
 static int bcache_load(crec_fmt_reader *r, const crec_fmt_blob_loc *e, struct blobcache **out,
                        crec_error *err)
 {
     struct blobcache *slot;
-    uint8_t *p = crec_malloc(e->len ? (size_t)e->len : 1);
+    uint64_t blen;
+    uint8_t *p;
     crec_fmt_hash h;
-    int rc;
+    int rc = loc_len(r, e, &blen, err), all;
 
-    if (!p)
+    if (rc)
+        return rc;
+    if (!(p = crec_malloc(blen ? (size_t)blen : 1)))
         return r_nomem(r, err);
-    rc = crec_fmt_read_at(r, CREC_FMT_S_BLOBS, 0, e->off, p, (size_t)e->len, err);
-    if (!rc) {
-        h = crec_fmt_hash_bytes(p, (size_t)e->len);
-        if (memcmp(&h, &e->hash, sizeof h) != 0)
-            rc = crec_error_corrupt(err, "%s: blob content does not match its hash", r->name);
+    if (e->len & CREC_FMT_BLOB_PAGED) {
+        rc = paged_walk(r, e, 0, blen, p, &all, err);
+    } else {
+        rc = crec_fmt_read_at(r, CREC_FMT_S_BLOBS, 0, e->off, p, (size_t)blen, err);
+        if (!rc) {
+            h = crec_fmt_hash_bytes(p, (size_t)blen);
+            if (memcmp(&h, &e->hash, sizeof h) != 0)
+                rc = crec_error_corrupt(err, "%s: blob content does not match its hash",
+                                        r->name);
+        }
     }
     if (rc) {
         crec_free(p);
@@ -1564,7 +1708,7 @@ static int bcache_load(crec_fmt_reader *r, const crec_fmt_blob_loc *e, struct bl
         bcache_evict(r, NULL);
         slot = bcache_free_slot(r);
     }
-    *slot = (struct blobcache){e->hash, p, (size_t)e->len, ++r->bcache_tick};
+    *slot = (struct blobcache){e->hash, p, (size_t)blen, ++r->bcache_tick};
     r->bcache_bytes += slot->len;
     while (r->bcache_bytes > FMT_BLOB_CACHE_BYTES && bcache_evict(r, slot))
         ;
@@ -1599,7 +1743,9 @@ int crec_fmt_blob_view(crec_fmt_reader *r, const crec_fmt_hash *hash, const uint
 static int blob_header_ok(crec_fmt_reader *r, const crec_fmt_blob_loc *e, crec_error *err)
 {
     uint8_t head[1 + FMT_MAX_VARINT + 16];
-    size_t v = fmt_varint_len(e->len + 16);
+    int paged = !!(e->len & CREC_FMT_BLOB_PAGED);
+    uint64_t blen = e->len & ~CREC_FMT_BLOB_PAGED;
+    size_t v = fmt_varint_len(blen + 16);
     crec_fmt_cur c = {head + 1, v, 0};
     uint64_t body;
     int rc;
@@ -1610,8 +1756,9 @@ static int blob_header_ok(crec_fmt_reader *r, const crec_fmt_blob_loc *e, crec_e
     rc = crec_fmt_read_at(r, CREC_FMT_S_BLOBS, 0, e->off - 17 - v, head, 17 + v, err);
     if (rc)
         return rc;
-    if (head[0] != CREC_FMT_K_BLOB || fmt_cur_varint(&c, &body, "length", NULL) != CREC_OK ||
-        body != e->len + 16 || memcmp(head + 1 + v, e->hash.b, 16) != 0)
+    if (head[0] != (paged ? CREC_FMT_K_PAGED : CREC_FMT_K_BLOB) ||
+        fmt_cur_varint(&c, &body, "length", NULL) != CREC_OK || body != blen + 16 ||
+        memcmp(head + 1 + v, e->hash.b, 16) != 0)
         return crec_error_corrupt(err, "%s: blob table entry at %llu does not match the "
                                   "BLOB record there", r->name, (unsigned long long)e->off);
     return CREC_OK;
@@ -1623,8 +1770,26 @@ int crec_fmt_blob_size(crec_fmt_reader *r, const crec_fmt_hash *hash, uint64_t *
     const crec_fmt_blob_loc *e;
     int rc = blob_find(r, hash, &e, err);
 
-    *len = rc ? 0 : e->len;
-    return rc;
+    *len = 0;
+    return rc ? rc : loc_len(r, e, len, err);
+}
+
+int crec_fmt_blob_recorded(crec_fmt_reader *r, const crec_fmt_hash *hash, uint64_t off,
+                           uint64_t n, int *all, crec_error *err)
+{
+    const crec_fmt_blob_loc *e;
+    int rc = blob_find(r, hash, &e, err);
+
+    *all = 0;
+    if (rc)
+        return rc;
+    if (e->len & CREC_FMT_BLOB_PAGED)
+        return paged_walk(r, e, off, n, NULL, all, err);
+    if (off > e->len || n > e->len - off)
+        return crec_error_set(err, CREC_ERR_ARG, "%s: bytes %" PRIu64 "+%" PRIu64 " are past "
+                              "the end of a blob of %" PRIu64, r->name, off, n, e->len);
+    *all = 1;
+    return CREC_OK;
 }
 
 int crec_fmt_blob_read(crec_fmt_reader *r, const crec_fmt_hash *hash, uint64_t off, void *buf,
@@ -1635,6 +1800,10 @@ int crec_fmt_blob_read(crec_fmt_reader *r, const crec_fmt_hash *hash, uint64_t o
 
     if (rc)
         return rc;
+    if (e->len & CREC_FMT_BLOB_PAGED) {
+        int all;
+        return paged_walk(r, e, off, n, buf, &all, err);
+    }
     if (off > e->len || n > e->len - off)
         return crec_error_set(err, CREC_ERR_ARG, "%s: bytes %llu+%zu are past the end of a "
                               "blob of %llu", r->name, (unsigned long long)off, n,

@@ -157,7 +157,7 @@ static int on_blob(crec_fmt_summary *s, int kind, const uint8_t *body, size_t le
 {
     (void)s;
     (void)body;
-    if (kind != CREC_FMT_K_BLOB)
+    if (kind != CREC_FMT_K_BLOB && kind != CREC_FMT_K_PAGED)
         return wrong_kind(kind, "BLOBS", err);
     if (len < 16)
         return crec_error_corrupt(err, "blob record of %zu bytes has no hash", len);

@@ -502,6 +502,45 @@ void fmt_hset_clear(struct fmt_hashset *s)
 }
 
 /*
+ * Write one record of the BLOBS stream: `kind`, the hash, then `tail`.  In
+ * a tree of processes sharing the stream it is one write, cut only after.
+ */
+static int blobs_record(crec_fmt_writer *w, int kind, const crec_fmt_hash *h, const void *tail,
+                        size_t len, int pinned, crec_error *err)
+{
+    uint8_t head[1 + FMT_MAX_VARINT + 16];
+    crec_fmt_buf b = {head, 0, sizeof head, 0};
+    int rc;
+
+    fmt_buf_u8(&b, (uint8_t)kind);
+    fmt_buf_varint(&b, 16 + len);
+    fmt_buf_hash(&b, h);
+    if (w->sh) { /* one record: the stream is cut only after it */
+        struct wstream *s = find_stream(w, CREC_FMT_S_BLOBS, 0);
+        if ((!s && (rc = add_stream(w, CREC_FMT_S_BLOBS, 0, &s, err)) != 0) ||
+            (rc = stream_reserve(w, s, b.len + len, err)) != 0)
+            return rc;
+        memcpy(s->buf + s->len, head, b.len);
+        memcpy(s->buf + s->len + b.len, tail, len);
+        s->len += b.len + len;
+        if (s->len >= w->chunk_size && (rc = flush_stream(w, s, err)) != 0)
+            return rc;
+        return CREC_OK;
+    }
+    /* a pinned blob has chunks of its own in a ring: flushed before and after */
+    if (pinned && w->ring && (rc = crec_fmt_flush(w, CREC_FMT_S_BLOBS, 0, err)) != 0)
+        return rc;
+    w->pinning = pinned && w->ring;
+    rc = crec_fmt_write(w, CREC_FMT_S_BLOBS, 0, head, b.len, err);
+    if (rc == CREC_OK)
+        rc = crec_fmt_write(w, CREC_FMT_S_BLOBS, 0, tail, len, err);
+    if (rc == CREC_OK && w->pinning)
+        rc = crec_fmt_flush(w, CREC_FMT_S_BLOBS, 0, err);
+    w->pinning = 0;
+    return rc;
+}
+
+/*
  * Store a blob unless it is stored already.  A ring keeps two sets: blobs
  * that are never dropped (pinned: code), and those of the current segment,
  * which forgets the others so that a segment holds every data blob it
@@ -522,35 +561,8 @@ static int blob_put(crec_fmt_writer *w, const void *data, size_t len, crec_fmt_h
         *hash = h;
     if (fmt_hset_has(&w->blobs, &h) || fmt_hset_has(set, &h))
         return CREC_OK;
-    uint8_t head[1 + FMT_MAX_VARINT + 16];
-    crec_fmt_buf b = {head, 0, sizeof head, 0};
-    fmt_buf_u8(&b, CREC_FMT_K_BLOB);
-    fmt_buf_varint(&b, 16 + len);
-    fmt_buf_hash(&b, &h);
-    if (w->sh) { /* one record: the stream is cut only after it */
-        struct wstream *s = find_stream(w, CREC_FMT_S_BLOBS, 0);
-        if ((!s && (rc = add_stream(w, CREC_FMT_S_BLOBS, 0, &s, err)) != 0) ||
-            (rc = stream_reserve(w, s, b.len + len, err)) != 0)
-            return rc;
-        memcpy(s->buf + s->len, head, b.len);
-        memcpy(s->buf + s->len + b.len, data, len);
-        s->len += b.len + len;
-        if (s->len >= w->chunk_size && (rc = flush_stream(w, s, err)) != 0)
-            return rc;
-    } else {
-        /* a pinned blob has chunks of its own in a ring: flushed before and after */
-        if (pinned && w->ring && (rc = crec_fmt_flush(w, CREC_FMT_S_BLOBS, 0, err)) != 0)
-            return rc;
-        w->pinning = pinned && w->ring;
-        rc = crec_fmt_write(w, CREC_FMT_S_BLOBS, 0, head, b.len, err);
-        if (rc == CREC_OK)
-            rc = crec_fmt_write(w, CREC_FMT_S_BLOBS, 0, data, len, err);
-        if (rc == CREC_OK && w->pinning)
-            rc = crec_fmt_flush(w, CREC_FMT_S_BLOBS, 0, err);
-        w->pinning = 0;
-        if (rc != CREC_OK)
-            return rc;
-    }
+    if ((rc = blobs_record(w, CREC_FMT_K_BLOB, &h, data, len, pinned, err)) != CREC_OK)
+        return rc;
     if (fmt_hset_add(set, &h) != 0)
         return fmt_w_nomem(w, err);
     return CREC_OK;
@@ -566,6 +578,43 @@ int crec_fmt_blob_put_pinned(crec_fmt_writer *w, const void *data, size_t len,
                              crec_fmt_hash *hash, crec_error *err)
 {
     return blob_put(w, data, len, hash, 1, err);
+}
+
+int crec_fmt_code_put_paged(crec_fmt_writer *w, const void *data, size_t len,
+                            crec_fmt_hash *hash, crec_error *err)
+{
+    size_t npages = (len + CREC_FMT_PAGE_SIZE - 1) / CREC_FMT_PAGE_SIZE;
+    crec_fmt_buf b = {0};
+    crec_fmt_hash h;
+    int rc;
+
+    if (w->failed)
+        return fmt_w_dead(w, err);
+    if (len > CREC_FMT_MAX_PAGED)
+        return crec_error_set(err, CREC_ERR_LIMIT, "%s: paged code of %zu bytes is too large",
+                              w->name, len);
+    h = crec_fmt_hash_bytes(data, len);
+    if (hash)
+        *hash = h;
+    /* stored whole, or paged already: a paged copy adds nothing */
+    if (fmt_hset_has(&w->blobs, &h) || fmt_hset_has(&w->paged, &h))
+        return CREC_OK;
+    fmt_buf_varint(&b, len);
+    for (size_t i = 0; i < npages; i++) {
+        size_t off = i * CREC_FMT_PAGE_SIZE;
+        crec_fmt_hash ph = crec_fmt_hash_bytes((const uint8_t *)data + off,
+                                               len - off < CREC_FMT_PAGE_SIZE
+                                                   ? len - off : CREC_FMT_PAGE_SIZE);
+        fmt_buf_hash(&b, &ph);
+    }
+    if (b.nomem)
+        rc = fmt_w_nomem(w, err);
+    else
+        rc = blobs_record(w, CREC_FMT_K_PAGED, &h, b.data, b.len, 1, err);
+    crec_fmt_buf_free(&b);
+    if (rc == CREC_OK && fmt_hset_add(&w->paged, &h) != 0)
+        rc = fmt_w_nomem(w, err);
+    return rc;
 }
 
 /* ---- open, close ------------------------------------------------------------ */
@@ -949,6 +998,7 @@ void crec_fmt_writer_free(crec_fmt_writer *w)
     crec_free(w->dir_seg);
     crec_free(w->blobs.v);
     crec_free(w->seg_blobs.v);
+    crec_free(w->paged.v);
     fmt_ring_free(w);
     crec_free(w->zbuf);
     ZSTD_freeCCtx(w->cctx);

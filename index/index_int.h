@@ -204,9 +204,13 @@ int qx_prot_at_keyframe(crec_recording *rec, size_t k, uint64_t addr, int *prot,
 int qx_ever_mapped(crec_recording *rec, uint64_t addr, size_t len, int *yes, crec_error *err);
 
 /*! qx_code_bytes() : the bytes of a code mapping holding the whole range
- *  (*found 1, buf filled), if there is one.  @return CREC_OK or an error. */
+ *  (*found 1, buf filled), if there is one and the recording holds them (of
+ *  paged code, only the pages the program ran).  @return CREC_OK or an error. */
 int qx_code_bytes(crec_recording *rec, uint64_t addr, size_t len, uint8_t *buf, int *found,
                   crec_error *err);
+
+/*! qx_in_code() : @return 1 if a code mapping holds the whole range. */
+int qx_in_code(const crec_recording *rec, uint64_t addr, size_t len);
 
 /* program.c: free what crec_modules and crec_symbolize loaded. */
 void qx_program_free(crec_recording *rec);

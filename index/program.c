@@ -40,20 +40,30 @@ static int still_on_disk(crec_recording *rec, size_t i)
     const struct qx_code *c = &rec->code[i];
     size_t n = c->len < 65536 ? (size_t)c->len : 65536, got = 0;
     uint8_t *want, *have;
-    int fd, found = 0, same = 0;
+    int fd, found = 0, same = 0, compared = 0;
 
     if (!c->path[0] || (fd = open(c->path, O_RDONLY | O_CLOEXEC)) < 0)
         return 0;
     want = crec_malloc(n ? n : 1);
     have = crec_malloc(n ? n : 1);
-    if (want && have && qx_code_bytes(rec, c->addr, n, want, &found, NULL) == CREC_OK && found) {
+    if (want && have) {
         while (got < n) {
             ssize_t r = pread(fd, have + got, n - got, (off_t)(c->file_off + got));
             if (r <= 0)
                 break;
             got += (size_t)r;
         }
-        same = got == n && memcmp(want, have, n) == 0;
+        /* page by page: of paged code only the pages the program ran are
+         * recorded, and one of them at least must be there to compare */
+        same = got == n;
+        for (size_t off = 0; off < n && same; off += CREC_PAGE_SIZE) {
+            size_t k = n - off < CREC_PAGE_SIZE ? n - off : CREC_PAGE_SIZE;
+            if (qx_code_bytes(rec, c->addr + off, k, want + off, &found, NULL) != CREC_OK)
+                same = 0;
+            else if (found)
+                same = memcmp(want + off, have + off, k) == 0, compared = 1;
+        }
+        same = same && compared;
     }
     crec_free(want);
     crec_free(have);

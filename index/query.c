@@ -523,8 +523,8 @@ static int check_query(crec_recording *rec, uint64_t t, uint64_t addr, size_t le
     return rc;
 }
 
-static int read_at(crec_recording *rec, uint64_t t, uint64_t addr, size_t len, uint8_t *buf,
-                   uint8_t *known, int *source, crec_error *err)
+static int read_one(crec_recording *rec, uint64_t t, uint64_t addr, size_t len, uint8_t *buf,
+                    uint8_t *known, int *source, crec_error *err)
 {
     struct answer a;
     struct qx_track tr;
@@ -558,6 +558,39 @@ static int read_at(crec_recording *rec, uint64_t t, uint64_t addr, size_t len, u
     *source = answer_source(&a);
     answer_free(&a, &tr);
     return rc;
+}
+
+/*
+ * Paged code (docs/FORMAT.md, PAGED) holds only the pages the program ran:
+ * a range of code over several pages is answered a page at a time, from the
+ * code where it was recorded and as data elsewhere.  The source is the one
+ * that answered the most bytes.
+ */
+static int read_at(crec_recording *rec, uint64_t t, uint64_t addr, size_t len, uint8_t *buf,
+                   uint8_t *known, int *source, crec_error *err)
+{
+    size_t nsrc[5] = {0}, best = 0;
+    int rc;
+
+    if (len <= CREC_PAGE_SIZE - addr % CREC_PAGE_SIZE || addr + len < addr ||
+        !qx_in_code(rec, addr, len))
+        return read_one(rec, t, addr, len, buf, known, source, err);
+    for (size_t done = 0; done < len;) {
+        uint64_t at = addr + done;
+        size_t k = CREC_PAGE_SIZE - at % CREC_PAGE_SIZE;
+        int src;
+        k = k < len - done ? k : len - done;
+        if ((rc = read_one(rec, t, at, k, buf + done, known + done, &src, err)) != CREC_OK)
+            return rc;
+        if (src >= 0 && src < 5)
+            nsrc[src] += k;
+        done += k;
+    }
+    for (size_t s = 1; s < 5; s++)
+        if (nsrc[s] > nsrc[best])
+            best = s;
+    *source = (int)best;
+    return CREC_OK;
 }
 
 int qx_read_at(crec_recording *rec, uint64_t t, uint64_t addr, size_t len, uint8_t *buf,

@@ -1111,18 +1111,32 @@ int qx_ever_mapped(crec_recording *rec, uint64_t addr, size_t len, int *yes, cre
     return CREC_OK;
 }
 
+int qx_in_code(const crec_recording *rec, uint64_t addr, size_t len)
+{
+    for (size_t i = 0; i < rec->ncode; i++)
+        if (addr >= rec->code[i].addr && addr + len <= rec->code[i].addr + rec->code[i].len)
+            return 1;
+    return 0;
+}
+
 int qx_code_bytes(crec_recording *rec, uint64_t addr, size_t len, uint8_t *buf, int *found,
                   crec_error *err)
 {
     *found = 0;
     for (size_t i = 0; i < rec->ncode; i++) {
         struct qx_code *c = &rec->code[i];
+        int all, rc;
         if (addr < c->addr || addr + len > c->addr + c->len)
             continue;
+        /* a page of paged code the program never ran: not known from here */
+        if ((rc = crec_fmt_blob_recorded(rec->r, &c->blob, addr - c->addr, len, &all, err)) !=
+            CREC_OK)
+            return rc;
+        if (!all)
+            return CREC_OK;
         if (!c->bytes) {
             size_t blen;
-            int rc = crec_fmt_blob_get(rec->r, &c->blob, &c->bytes, &blen, err);
-            if (rc != CREC_OK)
+            if ((rc = crec_fmt_blob_get(rec->r, &c->blob, &c->bytes, &blen, err)) != CREC_OK)
                 return rc;
             if (blen != c->len) {
                 crec_free(c->bytes);

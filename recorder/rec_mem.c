@@ -64,6 +64,40 @@ void rec_pageset_free(struct rec_pageset *s)
     memset(s, 0, sizeof *s);
 }
 
+static int pageset_has(const struct rec_pageset *s, uint64_t page)
+{
+    uint64_t key = page + 1;
+
+    if (!s->cap)
+        return 0;
+    for (size_t j = (key * 0x9E3779B97F4A7C15ull) & (s->cap - 1); s->slots[j];
+         j = (j + 1) & (s->cap - 1))
+        if (s->slots[j] == key)
+            return 1;
+    return 0;
+}
+
+/* Drop pages [lo, hi] from the set (it is rebuilt: a few thousand slots). */
+static void pageset_drop(struct rec_pageset *s, uint64_t lo, uint64_t hi)
+{
+    struct rec_pageset kept = {0};
+    int any = 0;
+
+    for (size_t i = 0; i < s->cap && !any; i++)
+        any = s->slots[i] && s->slots[i] - 1 >= lo && s->slots[i] - 1 <= hi;
+    if (!any)
+        return;
+    for (size_t i = 0; i < s->cap; i++)
+        if (s->slots[i] && (s->slots[i] - 1 < lo || s->slots[i] - 1 > hi) &&
+            rec_pageset_add(&kept, s->slots[i] - 1) != CREC_OK) {
+            rec_pageset_free(&kept); /* no memory: forget them all, all are checked again */
+            pageset_clear(s);
+            return;
+        }
+    rec_pageset_free(s);
+    *s = kept;
+}
+
 /* Bytes in [addr, addr+len) changed: forget the hash of code there. */
 static void code_hashes_touch(struct rec_session *rs, uint64_t addr, uint64_t len)
 {
@@ -141,8 +175,10 @@ static void code_hash_put(struct rec_session *rs, uint64_t start, uint64_t end,
 }
 
 /* Store the code at [addr, addr+len) (one piece, at most REC_CODE_PIECE
- * bytes) as a blob, read in place when its host memory is contiguous. */
-static int rec_blob(struct rec_session *rs, uint64_t addr, uint64_t len, crec_fmt_hash *hash)
+ * bytes, of protection prot) as a blob, read in place when its host memory
+ * is contiguous: paged unless the program can write it (see rec_code_ran). */
+static int rec_blob(struct rec_session *rs, uint64_t addr, uint64_t len, int prot,
+                    crec_fmt_hash *hash)
 {
     crec_error err = {0};
     const void *host = crec_emu_mem_host(rs->cpu, addr, len, CREC_PROT_READ);
@@ -157,7 +193,10 @@ static int rec_blob(struct rec_session *rs, uint64_t addr, uint64_t len, crec_fm
     }
     if (!host)
         crec_emu_mem_read(rs->cpu, bytes, addr, len);
-    rc = crec_fmt_blob_put_pinned(rs->w, host ? host : bytes, len, hash, &err);
+    if (prot & CREC_PROT_WRITE)
+        rc = crec_fmt_blob_put_pinned(rs->w, host ? host : bytes, len, hash, &err);
+    else
+        rc = crec_fmt_code_put_paged(rs->w, host ? host : bytes, len, hash, &err);
     crec_free(bytes);
     if (rc != CREC_OK)
         rec_fail(rs, &err);
@@ -170,6 +209,69 @@ static int rec_blob(struct rec_session *rs, uint64_t addr, uint64_t len, crec_fm
 static uint64_t code_piece(uint64_t at, uint64_t end)
 {
     return end - at < REC_CODE_PIECE ? end - at : REC_CODE_PIECE;
+}
+
+/* ---- code pages the program ran ---------------------------------------- */
+
+/*
+ * Code the program can't write is stored a page at a time: its PAGED
+ * record (rec_blob) names it whole by hash, and a page's bytes go in the
+ * file the first time a block on it runs, so a recording holds the part of
+ * libc the program used, not all 1.7 MB of it.  The bytes it stores then
+ * are those the record names: nothing writes code that is not writable, and
+ * a mprotect that makes it writable stores all of it first
+ * (rec_on_mem_event).  rs->ran holds the pages checked since the memory
+ * map last changed there.
+ */
+static int store_code_page(struct rec_session *rs, uint64_t page)
+{
+    uint64_t addr = page * CREC_PAGE_SIZE;
+    const void *host = crec_emu_mem_host(rs->cpu, addr, CREC_PAGE_SIZE, 0);
+    uint8_t buf[CREC_PAGE_SIZE];
+    crec_error err = {0};
+
+    if (!host) {
+        if (crec_emu_mem_read(rs->cpu, buf, addr, CREC_PAGE_SIZE) != 0)
+            return CREC_OK; /* not mapped: the block faults, nothing ran there */
+        host = buf;
+    }
+    if (crec_fmt_blob_put_pinned(rs->w, host, CREC_PAGE_SIZE, NULL, &err) != CREC_OK) {
+        rec_fail(rs, &err);
+        return err.code;
+    }
+    return CREC_OK;
+}
+
+void rec_code_ran(struct rec_session *rs, uint64_t addr, uint64_t bytes)
+{
+    uint64_t p = addr / CREC_PAGE_SIZE, q = (addr + (bytes ? bytes : 1) - 1) / CREC_PAGE_SIZE;
+
+    if (p == q && p + 1 == rs->ran_last)
+        return; /* the common case: the page of the last block */
+    for (; p <= q; p++) {
+        if (pageset_has(&rs->ran, p))
+            continue;
+        if (!(crec_emu_mem_prot(rs->cpu, p * CREC_PAGE_SIZE) & CREC_PROT_WRITE) &&
+            store_code_page(rs, p) != CREC_OK)
+            return;
+        (void)rec_pageset_add(&rs->ran, p); /* no memory: checked again next time */
+    }
+    rs->ran_last = q + 1;
+}
+
+/* The memory map changed at [addr, addr+len): its pages are checked again. */
+static void ran_forget(struct rec_session *rs, uint64_t addr, uint64_t len)
+{
+    if (len == 0)
+        return;
+    pageset_drop(&rs->ran, addr / CREC_PAGE_SIZE, (addr + len - 1) / CREC_PAGE_SIZE);
+    rs->ran_last = 0;
+}
+
+void rec_ran_clear(struct rec_session *rs)
+{
+    pageset_clear(&rs->ran);
+    rs->ran_last = 0;
 }
 
 /* Symbols once per code blob: the same library mapped twice is named once. */
@@ -262,6 +364,14 @@ int rec_on_mem_event(struct rec_session *rs, const struct crec_emu_mem_event *me
     if (mev->kind != CREC_MEM_MPROTECT && mev->kind != CREC_MEM_MUNMAP)
         rec_mark_dirty(rs, mev->addr, mev->len);
     code_hashes_touch(rs, mev->addr, mev->len);
+    ran_forget(rs, mev->addr, mev->len);
+    /* paged code the program may now write: every page stored while it
+     * still holds the bytes its PAGED record names */
+    if (mev->kind == CREC_MEM_MPROTECT && !mev->became_exec &&
+        (mev->prot & (CREC_PROT_WRITE | CREC_PROT_EXEC)) == (CREC_PROT_WRITE | CREC_PROT_EXEC))
+        for (uint64_t p = mev->addr / CREC_PAGE_SIZE; p < (mev->addr + mev->len) / CREC_PAGE_SIZE; p++)
+            if (store_code_page(rs, p) != CREC_OK)
+                return rs->err.code;
     if (!mev->became_exec || mev->kind == CREC_MEM_MUNMAP)
         return mem_event_out(rs, &ev);
     /* New code of more than one piece: the change itself, then each piece's
@@ -276,7 +386,7 @@ int rec_on_mem_event(struct rec_session *rs, const struct crec_emu_mem_event *me
     for (uint64_t at = mev->addr, end = mev->addr + mev->len; at < end; at += ev.u.mmap.len) {
         ev.u.mmap.addr = at;
         ev.u.mmap.len = code_piece(at, end);
-        if (rec_blob(rs, at, ev.u.mmap.len, &ev.u.mmap.blob) != CREC_OK)
+        if (rec_blob(rs, at, ev.u.mmap.len, mev->prot, &ev.u.mmap.blob) != CREC_OK)
             return rs->err.code;
         /* the file's symbols once, with its first piece */
         rec_code(rs, at, ev.u.mmap.len, mev->prot, &ev.u.mmap.blob,
@@ -370,7 +480,7 @@ static int listing_one(void *ctx, const struct crec_emu_mapping *m)
         ev.u.mmap.addr = at;
         ev.u.mmap.len = code_piece(at, m->end);
         if (!code_hash_get(rs, at, at + ev.u.mmap.len, &ev.u.mmap.blob)) {
-            if (rec_blob(rs, at, ev.u.mmap.len, &ev.u.mmap.blob) != CREC_OK)
+            if (rec_blob(rs, at, ev.u.mmap.len, m->prot, &ev.u.mmap.blob) != CREC_OK)
                 return 1;
             code_hash_put(rs, at, at + ev.u.mmap.len, &ev.u.mmap.blob);
         }

@@ -564,6 +564,9 @@ static void rec_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
         return;
     if (rs->fl && rec_flight_block(rs, addr, before, tbefore, &boundary))
         return;
+    rec_code_ran(rs, addr, crec_emu_cpu_block_bytes(rs->cpu));
+    if (rs->failed)
+        return;
     if (boundary || tbefore >= rs->cur->next_kf) {
         /* a ring segment, a part or a process image starts with a key frame */
         int key = boundary || rs->snap_full_due || rec_keyframe_due(rs, tbefore);
@@ -1182,6 +1185,7 @@ static void rec_on_exec(void *ctx, int phase, const char *path, char *const argv
         for (size_t i = 0; i < rs->n_images; i++)
             crec_free(rs->images[i].path);
         rs->n_images = 0;
+        rec_ran_clear(rs); /* the new image's code is checked from its first block */
         return;
     }
     rec_image_restart(rs);
@@ -1362,6 +1366,7 @@ static void rec_session_free(struct rec_session *rs)
     rec_ix_free(rs);
     crec_fmt_buf_free(&rs->scratch);
     rec_pageset_free(&rs->dirty);
+    rec_pageset_free(&rs->ran);
     crec_free(rs->code_hashes);
     crec_free(rs->dirty_big);
     for (size_t i = 0; i < rs->n_images; i++)

@@ -440,6 +440,8 @@ struct rec_session {
     int dirty_all;        /* the next snapshot must take every page */
     uint64_t last_dirty_page;
 
+    struct rec_pageset ran; /* pages of code whose bytes are stored (rec_code_ran) */
+    uint64_t ran_last;      /* the last of them a block ran on, + 1; 0 = none */
     struct rec_code_hash *code_hashes; /* one per piece of code (REC_CODE_PIECE) */
     size_t n_code_hashes, cap_code_hashes;
     /* the files code is mapped from (the loader's, then mmap's), so that the
@@ -480,6 +482,10 @@ struct rec_session {
 
 /* rec_mem.c: the memory map, code, snapshots and dirty pages. */
 int rec_pageset_add(struct rec_pageset *s, uint64_t page);
+/* A block of `bytes` at addr is about to run: store the pages of paged code
+ * it lies on that the file does not hold yet. */
+void rec_code_ran(struct rec_session *rs, uint64_t addr, uint64_t bytes);
+void rec_ran_clear(struct rec_session *rs); /* a new process image */
 void rec_pageset_free(struct rec_pageset *s);
 void rec_mark_dirty_pages(struct rec_session *rs, uint64_t addr, uint64_t len);
 

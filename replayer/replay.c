@@ -452,6 +452,18 @@ static int rep_code_matches(struct rep_seg *s, uint64_t start, uint64_t end, int
     if (!host)
         return 1;
     h = crec_fmt_hash_bytes(host, end - start);
+    if (memcmp(&h, want, sizeof h) != 0) {
+        /* Paged code (docs/FORMAT.md, PAGED): the pages the program never ran
+         * are zeros here, so compare with the recording's pages and zeros. */
+        const uint8_t *code;
+        size_t n;
+        crec_error err = {0};
+        int all;
+        if (crec_fmt_blob_recorded(s->r, want, 0, end - start, &all, &err) == CREC_OK && !all &&
+            crec_fmt_blob_view(s->r, want, &code, &n, &err) == CREC_OK && n == end - start &&
+            memcmp(code, host, n) == 0)
+            h = *want;
+    }
     if (!(prot & CREC_FMT_PROT_WRITE)) {
         struct rep_code_ok *p = crec_grow(s->code_ok, &s->capcode_ok, s->ncode_ok + 1,
                                           sizeof *p, 16);

@@ -69,6 +69,9 @@ if [ "$1" != "--answers" ]; then
     rec v3-procs "--keyframe-interval 20000" ./procs
     # format version 4: check points, key frames placed by cost
     rec v4-primes "--checkpoint-interval 80000" ./primes
+    # format version 5: code stored a page at a time (ld.so and libc.so
+    # loaded, a tenth of their pages run)
+    rec v5-readfile "--checkpoint-interval 20000" ./readfile input.txt
 fi
 
 CREC=$CREC ANSWERS_WRITE=1 sh tests/e2e/t_samples.sh

@@ -79,12 +79,12 @@ def main():
         ("too_short", "file cut inside the preamble", "too short for a recording", good[:10]),
         ("trailer_damaged", "last trailer magic byte damaged: recovered by the scan", "truncated",
          patched(good, len(good) - 2, b"X")),
-        ("version_9", "format version 9", "unsupported format version 9 (this crec reads 1 to 4)",
+        ("version_9", "format version 9", "unsupported format version 9 (this crec reads 1 to 5)",
          patched(good, 8, b"\x09\x00\x00\x00")),
-        ("version_0", "format version 0", "unsupported format version 0 (this crec reads 1 to 4)",
+        ("version_0", "format version 0", "unsupported format version 0 (this crec reads 1 to 5)",
          patched(good, 8, b"\x00\x00\x00\x00")),
         ("version_big_endian", "format version 2 written big-endian",
-         "unsupported format version 33554432 (this crec reads 1 to 4)",
+         "unsupported format version 33554432 (this crec reads 1 to 5)",
          patched(good, 8, b"\x00\x00\x00\x02")),
     ]
     for name, comment, expect, data in cases:

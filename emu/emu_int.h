@@ -538,6 +538,11 @@ int emu_signal_async(crec_emu *e, uint64_t addr);
 void emu_signal_async_now(crec_emu *e);
 /* sys_signal.c: the CPU stopped for emu_signal_precise: do it now. */
 void emu_signal_precise_now(crec_emu *e);
+/* The bit of signal `sig` (1 to 64) in a mask or pending set, as Linux's sigset. */
+static inline uint64_t emu_sigbit(int sig)
+{
+    return 1ull << (sig - 1);
+}
 /* sys_signal.c: is a signal pending for the running thread that its mask
  * lets through (it is taken at the next block start or syscall end)? */
 static inline int emu_signal_ready(const crec_emu *e);

@@ -71,11 +71,6 @@ static int hs_active;
 static timer_t hs_timer;
 static pid_t hs_timer_pid; /* the process that made hs_timer (0: none) */
 
-static uint64_t sigbit(int sig)
-{
-    return 1ull << (sig - 1);
-}
-
 static int in_tree(pid_t pid)
 {
     uint32_t n;
@@ -128,9 +123,9 @@ static void hs_handler(int sig, siginfo_t *si, void *uc)
         errno = saved;
         return;
     } else {
-        if (!(__atomic_load_n(&hs_bits, __ATOMIC_ACQUIRE) & sigbit(sig)))
+        if (!(__atomic_load_n(&hs_bits, __ATOMIC_ACQUIRE) & emu_sigbit(sig)))
             hs_info[sig] = *si;
-        __atomic_or_fetch(&hs_bits, sigbit(sig), __ATOMIC_ACQ_REL);
+        __atomic_or_fetch(&hs_bits, emu_sigbit(sig), __ATOMIC_ACQ_REL);
     }
     emu_hostsig_any = 1;
     errno = saved;
@@ -325,7 +320,7 @@ void emu_hostsig_import(crec_emu *e)
     for (int sig = 1; sig <= 64 && bits && !e->done && !e->fatal; sig++) {
         const siginfo_t *hi = &hs_info[sig];
         struct emu_siginfo si;
-        if (!(bits & sigbit(sig)))
+        if (!(bits & emu_sigbit(sig)))
             continue;
         memset(&si, 0, sizeof si);
         si.signo = sig;

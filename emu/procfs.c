@@ -344,9 +344,9 @@ static void file_status(crec_emu *e, struct text *t)
     vm_sizes(e, &v);
     for (int s = 1; s <= 64; s++) {
         if (e->sigs[s].handler == 1)
-            ignored |= 1ull << (s - 1);
+            ignored |= emu_sigbit(s);
         else if (e->sigs[s].handler > 1)
-            caught |= 1ull << (s - 1);
+            caught |= emu_sigbit(s);
     }
     for (int i = 0; i < EMU_MAX_FDS; i++)
         n = e->fds[i] >= 0 ? i + 1 : n;

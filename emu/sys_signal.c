@@ -35,11 +35,6 @@
 /* struct rt_sigframe: pretcode, the ucontext, the siginfo */
 #define FRAME_SIZE (8 + CREC_EMU_UCONTEXT_SIZE + 128)
 
-static uint64_t sigbit(int sig)
-{
-    return 1ull << (sig - 1);
-}
-
 static int default_ignored(int sig)
 {
     return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
@@ -122,8 +117,8 @@ static int enter_handler(crec_emu *e, const struct emu_siginfo *si, crec_regs *r
     r->rflags &= ~(0x400ull | 0x100ull); /* DF and TF clear, as Linux enters */
     r->rip = act->handler;
     if (!(act->flags & SA_NODEFER_))
-        e->sigmask |= sigbit(si->signo);
-    e->sigmask |= act->mask & ~(sigbit(SIGKILL) | sigbit(SIGSTOP));
+        e->sigmask |= emu_sigbit(si->signo);
+    e->sigmask |= act->mask & ~(emu_sigbit(SIGKILL) | emu_sigbit(SIGSTOP));
     if (act->flags & SA_RESETHAND_)
         e->sigs[si->signo] = (struct emu_sigaction){0, 0, 0, 0};
     (void)err;
@@ -140,7 +135,7 @@ static int take_deliverable(crec_emu *e, struct emu_siginfo *si)
         return 0;
     for (int sig = 1; sig <= 64; sig++)
         if (e->sigs[sig].handler > 1)
-            handled |= sigbit(sig);
+            handled |= emu_sigbit(sig);
     return emu_signal_take(e, handled & ~e->sigmask, si);
 }
 
@@ -172,9 +167,9 @@ static void settle_unhandled(crec_emu *e)
 
     for (int sig = 1; sig <= 64 && ready && !e->done && !e->fatal; sig++) {
         struct emu_siginfo si;
-        if (!(ready & sigbit(sig)) || e->sigs[sig].handler > 1)
+        if (!(ready & emu_sigbit(sig)) || e->sigs[sig].handler > 1)
             continue;
-        si = t->sig_pending & sigbit(sig) ? t->sig_info[sig] : e->sig_info[sig];
+        si = t->sig_pending & emu_sigbit(sig) ? t->sig_info[sig] : e->sig_info[sig];
         emu_signal_unpend(e, t, sig);
         emu_signal_unpend(e, NULL, sig);
         emu_signal_send(e, NULL, &si, "pending until it was unblocked");
@@ -481,7 +476,7 @@ int emu_signal_fault(crec_emu *e, const struct crec_emu_stop *s)
 
     if (sig != SIGSEGV && sig != SIGBUS && sig != SIGFPE && sig != SIGILL)
         return 0; /* SIGTRAP: not yet */
-    if (e->sigs[sig].handler <= 1 || (e->sigmask & sigbit(sig)))
+    if (e->sigs[sig].handler <= 1 || (e->sigmask & emu_sigbit(sig)))
         return 0; /* blocked or ignored: Linux kills, as with no handler */
     if (sig == SIGSEGV && s->why == CREC_STOP_FAULT && s->access != '?') {
         si.code = s->unmapped ? 1 /* SEGV_MAPERR */ : 2 /* SEGV_ACCERR */;
@@ -527,7 +522,7 @@ static int64_t sys_rt_sigreturn(crec_emu *e, const uint64_t a[6])
         emu_exit(e, 0, SIGSEGV, "guest killed by SIGSEGV (rt_sigreturn without a valid frame)");
         return 0;
     }
-    e->sigmask = mask & ~(sigbit(SIGKILL) | sigbit(SIGSTOP));
+    e->sigmask = mask & ~(emu_sigbit(SIGKILL) | emu_sigbit(SIGSTOP));
     if (!on_altstack(t, emu_reg_get(e->cpu, UC_X86_REG_RSP)) && ss[2] >= MINSIGSTKSZ_) {
         t->ss_sp = ss[0]; /* restore_altstack, as Linux */
         t->ss_size = ss[2];
@@ -553,7 +548,7 @@ static int64_t suspend(crec_emu *e, uint64_t mask)
         t->suspend_mask = e->sigmask;
         t->suspended = 1;
     }
-    e->sigmask = mask & ~(sigbit(SIGKILL) | sigbit(SIGSTOP));
+    e->sigmask = mask & ~(emu_sigbit(SIGKILL) | emu_sigbit(SIGSTOP));
     for (;;) {
         int64_t next, now;
         emu_hostsig_import(e);
@@ -585,7 +580,7 @@ int64_t emu_signal_wait_mask(crec_emu *e, uint64_t addr, uint64_t size)
         t->suspend_mask = e->sigmask;
         t->suspended = 1;
     }
-    e->sigmask = crec_le_get((const uint8_t *)&mask, 8) & ~(sigbit(SIGKILL) | sigbit(SIGSTOP));
+    e->sigmask = crec_le_get((const uint8_t *)&mask, 8) & ~(emu_sigbit(SIGKILL) | emu_sigbit(SIGSTOP));
     return emu_signal_ready(e) ? -EINTR : 0;
 }
 

@@ -40,11 +40,6 @@
 #define SI_TIMER_ (-2)
 #define SI_TKILL_ (-6)
 
-static uint64_t sigbit(int sig)
-{
-    return 1ull << (sig - 1);
-}
-
 /* The guest's struct siginfo for a queued signal (x86-64 layout). */
 void emu_siginfo_bytes(const struct emu_siginfo *si, uint8_t out[EMU_SIGINFO_SIZE])
 {
@@ -93,7 +88,7 @@ static uint64_t mask_of(crec_emu *e, const struct emu_thread *t)
 /* A thread that waits in rt_sigtimedwait for sig: it takes it now. */
 static int give_waiter(crec_emu *e, struct emu_thread *t, int sig)
 {
-    if (t->state != EMU_TH_BLOCKED || t->wait != EMU_WAIT_SIGNAL || !(t->sigwait_set & sigbit(sig)))
+    if (t->state != EMU_TH_BLOCKED || t->wait != EMU_WAIT_SIGNAL || !(t->sigwait_set & emu_sigbit(sig)))
         return 0;
     emu_wake(e, t, 0);
     t->retry = 1; /* its handler runs again and dequeues it */
@@ -106,8 +101,8 @@ void emu_signal_pend(crec_emu *e, struct emu_thread *t, const struct emu_siginfo
     struct emu_sigqueue *more = t ? &t->sig_more : &e->sig_more;
     int sig = si->signo;
 
-    if (!(*pending & sigbit(sig))) {
-        *pending |= sigbit(sig);
+    if (!(*pending & emu_sigbit(sig))) {
+        *pending |= emu_sigbit(sig);
         (t ? t->sig_info : e->sig_info)[sig] = *si;
     } else if (sig >= EMU_SIGRTMIN && more->n < EMU_RTSIG_QUEUE) {
         more->q[more->n++] = *si;
@@ -119,7 +114,7 @@ void emu_signal_unpend(crec_emu *e, struct emu_thread *t, int sig)
     struct emu_sigqueue *more = t ? &t->sig_more : &e->sig_more;
     unsigned kept = 0;
 
-    *(t ? &t->sig_pending : &e->sig_pending) &= ~sigbit(sig);
+    *(t ? &t->sig_pending : &e->sig_pending) &= ~emu_sigbit(sig);
     for (unsigned i = 0; i < more->n; i++)
         if (more->q[i].signo != sig)
             more->q[kept++] = more->q[i];
@@ -136,14 +131,14 @@ int emu_signal_queue(crec_emu *e, struct emu_thread *t, const struct emu_siginfo
     if (t) { /* to that thread: waited for, or blocked there */
         if (t->state == EMU_TH_EXITED)
             return 1;
-        if ((t->sig_pending & sigbit(sig)) || give_waiter(e, t, sig) ||
-            (mask_of(e, t) & sigbit(sig))) {
+        if ((t->sig_pending & emu_sigbit(sig)) || give_waiter(e, t, sig) ||
+            (mask_of(e, t) & emu_sigbit(sig))) {
             emu_signal_pend(e, t, si);
             return 1;
         }
         return 0;
     }
-    if (e->sig_pending & sigbit(sig)) {
+    if (e->sig_pending & emu_sigbit(sig)) {
         emu_signal_pend(e, NULL, si);
         return 1;
     }
@@ -153,7 +148,7 @@ int emu_signal_queue(crec_emu *e, struct emu_thread *t, const struct emu_siginfo
             return 1;
         }
     for (size_t i = 0; i < s->n; i++) /* pending while every thread blocks it */
-        if (s->th[i]->state != EMU_TH_EXITED && !(mask_of(e, s->th[i]) & sigbit(sig)))
+        if (s->th[i]->state != EMU_TH_EXITED && !(mask_of(e, s->th[i]) & emu_sigbit(sig)))
             return 0;
     emu_signal_pend(e, NULL, si);
     return 1;
@@ -177,7 +172,7 @@ int emu_signal_take(crec_emu *e, uint64_t set, struct emu_siginfo *si)
             while (i < more[k]->n && more[k]->q[i].signo != sig)
                 i++;
             if (i == more[k]->n) {
-                *from[k] &= ~sigbit(sig);
+                *from[k] &= ~emu_sigbit(sig);
                 return sig;
             }
             info[k][sig] = more[k]->q[i];
@@ -233,7 +228,7 @@ static void timer_expire(crec_emu *e, int k)
     if (tm->notify == SIGEV_THREAD_ID_ && !(t = emu_thread_by_tid(e, tm->tid)))
         return; /* its thread is gone */
     pending = t ? t->sig_pending : e->sig_pending;
-    if (pending & sigbit(tm->signo)) {
+    if (pending & emu_sigbit(tm->signo)) {
         tm->overrun++;
         return;
     }
@@ -422,7 +417,7 @@ static int64_t sys_rt_sigtimedwait(crec_emu *e, const uint64_t a[6])
         return -EINVAL;
     if (emu_copy_in(e, &set, a[0], 8) != 0)
         return -EFAULT;
-    set = crec_le_get((const uint8_t *)&set, 8) & ~(sigbit(SIGKILL) | sigbit(SIGSTOP));
+    set = crec_le_get((const uint8_t *)&set, 8) & ~(emu_sigbit(SIGKILL) | emu_sigbit(SIGSTOP));
     if (a[2]) {
         uint8_t b[16];
         if (emu_copy_in(e, b, a[2], sizeof b) != 0)

@@ -43,8 +43,14 @@ CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
             -Wno-missing-field-initializers $(SANFLAGS)
 CPPFLAGS += -Iinclude -I. -D_GNU_SOURCE $(DEBUGFLAGS) $(DEPS_CFLAGS)
-LDFLAGS  += $(SANFLAGS)
+LDFLAGS  += $(SANFLAGS) $(UC_EXPORTS)
 LDLIBS   += $(DEPS_LIBS) -lpthread -lm
+# crec loads libunicorn when it first needs a CPU (emu/ucload.c), so it is
+# not linked with it; ucfix.c's replacements of the library's internal
+# functions are exported for it to bind to (emu/ucfix.sym).  The tests and
+# tools still link it: dlopen then finds it loaded.
+UC_EXPORTS := -Wl,--dynamic-list=emu/ucfix.sym
+CREC_LIBS   = $(filter-out -lunicorn,$(DEPS_LIBS)) -ldl -lpthread -lm
 
 LIB_SRC  := $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
@@ -84,8 +90,8 @@ $(BUILD)/libcrec.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(CREC): $(CLI_OBJ) $(BUILD)/libcrec.a
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libcrec.a $(LDLIBS)
+$(CREC): $(CLI_OBJ) $(BUILD)/libcrec.a emu/ucfix.sym
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libcrec.a $(CREC_LIBS)
 
 # --- tests -----------------------------------------------------------------
 # -MMD: a test is rebuilt when a header it includes changes.
@@ -137,26 +143,26 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -I. -D_GNU_S
 FUZZ_SRC := $(foreach m,common format,$(wildcard $(m)/*.c))
 FUZZ_REPLAY_SRC := $(foreach m,common format replayer index,$(wildcard $(m)/*.c)) \
                    emu/cpu.c emu/mem.c emu/blocks.c emu/cpuid.c emu/sysout.c emu/sigframe.c emu/ucfix.c \
-                   emu/xdecode.c emu/xinsn.c emu/xfloat.c
+                   emu/ucload.c emu/xdecode.c emu/xinsn.c emu/xfloat.c
 build-fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c $(FUZZ_SRC) | deps-test
 	@mkdir -p build-fuzz
 	clang $(FUZZ_CFLAGS) $(DEPS_CFLAGS) -o $@ $^ $(DEPS_LIBS)
 
 build-fuzz/fuzz_replay: tests/fuzz/fuzz_replay.c $(FUZZ_REPLAY_SRC) | deps-test
 	@mkdir -p build-fuzz
-	clang $(FUZZ_CFLAGS) $(DEPS_CFLAGS) -o $@ $^ $(DEPS_LIBS) -lpthread -lm
+	clang $(FUZZ_CFLAGS) $(DEPS_CFLAGS) $(UC_EXPORTS) -o $@ $^ $(DEPS_LIBS) -lpthread -lm
 
 # fuzz_gdb: the gdb server's packet parser and every packet handler, on
 # traces-sample/segv.crec.
 build-fuzz/fuzz_gdb: tests/fuzz/fuzz_gdb.c $(FUZZ_REPLAY_SRC) $(wildcard gdb/*.c) | deps-test
 	@mkdir -p build-fuzz
-	clang $(FUZZ_CFLAGS) $(DEPS_CFLAGS) -o $@ $^ $(DEPS_LIBS) -lpthread -lm
+	clang $(FUZZ_CFLAGS) $(DEPS_CFLAGS) $(UC_EXPORTS) -o $@ $^ $(DEPS_LIBS) -lpthread -lm
 
 # fuzz_fields: a real recording with decoded fields changed and checksums
 # right; each input within a time and memory budget (run.sh's last arguments).
 build-fuzz/fuzz_fields: tests/fuzz/fuzz_fields.c tests/tools/refield.h $(FUZZ_REPLAY_SRC) | deps-test
 	@mkdir -p build-fuzz
-	clang $(FUZZ_CFLAGS) $(DEPS_CFLAGS) -o $@ tests/fuzz/fuzz_fields.c $(FUZZ_REPLAY_SRC) \
+	clang $(FUZZ_CFLAGS) $(DEPS_CFLAGS) $(UC_EXPORTS) -o $@ tests/fuzz/fuzz_fields.c $(FUZZ_REPLAY_SRC) \
 	    $(DEPS_LIBS) -lpthread -lm
 
 # Each target is a run of its own, so that `make -j2 fuzz` builds and runs

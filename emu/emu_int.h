@@ -227,6 +227,11 @@ void emu_xsites_free(crec_emu_cpu *cpu, int del_hooks);
 /* ucfix.c: 1 once some engine got the CPU features crec adds (POPCNT...). */
 int emu_ucfix_features(void);
 
+/* ucload.c: the library, loaded on the first call (NULL if it can't be),
+ * and why it could not be (NULL once loaded). */
+void *emu_uc_handle(void);
+const char *emu_uc_load_error(void);
+
 /* ucfix.c: Unicorn's calls that open, close or change the regions of an
  * engine.  Call Unicorn's own never: ucfix.c keeps a cache of which region
  * holds an address, and these keep it true. */

@@ -3,10 +3,10 @@
  * defining some of the library's internal functions in our own program.
  *
  * libunicorn calls its internal functions through its PLT, so a function
- * of the same name that the executable exports replaces the library's in
- * the whole process (recording, replay and `crec run`).  Each replacement
+ * of the same name that the executable exports (emu/ucfix.sym) replaces the
+ * library's in the whole process (recording, replay and `crec run`).  Each replacement
  * changes nothing unless the library reports version 2.0.1; any other
- * version gets its own functions back through dlsym(RTLD_NEXT).
+ * version gets its own functions back through dlsym of the library (ucload.c).
  *
  * 1. Every store built and freed a tree.  Unicorn 2.0.1 never marks a page
  *    of guest RAM dirty (its tlb_unprotect_code() and
@@ -163,7 +163,8 @@ static uint64_t (*ucfix_real_ram_addr)(struct uc_struct *uc, void *ptr);
 /* dlsym returns a void * that holds a function's address. */
 static void ucfix_real(const char *name, void *fn, size_t size)
 {
-    void *p = dlsym(RTLD_NEXT, name);
+    void *h = emu_uc_handle(); /* the library's own, not ours (ucload.c) */
+    void *p = h ? dlsym(h, name) : NULL;
     memcpy(fn, &p, size);
 }
 

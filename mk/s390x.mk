@@ -21,7 +21,7 @@
 # `record` and `run` out of cli/main.c's command table.
 
 S390X_MODULES := common format replayer index analysis gdb
-S390X_EMU     := emu/cpu.c emu/mem.c emu/blocks.c emu/cpuid.c emu/sysout.c emu/sigframe.c emu/ucfix.c \
+S390X_EMU     := emu/cpu.c emu/mem.c emu/blocks.c emu/cpuid.c emu/sysout.c emu/sigframe.c emu/ucfix.c emu/ucload.c \
                  emu/sysnames.c emu/xdecode.c emu/xinsn.c emu/xfloat.c
 S390X_CLI     := cli/main.c cli/cmd_info.c cli/cmd_replay.c cli/cmd_query.c \
                  cli/cmd_when.c cli/cmd_races.c cli/analysis.c cli/cmd_trace.c cli/cmd_profile.c \
@@ -80,11 +80,11 @@ $(S390X_BUILD)/libcrec.a: $(S390X_LIB_OBJ)
 	$(S390X_AR) rcs $@ $^
 
 $(S390X_CREC): $(S390X_CLI_OBJ) $(S390X_BUILD)/libcrec.a
-	$(S390X_CC) -o $@ $(S390X_CLI_OBJ) $(S390X_BUILD)/libcrec.a $(S390X_DEPS_LIBS) -lpthread -lm
+	$(S390X_CC) -Wl,--dynamic-list=emu/ucfix.sym -o $@ $(S390X_CLI_OBJ) $(S390X_BUILD)/libcrec.a $(S390X_DEPS_LIBS) -lpthread -lm
 
 $(S390X_BUILD)/tests/%: tests/%.c tests/s390x/criterion/criterion.h $(S390X_BUILD)/libcrec.a | deps-s390x
 	@mkdir -p $(dir $@)
-	$(S390X_CC) -Itests/s390x $(S390X_CPPFLAGS) $(S390X_CFLAGS) -o $@ $< \
+	$(S390X_CC) -Itests/s390x $(S390X_CPPFLAGS) $(S390X_CFLAGS) -Wl,--dynamic-list=emu/ucfix.sym -o $@ $< \
 	    $(S390X_BUILD)/libcrec.a $(S390X_DEPS_LIBS) -lpthread -lm
 
 # Everything runs under qemu-s390x without -L: the s390x libraries are found

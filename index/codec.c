@@ -117,9 +117,8 @@ struct crec_idx_block {
     int span_known;       /* ... once found (by decoding, or passing over) */
     uint8_t *filter;      /* the lines its spans touched (NULL: any) */
     unsigned filter_log2; /* ... 2^filter_log2 bits */
-    uint8_t *vraw;        /* its values decompressed, while spans [first, */
-    size_t vnext, vat;    /* ... vnext) have theirs, which end at vat */
-    struct xor_map *vlast; /* ... and the last value of each line stored */
+    uint8_t *vraw;        /* its values decompressed (kept: another span's may
+                             be asked for) */
 };
 
 /* A block's filter as the table holds it (get_filters). */
@@ -651,14 +650,20 @@ static uint64_t values_len(const crec_idx_span *s)
 
 /* The values of a span's stores at p (values_len bytes, checked to be
  * there), undoing put_values. */
-static int get_values(const uint8_t *p, crec_idx_span *s, struct xor_map *prev,
-                      crec_error *err)
+static int get_values(const uint8_t *p, crec_idx_span *s, struct xor_map *prev, int keep,
+                      uint64_t lo, uint64_t hi, crec_error *err)
 {
-    if (!(s->write_values = crec_calloc(s->nwrite ? s->nwrite : 1, 64)))
+    uint8_t scratch[64];
+
+    if (keep && !s->write_values && !(s->write_values = crec_calloc(s->nwrite ? s->nwrite : 1, 64)))
         return nomem(err);
     for (size_t i = 0; i < s->nwrite; i++) {
-        uint8_t *last = xor_slot(prev, s->write[i]), *v = &s->write_values[64 * i];
-        if (!last)
+        uint8_t *last, *v = keep ? &s->write_values[64 * i] : scratch; /* only `last` is kept */
+        if (s->write[i] < lo || s->write[i] > hi) { /* a line not asked for: passed over */
+            p += __builtin_popcountll(s->write_mask[i]);
+            continue;
+        }
+        if (!(last = xor_slot(prev, s->write[i])))
             return nomem(err);
         /* its bytes, low first, a run of them at a time (stores are whole
          * words, and lines often whole) */
@@ -875,9 +880,9 @@ static int get_blocks(struct body *d, crec_idx *ix, size_t zoff, size_t zend)
         if (n == 0 || n > ix->nspan - span || zlen > zend - zoff ||
             vzlen > zend - zoff - zlen || (vzlen == 0) != (vlen == 0))
             return crec_error_corrupt(d->err, "index: block %zu does not fit", b);
-        ix->blocks[b] = (struct crec_idx_block){span, n, zoff, zlen, len, zoff + zlen, vzlen,
-                                                vlen, 0, 0, NULL, NULL, 0, NULL, 0, NULL, 0, 0,
-                                                NULL};
+        ix->blocks[b] = (struct crec_idx_block){.first = span, .n = n, .zoff = zoff,
+                                                .zlen = zlen, .len = len, .vzoff = zoff + zlen,
+                                                .vzlen = vzlen, .vlen = vlen};
         span += n;
         zoff += zlen + vzlen;
     }
@@ -1070,12 +1075,8 @@ void crec_idx_span_clear(crec_idx_span *s)
 
 static void block_values_free(struct crec_idx_block *b)
 {
-    if (b->vlast)
-        xor_free(b->vlast);
-    crec_free(b->vlast);
     crec_free(b->vraw);
-    b->vlast = NULL, b->vraw = NULL;
-    b->vnext = b->vat = 0;
+    b->vraw = NULL;
 }
 
 static void block_raw_free(struct crec_idx_block *b)
@@ -1230,47 +1231,52 @@ static int decode_block(crec_idx *ix, struct crec_idx_block *b, crec_error *err)
 }
 
 /*
- * The values of the valued spans of a decoded block, in order, up to span
- * `upto`: each is XORed with the block's last values before it, so a span's
- * needs those of every span before it in the block, not those after (a
- * query needs the spans before its time: half a block, on average, as each
- * line stored costs a look in a table of the block's lines).
+ * The values span `seg` of a decoded block stored in lines [lo, hi] (every
+ * valued span's, with `all`).  Each value is XORed with the block's last
+ * one of its line before it, so a span's need every span's before it in
+ * the block, not those after; a query needs one span's, that of the span
+ * that last stored its address, and of the lines it asks for: the spans
+ * before are passed over, a line not asked for a count of its bytes, so a
+ * query does not pay for the values of a block's every store.
  */
-static int block_values(crec_idx *ix, struct crec_idx_block *b, size_t upto, crec_error *err)
+static int block_values(crec_idx *ix, struct crec_idx_block *b, size_t seg, int all, uint64_t lo,
+                        uint64_t hi, crec_error *err)
 {
+    struct xor_map last = {0};
+    size_t at = 0, end = all ? b->first + b->n : seg + 1;
     int rc = CREC_OK;
 
-    if (!b->vraw) {
-        if (!(b->vlast = crec_calloc(1, sizeof *b->vlast)))
-            return nomem(err);
-        if ((rc = inflate_part(ix->image + b->vzoff, b->vzlen, b->vlen, &b->vraw, err))) {
-            block_values_free(b);
-            return rc;
+    if (!b->vraw && (rc = inflate_part(ix->image + b->vzoff, b->vzlen, b->vlen, &b->vraw, err)))
+        return rc;
+    for (size_t i = b->first; i < end && all; i++) /* room for the most of one span */
+        if (ix->spans[i].flags & CREC_IDX_VALUED && ix->spans[i].nwrite > last.want)
+            last.want = ix->spans[i].nwrite;
+    for (size_t i = b->first; rc == CREC_OK && i < end; i++)
+        if (ix->spans[i].flags & CREC_IDX_VALUED) {
+            crec_idx_span *s = &ix->spans[i];
+            int keep = all || i == seg;
+            rc = get_values(b->vraw + at, s, &last, keep, lo, hi, err);
+            at += values_len(s); /* the sum was checked: vlen */
+            if (keep)
+                s->values_part = !all, s->vlo = lo, s->vhi = hi;
         }
-        b->vnext = b->first, b->vat = 0;
-        for (size_t i = b->first; i < b->first + b->n; i++) /* the most of one span */
-            if (ix->spans[i].flags & CREC_IDX_VALUED && ix->spans[i].nwrite > b->vlast->want)
-                b->vlast->want = ix->spans[i].nwrite;
-    }
-    for (; rc == CREC_OK && b->vnext <= upto && b->vnext < b->first + b->n; b->vnext++)
-        if (ix->spans[b->vnext].flags & CREC_IDX_VALUED) {
-            rc = get_values(b->vraw + b->vat, &ix->spans[b->vnext], b->vlast, err);
-            b->vat += values_len(&ix->spans[b->vnext]); /* the sum was checked: vlen */
-        }
+    xor_free(&last);
     if (rc != CREC_OK) {
         block_clear(ix, b);
         return rc;
     }
-    if (b->vnext == b->first + b->n) {
+    if (all) {
         block_values_free(b);
         b->valued = 1;
     }
     return CREC_OK;
 }
 
-int crec_idx_need_values(crec_idx *ix, size_t seg, crec_error *err)
+int crec_idx_need_values(crec_idx *ix, size_t seg, uint64_t addr, uint64_t len, crec_error *err)
 {
     struct crec_idx_block *b;
+    crec_idx_span *s;
+    uint64_t lo = addr >> CREC_IDX_LINE_SHIFT, hi = (addr + (len ? len : 1) - 1) >> CREC_IDX_LINE_SHIFT;
     int rc;
 
     if (!ix->blocks || seg >= ix->nspan)
@@ -1278,9 +1284,15 @@ int crec_idx_need_values(crec_idx *ix, size_t seg, crec_error *err)
     b = block_of(ix, seg);
     if (!b->decoded && (rc = decode_block(ix, b, err)) != CREC_OK)
         return rc;
-    if (b->valued || (b->vraw && seg < b->vnext))
+    s = &ix->spans[seg];
+    if (b->valued || !(s->flags & CREC_IDX_VALUED) ||
+        (s->write_values && (!s->values_part || (s->vlo <= lo && hi <= s->vhi))))
         return CREC_OK;
-    return block_values(ix, b, seg, err);
+    if (s->write_values) { /* others asked before: theirs too */
+        lo = lo < s->vlo ? lo : s->vlo;
+        hi = hi > s->vhi ? hi : s->vhi;
+    }
+    return block_values(ix, b, seg, 0, lo, hi, err);
 }
 
 int crec_idx_need(crec_idx *ix, size_t seg, crec_error *err)
@@ -1300,8 +1312,7 @@ int crec_idx_need_all(crec_idx *ix, crec_error *err)
         if (!ix->blocks[b].decoded)
             rc = decode_block(ix, &ix->blocks[b], err);
         if (rc == CREC_OK && !ix->blocks[b].valued)
-            rc = block_values(ix, &ix->blocks[b], ix->blocks[b].first + ix->blocks[b].n - 1,
-                              err);
+            rc = block_values(ix, &ix->blocks[b], 0, 1, 0, UINT64_MAX, err);
         for (size_t i = 0; rc == CREC_OK && i < ix->blocks[b].n; i++)
             rc = crec_idx_need_point(ix, ix->blocks[b].first + i, err);
         if (rc != CREC_OK)

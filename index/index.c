@@ -117,6 +117,7 @@ int crec_idx_byte_at_end(const crec_idx *ix, size_t seg, uint64_t addr, uint8_t 
         /* its last store left it, unless the kernel wrote it after */
         k = list_find(s->stale, s->nstale, line);
         if (!(s->flags & CREC_IDX_VALUED) || !s->write_values || s->flags & CREC_IDX_WILD ||
+            (s->values_part && (line < s->vlo || line > s->vhi)) ||
             (k < s->nstale && s->stale_mask[k] & bit))
             return CREC_IDX_BYTE_REPLAY;
         *value = s->write_values[64 * w + (addr & 63)];

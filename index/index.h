@@ -61,6 +61,9 @@ typedef struct crec_idx_span {
     uint64_t *write_mask;
     uint8_t *write_values; /* CREC_IDX_VALUED: 64 bytes a stored line, those of
                               its mask holding their values at the span's end */
+    int values_part;       /* write_values hold only lines [vlo, vhi] (read from a
+                              file for a query, crec_idx_need_values) */
+    uint64_t vlo, vhi;
     size_t nstale;         /* stored bytes whose value at the end is not kept */
     uint64_t *stale;       /* (the kernel wrote them after the last store, or */
     uint64_t *stale_mask;  /* ... unmapped since): sorted, a subset of write */
@@ -122,11 +125,13 @@ int crec_idx_need_point(crec_idx *ix, size_t seg, crec_error *err);
  *  spans' kernel writes are unknown always may. */
 int crec_idx_may_touch(const crec_idx *ix, size_t seg, uint64_t addr, uint64_t len);
 
-/*! crec_idx_need_values() : the same, and the values of the stores of the
- *  spans of that block (read apart: most queries pass over most spans'
- *  values; crec_idx_need_all reads them all).
+/*! crec_idx_need_values() : the same, and the values the stores of span
+ *  `seg` left in the lines of [addr, addr+len) (read apart: most queries
+ *  pass over most spans' values, and need one span's, of a few lines;
+ *  crec_idx_need_all reads them all).
  *  @return CREC_OK or CREC_ERR_CORRUPT / CREC_ERR_NOMEM. */
-int crec_idx_need_values(crec_idx *ix, size_t seg, crec_error *err);
+int crec_idx_need_values(crec_idx *ix, size_t seg, uint64_t addr, uint64_t len,
+                         crec_error *err);
 
 /*! crec_idx_span_values() : the values span s's stores left, read with
  *  read(ctx, dst, addr, len) (0: read; memory at the span's end), and

@@ -380,7 +380,7 @@ static int settle_from_values(crec_recording *rec, size_t sp, struct answer *a,
     *replay = 0;
     /* its values are read only when it stores what is asked */
     if (rec->ix->spans[sp].flags & CREC_IDX_VALUED && touches_open(rec, sp, a, 1) &&
-        (rc = crec_idx_need_values(rec->ix, sp, err)) != CREC_OK)
+        (rc = crec_idx_need_values(rec->ix, sp, a->addr, a->len, err)) != CREC_OK)
         return rc;
     memset(tr->st, 0, a->len); /* here: the bytes that want their load replayed */
     for (size_t i = 0; i < a->len; i++) {

@@ -372,11 +372,15 @@ static uc_err engine_take(crec_emu_cpu *cpu)
     return ue;
 }
 
-/* Remove every hook this CPU added and every guest region; 0 if clean. */
+/*
+ * Remove every hook this CPU added and every guest region; 0 if clean.
+ * The block hook goes last: Unicorn 2.0.1 deletes it by going over every
+ * translated block, which is cheap once the regions' code is dropped and
+ * cost 0.28 s of the end of a python3 replay before.
+ */
 static int engine_clean(crec_emu_cpu *cpu)
 {
-    uc_hook base[] = {cpu->h_block, cpu->h_syscall, cpu->h_cpuid,
-                      cpu->h_invalid, cpu->h_mem, cpu->h_intr};
+    uc_hook base[] = {cpu->h_syscall, cpu->h_cpuid, cpu->h_invalid, cpu->h_mem, cpu->h_intr};
     uc_mem_region *regions;
     uint32_t n;
     int bad = 0;
@@ -410,6 +414,8 @@ static int engine_clean(crec_emu_cpu *cpu)
             bad = 1;
     }
     uc_free(regions);
+    if (cpu->h_block && uc_hook_del(cpu->uc, cpu->h_block) != UC_ERR_OK)
+        bad = 1;
     return bad ? -1 : 0;
 }
 

@@ -564,7 +564,6 @@ int rec_flight_block(struct rec_session *rs, uint64_t addr, uint64_t before, uin
                      int *boundary)
 {
     struct rec_flight *f = rs->fl;
-    uint64_t bytes = crec_emu_cpu_block_bytes(rs->cpu);
 
     if (f->nkids)
         reap(rs, 0);
@@ -588,7 +587,8 @@ int rec_flight_block(struct rec_session *rs, uint64_t addr, uint64_t before, uin
         return 1;
     }
     if (!rs->active) {
-        if (hit(f->start, f->nstart, addr, bytes, before, &f->start_next))
+        if (hit(f->start, f->nstart, addr, crec_emu_cpu_block_bytes(rs->cpu), before,
+                &f->start_next))
             activate(rs);
         return 1;
     }
@@ -597,7 +597,8 @@ int rec_flight_block(struct rec_session *rs, uint64_t addr, uint64_t before, uin
         part_starts(rs, before, tbefore);
         return rs->failed;
     }
-    if (hit(f->stop, f->nstop, addr, bytes, before, &f->stop_next)) {
+    if ((f->nstop || f->stop_next) &&
+        hit(f->stop, f->nstop, addr, crec_emu_cpu_block_bytes(rs->cpu), before, &f->stop_next)) {
         deactivate(rs, addr, before, tbefore);
         return 1;
     }

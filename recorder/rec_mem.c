@@ -221,7 +221,8 @@ static uint64_t code_piece(uint64_t at, uint64_t end)
  * are those the record names: nothing writes code that is not writable, and
  * a mprotect that makes it writable stores all of it first
  * (rec_on_mem_event).  rs->ran holds the pages checked since the memory
- * map last changed there.
+ * map last changed there, and rs->ran_recent those of the last blocks, which
+ * the block hook looks in first (rec_code_ran_known).
  */
 static int store_code_page(struct rec_session *rs, uint64_t page)
 {
@@ -246,17 +247,17 @@ void rec_code_ran(struct rec_session *rs, uint64_t addr, uint64_t bytes)
 {
     uint64_t p = addr / CREC_PAGE_SIZE, q = (addr + (bytes ? bytes : 1) - 1) / CREC_PAGE_SIZE;
 
-    if (p == q && p + 1 == rs->ran_last)
-        return; /* the common case: the page of the last block */
     for (; p <= q; p++) {
-        if (pageset_has(&rs->ran, p))
+        if (rs->ran_recent[p % REC_RAN_RECENT] == p + 1)
             continue;
-        if (!(crec_emu_mem_prot(rs->cpu, p * CREC_PAGE_SIZE) & CREC_PROT_WRITE) &&
-            store_code_page(rs, p) != CREC_OK)
-            return;
-        (void)rec_pageset_add(&rs->ran, p); /* no memory: checked again next time */
+        if (!pageset_has(&rs->ran, p)) {
+            if (!(crec_emu_mem_prot(rs->cpu, p * CREC_PAGE_SIZE) & CREC_PROT_WRITE) &&
+                store_code_page(rs, p) != CREC_OK)
+                return;
+            (void)rec_pageset_add(&rs->ran, p); /* no memory: checked again next time */
+        }
+        rs->ran_recent[p % REC_RAN_RECENT] = p + 1;
     }
-    rs->ran_last = q + 1;
 }
 
 /* The memory map changed at [addr, addr+len): its pages are checked again. */
@@ -265,13 +266,13 @@ static void ran_forget(struct rec_session *rs, uint64_t addr, uint64_t len)
     if (len == 0)
         return;
     pageset_drop(&rs->ran, addr / CREC_PAGE_SIZE, (addr + len - 1) / CREC_PAGE_SIZE);
-    rs->ran_last = 0;
+    memset(rs->ran_recent, 0, sizeof rs->ran_recent);
 }
 
 void rec_ran_clear(struct rec_session *rs)
 {
     pageset_clear(&rs->ran);
-    rs->ran_last = 0;
+    memset(rs->ran_recent, 0, sizeof rs->ran_recent);
 }
 
 /* Symbols once per code blob: the same library mapped twice is named once. */

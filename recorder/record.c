@@ -564,9 +564,11 @@ static void rec_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
         return;
     if (rs->fl && rec_flight_block(rs, addr, before, tbefore, &boundary))
         return;
-    rec_code_ran(rs, addr, crec_emu_cpu_block_bytes(rs->cpu));
-    if (rs->failed)
-        return;
+    if (!rec_code_ran_known(rs, addr, ninsns)) {
+        rec_code_ran(rs, addr, crec_emu_cpu_block_bytes(rs->cpu));
+        if (rs->failed)
+            return;
+    }
     if (boundary || tbefore >= rs->cur->next_kf) {
         /* a ring segment, a part or a process image starts with a key frame */
         int key = boundary || rs->snap_full_due || rec_keyframe_due(rs, tbefore);
@@ -592,7 +594,8 @@ static void rec_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
             return;
         }
     }
-    if (rec_ix_point_due(rs, before)) { /* a restart point of the index */
+    /* a restart point of the index (its first test inline: most blocks fail it) */
+    if (rs->ix.on && before >= rs->ix.next_offer && rec_ix_point_due(rs, before)) {
         crec_fmt_keyframe p;
         if (rec_fill_point(rs, before, tbefore, addr, NULL, &p) == CREC_OK)
             rec_ix_point(rs, &p);

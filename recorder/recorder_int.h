@@ -397,6 +397,10 @@ struct rec_ix {
     uint64_t cpu_at;      /* thread CPU time (us) where it started: its cost */
 };
 
+/* Pages of code checked lately, a direct-mapped table the block hook looks
+ * in first: an interpreter's loop runs on a few pages in turn. */
+#define REC_RAN_RECENT 16
+
 struct rec_session {
     const crec_record_options *opt;
     crec_fmt_writer *w;
@@ -441,7 +445,8 @@ struct rec_session {
     uint64_t last_dirty_page;
 
     struct rec_pageset ran; /* pages of code whose bytes are stored (rec_code_ran) */
-    uint64_t ran_last;      /* the last of them a block ran on, + 1; 0 = none */
+    uint64_t ran_recent[REC_RAN_RECENT]; /* the last of them blocks ran on, + 1, by
+                                           page number modulo REC_RAN_RECENT; 0 = none */
     struct rec_code_hash *code_hashes; /* one per piece of code (REC_CODE_PIECE) */
     size_t n_code_hashes, cap_code_hashes;
     /* the files code is mapped from (the loader's, then mmap's), so that the
@@ -483,9 +488,20 @@ struct rec_session {
 /* rec_mem.c: the memory map, code, snapshots and dirty pages. */
 int rec_pageset_add(struct rec_pageset *s, uint64_t page);
 /* A block of `bytes` at addr is about to run: store the pages of paged code
- * it lies on that the file does not hold yet. */
+ * it lies on that the file does not hold yet (rec_code_ran_known first). */
 void rec_code_ran(struct rec_session *rs, uint64_t addr, uint64_t bytes);
 void rec_ran_clear(struct rec_session *rs); /* a new process image */
+
+/* Is a block of ninsns instructions at addr on a page checked lately, and
+ * too short to leave it (an instruction is at most 15 bytes)? */
+static inline int rec_code_ran_known(const struct rec_session *rs, uint64_t addr,
+                                     uint32_t ninsns)
+{
+    uint64_t page = addr / CREC_PAGE_SIZE;
+
+    return rs->ran_recent[page % REC_RAN_RECENT] == page + 1 &&
+           addr % CREC_PAGE_SIZE + 15 * (uint64_t)ninsns <= CREC_PAGE_SIZE;
+}
 void rec_pageset_free(struct rec_pageset *s);
 void rec_mark_dirty_pages(struct rec_session *rs, uint64_t addr, uint64_t len);
 

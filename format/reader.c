@@ -1593,18 +1593,29 @@ static int paged_head(crec_fmt_reader *r, const crec_fmt_blob_loc *e, uint64_t *
  * `list`: its bytes, checked against the page's hash, or zeros and
  * *stored 0 when the recording never stored them (the program never ran it).
  */
+/* Page i's hash in the list at `list`, and its blob's table entry (*p
+ * NULL: the page is not stored). */
+static int paged_page_loc(crec_fmt_reader *r, uint64_t list, uint64_t i, crec_fmt_hash *hash,
+                          const crec_fmt_blob_loc **p, crec_error *err)
+{
+    int rc = crec_fmt_read_at(r, CREC_FMT_S_BLOBS, 0, list + 16 * i, hash->b, 16, err);
+
+    *p = !rc && r->nblobs ? bsearch(hash, r->blobs, r->nblobs, sizeof *r->blobs, cmp_blob)
+                          : NULL;
+    return rc;
+}
+
 static int paged_page(crec_fmt_reader *r, uint64_t list, uint64_t i, uint8_t *page, size_t n,
                       int *stored, crec_error *err)
 {
     crec_fmt_blob_loc key;
     const crec_fmt_blob_loc *p;
     crec_fmt_hash h;
-    int rc = crec_fmt_read_at(r, CREC_FMT_S_BLOBS, 0, list + 16 * i, key.hash.b, 16, err);
+    int rc = paged_page_loc(r, list, i, &key.hash, &p, err);
 
     *stored = 0;
     if (rc)
         return rc;
-    p = r->nblobs ? bsearch(&key, r->blobs, r->nblobs, sizeof *r->blobs, cmp_blob) : NULL;
     if (!p) {
         memset(page, 0, n);
         return CREC_OK;
@@ -1622,6 +1633,16 @@ static int paged_page(crec_fmt_reader *r, uint64_t list, uint64_t i, uint8_t *pa
     return CREC_OK;
 }
 
+/* Do bytes [off, off+n) lie in a blob of len bytes? */
+static int blob_range_ok(crec_fmt_reader *r, uint64_t off, uint64_t n, uint64_t len,
+                         crec_error *err)
+{
+    if (off > len || n > len - off)
+        return crec_error_set(err, CREC_ERR_ARG, "%s: bytes %" PRIu64 "+%" PRIu64 " are past "
+                              "the end of a blob of %" PRIu64, r->name, off, n, len);
+    return CREC_OK;
+}
+
 /*
  * Walk the pages of blob e that bytes [off, off+n) lie on: with buf, copy
  * them there (zeros where not stored); *all says whether every one was
@@ -1635,22 +1656,19 @@ static int paged_walk(crec_fmt_reader *r, const crec_fmt_blob_loc *e, uint64_t o
     int rc = paged_head(r, e, &len, &list, err);
 
     *all = 1;
-    if (rc)
+    if (rc || (rc = blob_range_ok(r, off, n, len, err)) != 0)
         return rc;
-    if (off > len || n > len - off)
-        return crec_error_set(err, CREC_ERR_ARG, "%s: bytes %" PRIu64 "+%" PRIu64 " are past "
-                              "the end of a blob of %" PRIu64, r->name, off, n, len);
     for (uint64_t at = off; at < off + n;) {
         uint64_t i = at / CREC_FMT_PAGE_SIZE, base = i * CREC_FMT_PAGE_SIZE;
         size_t pn = len - base < CREC_FMT_PAGE_SIZE ? (size_t)(len - base) : CREC_FMT_PAGE_SIZE;
         uint64_t end = base + pn < off + n ? base + pn : off + n;
         int stored;
         if (!buf) { /* only whether it is stored: no bytes read */
-            crec_fmt_blob_loc key;
-            if ((rc = crec_fmt_read_at(r, CREC_FMT_S_BLOBS, 0, list + 16 * i, key.hash.b, 16,
-                                       err)) != 0)
+            crec_fmt_hash h;
+            const crec_fmt_blob_loc *p;
+            if ((rc = paged_page_loc(r, list, i, &h, &p, err)) != 0)
                 return rc;
-            stored = r->nblobs && bsearch(&key, r->blobs, r->nblobs, sizeof *r->blobs, cmp_blob);
+            stored = p != NULL;
         } else {
             if ((rc = paged_page(r, list, i, page, pn, &stored, err)) != 0)
                 return rc;
@@ -1785,9 +1803,8 @@ int crec_fmt_blob_recorded(crec_fmt_reader *r, const crec_fmt_hash *hash, uint64
         return rc;
     if (e->len & CREC_FMT_BLOB_PAGED)
         return paged_walk(r, e, off, n, NULL, all, err);
-    if (off > e->len || n > e->len - off)
-        return crec_error_set(err, CREC_ERR_ARG, "%s: bytes %" PRIu64 "+%" PRIu64 " are past "
-                              "the end of a blob of %" PRIu64, r->name, off, n, e->len);
+    if ((rc = blob_range_ok(r, off, n, e->len, err)) != 0)
+        return rc;
     *all = 1;
     return CREC_OK;
 }
@@ -1804,10 +1821,8 @@ int crec_fmt_blob_read(crec_fmt_reader *r, const crec_fmt_hash *hash, uint64_t o
         int all;
         return paged_walk(r, e, off, n, buf, &all, err);
     }
-    if (off > e->len || n > e->len - off)
-        return crec_error_set(err, CREC_ERR_ARG, "%s: bytes %llu+%zu are past the end of a "
-                              "blob of %llu", r->name, (unsigned long long)off, n,
-                              (unsigned long long)e->len);
+    if ((rc = blob_range_ok(r, off, n, e->len, err)) != 0)
+        return rc;
     if (!r->blob_checked[e - r->blobs]) {
         if ((rc = blob_header_ok(r, e, err)) != 0)
             return rc;

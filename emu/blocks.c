@@ -502,6 +502,7 @@ static int block_learn(crec_emu_cpu *cpu, uint64_t addr, uint32_t size, struct e
     cs_insn *insn;
     int added = 0, prev_site = 0;
     long n = 0, nrun = 0, run = 0; /* run: sites in a row from the first */
+    long ntsc = 0;
     uint16_t idx[EMU_BLOCK_MAX_INSNS];
     unsigned nat = 0;
 
@@ -539,8 +540,11 @@ static int block_learn(crec_emu_cpu *cpu, uint64_t addr, uint32_t size, struct e
         if (run > 0)
             run = -1;
         prev_site = 0;
-        if (xi.kind == XI_NONE && (insn->id == X86_INS_RDTSC || insn->id == X86_INS_RDTSCP))
+        if (xi.kind == XI_NONE && (insn->id == X86_INS_RDTSC || insn->id == X86_INS_RDTSCP)) {
             added |= trap_special(cpu, at, (void *)rdtsc_hook);
+            if (!ntsc && (at < addr + size || !size))
+                ntsc = n; /* counted above: this one included */
+        }
         else if (xi.kind == XI_NONE && privileged(insn))
             added |= trap_special(cpu, at, (void *)privileged_hook);
     }
@@ -552,6 +556,7 @@ static int block_learn(crec_emu_cpu *cpu, uint64_t addr, uint32_t size, struct e
     out->size = size;
     out->ninsns = (uint32_t)n;
     out->nrun = nrun > 0 && nrun < n ? (uint32_t)nrun : 0;
+    out->ntsc = (uint32_t)ntsc;
     out->atomics = 0;
     out->sum = block_sum(cpu, addr, size);
     if (added) {
@@ -610,6 +615,7 @@ void emu_block_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud)
     cpu->cur_block_size = size;
     cpu->cur_atomics = b.atomics ? cpu->atomic_lists + b.atomics - 1 : NULL;
     cpu->cur_block_run = b.nrun;
+    cpu->cur_block_tsc = b.ntsc;
     if (cpu->hooks.block) {
         cpu->in_block_hook = 1;
         cpu->hooks.block(cpu->hooks.ctx, addr, b.ninsns, cpu->icount);
@@ -652,16 +658,10 @@ uint32_t crec_emu_cpu_block_insns(crec_emu_cpu *cpu)
     /* Instructions crec executes itself leave the block after their run. */
     if (cpu->cur_block_run && cpu->cur_block_run < n)
         n = cpu->cur_block_run;
-    /* An emulated RDTSC leaves its block (rdtsc_hook): the rest does not run. */
-    for (size_t i = 0; i < cpu->n_rdtsc; i++) {
-        uint64_t site = cpu->rdtsc_sites[i];
-        long before;
-        if (site < cpu->cur_block || site >= cpu->cur_block + cpu->cur_block_size)
-            continue;
-        before = emu_count_insns(cpu, cpu->cur_block, cpu->cur_block_size, site);
-        if (before >= 0 && (uint64_t)before + 1 < n)
-            n = (uint32_t)before + 1;
-    }
+    /* An emulated RDTSC leaves its block (rdtsc_hook): the rest does not
+     * run.  (A size of 0: no block is running, or a hook ended it.) */
+    if (cpu->cur_block_tsc && cpu->cur_block_size && cpu->cur_block_tsc < n)
+        n = cpu->cur_block_tsc;
     return n;
 }
 

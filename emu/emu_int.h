@@ -49,6 +49,9 @@ struct emu_block {
     /* instructions that run before control leaves it at instructions crec
      * executes itself (xinsn.c: up to the end of their run); 0: all */
     uint32_t nrun;
+    /* instructions up to and including its first RDTSC/RDTSCP, where an
+     * emulated one leaves it (rdtsc_hook); 0: none */
+    uint32_t ntsc;
 };
 
 /* At most this many instructions crec executes itself in a row are carried
@@ -138,6 +141,7 @@ struct crec_emu_cpu {
     uint32_t cur_block_n;     /* its instruction count (already in icount) */
     uint32_t cur_block_size;
     uint32_t cur_block_run;   /* its emu_block.nrun */
+    uint32_t cur_block_tsc;   /* its emu_block.ntsc */
 
     uint64_t *rdtsc_sites;    /* instructions with a bounded code hook */
     uc_hook *rdtsc_hooks;     /* the hook of each site */

@@ -83,6 +83,7 @@ static int rec_flush_seq(struct rec_session *rs, struct rec_thread *t)
     int rc;
 
     t->seq_atomics = 0;
+    t->seq_atomics_last = 0;
     if (t->seq.len == 0 && !t->seq.nomem)
         return CREC_OK;
     rc = crec_fmt_write_buf(rs->w, CREC_FMT_S_SEQ, t->tid, &t->seq, &err);
@@ -103,6 +104,9 @@ static void rec_seq_take_back(struct rec_thread *t, uint64_t icount)
 {
     crec_fmt_cur c = {t->seq.data, t->seq.len, t->seq_atomics};
     crec_fmt_seq_ctx ctx = t->seq_atomics_ctx;
+
+    if (icount >= t->seq_atomics_last) /* most blocks: every one of them ran */
+        return;
 
     while (c.pos < c.len) {
         size_t at = c.pos;
@@ -133,6 +137,7 @@ static void rec_seq_block(struct rec_session *rs, uint64_t before)
     n = crec_emu_cpu_block_atomics(rs->cpu, &idx);
     for (unsigned i = 0; i < n; i++)
         rec_seq(rs, t, before + idx[i] + 1, CREC_FMT_SEQ_ATOMIC);
+    t->seq_atomics_last = n ? before + idx[n - 1] + 1 : 0; /* idx ascending */
 }
 
 /* ---- events --------------------------------------------------------------------- */
@@ -1097,6 +1102,7 @@ static void rec_image_restart(struct rec_session *rs)
     crec_fmt_buf_reset(&cur->seq);
     cur->seq_ctx = (crec_fmt_seq_ctx){0, 0, 1};
     cur->seq_atomics = 0;
+    cur->seq_atomics_last = 0;
     rs->multi = 0;
     rs->seq = 0;
     crec_fmt_buf_reset(&rs->reads);

@@ -369,6 +369,7 @@ struct rec_thread {
     crec_fmt_seq_ctx seq_ctx; /* the entry the next is written relative to */
     size_t seq_atomics;   /* where in `seq` the atomics of the running block begin */
     crec_fmt_seq_ctx seq_atomics_ctx; /* ... and the context there */
+    uint64_t seq_atomics_last; /* the count of the last of them */
 };
 
 /* The index gathered while recording (rec_index.c). */

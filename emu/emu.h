@@ -630,7 +630,11 @@ struct crec_emu_signal {
  */
 struct crec_emu_observer {
     void *ctx;
-    void (*on_block)(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t icount);
+    /* a block starts: `icount` counts it already, `thread_icount` is the
+     * running thread's count (crec_emu_thread_icount), passed because the
+     * recorder needs both at every block */
+    void (*on_block)(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t icount,
+                     uint64_t thread_icount);
     /* before the emulated kernel runs: nr and args are set, ret is 0 */
     void (*on_syscall_enter)(void *ctx, const struct crec_emu_syscall *sc);
     /* after it: ret and the ranges it wrote are set (not for exit) */

@@ -67,7 +67,6 @@ struct rec_flight {
     char process_what[160]; /* ... what to say ("--ring records one process; ...") */
     int full_stop;     /* --max-size reached with --on-full stop */
     uint64_t segment;  /* a ring's segment */
-    sig_atomic_t dumps_seen;
     uint64_t dumps;
     pid_t kids[FL_MAX_KIDS];
     size_t nkids;
@@ -134,6 +133,7 @@ static void resolve(struct fl_trig *v, size_t n, const char *path, uint64_t file
 
 void rec_flight_image(struct rec_session *rs, const char *path, uint64_t file_off, uint64_t addr)
 {
+    rs->fl_calm = 0;
     resolve(rs->fl->start, rs->fl->nstart, path, file_off, addr);
     resolve(rs->fl->stop, rs->fl->nstop, path, file_off, addr);
 }
@@ -142,6 +142,7 @@ void rec_flight_syscall(struct rec_session *rs, uint64_t nr)
 {
     struct rec_flight *f = rs->fl;
 
+    rs->fl_calm = 0;
     for (size_t i = 0; i < f->nstart; i++)
         if (f->start[i].kind == CREC_TRIGGER_SYSCALL && f->start[i].value == nr && !rs->active)
             f->start_next = 1;
@@ -152,6 +153,7 @@ void rec_flight_syscall(struct rec_session *rs, uint64_t nr)
 
 void rec_flight_thread(struct rec_session *rs)
 {
+    rs->fl_calm = 0;
     /* a ring and a --start-at recording hold one thread (--stop-at alone,
      * --max-size and dumps end as any recording of threads does) */
     if (rs->opt->ring || rs->opt->n_start_at)
@@ -187,6 +189,7 @@ void rec_flight_forked(struct rec_session *rs, int phase, int pid)
 {
     struct rec_flight *f = rs->fl;
 
+    rs->fl_calm = 0;
     if (phase == CREC_EMU_FORK_BEFORE) {
         f->process_stop = 1; /* the parent ends at its next block start */
         return;
@@ -560,6 +563,16 @@ static int full(struct rec_session *rs)
     return size + reserve + FL_FULL_GAP >= max;
 }
 
+/* Is there nothing rec_flight_block must look at block by block, until
+ * one of the other rec_flight_ functions is called (they clear fl_calm)? */
+static int calm(const struct rec_session *rs)
+{
+    const struct rec_flight *f = rs->fl;
+
+    return rs->active && !rs->ended && !f->nkids && !f->process_stop && !f->threads_stop &&
+           !f->part_pending && !f->nstop && !f->stop_next && !f->segment && !rs->opt->max_size;
+}
+
 int rec_flight_block(struct rec_session *rs, uint64_t addr, uint64_t before, uint64_t tbefore,
                      int *boundary)
 {
@@ -569,8 +582,8 @@ int rec_flight_block(struct rec_session *rs, uint64_t addr, uint64_t before, uin
         reap(rs, 0);
     if (rs->ended)
         return 1;
-    if (rs->opt->dump && *rs->opt->dump != f->dumps_seen) {
-        f->dumps_seen = *rs->opt->dump;
+    if (rs->opt->dump && *rs->opt->dump != rs->fl_dumps_seen) {
+        rs->fl_dumps_seen = *rs->opt->dump;
         dump(rs, addr, before, tbefore);
     }
     if (f->process_stop) {
@@ -614,6 +627,7 @@ int rec_flight_block(struct rec_session *rs, uint64_t addr, uint64_t before, uin
     }
     if (f->segment && crec_fmt_ring_segment_bytes(rs->w) + rs->reads.len >= f->segment)
         *boundary = 1;
+    rs->fl_calm = calm(rs);
     return 0;
 }
 
@@ -638,7 +652,7 @@ int rec_flight_open(struct rec_session *rs, crec_error *err)
     for (size_t i = 0; i < rs->n_images; i++) /* what the loader mapped */
         rec_flight_image(rs, rs->images[i].path, rs->images[i].file_off, rs->images[i].addr);
     if (o->dump)
-        f->dumps_seen = *o->dump;
+        rs->fl_dumps_seen = *o->dump;
     if (o->ring) {
         crec_fmt_ring_opts ro = {o->out_path, o->ring, 0};
         int rc;
@@ -681,6 +695,7 @@ void rec_flight_exec(struct rec_session *rs)
     uint64_t icount = crec_emu_cpu_icount(rs->cpu);
     char what[200];
 
+    rs->fl_calm = 0;
     snprintf(what, sizeof what, "%s records one process; %s called execve",
              one_process_option(rs), program_name(rs));
     end_one_process(rs, CREC_FMT_STOP_PROCESS, what, what, 0, icount,

@@ -554,11 +554,12 @@ static int rec_snapshot_due(struct rec_session *rs, uint64_t icount)
     return rs->dirty_all || bits * 1000 <= REC_SNAP_BITS_MILLI * since;
 }
 
-static void rec_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t icount)
+static void rec_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t icount,
+                         uint64_t thread_icount)
 {
     struct rec_session *rs = ctx;
     uint64_t before = icount - ninsns;
-    uint64_t tbefore = crec_emu_thread_icount(rs->emu) - ninsns;
+    uint64_t tbefore = thread_icount - ninsns;
     int boundary = 0;
 
     if (rs->opt->stop && *rs->opt->stop) {
@@ -567,7 +568,8 @@ static void rec_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
     }
     if (rs->failed)
         return;
-    if (rs->fl && rec_flight_block(rs, addr, before, tbefore, &boundary))
+    if (rs->fl && (!rs->fl_calm || (rs->opt->dump && *rs->opt->dump != rs->fl_dumps_seen)) &&
+        rec_flight_block(rs, addr, before, tbefore, &boundary))
         return;
     if (!rec_code_ran_known(rs, addr, ninsns)) {
         rec_code_ran(rs, addr, crec_emu_cpu_block_bytes(rs->cpu));

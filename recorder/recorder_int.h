@@ -465,6 +465,12 @@ struct rec_session {
 
     /* the flight recorder (flight.c): ring, --max-size, dumps, --start-at */
     struct rec_flight *fl; /* NULL for a plain recording of the whole run */
+    /* rec_flight_block has nothing to do at a block start but a dump asked
+     * for since fl_dumps_seen: no trigger, ring, --max-size, dump process or
+     * stop pending (flight.c: the block tests this inline, and anything
+     * that may change it clears it) */
+    int fl_calm;
+    sig_atomic_t fl_dumps_seen;
     int active;           /* recording now (not in a gap of --start-at/--stop-at) */
     int ended;            /* the file is complete; the program runs on unrecorded */
     int hooked;           /* the memory hooks are installed */

@@ -702,12 +702,14 @@ struct counts {
     int status;
 };
 
-static void ob_block(void *c, uint64_t a, uint32_t n, uint64_t ic)
+static void ob_block(void *c, uint64_t a, uint32_t n, uint64_t ic, uint64_t tic)
 {
     struct counts *k = c;
-    (void)a, (void)n;
+    (void)a;
     k->blocks++;
     cr_assert_geq(ic, k->last_icount);
+    cr_assert_geq(tic, n); /* the running thread's count holds this block */
+    cr_assert_leq(tic, ic); /* and is part of the whole count */
     k->last_icount = ic;
 }
 static void ob_enter(void *c, const struct crec_emu_syscall *s) { (void)s; ((struct counts *)c)->enters++; }

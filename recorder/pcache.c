@@ -42,6 +42,7 @@ int crec_pcache_create(crec_pcache **out, unsigned log2_granules, crec_error *er
     pc->log2_granules = log2_granules;
     pc->max_pages = granules < CREC_PCACHE_PAGE_GRANULES ? 1 : granules / CREC_PCACHE_PAGE_GRANULES;
     pc->epoch = 1;
+    pc->tlb_gen = 1ull << CREC_PCACHE_GEN_SHIFT;
     *out = pc;
     return CREC_OK;
 }
@@ -61,7 +62,11 @@ void crec_pcache_free(crec_pcache *pc)
 
 static void tlb_clear(crec_pcache *pc)
 {
-    memset(pc->tlb, 0, sizeof pc->tlb);
+    pc->tlb_gen += 1ull << CREC_PCACHE_GEN_SHIFT;
+    if (pc->tlb_gen == 0) { /* round again: no entry of an old one may match */
+        memset(pc->tlb, 0, sizeof pc->tlb);
+        pc->tlb_gen = 1ull << CREC_PCACHE_GEN_SHIFT;
+    }
 }
 
 void crec_pcache_flush(crec_pcache *pc)
@@ -107,8 +112,7 @@ uint64_t crec_pcache_reused(crec_pcache *pc)
 
 void crec_pcache_drop_hosts(crec_pcache *pc)
 {
-    for (unsigned i = 0; i < CREC_PCACHE_TLB; i++)
-        pc->tlb[i].host = NULL;
+    tlb_clear(pc); /* each page is looked up again, its host address too */
 }
 
 size_t crec_pcache_pages(const crec_pcache *pc)
@@ -179,8 +183,8 @@ static void tlb_drop(crec_pcache *pc, uint64_t page)
 {
     unsigned i = (unsigned)(page & (CREC_PCACHE_TLB - 1));
 
-    if (pc->tlb[i].page_plus1 == page + 1)
-        pc->tlb[i].page_plus1 = 0;
+    if (pc->tlb[i].tag == (page | pc->tlb_gen))
+        pc->tlb[i].tag = 0;
 }
 
 /* A page to hold a new guest page: a new one, or (at the maximum) the one
@@ -211,7 +215,7 @@ static struct crec_pcache_page *page_take(crec_pcache *pc)
         p = pc->pages[k];
         t = (unsigned)(p->page & (CREC_PCACHE_TLB - 1));
         /* twice round: every page is in the table (a cache of few pages) */
-        if (tries < 2 * pc->npages && (p->used || pc->tlb[t].page_plus1 == p->page + 1)) {
+        if (tries < 2 * pc->npages && (p->used || pc->tlb[t].tag == (p->page | pc->tlb_gen))) {
             p->used = 0;
             continue;
         }
@@ -266,7 +270,7 @@ static struct crec_pcache_page *page_get(crec_pcache *pc, uint64_t page, int mak
     }
     p->used = 1;
     e = &pc->tlb[page & (CREC_PCACHE_TLB - 1)];
-    e->page_plus1 = page + 1;
+    e->tag = page | pc->tlb_gen;
     e->p = p;
     e->host = NULL;
     return p;

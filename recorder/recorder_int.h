@@ -26,7 +26,10 @@
 
 #define CREC_PCACHE_PAGE 4096
 #define CREC_PCACHE_PAGE_GRANULES (CREC_PCACHE_PAGE / CREC_PCACHE_GRANULE)
-#define CREC_PCACHE_TLB 256 /* recently used pages, a power of two */
+/* Recently used pages, a power of two: 16 MiB of them, so that a program
+ * going through a large table or list at random (bench_hash, bench_chase)
+ * finds most of its pages in the memory hook's fast path. */
+#define CREC_PCACHE_TLB 4096
 
 typedef struct crec_pcache crec_pcache;
 
@@ -100,14 +103,20 @@ struct crec_pcache_page {
 };
 
 struct crec_pcache_tlbe {
-    uint64_t page_plus1;  /* guest page number + 1; 0 = empty */
+    uint64_t tag;         /* guest page number | the table's generation */
     struct crec_pcache_page *p;
     uint8_t *host;        /* the guest page in host memory (NULL: not looked up) */
     uint64_t pad;
 };
 
+/* A table entry is valid only in the generation it was made in: emptying
+ * the table (at every span of the index, and every syscall) is a new
+ * generation, not a pass over it.  Guest page numbers are below 2^52. */
+#define CREC_PCACHE_GEN_SHIFT 52
+
 struct crec_pcache {
     struct crec_pcache_tlbe tlb[CREC_PCACHE_TLB];
+    uint64_t tlb_gen;     /* the generation, << CREC_PCACHE_GEN_SHIFT; never 0 */
     unsigned log2_granules;
     uint32_t epoch;
     size_t max_pages;
@@ -149,7 +158,7 @@ static inline struct crec_pcache_tlbe *pcache_tlb(crec_pcache *pc, uint64_t page
 {
     struct crec_pcache_tlbe *e = &pc->tlb[page & (CREC_PCACHE_TLB - 1)];
 
-    return e->page_plus1 == page + 1 ? e : NULL;
+    return e->tag == (page | pc->tlb_gen) ? e : NULL;
 }
 
 /* The low n bytes of a word, 1 <= n <= 8. */

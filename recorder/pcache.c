@@ -99,15 +99,15 @@ static int list_push(struct crec_pcache_page ***v, size_t *n, size_t *cap,
     return 0;
 }
 
-uint64_t crec_pcache_reused(crec_pcache *pc)
+int crec_pcache_reused_over(crec_pcache *pc, uint64_t limit)
 {
     uint64_t n = 0;
 
-    for (size_t i = 0; i < pc->nused; i++)
+    for (size_t i = 0; i < pc->nused && n <= limit; i++)
         if (pc->used[i]->epoch == pc->epoch) /* else given to another page since */
             for (unsigned w = 0; w < CREC_PCACHE_PAGE_GRANULES / 64; w++)
                 n += (uint64_t)__builtin_popcountll(pc->used[i]->fh[w].hit);
-    return n;
+    return n > limit;
 }
 
 void crec_pcache_drop_hosts(crec_pcache *pc)

@@ -112,6 +112,8 @@ void rec_ix_need(struct rec_session *rs, const struct crec_pcache_page *p, unsig
     struct ix_need n = {p->page * CREC_PCACHE_PAGE_GRANULES + g,
                         pcache_load_le(p->bytes + 8 * g, 8), mask};
 
+    if (!rs->ix.on) /* turned off (threads, a fork): nothing gathers it */
+        return;
     if (push((void **)&rs->ix.needs, &rs->ix.nneeds, &rs->ix.capneeds, sizeof n, &n) != 0)
         ix_off(rs);
 }
@@ -119,6 +121,8 @@ void rec_ix_need(struct rec_session *rs, const struct crec_pcache_page *p, unsig
 void rec_ix_access(struct rec_session *rs, uint64_t addr, unsigned size, int store,
                    int predicted)
 {
+    if (!rs->ix.on)
+        return;
     while (size > 0) {
         unsigned off = (unsigned)(addr % CREC_PCACHE_GRANULE);
         unsigned n = CREC_PCACHE_GRANULE - off < size ? CREC_PCACHE_GRANULE - off : size;
@@ -193,7 +197,9 @@ void rec_ix_kernel(struct rec_session *rs, uint64_t addr, uint64_t len)
         rs->ix.flags |= CREC_IDX_WILD;
         return;
     }
-    if (len > 0 && rs->ix.on && rs->ix.open)
+    if (!rs->ix.on)
+        return;
+    if (len > 0 && rs->ix.open)
         kernel_stales(rs, addr, addr + len < addr ? UINT64_MAX : addr + len);
     if (push((void **)&rs->ix.k, &rs->ix.nk, &rs->ix.capk, sizeof k, k) != 0)
         ix_off(rs);

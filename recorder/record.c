@@ -100,13 +100,10 @@ static int rec_flush_seq(struct rec_session *rs, struct rec_thread *t)
  * leaves its block, a fault) the entries of instructions that did not run,
  * after `icount`, are taken back; their numbers are simply not used.
  */
-static void rec_seq_take_back(struct rec_thread *t, uint64_t icount)
+static void rec_seq_take_back_slow(struct rec_thread *t, uint64_t icount)
 {
     crec_fmt_cur c = {t->seq.data, t->seq.len, t->seq_atomics};
     crec_fmt_seq_ctx ctx = t->seq_atomics_ctx;
-
-    if (icount >= t->seq_atomics_last) /* most blocks: every one of them ran */
-        return;
 
     while (c.pos < c.len) {
         size_t at = c.pos;
@@ -120,6 +117,12 @@ static void rec_seq_take_back(struct rec_thread *t, uint64_t icount)
             return;
         }
     }
+}
+
+static inline void rec_seq_take_back(struct rec_thread *t, uint64_t icount)
+{
+    if (icount < t->seq_atomics_last) /* else (most blocks) every one of them ran */
+        rec_seq_take_back_slow(t, icount);
 }
 
 /* A block of the running thread starts at its count `before`. */
@@ -513,7 +516,7 @@ void rec_flush_held(struct rec_session *rs)
  * With a fixed interval, every so many instructions.  Otherwise where a
  * key frame costs little.  Its flush of the cache makes the thread log
  * again what it goes on using, and what it used since the last flush (the
- * granules whose loads the cache predicted, crec_pcache_reused) is what
+ * granules whose loads the cache predicted, crec_pcache_reused_over) is what
  * the next flush will cost, about.  A key frame is taken once that cost,
  * spread over the instructions since the last one, is below
  * REC_KF_BITS_MILLI thousandths of a bit an instruction; or, after
@@ -524,15 +527,17 @@ void rec_flush_held(struct rec_session *rs)
 static int rec_keyframe_due(struct rec_session *rs, uint64_t tnow)
 {
     struct rec_thread *t = rs->cur;
-    uint64_t since = tnow - t->last_kf, bits;
+    uint64_t since = tnow - t->last_kf, budget;
 
     if (!t->has_kf)
         return 1;
     if (!rs->kf_auto)
         return since >= rs->kf_interval;
-    bits = 8 * (9 * crec_pcache_reused(rs->pc) + REC_KF_FIXED_BYTES);
-    return bits * 1000 <= REC_KF_BITS_MILLI * since ||
-           (since >= REC_KF_FLOOR && bits * 1000 <= REC_KF_FLOOR_BITS_MILLI * since);
+    /* thousandths of a bit: 8 * (9 * reused + fixed) * 1000 <= budget */
+    budget = (since >= REC_KF_FLOOR ? REC_KF_FLOOR_BITS_MILLI : REC_KF_BITS_MILLI) * since;
+    if (budget < 8000 * REC_KF_FIXED_BYTES)
+        return 0;
+    return !crec_pcache_reused_over(rs->pc, (budget - 8000 * REC_KF_FIXED_BYTES) / 72000);
 }
 
 /*

@@ -55,10 +55,12 @@ void crec_pcache_forget(crec_pcache *pc, uint64_t addr, uint64_t len);
 int crec_pcache_read_slow(crec_pcache *pc, uint64_t addr, const uint8_t *bytes, unsigned size);
 void crec_pcache_store_slow(crec_pcache *pc, uint64_t addr, uint64_t value, unsigned size);
 
-/*! crec_pcache_reused() : granules the cache predicted a load of since
- *  the last flush: what a flush now would make the thread log again, if
- *  it goes on using what it used (about 9 bytes of READS each). */
-uint64_t crec_pcache_reused(crec_pcache *pc);
+/*! crec_pcache_reused_over() : did the cache predict a load of more than
+ *  `limit` granules since the last flush?  They are what a flush now would
+ *  make the thread log again, if it goes on using what it used (about 9
+ *  bytes of READS each).  It stops counting past the limit: a program
+ *  going through 16 MiB at random has 4096 pages to count. */
+int crec_pcache_reused_over(crec_pcache *pc, uint64_t limit);
 
 /*! crec_pcache_pages() : the pages the cache holds now (its memory:
  *  about 4.6 KiB each). */
@@ -82,7 +84,7 @@ size_t crec_pcache_pages(const crec_pcache *pc);
  *
  * A flush (key frame) only bumps `epoch`: a page forgets what it knew the
  * first time it is brought into the table in the new epoch.  The "hit"
- * bits make the cost of the next flush known (crec_pcache_reused).
+ * bits make the cost of the next flush known (crec_pcache_reused_over).
  */
 struct crec_pcache_page {
     struct {

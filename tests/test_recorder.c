@@ -204,12 +204,14 @@ Test(pcache, reuse_is_counted_until_a_flush)
     cr_expect_eq(read_u64(pc, 0x6000, 1), 1);
     cr_expect_eq(read_u64(pc, 0x6008, 3), 0, "changed: not predicted");
     cr_expect_eq(read_u64(pc, 0x9000, 3), 1);
-    cr_expect_eq(crec_pcache_reused(pc), 2);
+    cr_expect(crec_pcache_reused_over(pc, 1), "two granules reused, over 1");
+    cr_expect(!crec_pcache_reused_over(pc, 2), "two granules reused, not over 2");
     crec_pcache_flush(pc);
-    cr_expect_eq(crec_pcache_reused(pc), 0);
+    cr_expect(!crec_pcache_reused_over(pc, 0), "none reused since the flush");
     cr_expect_eq(read_u64(pc, 0x6000, 1), 0);
     cr_expect_eq(read_u64(pc, 0x6000, 1), 1);
-    cr_expect_eq(crec_pcache_reused(pc), 1);
+    cr_expect(crec_pcache_reused_over(pc, 0));
+    cr_expect(!crec_pcache_reused_over(pc, 1));
     crec_pcache_free(pc);
 }
 

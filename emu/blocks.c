@@ -84,6 +84,7 @@ void emu_blocks_forget(crec_emu_cpu *cpu, uint64_t addr, uint64_t len)
     size_t cap = cpu->blocks_cap, kept = 0;
     struct emu_block *n = crec_calloc(cap, sizeof *n);
 
+    memset(cpu->count_memo, 0, sizeof cpu->count_memo);
     xsites_forget(cpu, addr, len);
     if (!n) { /* can't rebuild: forget everything, which is always safe */
         memset(old, 0, cap * sizeof *old);
@@ -149,9 +150,13 @@ long emu_count_insns(crec_emu_cpu *cpu, uint64_t addr, uint64_t size, uint64_t u
     struct xi_insn xi;
     cs_insn *insn;
     long n = 0;
+    struct emu_count_memo *m = &cpu->count_memo[(upto ^ upto >> 7) & (EMU_COUNT_MEMO - 1)];
+    struct emu_count_memo key = {addr, size, upto, 0};
 
     if (upto <= addr)
         return 0;
+    if (m->upto == upto && m->addr == addr && m->size == size)
+        return m->n;
     if (size > 4096)
         size = 4096;
     if (crec_emu_mem_read(cpu, buf, addr, size) != 0)
@@ -165,6 +170,8 @@ long emu_count_insns(crec_emu_cpu *cpu, uint64_t addr, uint64_t size, uint64_t u
     if (pc < upto && left > 0)
         n++; /* an instruction nobody knows still counts as one */
     cs_free(insn, 1);
+    key.n = n;
+    *m = key;
     return n;
 }
 

@@ -54,6 +54,9 @@ struct emu_block {
     uint32_t ntsc;
 };
 
+/* emu_count_insns' answers kept (a power of two). */
+#define EMU_COUNT_MEMO 64
+
 /* At most this many instructions crec executes itself in a row are carried
  * out in one visit (xinsn.c); blocks.c counts them the same way. */
 #define EMU_XI_BATCH 64
@@ -142,6 +145,14 @@ struct crec_emu_cpu {
     uint32_t cur_block_size;
     uint32_t cur_block_run;   /* its emu_block.nrun */
     uint32_t cur_block_tsc;   /* its emu_block.ntsc */
+    /* emu_count_insns' last answers: an emulated RDTSC or a run of
+     * instructions crec executes itself in the middle of a block asks each
+     * time it runs, and decoding the block up to it took most of the time
+     * of an -O3 -march=native loop (emptied by emu_blocks_forget) */
+    struct emu_count_memo {
+        uint64_t addr, size, upto; /* upto 0: empty */
+        long n;
+    } count_memo[EMU_COUNT_MEMO];
 
     uint64_t *rdtsc_sites;    /* instructions with a bounded code hook */
     uc_hook *rdtsc_hooks;     /* the hook of each site */

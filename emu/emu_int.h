@@ -681,6 +681,13 @@ struct crec_emu {
     crec_error err;
 };
 
+/* The running thread's count when the CPU's count is `icount` (the CPU's
+ * own before any thread is made). */
+static inline uint64_t emu_running_icount(const crec_emu *e, uint64_t icount)
+{
+    return e->sched.cur ? e->sched.cur->icount + icount - e->sched.cur_since : icount;
+}
+
 static inline int emu_signal_ready(const crec_emu *e)
 {
     return ((e->sched.cur->sig_pending | e->sig_pending) & ~e->sigmask) != 0;

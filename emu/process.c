@@ -86,9 +86,7 @@ static void os_block(void *ctx, uint64_t addr, uint32_t n, uint64_t icount)
         emu_signal_async(e, addr))
         return;
     if (e->obs.on_block)
-        e->obs.on_block(e->obs.ctx, addr, n, icount,
-                        e->sched.cur ? e->sched.cur->icount + icount - e->sched.cur_since
-                                     : icount);
+        e->obs.on_block(e->obs.ctx, addr, n, icount, emu_running_icount(e, icount));
 }
 
 /*

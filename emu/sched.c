@@ -149,7 +149,7 @@ static uint64_t thread_icount(const crec_emu *e, const struct emu_thread *t)
 
     if (t != s->cur)
         return t->icount;
-    return t->icount + crec_emu_cpu_icount(e->cpu) - s->cur_since;
+    return emu_running_icount(e, crec_emu_cpu_icount(e->cpu));
 }
 
 uint32_t crec_emu_thread(const crec_emu *e)
@@ -159,7 +159,7 @@ uint32_t crec_emu_thread(const crec_emu *e)
 
 uint64_t crec_emu_thread_icount(const crec_emu *e)
 {
-    return e->sched.cur ? thread_icount(e, e->sched.cur) : crec_emu_cpu_icount(e->cpu);
+    return emu_running_icount(e, crec_emu_cpu_icount(e->cpu));
 }
 
 size_t crec_emu_threads(const crec_emu *e, struct crec_emu_thread_info *out, size_t max)

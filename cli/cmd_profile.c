@@ -62,7 +62,8 @@ static void print_table(const crec_profile *p, FILE *out)
 
     if (!rows)
         return;
-    memcpy(rows, fns, n * sizeof *rows);
+    if (n) /* fns may be NULL when there are none */
+        memcpy(rows, fns, n * sizeof *rows);
     qsort(rows, n, sizeof *rows, cmp_fn);
     fprintf(out, "total: %" PRIu64 " instructions, %zu functions\n", total, n);
     fprintf(out, "%12s %14s %6s %14s %12s %12s %14s  %s\n", "calls", "self", "self%",

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "crec.h"
@@ -57,6 +58,17 @@ void crec_free(void *p);
  * unchanged and still owned by the caller.
  */
 void *crec_grow(void *p, size_t *cap, size_t need, size_t size, size_t first);
+
+/*
+ * qsort of n elements of `size` bytes, for an array that may be NULL when
+ * it is empty: qsort's base must never be NULL, even for 0 elements (C11
+ * 7.22.5), and an empty table read from a file is normal input.
+ */
+static inline void crec_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    if (n > 1)
+        qsort(base, n, size, cmp);
+}
 
 /*
  * Make allocation number `n` (counting from 1 after this call) and every

@@ -330,9 +330,9 @@ static int cmp_file_order(const void *a, const void *b)
 /* Directory chunks must not overlap each other or leave [start, end). */
 static int check_placement(crec_fmt_reader *r, uint64_t start, uint64_t end, crec_error *err)
 {
-    if (r->nchunks)
-        qsort(r->chunks, r->nchunks, sizeof *r->chunks, cmp_file_order);
     uint64_t at = start;
+
+    crec_sort(r->chunks, r->nchunks, sizeof *r->chunks, cmp_file_order);
     for (size_t i = 0; i < r->nchunks; i++) {
         const fmt_chunk *c = &r->chunks[i];
         if (c->file_off < at || c->file_off > end || end - c->file_off < FMT_CHUNK_HDR + (uint64_t)c->clen)
@@ -363,7 +363,7 @@ static int list_procs(crec_fmt_reader *r, crec_error *err)
     for (size_t i = 0; i < r->nstreams; i++)
         if (r->streams[i].proc)
             r->procs[n++] = r->streams[i].proc;
-    qsort(r->procs, n, sizeof *r->procs, cmp_u32);
+    crec_sort(r->procs, n, sizeof *r->procs, cmp_u32);
     r->nprocs = 0;
     for (size_t i = 0; i < n; i++)
         if (r->nprocs == 0 || r->procs[r->nprocs - 1] != r->procs[i])
@@ -378,8 +378,7 @@ static int list_procs(crec_fmt_reader *r, crec_error *err)
  * 0..n-1 with contiguous stream offsets. */
 static int build_streams(crec_fmt_reader *r, crec_error *err)
 {
-    if (r->nchunks)
-        qsort(r->chunks, r->nchunks, sizeof *r->chunks, cmp_stream_order);
+    crec_sort(r->chunks, r->nchunks, sizeof *r->chunks, cmp_stream_order);
     size_t ns = 0;
     for (size_t i = 0; i < r->nchunks; i++) {
         const fmt_chunk *c = &r->chunks[i], *p = i ? c - 1 : NULL;
@@ -1441,7 +1440,7 @@ static int build_blob_index(crec_fmt_reader *r, crec_error *err)
          * data blobs it names; each process of a version-3 recording may
          * store one another has): the table keeps the last copy. */
         size_t n = 0;
-        qsort(r->blobs, r->nblobs, sizeof *r->blobs, cmp_blob_place);
+        crec_sort(r->blobs, r->nblobs, sizeof *r->blobs, cmp_blob_place);
         for (size_t i = 0; i < r->nblobs; i++)
             if (i + 1 == r->nblobs || cmp_blob(&r->blobs[i], &r->blobs[i + 1]) != 0)
                 r->blobs[n++] = r->blobs[i];

@@ -405,8 +405,7 @@ static int rot_snapshots(struct rot *t, crec_error *err)
         rc = CREC_OK;
     if (rc == CREC_OK) { /* the newest version of each page that is still mapped */
         crec_fmt_snapshot base = {t->g0, 0, NULL};
-        if (t->nbase)
-            qsort(t->base, t->nbase, sizeof *t->base, cmp_base);
+        crec_sort(t->base, t->nbase, sizeof *t->base, cmp_base);
         for (size_t i = 0; i < t->nbase; i++)
             if ((i + 1 == t->nbase || t->base[i + 1].addr != t->base[i].addr) &&
                 listed(t, t->base[i].addr))

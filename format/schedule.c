@@ -124,7 +124,7 @@ int crec_fmt_schedule(crec_fmt_reader *r, uint64_t end, crec_fmt_slice **out, si
         *out = b.v, *n = 1;
         return CREC_OK;
     }
-    qsort(b.v, b.n, sizeof *b.v, cmp_seq_in);
+    crec_sort(b.v, b.n, sizeof *b.v, cmp_seq_in);
     /* Until the second thread, the first one's count is global time: its
      * first IN is 0, or later when the start was dropped (a ring) or not
      * recorded (--start-at). */

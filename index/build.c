@@ -129,7 +129,7 @@ static int set_sorted(struct lineset *s, uint64_t **lines, uint64_t **masks, siz
     for (size_t i = 0; i < s->cap; i++)
         if (s->v[i])
             v[k++] = s->v[i] - 1;
-    qsort(v, k, sizeof *v, cmp_u64);
+    crec_sort(v, k, sizeof *v, cmp_u64);
     for (size_t i = 0; i < k; i++) { /* look each mask up again: sets are small */
         size_t j = set_slot(v[i] + 1, s->cap);
         while (s->v[j] != v[i] + 1)
@@ -230,7 +230,7 @@ static int seed_sorted(struct seedset *s, crec_idx_span *sp)
     for (size_t i = 0; i < s->cap; i++)
         if (s->key[i])
             sp->lines[n++] = s->key[i] - 1;
-    qsort(sp->lines, n, sizeof *sp->lines, cmp_u64);
+    crec_sort(sp->lines, n, sizeof *sp->lines, cmp_u64);
     for (size_t i = 0; i < n; i++) {
         size_t j = set_slot(sp->lines[i] + 1, s->cap);
         while (s->key[j] != sp->lines[i] + 1)

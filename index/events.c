@@ -53,7 +53,7 @@ static void merge_ranges(struct scan *s)
 
     if (!s->nmapped)
         return;
-    qsort(m, s->nmapped, 2 * sizeof *m, cmp_range);
+    crec_sort(m, s->nmapped, 2 * sizeof *m, cmp_range);
     for (size_t i = 1; i < s->nmapped; i++) {
         if (m[2 * i] <= m[2 * k + 1]) {
             if (m[2 * i + 1] > m[2 * k + 1])

@@ -693,7 +693,7 @@ int crec_exec_run(crec_recording *rec, uint64_t from, uint64_t to, const crec_ob
         if (!x.ranges)
             return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
         memcpy(x.ranges, obs->ranges, obs->n_ranges * sizeof *x.ranges);
-        qsort(x.ranges, obs->n_ranges, sizeof *x.ranges, cmp_range);
+        crec_sort(x.ranges, obs->n_ranges, sizeof *x.ranges, cmp_range);
         x.nranges = obs->n_ranges;
     }
     if (obs->insn && obs->n_addrs) { /* bounded hooks want them sorted, once each */
@@ -703,7 +703,7 @@ int crec_exec_run(crec_recording *rec, uint64_t from, uint64_t to, const crec_ob
             return crec_error_set(err, CREC_ERR_NOMEM, "out of memory");
         }
         memcpy(addrs, obs->addrs, obs->n_addrs * sizeof *addrs);
-        qsort(addrs, obs->n_addrs, sizeof *addrs, cmp_u64);
+        crec_sort(addrs, obs->n_addrs, sizeof *addrs, cmp_u64);
     }
     rc = lanes_open(&x, addrs, err);
     if (rc == CREC_OK)

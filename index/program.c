@@ -149,8 +149,7 @@ static int load_symbols(crec_recording *rec, crec_error *err)
     crec_fmt_cursor_free(c);
     if (rc != CREC_ERR_NOTFOUND && rc != CREC_ERR_TRUNCATED && rc != CREC_OK)
         return rc;
-    if (rec->nsyms)
-        qsort(rec->syms, rec->nsyms, sizeof *rec->syms, cmp_sym);
+    crec_sort(rec->syms, rec->nsyms, sizeof *rec->syms, cmp_sym);
     for (size_t i = 0; i < rec->nsyms; i++) { /* one symbol per address: the best */
         if (kept > 0 && rec->syms[kept - 1].addr == rec->syms[i].addr) {
             crec_free(rec->syms[i].name);
@@ -457,7 +456,7 @@ int crec_syscalls(crec_recording *rec, int (*fn)(void *ctx, const crec_syscall_i
     if (rc == CREC_OK && all.nomem)
         rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory for the syscalls");
     if (rc == CREC_OK) {
-        qsort(all.v, all.n, sizeof *all.v, cmp_syscall);
+        crec_sort(all.v, all.n, sizeof *all.v, cmp_syscall);
         for (size_t i = 0; i < all.n; i++)
             if (fn(ctx, &all.v[i]))
                 break;

@@ -110,8 +110,7 @@ static int load_snapshots(crec_recording *rec, crec_error *err)
     crec_fmt_cursor_free(c);
     if (rc == CREC_ERR_NOTFOUND || rc == CREC_ERR_TRUNCATED)
         rc = CREC_OK;
-    if (rec->nsnap)
-        qsort(rec->snap, rec->nsnap, sizeof *rec->snap, cmp_snap);
+    crec_sort(rec->snap, rec->nsnap, sizeof *rec->snap, cmp_snap);
     return rc;
 }
 
@@ -510,8 +509,7 @@ int qx_schedule(crec_recording *rec, crec_error *err)
         (*v)[rec->ntslices[tid - 1]++] = i;
     }
     for (size_t t = 0; t < rec->nthr; t++) /* already in order; kept so */
-        if (rec->ntslices[t] > 1)
-            qsort(rec->tslices[t], rec->ntslices[t], sizeof *rec->tslices[t], cmp_size);
+        crec_sort(rec->tslices[t], rec->ntslices[t], sizeof *rec->tslices[t], cmp_size);
     return CREC_OK;
 }
 
@@ -929,7 +927,7 @@ static int thread_syscalls(crec_recording *rec, crec_error *err)
         crec_free(v);
         return rc;
     }
-    qsort(v, n, sizeof *v, cmp_u64);
+    crec_sort(v, n, sizeof *v, cmp_u64);
     rec->own_syscalls = v;
     rec->syscalls = v, rec->nsyscalls = n;
     rec->events_loaded = 1;

@@ -373,7 +373,7 @@ int qx_watch_threads(crec_recording *rec, uint64_t addr, size_t len,
     if (rc == CREC_OK && w.nomem)
         rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory watching 0x%" PRIx64, addr);
     if (rc == CREC_OK)
-        qsort(w.v, w.n, sizeof *w.v, cmp_change);
+        crec_sort(w.v, w.n, sizeof *w.v, cmp_change);
     for (size_t k = 0; k < w.n && rc == CREC_OK; k++) {
         const struct change *c = &w.v[k];
         int changed = c->kind == 'k';

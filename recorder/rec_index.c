@@ -219,8 +219,7 @@ static void sort_by_key(void *v, size_t n, size_t size, int (*cmp)(const void *,
     size_t count[DIGITS];
 
     if (!b) {
-        if (n > 1)
-            qsort(v, n, size, cmp);
+        crec_sort(v, n, size, cmp);
         return;
     }
     for (unsigned shift = 0; shift < 64; shift += BITS) {

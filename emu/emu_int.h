@@ -221,6 +221,12 @@ void emu_blocks_forget(crec_emu_cpu *cpu, uint64_t addr, uint64_t len);
 void emu_block_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud);
 /* Instructions of [addr, addr+size) before `upto`; -1 on decode trouble. */
 long emu_count_insns(crec_emu_cpu *cpu, uint64_t addr, uint64_t size, uint64_t upto);
+/* Before Unicorn translates the block at pc: how many of its instructions
+ * come before one its translator would abort on (see tcg_aborts), or -1
+ * if none does.  emu_untranslatable_stop: that one is at pc; stop with
+ * #UD there, as a CPU does. */
+long emu_untranslatable(crec_emu_cpu *cpu, uint64_t pc);
+void emu_untranslatable_stop(crec_emu_cpu *cpu, uint64_t pc);
 /* A query run's stop before the instruction at addr, which is the
  * `until`-th (crec_emu_cpu_run_until). */
 void emu_until_stop(crec_emu_cpu *cpu, uint64_t addr);

@@ -1,5 +1,5 @@
 /*
- * ucfix.c - three work-arounds for Debian's Unicorn 2.0.1, applied by
+ * ucfix.c - work-arounds for Debian's Unicorn 2.0.1, applied by
  * defining some of the library's internal functions in our own program.
  *
  * libunicorn calls its internal functions through its PLT, so a function
@@ -76,6 +76,17 @@
  *    (emu/xinsn.c), hundreds in a program built with -march=native.  Its
  *    replacement hands those addresses straight to crec (emu_xinsn_fast)
  *    and passes every other call on.
+ *
+ * 8. Some invalid instructions killed the process.  2.0.1's translator
+ *    calls abort() ("tcg fatal error") on a few encodings a CPU answers
+ *    with #UD (a far call through a register, LOCK on cmp: blocks.c's
+ *    tcg_aborts), so a guest that ran one, or a corrupt recording that
+ *    made replay run one, took crec down with it.  Before a block is
+ *    translated (tb_gen_code), emu looks over the instructions it will
+ *    hold: a block that would reach such an instruction is cut short of
+ *    it, and one that starts with it is not translated: the engine leaves
+ *    the translator (cpu_loop_exit) and crec stops as for an illegal
+ *    instruction, which the guest gets as SIGILL.
  */
 #include <dlfcn.h>
 #include <malloc.h>
@@ -100,6 +111,9 @@ typedef void (*emu_reg_reset_fn)(struct uc_struct *uc);
 typedef void (*emu_tracecode_fn)(int32_t size, int index, void *handle, int64_t address);
 typedef void (*emu_flush_page_fn)(void *cpu, uint64_t addr);
 typedef void (*emu_flush_fn)(void *cpu);
+typedef void *(*emu_gen_code_fn)(void *cpu, uint64_t pc, uint64_t cs_base, uint32_t flags,
+                                 int cflags);
+typedef void (*emu_loop_exit_fn)(void *cpu);
 
 struct page_collection *page_collection_lock_x86_64(struct uc_struct *uc, uint64_t start,
                                                     uint64_t end);
@@ -113,6 +127,7 @@ void x86_reg_reset_x86_64(struct uc_struct *uc);
 void helper_uc_tracecode(int32_t size, int index, void *handle, int64_t address);
 void tlb_flush_page_x86_64(void *cpu, uint64_t addr);
 uint64_t qemu_ram_addr_from_host_x86_64(struct uc_struct *uc, void *ptr);
+void *tb_gen_code_x86_64(void *cpu, uint64_t pc, uint64_t cs_base, uint32_t flags, int cflags);
 
 /* The load and store helpers of 2.0.1 (QEMU 5.0's softmmu): CPU state,
  * guest address, TCGMemOpIdx, return address in the translated code.
@@ -159,6 +174,8 @@ static ucfix_st16_fn ucfix_real_stw;
 static ucfix_st32_fn ucfix_real_stl;
 static ucfix_st64_fn ucfix_real_stq;
 static uint64_t (*ucfix_real_ram_addr)(struct uc_struct *uc, void *ptr);
+static emu_gen_code_fn ucfix_real_gen_code;
+static emu_loop_exit_fn ucfix_real_loop_exit;
 
 /* dlsym returns a void * that holds a function's address. */
 static void ucfix_real(const char *name, void *fn, size_t size)
@@ -197,6 +214,8 @@ static void ucfix_decide(void)
     ucfix_real("helper_le_stq_mmu_x86_64", &ucfix_real_stq, sizeof ucfix_real_stq);
     ucfix_real("qemu_ram_addr_from_host_x86_64", &ucfix_real_ram_addr,
                sizeof ucfix_real_ram_addr);
+    ucfix_real("tb_gen_code_x86_64", &ucfix_real_gen_code, sizeof ucfix_real_gen_code);
+    ucfix_real("cpu_loop_exit_x86_64", &ucfix_real_loop_exit, sizeof ucfix_real_loop_exit);
     /* the fast path needs every one of them, and data as plain RAM */
     ucfix_fast = ucfix_on && ucfix_real_ldub && ucfix_real_ldsb && ucfix_real_lduw &&
                  ucfix_real_ldsw && ucfix_real_ldul && ucfix_real_ldsl && ucfix_real_ldq &&
@@ -444,6 +463,25 @@ uc_err emu_uc_mem_unmap(uc_engine *uc, uint64_t addr, size_t len)
     ucfix_unmapping = 0;
     ucfix_regions_end();
     return ue;
+}
+
+/* ---- 8. instructions the translator aborts on ------------------------------ */
+
+/* QEMU 5.0's cflags: the low 15 bits cap a block's instructions (0: 512). */
+#define UCFIX_CF_COUNT_MASK 0x7fff
+
+void *tb_gen_code_x86_64(void *cpu, uint64_t pc, uint64_t cs_base, uint32_t flags, int cflags)
+{
+    crec_emu_cpu *c = emu_running;
+    long n = ucfix_on && c && ucfix_real_loop_exit ? emu_untranslatable(c, pc) : -1;
+
+    if (n == 0) {
+        emu_untranslatable_stop(c, pc);
+        ucfix_real_loop_exit(cpu); /* back into cpu_exec, which sees the stop */
+    }
+    if (n > 0 && ((cflags & UCFIX_CF_COUNT_MASK) == 0 || (cflags & UCFIX_CF_COUNT_MASK) > n))
+        cflags = (cflags & ~UCFIX_CF_COUNT_MASK) | (int)n;
+    return ucfix_real_gen_code(cpu, pc, cs_base, flags, cflags);
 }
 
 /* ---- 7. loads and stores ---------------------------------------------------- */

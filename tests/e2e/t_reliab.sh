@@ -172,6 +172,19 @@ for insn in cli sti rdmsr wrmsr invd wbinvd swapgs clts in out ins hlt movcr; do
     expect_status "privileged instructions: $insn replays" 0 "$CREC" replay -q "$TMP/priv.crec"
 done
 
+# ---- instructions Unicorn's translator aborts on get SIGILL, as on Linux -----
+for insn in lcall ljmp lcallq lockcmp lockcmpq lockcmps lockbt lockbts lockbtr lockbtc lockbtsi lockmov; do
+    same_as_native "untranslatable: $insn gets SIGILL" "@ $GUESTS/untranslatable $insn"
+done
+for insn in lcall lockcmps lockbtsi; do
+    same_as_native "untranslatable: $insn, a handler steps over it" "@ $GUESTS/untranslatable $insn skip"
+    "$CREC" record -o "$TMP/untr.crec" -- "$GUESTS/untranslatable" $insn skip >/dev/null 2>&1
+    expect_status "untranslatable: $insn with a handler replays" 0 "$CREC" replay -q "$TMP/untr.crec"
+done
+"$CREC" record -o "$TMP/untr.crec" -- "$GUESTS/untranslatable" ljmp >/dev/null 2>"$TMP/err"
+expect_eq "untranslatable: ljmp records, the guest killed by SIGILL" 132 "$?"
+expect_status "untranslatable: ljmp's recording replays" 0 "$CREC" replay -q "$TMP/untr.crec"
+
 # ---- partial buffers: Linux transfers what fits ------------------------------
 same_as_native "partial buffers: read and write transfer what fits before a hole" "@ $GUESTS/partial_buf"
 "$CREC" record -o "$TMP/partial.crec" -- "$GUESTS/partial_buf" >/dev/null 2>&1

@@ -73,7 +73,9 @@ for t in 0.7 1.6; do
 done
 
 # ---- dumps: SIGUSR1, crec dump PID -----------------------------------------
-"$CREC" record -o d.crec --dump-to 'dump-%d.crec' -- "$G" ring 6000000 500 >/dev/null 2>d.err &
+# (the program must outlive both requests on any machine: `slow` runs for
+# 2.4 s of wall time whatever the CPU's speed)
+"$CREC" record -o d.crec --dump-to 'dump-%d.crec' -- "$G" slow 8 >/dev/null 2>d.err &
 pid=$!
 sleep 1
 kill -USR1 "$pid"
@@ -94,7 +96,7 @@ done
 expect_status "dump: the recording itself is whole" 0 "$CREC" replay d.crec
 expect_status "dump: a process that is no recorder is refused" 1 "$CREC" dump $$
 one_error_line "dump: ... in one line"
-"$CREC" record -o rd.crec --ring 2M -- "$G" ring 6000000 500 >/dev/null 2>rd.err &
+"$CREC" record -o rd.crec --ring 2M -- "$G" ring 12000000 1000 >/dev/null 2>rd.err &
 pid=$!
 sleep 1.5
 kill -USR1 "$pid"
@@ -138,8 +140,8 @@ expect_eq "live: a FIFO through a slow reader replays verified" 0 $?
 grep -q "replay verified" fifo.out && pass "live: nothing was lost on the way" ||
     fail "live: nothing was lost on the way" "$(cat fifo.out fifo.err)"
 # (a recorder flushes its streams at most once a second: a stream of some
-# seconds, mostly the run's data)
-"$CREC" record -o - -- "$G" ring 6000000 500 2>/dev/null >stream.crec
+# seconds, mostly the run's data: some 6e8 instructions)
+"$CREC" record -o - -- "$G" ring 40000000 3000 2>/dev/null >stream.crec
 expect_eq "live: info reads a stream" "instructions:" "$(cat stream.crec | "$CREC" info - | grep -o '^instructions:')"
 cut=$(($(stat -c %s stream.crec) * 2 / 3))
 expect_status "live: a stream cut short replays up to its last key frame" 0 \

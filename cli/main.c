@@ -34,7 +34,6 @@ static const struct cli_command commands[] = {
     {"find", "the next or previous time at which a condition holds", cmd_find},
     {"printf", "a printf added after the run, evaluated where it would have run", cmd_printf},
     {"gdb", "debug a recording with gdb, forwards and backwards in time", cmd_gdb},
-    {"index", "build the index queries use (FILE.idx), on several host threads", cmd_index},
     {"keyframes", "make key frames for a range of interest, for faster queries there",
      cmd_keyframes},
 };

@@ -5,6 +5,8 @@ expect_status "cli: --help exits 0" 0 "$CREC" --help
 for cmd in $("$CREC" --help | sed -n 's/^  \([a-z]*\)  .*/\1/p'); do
     expect_status "cli: $cmd --help exits 0" 0 "$CREC" "$cmd" --help
 done
+twice=$("$CREC" --help | sed -n 's/^  \([a-z]*\)  .*/\1/p' | sort | uniq -d | tr '\n' ' ')
+expect_eq "cli: --help lists each command once" "" "$twice"
 expect_status "cli: no command exits 2" 2 "$CREC"
 expect_status "cli: unknown command exits 2" 2 "$CREC" frobnicate
 one_error_line "cli: unknown command is one error line"

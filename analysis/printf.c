@@ -106,11 +106,31 @@ static size_t conversion(const char *f, struct piece *pc)
     return (size_t)(s + 1 - f);
 }
 
+/* s as an error message shows it: on one line, its control characters
+ * written back as the escapes they came from (\n, \t, \xHH). */
+static const char *shown(const char *s, char *buf, size_t size)
+{
+    size_t n = 0;
+
+    for (; *s && n + 5 < size; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '\n' || c == '\t')
+            buf[n++] = '\\', buf[n++] = c == '\n' ? 'n' : 't';
+        else if (c < 0x20 || c == 0x7f)
+            n += (size_t)snprintf(buf + n, size - n, "\\x%02x", c);
+        else
+            buf[n++] = (char)c;
+    }
+    buf[n] = 0;
+    return buf;
+}
+
 int crec_printf_parse(crec_symtab *sym, const char *location, const char *format,
                       char *const *args, size_t nargs, crec_printf **out, crec_error *err)
 {
     crec_printf *p = calloc(1, sizeof *p);
     size_t used = 0;
+    char fbuf[160], abuf[160];
     int rc;
 
     *out = NULL;
@@ -132,12 +152,13 @@ int crec_printf_parse(crec_symtab *sym, const char *location, const char *format
             if (!n) {
                 rc = an_error(err, CREC_ERR_ARG, "format '%s': a conversion crec does not know "
                               "at '%s' (d i u x X o c s p, with flags, width, precision)",
-                              format, f);
+                              shown(format, fbuf, sizeof fbuf), shown(f, abuf, sizeof abuf));
                 goto bad;
             }
             if (used == nargs) {
                 rc = an_error(err, CREC_ERR_ARG, "format '%s' has more conversions than the %zu "
-                              "argument%s given", format, nargs, nargs == 1 ? "" : "s");
+                              "argument%s given", shown(format, fbuf, sizeof fbuf), nargs,
+                              nargs == 1 ? "" : "s");
                 goto bad;
             }
             pc.arg = used++;
@@ -150,7 +171,7 @@ int crec_printf_parse(crec_symtab *sym, const char *location, const char *format
     }
     if (used != nargs) {
         rc = an_error(err, CREC_ERR_ARG, "format '%s' has %zu conversions for %zu arguments",
-                      format, used, nargs);
+                      shown(format, fbuf, sizeof fbuf), used, nargs);
         goto bad;
     }
     for (size_t i = 0; i < nargs; i++) {

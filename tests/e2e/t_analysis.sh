@@ -21,6 +21,8 @@ expect_status "find: bad expression fails" 1 "$CREC" find "$TMP/fib_static.crec"
 one_error_line "find: bad expression is one line"
 expect_status "printf: too few arguments fails" 1 "$CREC" printf "$TMP/fib_static.crec" fib '%d %d' rdi
 one_error_line "printf: too few arguments is one line"
+expect_status "printf: too few arguments, a format of escapes, fails" 1 "$CREC" printf "$TMP/fib_static.crec" fib 'n=%d\n\t'
+one_error_line "printf: ... still one line, its escapes shown as written"
 expect_status "trace: --from after --to fails" 1 "$CREC" trace --from 10 --to 5 "$TMP/fib_static.crec"
 expect_status "profile: missing file fails" 1 "$CREC" profile "$TMP/none.crec"
 one_error_line "profile: missing file is one line"

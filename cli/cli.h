@@ -59,7 +59,6 @@ int cmd_find(int argc, char **argv);
 int cmd_printf(int argc, char **argv);
 int cmd_gdb(int argc, char **argv);
 int cmd_keyframes(int argc, char **argv);
-int cmd_index(int argc, char **argv);
 
 /* ---- shared by the analysis commands (cli/analysis.c) ---------------------- */
 

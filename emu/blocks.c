@@ -192,8 +192,7 @@ void emu_describe_insn(crec_emu_cpu *cpu, uint64_t addr, char *buf, size_t size)
     size_t got = 0, off;
     cs_insn *insn = NULL;
 
-    while (got < sizeof code && crec_emu_mem_read(cpu, code + got, addr + got, 1) == 0)
-        got++;
+    got = emu_mem_read_mapped(cpu, code, addr, sizeof code);
     if (got == 0) {
         snprintf(buf, size, "(unmapped)");
         return;
@@ -313,24 +312,6 @@ static int ends_block(const cs_insn *insn)
     }
 }
 
-/* Read what is mapped of [addr, addr + size) into buf, a page at a time.
- * @return the bytes read, from the start. */
-static size_t read_mapped(crec_emu_cpu *cpu, uint8_t *buf, uint64_t addr, size_t size)
-{
-    size_t got = 0;
-
-    while (got < size) {
-        uint64_t a = addr + got;
-        size_t piece = CREC_PAGE_SIZE - a % CREC_PAGE_SIZE;
-        if (piece > size - got)
-            piece = size - got;
-        if (crec_emu_mem_read(cpu, buf + got, a, piece) != 0)
-            break;
-        got += piece;
-    }
-    return got;
-}
-
 long emu_untranslatable(crec_emu_cpu *cpu, uint64_t pc)
 {
     enum { WINDOW = 512, SPAN = 4096, INSN_MAX = 15 };
@@ -345,7 +326,7 @@ long emu_untranslatable(crec_emu_cpu *cpu, uint64_t pc)
     /* QEMU's block holds at most 512 instructions from under 4 KiB past pc */
     while (insn && n < EMU_BLOCK_MAX_INSNS && at - pc < SPAN) {
         if (left < INSN_MAX && (at == pc || base + WINDOW == at + left)) {
-            left = read_mapped(cpu, buf, at, WINDOW); /* refill from here */
+            left = emu_mem_read_mapped(cpu, buf, at, WINDOW); /* refill from here */
             code = buf, base = at;
             if (!left)
                 break;
@@ -680,8 +661,7 @@ static int block_learn(crec_emu_cpu *cpu, uint64_t addr, uint32_t size, struct e
 
     if (size > 4096)
         size = 4096;
-    while (got < size + 16 && crec_emu_mem_read(cpu, buf + got, addr + got, 1) == 0)
-        got++;
+    got = emu_mem_read_mapped(cpu, buf, addr, size + 16);
     end = addr + (size ? size : 1);
     left = got;
     insn = cs_malloc(cpu->cs);

@@ -354,6 +354,9 @@ int emu_mem_check(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot);
 /* How many bytes from addr on (at most len) are mapped with at least `prot`:
  * what a read or write reaches before it would fault. */
 uint64_t emu_mem_span(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot);
+/* Read what is mapped of [addr, addr + len) into dst, up to the first hole
+ * (an instruction near the end of a mapping).  @return the bytes read. */
+uint64_t emu_mem_read_mapped(crec_emu_cpu *cpu, void *dst, uint64_t addr, uint64_t len);
 
 /* ---- the OS (process.c, loader.c, syscall.c, sys_*.c) ------------------- */
 

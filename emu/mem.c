@@ -637,3 +637,10 @@ uint64_t emu_mem_span(crec_emu_cpu *cpu, uint64_t addr, uint64_t len, int prot)
         at = cpu->maps[i++].end;
     return (at < end ? at : end) - addr;
 }
+
+uint64_t emu_mem_read_mapped(crec_emu_cpu *cpu, void *dst, uint64_t addr, uint64_t len)
+{
+    uint64_t n = emu_mem_span(cpu, addr, len, 0);
+
+    return n && crec_emu_mem_read(cpu, dst, addr, n) == 0 ? n : 0;
+}

@@ -2327,9 +2327,7 @@ static int fetch(crec_emu_cpu *cpu, uint64_t rip, struct xi_insn *in)
     unsigned n = sizeof b;
 
     if (!p) { /* near the end of the mapping: what is there */
-        n = 0;
-        while (n < sizeof b && crec_emu_mem_read(cpu, b + n, rip + n, 1) == 0)
-            n++;
+        n = (unsigned)emu_mem_read_mapped(cpu, b, rip, sizeof b);
         p = b;
     }
     if (!xi_decode(p, n, in) || !xi_is_site(in))

@@ -105,20 +105,24 @@ void emu_blocks_forget(crec_emu_cpu *cpu, uint64_t addr, uint64_t len)
     cpu->blocks_used = kept;
 }
 
+/* What prefixes_len saw among the prefixes. */
+enum { PFX_LOCK = 1, PFX_REP = 2 };
+
 /* Bytes of legacy prefixes and REX at the start of the n bytes at p (in
- * any order, as the CPU and QEMU's decoder take them); *lock (if not
- * NULL): whether one was LOCK. */
-static unsigned prefixes_len(const uint8_t *p, unsigned n, int *lock)
+ * any order, as the CPU and QEMU's decoder take them); *seen (if not
+ * NULL): PFX_LOCK if one was LOCK, PFX_REP if one was REP or REPNE. */
+static unsigned prefixes_len(const uint8_t *p, unsigned n, unsigned *seen)
 {
-    unsigned i = 0;
-    int locked = 0;
+    unsigned i = 0, s = 0;
 
     while (i < n && (p[i] == 0x66 || p[i] == 0x67 || p[i] == 0xf2 || p[i] == 0xf3 ||
                      p[i] == 0xf0 || p[i] == 0x2e || p[i] == 0x3e || p[i] == 0x26 ||
-                     p[i] == 0x36 || p[i] == 0x64 || p[i] == 0x65 || (p[i] & 0xf0) == 0x40))
-        locked |= p[i++] == 0xf0;
-    if (lock)
-        *lock = locked;
+                     p[i] == 0x36 || p[i] == 0x64 || p[i] == 0x65 || (p[i] & 0xf0) == 0x40)) {
+        s |= p[i] == 0xf0 ? PFX_LOCK : p[i] == 0xf2 || p[i] == 0xf3 ? PFX_REP : 0;
+        i++;
+    }
+    if (seen)
+        *seen = s;
     return i;
 }
 
@@ -270,15 +274,14 @@ static int lockable(const uint8_t *p, unsigned n)
  */
 static int tcg_aborts(const uint8_t *p, unsigned n)
 {
-    int lock;
-    unsigned i = prefixes_len(p, n, &lock);
+    unsigned seen, i = prefixes_len(p, n, &seen);
 
     if (i >= n)
         return 0;
     if (p[i] == 0xff && i + 1 < n && p[i + 1] >> 6 == 3 &&
         ((p[i + 1] >> 3 & 7) == 3 || (p[i + 1] >> 3 & 7) == 5))
         return 1;
-    return lock && !lockable(p + i, n - i);
+    return (seen & PFX_LOCK) && !lockable(p + i, n - i);
 }
 
 /* Does QEMU end a block after this instruction (a jump, call, return,
@@ -286,11 +289,9 @@ static int tcg_aborts(const uint8_t *p, unsigned n)
  * back to itself)? */
 static int ends_block(const cs_insn *insn)
 {
-    unsigned i = prefixes_len(insn->bytes, insn->size, NULL), rep = 0;
+    unsigned seen, i = prefixes_len(insn->bytes, insn->size, &seen);
 
-    for (unsigned k = 0; k < i; k++)
-        rep |= insn->bytes[k] == 0xf2 || insn->bytes[k] == 0xf3;
-    if (rep && i < insn->size &&
+    if ((seen & PFX_REP) && i < insn->size &&
         ((insn->bytes[i] >= 0xa4 && insn->bytes[i] <= 0xa7) ||
          (insn->bytes[i] >= 0xaa && insn->bytes[i] <= 0xaf) ||
          (insn->bytes[i] >= 0x6c && insn->bytes[i] <= 0x6f)))

@@ -313,7 +313,7 @@ static int ends_block(const cs_insn *insn)
     }
 }
 
-long emu_untranslatable(crec_emu_cpu *cpu, uint64_t pc)
+long emu_untranslatable(crec_emu_cpu *cpu, uint64_t pc, uint64_t sites[2])
 {
     enum { WINDOW = 512, SPAN = 4096, INSN_MAX = 15 };
     uint8_t buf[WINDOW];
@@ -324,6 +324,7 @@ long emu_untranslatable(crec_emu_cpu *cpu, uint64_t pc)
     cs_insn *insn = cs_malloc(cpu->cs);
     long n = 0, found = -1;
 
+    sites[0] = sites[1] = 0;
     /* QEMU's block holds at most 512 instructions from under 4 KiB past pc */
     while (insn && n < EMU_BLOCK_MAX_INSNS && at - pc < SPAN) {
         if (left < INSN_MAX && (at == pc || base + WINDOW == at + left)) {
@@ -335,6 +336,11 @@ long emu_untranslatable(crec_emu_cpu *cpu, uint64_t pc)
         if (tcg_aborts(code, (unsigned)(left < INSN_MAX ? left : INSN_MAX))) {
             found = n;
             break;
+        }
+        if (cpu->n_xsites && emu_xsite_has(cpu, at)) {
+            if (!sites[0])
+                sites[0] = at;
+            sites[1] = at;
         }
         if (!insn_next(cpu, &code, &left, &at, insn, &xi))
             break; /* not decodable: QEMU's #UD ends the block */
@@ -537,7 +543,42 @@ static void xsite_put(struct emu_xsite *tab, size_t cap, const struct emu_xsite 
     tab[i] = *x;
 }
 
-/* Hook a site.  @return 1 if a hook was added. */
+/*
+ * Unicorn 2.0.1 looks through every code hook for each instruction it
+ * translates, so a hook per site made translation cost grow with the
+ * sites: 3 s, then 33 s, for 18,000 and 54,000 of them (a -march=native
+ * build uses VEX for all its floating point).  Where ucfix can move a
+ * hook's range, every site shares one hook instead, whose range is
+ * nowhere (EMU_XSITE_IDLE) but while a block is translated: then it spans
+ * the block's sites (ucfix.c, tb_gen_code), so each of them gets its call.
+ */
+#define EMU_XSITE_IDLE UINT64_MAX /* no user-space instruction is there */
+
+/* The shared hook, added when the first site is.  @return 1 if it is in
+ * effect, 0 if each site needs a hook of its own. */
+static int xsite_hook_shared(crec_emu_cpu *cpu)
+{
+    uc_hook h;
+    uint64_t *range;
+
+    if (cpu->xsite_range)
+        return 1;
+    if (cpu->xsite_hook) /* tried, and the range could not be found */
+        return 0;
+    if (uc_hook_add(cpu->uc, &h, UC_HOOK_CODE, (void *)emu_xinsn_hook, cpu, EMU_XSITE_IDLE - 1,
+                    EMU_XSITE_IDLE) != UC_ERR_OK)
+        return 0;
+    cpu->xsite_hook = h;
+    range = emu_ucfix_hook_range(h, (void *)emu_xinsn_hook, cpu, EMU_XSITE_IDLE - 1,
+                                 EMU_XSITE_IDLE);
+    if (!range)
+        return 0;
+    range[0] = range[1] = EMU_XSITE_IDLE;
+    cpu->xsite_range = range;
+    return 1;
+}
+
+/* Add a site (and its own hook if it needs one).  @return 1 if added. */
 static int trap_xsite(crec_emu_cpu *cpu, uint64_t addr)
 {
     struct emu_xsite x = {addr, 0};
@@ -556,12 +597,21 @@ static int trap_xsite(crec_emu_cpu *cpu, uint64_t addr)
         cpu->xsites = n;
         cpu->xsites_cap = cap;
     }
-    if (uc_hook_add(cpu->uc, &x.hook, UC_HOOK_CODE, (void *)emu_xinsn_hook, cpu, addr, addr) !=
-        UC_ERR_OK)
+    if (!xsite_hook_shared(cpu) &&
+        uc_hook_add(cpu->uc, &x.hook, UC_HOOK_CODE, (void *)emu_xinsn_hook, cpu, addr, addr) !=
+            UC_ERR_OK)
         return 0;
     xsite_put(cpu->xsites, cpu->xsites_cap, &x);
     cpu->n_xsites++;
     return 1;
+}
+
+void emu_xsites_range(crec_emu_cpu *cpu, uint64_t first, uint64_t last)
+{
+    if (!cpu->xsite_range)
+        return;
+    cpu->xsite_range[0] = first ? first : EMU_XSITE_IDLE;
+    cpu->xsite_range[1] = first ? last : EMU_XSITE_IDLE;
 }
 
 /* Drop the sites in [addr, addr+len) (len 0: all), hooks included. */
@@ -582,7 +632,8 @@ static void xsites_forget(crec_emu_cpu *cpu, uint64_t addr, uint64_t len)
         if (!old[i].addr)
             continue;
         if (len == 0 || (old[i].addr >= addr && old[i].addr < addr + len)) {
-            uc_hook_del(cpu->uc, old[i].hook);
+            if (old[i].hook)
+                uc_hook_del(cpu->uc, old[i].hook);
             continue;
         }
         xsite_put(cpu->xsites, cap, &old[i]);
@@ -593,8 +644,13 @@ static void xsites_forget(crec_emu_cpu *cpu, uint64_t addr, uint64_t len)
 
 void emu_xsites_free(crec_emu_cpu *cpu, int del_hooks)
 {
-    if (del_hooks)
+    if (del_hooks) {
         xsites_forget(cpu, 0, 0);
+        if (cpu->xsite_hook)
+            uc_hook_del(cpu->uc, cpu->xsite_hook);
+    }
+    cpu->xsite_hook = 0;
+    cpu->xsite_range = NULL;
     crec_free(cpu->xsites);
     cpu->xsites = NULL;
     cpu->xsites_cap = cpu->n_xsites = 0;

@@ -183,6 +183,8 @@ struct crec_emu_cpu {
     /* xinsn.c: instructions crec executes itself, found by blocks.c */
     struct emu_xsite *xsites; /* open addressing by address */
     size_t xsites_cap, n_xsites;
+    uc_hook xsite_hook;       /* the one code hook of every site, or 0 */
+    uint64_t *xsite_range;    /* its range (ucfix), moved per translation */
     struct xi_state xs;       /* register state Unicorn can't hold */
     int xreporting;           /* xinsn.c is calling the memory hooks */
     crec_emu_xstate_fn xstate_fn; /* crec_emu_cpu_on_xstate */
@@ -223,9 +225,10 @@ void emu_block_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud);
 long emu_count_insns(crec_emu_cpu *cpu, uint64_t addr, uint64_t size, uint64_t upto);
 /* Before Unicorn translates the block at pc: how many of its instructions
  * come before one its translator would abort on (see tcg_aborts), or -1
- * if none does.  emu_untranslatable_stop: that one is at pc; stop with
- * #UD there, as a CPU does. */
-long emu_untranslatable(crec_emu_cpu *cpu, uint64_t pc);
+ * if none does; sites[0..1]: the first and last of its instructions that
+ * are sites (xinsn.c), both 0 if none is.  emu_untranslatable_stop: that
+ * one is at pc; stop with #UD there, as a CPU does. */
+long emu_untranslatable(crec_emu_cpu *cpu, uint64_t pc, uint64_t sites[2]);
 void emu_untranslatable_stop(crec_emu_cpu *cpu, uint64_t pc);
 /* A query run's stop before the instruction at addr, which is the
  * `until`-th (crec_emu_cpu_run_until). */
@@ -238,15 +241,23 @@ void emu_describe_insn(crec_emu_cpu *cpu, uint64_t addr, char *buf, size_t size)
  * hooked: Unicorn called the client's code hooks on addr already);
  * emu_xinsn_hook: that code hook; emu_xinsn_fast: ucfix's dispatch of a
  * code hook call, 1 if addr was one of ours (run) on the engine running
- * on this thread; emu_xsite_has: addr has a site hook. */
+ * on this thread; emu_xsite_has: addr is a site. */
 void emu_xinsn_site(crec_emu_cpu *cpu, uint64_t addr, int hooked);
 void emu_xinsn_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud);
 int emu_xinsn_fast(void *uc, uint64_t addr);
 int emu_xsite_has(const crec_emu_cpu *cpu, uint64_t addr);
+/* While Unicorn translates a block whose sites are first..last (0: none),
+ * the shared hook of the sites spans them (blocks.c). */
+void emu_xsites_range(crec_emu_cpu *cpu, uint64_t first, uint64_t last);
 /* Free the table of sites; del_hooks: delete their hooks from the engine. */
 void emu_xsites_free(crec_emu_cpu *cpu, int del_hooks);
 /* ucfix.c: 1 once some engine got the CPU features crec adds (POPCNT...). */
 int emu_ucfix_features(void);
+/* ucfix.c: where the code hook h, just added with range [begin, end],
+ * keeps that range, so that it can be moved; NULL if the library is not
+ * the one ucfix knows, or does not keep it there. */
+uint64_t *emu_ucfix_hook_range(uc_hook h, void *callback, void *user_data, uint64_t begin,
+                               uint64_t end);
 
 /* ucload.c: the library, loaded on the first call (NULL if it can't be),
  * and why it could not be (NULL once loaded). */

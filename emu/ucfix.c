@@ -87,6 +87,17 @@
  *    it, and one that starts with it is not translated: the engine leaves
  *    the translator (cpu_loop_exit) and crec stops as for an illegal
  *    instruction, which the guest gets as SIGILL.
+ *
+ * 9. One code hook per site cost translation a walk of them all.  The
+ *    translator looks through every code hook for each instruction it
+ *    translates (HOOK_EXISTS_BOUNDED), and at the end of each block
+ *    again, so with a hook on each instruction crec executes itself
+ *    (thousands in a -march=native build) translation slowed with their
+ *    number.  The sites share one hook (blocks.c), whose range, found in
+ *    the hook by the values it was added with, spans the sites of each
+ *    block while it is translated and nothing otherwise; calls for other
+ *    instructions in that span are passed on as 5 says, to hooks whose
+ *    range holds them, which the shared one's by then does not.
  */
 #include <dlfcn.h>
 #include <malloc.h>
@@ -473,7 +484,9 @@ uc_err emu_uc_mem_unmap(uc_engine *uc, uint64_t addr, size_t len)
 void *tb_gen_code_x86_64(void *cpu, uint64_t pc, uint64_t cs_base, uint32_t flags, int cflags)
 {
     crec_emu_cpu *c = emu_running;
-    long n = ucfix_on && c && ucfix_real_loop_exit ? emu_untranslatable(c, pc) : -1;
+    uint64_t sites[2] = {0, 0};
+    long n = ucfix_on && c && ucfix_real_loop_exit ? emu_untranslatable(c, pc, sites) : -1;
+    void *tb;
 
     if (n == 0) {
         emu_untranslatable_stop(c, pc);
@@ -481,7 +494,42 @@ void *tb_gen_code_x86_64(void *cpu, uint64_t pc, uint64_t cs_base, uint32_t flag
     }
     if (n > 0 && ((cflags & UCFIX_CF_COUNT_MASK) == 0 || (cflags & UCFIX_CF_COUNT_MASK) > n))
         cflags = (cflags & ~UCFIX_CF_COUNT_MASK) | (int)n;
-    return ucfix_real_gen_code(cpu, pc, cs_base, flags, cflags);
+    /* 9: the sites' shared hook spans this block's sites while it is
+     * translated (the translator may longjmp out: the next one resets it) */
+    if (c)
+        emu_xsites_range(c, sites[0], sites[1]);
+    tb = ucfix_real_gen_code(cpu, pc, cs_base, flags, cflags);
+    if (c)
+        emu_xsites_range(c, 0, 0);
+    return tb;
+}
+
+/* ---- 9. one code hook for many addresses ------------------------------------ */
+
+/* 2.0.1's struct hook: int type, insn, refs, op, op_flags; bool to_delete;
+ * uint64_t begin, end; void *callback, *user_data (uc_priv.h). */
+#define UCFIX_HOOK_TYPE_AT 0
+#define UCFIX_HOOK_BEGIN_AT 24
+#define UCFIX_HOOK_CALLBACK_AT 40
+
+uint64_t *emu_ucfix_hook_range(uc_hook h, void *callback, void *user_data, uint64_t begin,
+                               uint64_t end)
+{
+    unsigned char *p = (unsigned char *)(uintptr_t)h;
+    int type;
+    uint64_t range[2];
+    void *fn[2];
+
+    /* the translation that moves it is ours only on 2.0.1 */
+    if (!ucfix_on || !ucfix_real_gen_code || !ucfix_real_loop_exit || !p)
+        return NULL;
+    memcpy(&type, p + UCFIX_HOOK_TYPE_AT, sizeof type);
+    memcpy(range, p + UCFIX_HOOK_BEGIN_AT, sizeof range);
+    memcpy(fn, p + UCFIX_HOOK_CALLBACK_AT, sizeof fn);
+    if (type != UC_HOOK_CODE || range[0] != begin || range[1] != end || fn[0] != callback ||
+        fn[1] != user_data)
+        return NULL;
+    return (uint64_t *)(void *)(p + UCFIX_HOOK_BEGIN_AT);
 }
 
 /* ---- 7. loads and stores ---------------------------------------------------- */

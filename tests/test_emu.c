@@ -242,6 +242,36 @@ Test(emu, vex_runs_in_crec_with_its_accesses_reported)
     crec_emu_cpu_free(cpu);
 }
 
+Test(emu, vex_sites_apart_in_a_loop_all_run_in_crec,
+     .description = "each site of a block gets its call, translated once or again")
+{
+    /* mov ecx, 3; loop: vpaddd xmm0, xmm2, xmm1; add rax, 1; vpaddd xmm3, xmm2, xmm1;
+     * add rax, 1; dec ecx; jnz loop; vpaddd xmm4, xmm2, xmm1; syscall.  TCG's own
+     * paddd would add xmm1 to the destination: 1 + 10 per pass. */
+    static const uint8_t code[] = {0xb9, 0x03, 0x00, 0x00, 0x00, 0xc5, 0xe9, 0xfe, 0xc1, 0x48,
+                                   0x83, 0xc0, 0x01, 0xc5, 0xe9, 0xfe, 0xd9, 0x48, 0x83, 0xc0,
+                                   0x01, 0xff, 0xc9, 0x75, 0xec, 0xc5, 0xe9, 0xfe, 0xe1, 0x0f,
+                                   0x05};
+    uint64_t one[2] = {1, 1}, x1[2] = {10, 10}, x2[2] = {100, 100}, r[2];
+    static const int dst[] = {0, 3, 4};
+    int n = 0;
+    crec_emu_cpu *cpu = cpu_with(code, sizeof code, &n);
+
+    for (size_t i = 0; i < sizeof dst / sizeof dst[0]; i++)
+        xmm_set(cpu, dst[i], one);
+    xmm_set(cpu, 1, x1);
+    xmm_set(cpu, 2, x2);
+    crec_emu_reg_set(cpu, CREC_EMU_RAX, 0);
+    cr_expect_eq(run_to_syscall(cpu), 21);
+    for (size_t i = 0; i < sizeof dst / sizeof dst[0]; i++) {
+        xmm_get(cpu, dst[i], r);
+        cr_expect_eq(r[0], 110, "xmm%d: xmm2 + xmm1, got %llu", dst[i], (unsigned long long)r[0]);
+    }
+    cr_expect_eq(crec_emu_reg_get(cpu, CREC_EMU_RAX), 6);
+    cr_expect_eq(crec_emu_cpu_xinsns(cpu), 7);
+    crec_emu_cpu_free(cpu);
+}
+
 Test(emu, vector_state_is_asked_for_after_a_key_frame)
 {
     /* vmovdqu [DATA], ymm5; syscall */

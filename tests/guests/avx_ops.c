@@ -10,11 +10,9 @@
  *
  * The instruction list is in avx_ops.h (written by avx_ops_gen.py).
  * `avx_ops NAME v` runs one form and prints every state in and out, to see
- * what differs; `avx_ops quick` runs two states of every eighth form (for
- * recordings: each form's first run adds a code hook, and Unicorn checks
- * every hook while it translates, so the whole list records in a minute);
- * `avx_ops partK/N` runs every form t with t % N == K (the e2e test runs
- * the list in eight such processes, for the same reason).
+ * what differs; `avx_ops quick` runs two states of every eighth form (a
+ * recording of 4e6 instructions where the whole list makes 2e8);
+ * `avx_ops partK/N` runs every form t with t % N == K (to bisect).
  */
 #include <stdint.h>
 #include <stdio.h>

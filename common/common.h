@@ -7,6 +7,7 @@
 #ifndef CREC_COMMON_H
 #define CREC_COMMON_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -112,6 +113,14 @@ static inline uint64_t crec_thread_cpu_lap(uint64_t *since)
     *since = now;
     return d;
 }
+
+/*
+ * Start a host thread of crec's own (stack: its size, 0 for the default)
+ * with every signal blocked: a signal sent to crec (the guest's, SIGINT,
+ * the guest's timers) must reach the thread that runs the guest, whose
+ * blocking calls it interrupts.  @return pthread_create's.
+ */
+int crec_thread_start(pthread_t *th, size_t stack, void *(*fn)(void *), void *arg);
 
 /* Longest varint: 10 bytes, the 10th holding only bit 63. */
 #define CREC_VARINT_MAX 10

@@ -71,8 +71,10 @@
  * and decodes only the few spans near its time (crec_idx_need).
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
 #include <xxhash.h>
 #include <zstd.h>
 
@@ -239,7 +241,7 @@ static void put_values(crec_fmt_buf *b, const crec_idx_span *s, struct xor_map *
 {
     if (!(s->flags & CREC_IDX_VALUED))
         return;
-    b->nomem |= !s->write_values; /* valued without its values: can't encode */
+    b->nomem |= !s->write_values && s->nwrite; /* valued without its values: can't encode */
     for (size_t i = 0; s->write_values && i < s->nwrite; i++) {
         uint8_t *last = xor_slot(prev, s->write[i]), x[64];
         const uint8_t *v = &s->write_values[64 * i];
@@ -358,49 +360,6 @@ static int filter_has(const uint8_t *bits, unsigned log2, uint64_t line)
     return 1;
 }
 
-/* The filter of spans [first, first+n): every line touched, every line
- * the kernel wrote.  None (any address may be touched) when a span's
- * kernel writes are unknown or too many lines. */
-static void put_filter(crec_fmt_buf *t, const crec_idx *ix, size_t first, size_t n)
-{
-    uint64_t lines = 0, klines = 0;
-    unsigned log2 = 6;
-    uint8_t *bits;
-
-    for (size_t i = first; i < first + n; i++) {
-        const crec_idx_span *s = &ix->spans[i];
-        if (s->flags & CREC_IDX_WILD)
-            klines = IDX_FILTER_KLINES + 1;
-        for (size_t j = 0; j < s->nk && klines <= IDX_FILTER_KLINES; j++)
-            if (s->k[2 * j + 1])
-                klines += ((s->k[2 * j] + s->k[2 * j + 1] - 1) >> CREC_IDX_LINE_SHIFT) -
-                          (s->k[2 * j] >> CREC_IDX_LINE_SHIFT) + 1;
-        lines += s->ntouch;
-    }
-    lines += klines;
-    while (log2 < IDX_FILTER_LOG2_MAX && (1ull << log2) < IDX_FILTER_BITS * lines)
-        log2++;
-    if (klines > IDX_FILTER_KLINES || !(bits = crec_calloc(1, (size_t)1 << (log2 - 3)))) {
-        put_varint(t, 0);
-        put_varint(t, 1);
-        return;
-    }
-    for (size_t i = first; i < first + n; i++) {
-        const crec_idx_span *s = &ix->spans[i];
-        for (size_t j = 0; j < s->ntouch; j++)
-            filter_add(bits, log2, s->touch[j]);
-        for (size_t j = 0; j < s->nk; j++)
-            for (uint64_t l = s->k[2 * j] >> CREC_IDX_LINE_SHIFT;
-                 s->k[2 * j + 1] && l <= (s->k[2 * j] + s->k[2 * j + 1] - 1) >> CREC_IDX_LINE_SHIFT;
-                 l++)
-                filter_add(bits, log2, l);
-    }
-    put_varint(t, log2);
-    put_varint(t, 0);
-    put_bytes(t, bits, (size_t)1 << (log2 - 3));
-    crec_free(bits);
-}
-
 /* The bytes of a span's seed (those of its masks), as the table says. */
 static uint64_t seed_bytes(const crec_idx_span *s)
 {
@@ -411,77 +370,423 @@ static uint64_t seed_bytes(const crec_idx_span *s)
     return n;
 }
 
-int crec_idx_encode(const crec_idx *ix, crec_fmt_buf *out)
-{
-    crec_fmt_buf blocks = {0}, table = {0}, raw = {0}, vraw = {0}, rest = {0};
-    size_t nblocks = (ix->nspan + IDX_BLOCK_SPANS - 1) / IDX_BLOCK_SPANS, tz;
-    uint8_t magic[8] = IDX_MAGIC;
-    uint64_t prev = 0;
-    size_t prev_kf = 0;
-    int bad = 0;
+/* ---- the writer: the file a span at a time --------------------------------- */
 
-    put_varint(&table, ix->nspan);
-    for (size_t i = 0; i < ix->nspan; i++) {
-        const crec_idx_span *s = &ix->spans[i];
-        put_varint(&table, s->start - prev);
-        put_varint(&table, (uint64_t)(s->kf - prev_kf) << 1 | (s->at_point != 0));
-        put_varint(&table, s->cost);
-        put_varint(&table, seed_bytes(s));
-        prev = s->start, prev_kf = s->kf;
+/*
+ * Each span is encoded when it comes, into the zstd frames of its block,
+ * which are compressed as they grow: the writer holds the file so far,
+ * compressed, the distinct lines the block touched (its filter), and the
+ * last value of each line stored in the block (put_values), never every
+ * span at once (the spans of a recording of bench_hash, each over a 16 MiB
+ * table, took 660 MB of the recorder's 730).  A threaded writer encodes on
+ * a host thread of its own while its caller goes on.
+ */
+#define IDX_QUEUE 1 /* spans handed over, not yet encoded */
+
+/* One zstd frame being written. */
+struct idx_frame {
+    ZSTD_CCtx *cctx;
+    uint8_t *z;      /* the frame so far */
+    size_t zlen, zcap;
+    uint64_t len;    /* bytes put in it */
+};
+
+struct crec_idx_writer {
+    crec_fmt_buf spans_tab;  /* the table's entries of the spans so far, */
+    crec_fmt_buf filters;    /* ... the filters of the blocks done, */
+    crec_fmt_buf blocks_tab; /* ... and their sizes */
+    crec_fmt_buf blocks;     /* the blocks' frames */
+    size_t nspan, nblocks, prev_kf;
+    uint64_t prev_start;
+    crec_idx_span *light;    /* each span's start, key frame and point flag */
+    size_t caplight;
+
+    /* the block being written */
+    size_t bspans;
+    struct idx_frame raw, vals;
+    crec_fmt_buf tmp;        /* one span's bytes, before they are compressed */
+    struct xor_map last;
+    uint64_t *lines, *merged; /* the lines its spans touched: sorted, distinct */
+    size_t nlines, caplines, capmerged;
+    uint64_t *kr;            /* the (addr, len) the kernel wrote in it */
+    size_t nkr, capkr;
+    uint64_t klines;         /* ... lines of it, counted */
+    int any;                 /* its spans may touch any line: no filter */
+    int bad;                 /* out of memory, or a span that can't be encoded */
+    int failed;              /* bad, as the caller may read it (under mu) */
+
+    /* threaded: spans handed over, and the thread that encodes them */
+    int threaded, stop;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    crec_idx_span q[IDX_QUEUE];
+    size_t qhead, qn;
+};
+
+/* Put tmp's bytes into frame f (end: and close it).  @return 0, -1 on failure. */
+static int frame_put(struct idx_frame *f, crec_fmt_buf *tmp, ZSTD_EndDirective end)
+{
+    ZSTD_inBuffer in = {tmp->data, tmp->len, 0};
+
+    if (tmp->nomem)
+        return -1;
+    f->len += tmp->len;
+    for (;;) {
+        size_t room = ZSTD_CStreamOutSize(), left;
+        uint8_t *z = f->z;
+        ZSTD_outBuffer out;
+        if (f->zcap - f->zlen < room && !(z = crec_grow(f->z, &f->zcap, f->zlen + room, 1, room)))
+            return -1;
+        f->z = z;
+        out = (ZSTD_outBuffer){f->z + f->zlen, room, 0};
+        left = ZSTD_compressStream2(f->cctx, &out, &in, end);
+        if (ZSTD_isError(left))
+            return -1;
+        f->zlen += out.pos;
+        if (end == ZSTD_e_end ? left == 0 : in.pos == in.size)
+            break;
     }
-    put_varint(&table, nblocks); /* the filters */
-    for (size_t b = 0; b < nblocks; b++)
-        put_filter(&table, ix, b * IDX_BLOCK_SPANS,
-                   ix->nspan - b * IDX_BLOCK_SPANS < IDX_BLOCK_SPANS
-                   ? ix->nspan - b * IDX_BLOCK_SPANS : IDX_BLOCK_SPANS);
-    put_varint(&table, nblocks);
-    for (size_t b = 0; b < nblocks; b++) {
-        size_t first = b * IDX_BLOCK_SPANS, n = ix->nspan - first, z;
-        if (n > IDX_BLOCK_SPANS)
-            n = IDX_BLOCK_SPANS;
-        struct xor_map last = {0};
-        size_t vz = 0;
-        crec_fmt_buf_reset(&raw);
-        crec_fmt_buf_reset(&vraw);
-        for (size_t i = first; i < first + n; i++) {
-            put_span(&raw, &ix->spans[i]);
-            put_values(&vraw, &ix->spans[i], &last);
+    crec_fmt_buf_reset(tmp);
+    return 0;
+}
+
+/* Merge a span's sorted touched lines into the block's. */
+static int lines_merge(crec_idx_writer *w, const uint64_t *v, size_t n)
+{
+    size_t i = 0, j = 0, k = 0, need = w->nlines + n;
+    uint64_t *t;
+
+    if (need > w->capmerged) {
+        size_t cap = w->capmerged;
+        if (!(t = crec_grow(w->merged, &cap, need, sizeof *t, 1024)))
+            return -1;
+        w->merged = t, w->capmerged = cap;
+    }
+    while (i < w->nlines || j < n) {
+        uint64_t x = j == n || (i < w->nlines && w->lines[i] <= v[j]) ? w->lines[i++] : v[j++];
+        if (k == 0 || w->merged[k - 1] != x)
+            w->merged[k++] = x;
+    }
+    t = w->lines, w->lines = w->merged, w->merged = t; /* the two swap places */
+    i = w->caplines, w->caplines = w->capmerged, w->capmerged = i;
+    w->nlines = k;
+    return 0;
+}
+
+/* The kernel's writes of a span, for the block's filter. */
+static int kernel_lines(crec_idx_writer *w, const crec_idx_span *s)
+{
+    if (s->flags & CREC_IDX_WILD)
+        w->any = 1;
+    for (size_t j = 0; j < s->nk && !w->any; j++) {
+        uint64_t a = s->k[2 * j], n = s->k[2 * j + 1];
+        uint64_t *t;
+        if (!n)
+            continue;
+        w->klines += ((a + n - 1) >> CREC_IDX_LINE_SHIFT) - (a >> CREC_IDX_LINE_SHIFT) + 1;
+        if (w->klines > IDX_FILTER_KLINES) {
+            w->any = 1;
+            break;
         }
-        bad |= last.nomem;
-        xor_free(&last);
-        z = put_frame(&blocks, &raw);
-        if (vraw.len)
-            bad |= (vz = put_frame(&blocks, &vraw)) == 0 || vraw.len > IDX_MAX_PART;
-        bad |= z == 0 || raw.len > IDX_MAX_PART;
-        put_varint(&table, n);
-        put_varint(&table, z);
-        put_varint(&table, raw.len);
-        put_varint(&table, vz);
-        put_varint(&table, vraw.len);
+        if (w->nkr + 2 > w->capkr) {
+            size_t cap = w->capkr;
+            if (!(t = crec_grow(w->kr, &cap, w->nkr + 2, sizeof *t, 64)))
+                return -1;
+            w->kr = t, w->capkr = cap;
+        }
+        w->kr[w->nkr++] = a, w->kr[w->nkr++] = n;
     }
+    return 0;
+}
+
+/* The block's filter into the table: every line its spans touched, every
+ * line the kernel wrote.  None (any address may be touched) when a span's
+ * kernel writes are unknown or too many lines. */
+static void put_filter(crec_idx_writer *w)
+{
+    uint64_t lines = w->nlines + (w->any ? 0 : w->klines);
+    unsigned log2 = 6;
+    uint8_t *bits;
+    crec_fmt_buf *t = &w->filters;
+
+    while (log2 < IDX_FILTER_LOG2_MAX && (1ull << log2) < IDX_FILTER_BITS * lines)
+        log2++;
+    if (w->any || !(bits = crec_calloc(1, (size_t)1 << (log2 - 3)))) {
+        put_varint(t, 0);
+        put_varint(t, 1);
+        return;
+    }
+    for (size_t j = 0; j < w->nlines; j++)
+        filter_add(bits, log2, w->lines[j]);
+    for (size_t j = 0; j < w->nkr; j += 2)
+        for (uint64_t l = w->kr[j] >> CREC_IDX_LINE_SHIFT;
+             l <= (w->kr[j] + w->kr[j + 1] - 1) >> CREC_IDX_LINE_SHIFT; l++)
+            filter_add(bits, log2, l);
+    put_varint(t, log2);
+    put_varint(t, 0);
+    put_bytes(t, bits, (size_t)1 << (log2 - 3));
+    crec_free(bits);
+}
+
+/* The block being written is done: its frames and its entries in the table. */
+static void block_end(crec_idx_writer *w)
+{
+    if (!w->bspans)
+        return;
+    w->bad |= frame_put(&w->raw, &w->tmp, ZSTD_e_end) != 0;
+    if (w->vals.len)
+        w->bad |= frame_put(&w->vals, &w->tmp, ZSTD_e_end) != 0;
+    w->bad |= w->raw.len > IDX_MAX_PART || w->vals.len > IDX_MAX_PART || w->last.nomem;
+    put_filter(w);
+    put_varint(&w->blocks_tab, w->bspans);
+    put_varint(&w->blocks_tab, w->raw.zlen);
+    put_varint(&w->blocks_tab, w->raw.len);
+    put_varint(&w->blocks_tab, w->vals.len ? w->vals.zlen : 0);
+    put_varint(&w->blocks_tab, w->vals.len);
+    put_bytes(&w->blocks, w->raw.z, w->raw.zlen);
+    if (w->vals.len)
+        put_bytes(&w->blocks, w->vals.z, w->vals.zlen);
+    w->nblocks++;
+    w->bspans = 0;
+    w->raw.zlen = w->vals.zlen = 0;
+    w->raw.len = w->vals.len = 0;
+    ZSTD_CCtx_reset(w->raw.cctx, ZSTD_reset_session_only);
+    ZSTD_CCtx_reset(w->vals.cctx, ZSTD_reset_session_only);
+    xor_free(&w->last);
+    w->nlines = w->nkr = 0;
+    w->klines = 0;
+    w->any = 0;
+}
+
+/* Encode span s (left as it is) into the file. */
+static void writer_put(crec_idx_writer *w, const crec_idx_span *s)
+{
+    crec_idx_span *t = w->light;
+    size_t cap = w->caplight;
+
+    if (w->bad) /* the file can't be written: nothing to do */
+        return;
+    if (w->nspan == w->caplight && !(t = crec_grow(w->light, &cap, w->nspan + 1, sizeof *t, 64))) {
+        w->bad = 1;
+        return;
+    }
+    w->light = t, w->caplight = cap;
+    w->light[w->nspan++] = (crec_idx_span){.start = s->start, .kf = s->kf,
+                                           .at_point = s->at_point};
+    put_varint(&w->spans_tab, s->start - w->prev_start);
+    put_varint(&w->spans_tab, (uint64_t)(s->kf - w->prev_kf) << 1 | (s->at_point != 0));
+    put_varint(&w->spans_tab, s->cost);
+    put_varint(&w->spans_tab, seed_bytes(s));
+    w->prev_start = s->start, w->prev_kf = s->kf;
+    put_span(&w->tmp, s);
+    w->bad |= frame_put(&w->raw, &w->tmp, ZSTD_e_continue) != 0;
+    put_values(&w->tmp, s, &w->last);
+    if (w->tmp.len)
+        w->bad |= frame_put(&w->vals, &w->tmp, ZSTD_e_continue) != 0;
+    w->bad |= w->tmp.nomem;
+    crec_fmt_buf_reset(&w->tmp);
+    if (lines_merge(w, s->touch, s->ntouch) != 0 || kernel_lines(w, s) != 0)
+        w->bad = 1;
+    if (++w->bspans == IDX_BLOCK_SPANS)
+        block_end(w);
+}
+
+static void *writer_main(void *arg)
+{
+    crec_idx_writer *w = arg;
+
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        crec_idx_span s;
+        while (!w->qn && !w->stop)
+            pthread_cond_wait(&w->cv, &w->mu);
+        if (!w->qn)
+            break;
+        s = w->q[w->qhead];
+        pthread_mutex_unlock(&w->mu);
+        writer_put(w, &s);
+        crec_idx_span_clear(&s);
+        pthread_mutex_lock(&w->mu);
+        w->qhead = (w->qhead + 1) % IDX_QUEUE, w->qn--;
+        w->failed = w->bad;
+        pthread_cond_broadcast(&w->cv);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* Wait until every span handed over is encoded, and end the thread. */
+static void writer_join(crec_idx_writer *w)
+{
+    if (!w->threaded)
+        return;
+    pthread_mutex_lock(&w->mu);
+    w->stop = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->th, NULL);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    w->threaded = 0;
+}
+
+static int writer_init(crec_idx_writer *w)
+{
+    memset(w, 0, sizeof *w);
+    w->raw.cctx = ZSTD_createCCtx();
+    w->vals.cctx = ZSTD_createCCtx();
+    if (!w->raw.cctx || !w->vals.cctx ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(w->raw.cctx, ZSTD_c_compressionLevel, IDX_ZSTD_LEVEL)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(w->vals.cctx, ZSTD_c_compressionLevel, IDX_ZSTD_LEVEL)))
+        return -1;
+    return 0;
+}
+
+static void writer_release(crec_idx_writer *w)
+{
+    writer_join(w);
+    for (size_t i = 0; i < w->qn; i++) /* handed over, never encoded (no thread) */
+        crec_idx_span_clear(&w->q[(w->qhead + i) % IDX_QUEUE]);
+    ZSTD_freeCCtx(w->raw.cctx);
+    ZSTD_freeCCtx(w->vals.cctx);
+    crec_free(w->raw.z);
+    crec_free(w->vals.z);
+    crec_fmt_buf_free(&w->spans_tab);
+    crec_fmt_buf_free(&w->filters);
+    crec_fmt_buf_free(&w->blocks_tab);
+    crec_fmt_buf_free(&w->blocks);
+    crec_fmt_buf_free(&w->tmp);
+    xor_free(&w->last);
+    crec_free(w->light);
+    crec_free(w->lines);
+    crec_free(w->merged);
+    crec_free(w->kr);
+}
+
+int crec_idx_writer_new(crec_idx_writer **out, int threaded)
+{
+    crec_idx_writer *w = crec_malloc(sizeof *w);
+
+    *out = NULL;
+    if (!w)
+        return CREC_ERR_NOMEM;
+    if (writer_init(w) != 0) {
+        writer_release(w);
+        crec_free(w);
+        return CREC_ERR_NOMEM;
+    }
+    if (threaded) {
+        if (pthread_mutex_init(&w->mu, NULL) != 0)
+            threaded = 0;
+        else if (pthread_cond_init(&w->cv, NULL) != 0)
+            pthread_mutex_destroy(&w->mu), threaded = 0;
+        else if (crec_thread_start(&w->th, 0, writer_main, w) != 0)
+            pthread_cond_destroy(&w->cv), pthread_mutex_destroy(&w->mu), threaded = 0;
+        w->threaded = threaded; /* no thread: each span is encoded when it comes */
+    }
+    *out = w;
+    return CREC_OK;
+}
+
+int crec_idx_writer_add(crec_idx_writer *w, crec_idx_span *s)
+{
+    int bad;
+
+    if (!w->threaded) {
+        writer_put(w, s);
+        crec_idx_span_clear(s);
+        return w->bad ? CREC_ERR_NOMEM : CREC_OK;
+    }
+    pthread_mutex_lock(&w->mu);
+    while (w->qn == IDX_QUEUE)
+        pthread_cond_wait(&w->cv, &w->mu);
+    w->q[(w->qhead + w->qn++) % IDX_QUEUE] = *s;
+    memset(s, 0, sizeof *s);
+    pthread_cond_broadcast(&w->cv);
+    bad = w->failed;
+    pthread_mutex_unlock(&w->mu);
+    return bad ? CREC_ERR_NOMEM : CREC_OK;
+}
+
+void crec_idx_writer_free(crec_idx_writer *w)
+{
+    if (!w)
+        return;
+    writer_release(w);
+    crec_free(w);
+}
+
+/* The file image: its head (the header, the table of the spans, the
+ * blocks and ix's tables) into out, followed by the blocks' frames (left
+ * in the writer: the image is not copied whole). */
+static int writer_finish(crec_idx_writer *w, const crec_idx *ix, crec_fmt_buf *out)
+{
+    crec_fmt_buf table = {0}, tz = {0};
+    uint8_t magic[8] = IDX_MAGIC;
+    XXH3_state_t st;
+
+    writer_join(w);
+    block_end(w);
+    put_varint(&table, w->nspan);
+    put_bytes(&table, w->spans_tab.data, w->spans_tab.len);
+    put_varint(&table, w->nblocks); /* the filters */
+    put_bytes(&table, w->filters.data, w->filters.len);
+    put_varint(&table, w->nblocks);
+    put_bytes(&table, w->blocks_tab.data, w->blocks_tab.len);
     put_table_tail(&table, ix);
-    tz = put_frame(&rest, &table);
-    bad |= tz == 0 || table.len > IDX_MAX_PART;
-    put_bytes(&rest, blocks.data, blocks.len);
+    w->bad |= put_frame(&tz, &table) == 0 || table.len > IDX_MAX_PART;
+    XXH3_64bits_reset(&st); /* the sum of the rest: the table's frame, the blocks */
+    XXH3_64bits_update(&st, tz.data, tz.len);
+    XXH3_64bits_update(&st, w->blocks.data, w->blocks.len);
     put_bytes(out, magic, 8);
     crec_fmt_buf_u32(out, IDX_VERSION);
     crec_fmt_buf_u32(out, 0);
     crec_fmt_buf_u64(out, ix->rec_size);
     crec_fmt_buf_u64(out, ix->rec_hash);
-    crec_fmt_buf_u64(out, rest.len);
-    crec_fmt_buf_u64(out, rest.data ? XXH3_64bits(rest.data, rest.len) : 0);
-    crec_fmt_buf_u32(out, (uint32_t)tz);
+    crec_fmt_buf_u64(out, tz.len + w->blocks.len);
+    crec_fmt_buf_u64(out, XXH3_64bits_digest(&st));
+    crec_fmt_buf_u32(out, (uint32_t)tz.len);
     crec_fmt_buf_u32(out, (uint32_t)table.len);
-    put_bytes(out, rest.data, rest.len);
-    bad |= blocks.nomem || table.nomem || rest.nomem || raw.nomem || vraw.nomem;
-    crec_fmt_buf_free(&blocks);
+    put_bytes(out, tz.data, tz.len);
+    w->bad |= w->spans_tab.nomem || w->filters.nomem || w->blocks_tab.nomem ||
+              w->blocks.nomem || table.nomem || tz.nomem;
     crec_fmt_buf_free(&table);
-    crec_fmt_buf_free(&raw);
-    crec_fmt_buf_free(&vraw);
-    crec_fmt_buf_free(&rest);
-    if (bad)
+    crec_fmt_buf_free(&tz);
+    if (w->bad)
         out->nomem = 1;
     return out->nomem ? CREC_ERR_NOMEM : CREC_OK;
+}
+
+int crec_idx_writer_finish(crec_idx_writer *w, crec_idx *ix, crec_fmt_buf *head,
+                           const uint8_t **tail, size_t *tail_len)
+{
+    int rc;
+
+    writer_join(w);
+    ix->spans = w->light, ix->nspan = w->nspan; /* what a check of them needs */
+    w->light = NULL, w->caplight = 0;
+    rc = writer_finish(w, ix, head);
+    *tail = w->blocks.data, *tail_len = w->blocks.len;
+    return rc;
+}
+
+int crec_idx_encode(const crec_idx *ix, crec_fmt_buf *out)
+{
+    crec_idx_writer w;
+    int rc = CREC_ERR_NOMEM;
+
+    if (writer_init(&w) == 0) {
+        for (size_t i = 0; i < ix->nspan; i++)
+            writer_put(&w, &ix->spans[i]);
+        rc = writer_finish(&w, ix, out);
+        put_bytes(out, w.blocks.data, w.blocks.len);
+        rc = rc == CREC_OK && out->nomem ? CREC_ERR_NOMEM : rc;
+    }
+    if (rc != CREC_OK)
+        out->nomem = 1;
+    writer_release(&w);
+    return rc;
 }
 
 /* ---- decoding ------------------------------------------------------------ */

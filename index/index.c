@@ -5,6 +5,7 @@
  * An index names its recording by size and a hash of its first and last
  * 64 KiB; a stale one (another recording) or a corrupt one is rebuilt.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -413,17 +414,20 @@ static int write_all(int fd, const uint8_t *p, size_t n)
  * tid 0: the file is the index; else it holds thread tid's among the
  * others'.
  */
-static void save(const char *path, uint32_t proc, uint32_t tid, const crec_idx *ix)
+/* Write the index file image b, then tail (of thread tid, 0: the
+ * process's; a thread's has no tail). */
+static void save_image(const char *path, uint32_t proc, uint32_t tid, const crec_fmt_buf *b,
+                       const uint8_t *tail, size_t tail_len)
 {
     char ipath[4096], tmp[4200];
-    crec_fmt_buf b = {0}, all = {0};
-    const crec_fmt_buf *out = &b;
+    crec_fmt_buf all = {0};
+    const crec_fmt_buf *out = b;
     int fd, ok;
 
+    assert(tid == 0 || tail_len == 0); /* add_image takes a whole image */
     crec_idx_file(path, proc, ipath, sizeof ipath);
     snprintf(tmp, sizeof tmp, "%s.tmpXXXXXX", ipath);
-    if (crec_idx_encode(ix, &b) != CREC_OK || (tid && add_image(ipath, tid, &b, &all) != 0)) {
-        crec_fmt_buf_free(&b);
+    if (tid && add_image(ipath, tid, b, &all) != 0) {
         crec_fmt_buf_free(&all);
         return;
     }
@@ -431,32 +435,36 @@ static void save(const char *path, uint32_t proc, uint32_t tid, const crec_idx *
         out = &all;
     if ((fd = mkostemp(tmp, O_CLOEXEC)) >= 0) {
         /* readable by whoever can read the recording, as a plain file is */
-        ok = fchmod(fd, 0644) == 0 && write_all(fd, out->data, out->len) == 0;
+        ok = fchmod(fd, 0644) == 0 && write_all(fd, out->data, out->len) == 0 &&
+             write_all(fd, tail, tail_len) == 0;
         ok = close(fd) == 0 && ok;
         if (!ok || rename(tmp, ipath) != 0)
             unlink(tmp);
     }
-    crec_fmt_buf_free(&b);
     crec_fmt_buf_free(&all);
 }
 
-int crec_idx_save_spans(const char *path, uint32_t proc, crec_idx_span *spans, size_t nspans,
-                        crec_error *err)
+static void save(const char *path, uint32_t proc, uint32_t tid, const crec_idx *ix)
+{
+    crec_fmt_buf b = {0};
+
+    if (crec_idx_encode(ix, &b) == CREC_OK)
+        save_image(path, proc, tid, &b, NULL, 0);
+    crec_fmt_buf_free(&b);
+}
+
+int crec_idx_save_writer(const char *path, uint32_t proc, crec_idx_writer *w, crec_error *err)
 {
     crec_fmt_reader *r = NULL;
     crec_fmt_keyframe *kfs = NULL;
-    size_t nkf = 0;
+    crec_fmt_buf b = {0};
+    const uint8_t *tail = NULL;
+    size_t nkf = 0, tail_len = 0;
     crec_idx *ix = crec_calloc(1, sizeof *ix);
     int rc = ix ? CREC_OK : crec_error_set(err, CREC_ERR_NOMEM, "out of memory for the index");
 
-    if (rc != CREC_OK) {
-        for (size_t i = 0; i < nspans; i++)
-            crec_idx_span_clear(&spans[i]);
-        crec_free(spans);
-        return rc;
-    }
-    ix->spans = spans, ix->nspan = nspans;
-    rc = crec_fmt_reader_open(path, &r, err);
+    if (rc == CREC_OK)
+        rc = crec_fmt_reader_open(path, &r, err);
     if (rc == CREC_OK)
         rc = crec_fmt_reader_select(r, proc, err);
     if (rc == CREC_OK)
@@ -466,11 +474,15 @@ int crec_idx_save_spans(const char *path, uint32_t proc, crec_idx_span *spans, s
         rc = crec_idx_recording_id(path, &ix->rec_size, &ix->rec_hash, err);
     if (rc == CREC_OK)
         rc = crec_idx_read_tables(path, proc, kfs, nkf, ix, err);
+    if (rc == CREC_OK && crec_idx_writer_finish(w, ix, &b, &tail, &tail_len) != CREC_OK)
+        rc = crec_error_set(err, CREC_ERR_NOMEM, "out of memory for the index");
     if (rc == CREC_OK && !spans_fit(ix, kfs, nkf))
         rc = crec_error_set(err, CREC_ERR_CORRUPT, "the index gathered while recording does "
                             "not fit the recording's key frames");
     if (rc == CREC_OK)
-        save(path, proc, 0, ix);
+        save_image(path, proc, 0, &b, tail, tail_len);
+    crec_fmt_buf_free(&b);
+    crec_idx_writer_free(w);
     crec_idx_free(ix);
     crec_free(kfs);
     return rc;

@@ -100,6 +100,24 @@ typedef struct crec_idx {
  *  @return CREC_OK or CREC_ERR_NOMEM. */
 int crec_idx_encode(const crec_idx *ix, crec_fmt_buf *b);
 
+/*
+ * The index file written a span at a time (recorder/rec_index.c), each
+ * span encoded when it comes, by a host thread of the writer's own if
+ * `threaded` (else in crec_idx_writer_add).  crec_idx_writer_add takes
+ * the span's arrays (s is zeroed); its error, CREC_ERR_NOMEM, may be a
+ * span's given before.  crec_idx_writer_finish: every span encoded, then
+ * the file image with ix's tables (crec_idx_read_tables): its head into
+ * b, then the `tail` bytes, which the writer keeps; ix->spans becomes the
+ * spans' starts, key frames and point flags (for spans_fit).
+ * A process that forks must not leave a threaded writer to its child.
+ */
+typedef struct crec_idx_writer crec_idx_writer;
+int crec_idx_writer_new(crec_idx_writer **out, int threaded);
+int crec_idx_writer_add(crec_idx_writer *w, crec_idx_span *s);
+int crec_idx_writer_finish(crec_idx_writer *w, crec_idx *ix, crec_fmt_buf *b,
+                           const uint8_t **tail, size_t *tail_len);
+void crec_idx_writer_free(crec_idx_writer *w);
+
 /*! crec_idx_decode() : parse and check an index file image.
  *  @return CREC_OK and *out, or CREC_ERR_CORRUPT / CREC_ERR_VERSION. */
 int crec_idx_decode(const uint8_t *data, size_t len, crec_idx **out, crec_error *err);
@@ -220,13 +238,12 @@ int crec_idx_build(const char *path, uint32_t proc, const crec_fmt_keyframe *kfs
 int crec_idx_read_tables(const char *path, uint32_t proc, const crec_fmt_keyframe *kfs,
                          size_t nkf, crec_idx *ix, crec_error *err);
 
-/*! crec_idx_save_spans() : write the index file of process `proc` of the
- *  recording at path (of one thread: crec_idx_file) from spans gathered while it was recorded (recorder/rec_index.c):
- *  the rest is read from the finished file, and the spans are checked to
- *  fit its key frames first.  The spans are the index's now (freed on any
- *  failure too).  @return CREC_OK or an error (then no file is written). */
-int crec_idx_save_spans(const char *path, uint32_t proc, crec_idx_span *spans, size_t nspans,
-                        crec_error *err);
+/*! crec_idx_save_writer() : write the index file of process `proc` of the
+ *  recording at path from the spans a writer was given while it was
+ *  recorded (recorder/rec_index.c): the rest is read from the finished
+ *  file, and the spans are checked to fit its key frames first.  The writer
+ *  is freed.  @return CREC_OK or an error (then no file is written). */
+int crec_idx_save_writer(const char *path, uint32_t proc, crec_idx_writer *w, crec_error *err);
 
 /*! crec_idx_scan_events() : every range ever mapped (sorted, merged
  *  (start, end) pairs) and the icount of every syscall, from the EVENTS

@@ -93,7 +93,7 @@ static void on_evict(void *ctx, const struct crec_pcache_page *p)
 void rec_ix_start(struct rec_session *rs, int on)
 {
     memset(&rs->ix, 0, sizeof rs->ix);
-    rs->ix.on = on;
+    rs->ix.on = on && crec_idx_writer_new(&rs->ix.writer, 1) == CREC_OK;
     rs->ix.point_every = rs->cp_interval / REC_IX_POINT_DIV;
     if (rs->ix.point_every < REC_IX_POINT_MIN)
         rs->ix.point_every = 0;
@@ -362,10 +362,13 @@ static void close_span(struct rec_session *rs)
          * a later query takes them rather than replaying the span */
         if (!s.k || close_lines(rs, &s) != 0 ||
             crec_idx_span_values(&s, guest_read, rs) != 0 ||
-            (s.at_point && close_seed(rs, &s) != 0) ||
-            push((void **)&rs->ix.spans, &rs->ix.nspans, &rs->ix.capspans, sizeof s, &s) != 0) {
+            (s.at_point && close_seed(rs, &s) != 0)) {
             crec_idx_span_clear(&s);
             ix_off(rs);
+        } else if (crec_idx_writer_add(rs->ix.writer, &s) != CREC_OK) { /* it took s */
+            ix_off(rs);
+        } else {
+            rs->ix.nspans++;
         }
     } else {
         crec_idx_span_clear(&s);
@@ -446,17 +449,22 @@ void rec_ix_save(struct rec_session *rs, const char *path)
     close_span(rs);
     if (!rs->ix.on || rs->ix.nspans == 0)
         return; /* what was gathered before it was turned off: rec_ix_free's */
-    if (crec_idx_save_spans(path, rs->proc, rs->ix.spans, rs->ix.nspans, &err) == CREC_OK)
+    if (crec_idx_save_writer(path, rs->proc, rs->ix.writer, &err) == CREC_OK)
         rs->stats.indexed = 1;
-    rs->ix.spans = NULL; /* crec_idx_save_spans took them (and freed them on failure) */
+    rs->ix.writer = NULL; /* crec_idx_save_writer freed it */
     rs->ix.nspans = 0;
+}
+
+void rec_ix_stop(struct rec_session *rs)
+{
+    rs->ix.on = 0;
+    crec_idx_writer_free(rs->ix.writer); /* its thread ends here */
+    rs->ix.writer = NULL;
 }
 
 void rec_ix_free(struct rec_session *rs)
 {
-    for (size_t i = 0; i < rs->ix.nspans; i++)
-        crec_idx_span_clear(&rs->ix.spans[i]);
-    crec_free(rs->ix.spans);
+    crec_idx_writer_free(rs->ix.writer);
     crec_idx_span_clear(&rs->ix.cur);
     crec_free(rs->ix.lines);
     crec_free(rs->ix.needs);

@@ -907,7 +907,7 @@ static void rec_on_thread(void *ctx, const struct crec_emu_thread_event *tev)
              * which a program of one thread does without, says its tid */
             struct crec_emu_thread_info first;
             rs->multi = 1;
-            rs->ix.on = 0; /* the index of threads is the first query's */
+            rec_ix_stop(rs); /* the index of threads is the first query's */
             /* from its first key frame in the file: 0, unless a ring
              * dropped the start or --start-at began later */
             rec_seq(rs, rs->cur, rs->stats.recorded_from, CREC_FMT_SEQ_IN);
@@ -1119,7 +1119,7 @@ static void rec_image_restart(struct rec_session *rs)
     memset(&rs->stats, 0, sizeof rs->stats);
     rs->last_sync = 0;
     rs->finishing = 0;
-    rs->ix.on = 0; /* a process tree's index is built by the first query */
+    rec_ix_stop(rs); /* a process tree's index is built by the first query */
     rec_mem_restart(rs);
 }
 
@@ -1139,6 +1139,8 @@ static void rec_on_fork(void *ctx, int phase, int pid)
     crec_error err = {0};
     uint32_t parent = rs->proc;
 
+    if (phase == CREC_EMU_FORK_BEFORE) /* a process tree's index is built by the first */
+        rec_ix_stop(rs);                /* query, and no child gets the writer's thread */
     if (phase == CREC_EMU_FORK_CHILD)
         rs->child = 1; /* it exits as the guest's child does, however it records */
     if (rs->failed || rs->ended) /* ended: the program runs on unrecorded */
@@ -1149,7 +1151,6 @@ static void rec_on_fork(void *ctx, int phase, int pid)
     }
     switch (phase) {
     case CREC_EMU_FORK_BEFORE: /* the blobs the child will know of are in the file */
-        rs->ix.on = 0; /* a process tree's index is built by the first query */
         rs->from_tid = rs->tid;
         rs->from_icount = crec_emu_thread_icount(rs->emu);
         if (crec_fmt_writer_prefork(rs->w, &err) != CREC_OK)

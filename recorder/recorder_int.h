@@ -397,8 +397,8 @@ struct rec_ix {
     uint64_t next_offer;  /* where a restart point may next be taken */
     uint64_t point_every; /* instructions between restart points (0: none) */
     size_t nkf;           /* key frames so far */
-    crec_idx_span *spans; /* the spans done */
-    size_t nspans, capspans;
+    crec_idx_writer *writer; /* the spans done, encoded on its own thread */
+    size_t nspans;
     struct ix_line *lines; /* the current span's lines (of pages given up, */
     size_t nlines, caplines; /*  then of all its pages as it ends) */
     struct ix_need *needs; /* ... its seed */
@@ -568,7 +568,9 @@ int rec_symbol_find(const char *path, uint64_t file_off, const char *name, uint6
  * change) wrote a range (0, UINT64_MAX: anywhere); rec_ix_keyframe: a key
  * frame at global count icount (last: the recording's end) ends the span
  * and starts the next; rec_ix_point_due / rec_ix_point: a restart point
- * here; rec_ix_save: write PATH.idx, best effort; rec_ix_free. */
+ * here; rec_ix_save: write PATH.idx, best effort; rec_ix_stop: no index
+ * (threads, a fork: before it, so that no child gets the writer's
+ * thread); rec_ix_free. */
 void rec_ix_start(struct rec_session *rs, int on);
 void rec_ix_attach(struct rec_session *rs, crec_pcache *pc);
 void rec_ix_access(struct rec_session *rs, uint64_t addr, unsigned size, int store,
@@ -580,6 +582,7 @@ void rec_ix_keyframe(struct rec_session *rs, uint64_t icount, int last);
 int rec_ix_point_due(struct rec_session *rs, uint64_t icount);
 void rec_ix_point(struct rec_session *rs, const crec_fmt_keyframe *p);
 void rec_ix_save(struct rec_session *rs, const char *path);
+void rec_ix_stop(struct rec_session *rs);
 void rec_ix_free(struct rec_session *rs);
 
 /* record.c */

@@ -157,6 +157,112 @@ Test(index, round_trip)
     crec_fmt_buf_free(&b);
 }
 
+/* n spans at key frames, each touching two lines and storing bytes 0..3
+ * of one of seven, every tenth with a kernel write: blocks of many spans. */
+static crec_idx *many(size_t n)
+{
+    crec_idx *ix = crec_calloc(1, sizeof *ix);
+
+    ix->nspan = n;
+    ix->spans = crec_calloc(n, sizeof *ix->spans);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t t[2] = {0x100 + i % 7, 0x1000 + i}, tm[2] = {0xff, 0xf0};
+        uint64_t w[1] = {0x100 + i % 7}, wm[1] = {0x0f}, k[2] = {0x40000 + 64 * i, 100};
+        uint8_t *v = crec_calloc(1, 64);
+        v[0] = (uint8_t)i, v[3] = (uint8_t)(3 * i);
+        ix->spans[i] = (crec_idx_span){.start = 1000 * i, .kf = i, .cost = i + 1, .ntouch = 2,
+                                       .touch = dup64(t, 2), .touch_mask = dup64(tm, 2),
+                                       .nwrite = 1, .write = dup64(w, 1),
+                                       .write_mask = dup64(wm, 1), .write_values = v,
+                                       .flags = CREC_IDX_VALUED, .nk = i % 10 == 0,
+                                       .k = dup64(k, 2)};
+    }
+    ix->nkf = n + 1;
+    ix->kfs = crec_calloc(n + 1, sizeof *ix->kfs);
+    ix->kf_off = crec_calloc(n + 1, sizeof *ix->kf_off);
+    for (size_t i = 0; i <= n; i++)
+        ix->kfs[i] = (crec_fmt_keyframe){.tid = 1, .global_icount = 1000 * i,
+                                         .thread_icount = 1000 * i},
+        ix->kf_off[i] = 100 * i;
+    return ix;
+}
+
+/* Every span of ix through a writer, then its image: head and tail in b. */
+static int write_through(crec_idx *ix, int threaded, crec_fmt_buf *b)
+{
+    crec_idx_writer *w;
+    const uint8_t *tail = NULL;
+    size_t n = ix->nspan, tail_len = 0;
+    int rc = crec_idx_writer_new(&w, threaded);
+
+    memset(b, 0, sizeof *b);
+    for (size_t i = 0; rc == CREC_OK && i < n; i++)
+        rc = crec_idx_writer_add(w, &ix->spans[i]);
+    for (size_t i = 0; i < n; i++) /* those not handed over (a failure) */
+        crec_idx_span_clear(&ix->spans[i]);
+    crec_free(ix->spans);
+    ix->spans = NULL, ix->nspan = 0;
+    if (rc == CREC_OK)
+        rc = crec_idx_writer_finish(w, ix, b, &tail, &tail_len);
+    crec_fmt_buf_bytes(b, tail, tail_len);
+    if (rc == CREC_OK && b->nomem)
+        rc = CREC_ERR_NOMEM;
+    crec_idx_writer_free(w);
+    return rc;
+}
+
+Test(index, a_writer_writes_what_encode_does,
+     .description = "a span at a time, on its thread or not, over several blocks")
+{
+    for (int threaded = 0; threaded < 2; threaded++)
+        for (size_t n = 0; n < 2; n++) {
+            crec_idx *a = n ? many(150) : sample(), *b = n ? many(150) : sample(), *back;
+            crec_fmt_buf want, got;
+            crec_error err = {0};
+            encode(a, &want);
+            cr_assert_eq(write_through(b, threaded, &got), CREC_OK);
+            cr_expect_eq(got.len, want.len, "threaded %d: %zu bytes, encode %zu", threaded,
+                         got.len, want.len);
+            cr_expect_eq(memcmp(got.data, want.data, want.len < got.len ? want.len : got.len), 0);
+            cr_assert_eq(b->nspan, a->nspan, "finish gives the spans' starts back");
+            for (size_t i = 0; i < a->nspan; i++)
+                cr_expect(b->spans[i].start == a->spans[i].start &&
+                          b->spans[i].kf == a->spans[i].kf &&
+                          b->spans[i].at_point == a->spans[i].at_point, "span %zu", i);
+            cr_assert_eq(crec_idx_decode(got.data, got.len, &back, &err), CREC_OK, "%s", err.msg);
+            cr_assert_eq(crec_idx_need_all(back, &err), CREC_OK, "%s", err.msg);
+            cr_assert_eq(back->nspan, a->nspan);
+            for (size_t i = 0; n && i < back->nspan; i++)
+                cr_expect(back->spans[i].write_values[0] == (uint8_t)i &&
+                          back->spans[i].write_values[3] == (uint8_t)(3 * i) &&
+                          back->spans[i].touch[1] == 0x1000 + i, "span %zu", i);
+            crec_idx_free(back);
+            crec_fmt_buf_free(&want);
+            crec_fmt_buf_free(&got);
+            crec_idx_free(a);
+            crec_idx_free(b);
+        }
+}
+
+Test(index, every_allocation_failure_in_the_writer)
+{
+    int done = 0;
+
+    for (unsigned long n = 1; !done && n < 100000; n++) {
+        crec_idx *ix = many(70);
+        crec_fmt_buf b;
+        int rc;
+        crec_alloc_fail_after(n);
+        rc = write_through(ix, 0, &b);
+        crec_alloc_fail_after(0);
+        cr_assert(rc == CREC_OK || rc == CREC_ERR_NOMEM, "n=%lu rc=%d", n, rc);
+        done = rc == CREC_OK;
+        crec_fmt_buf_free(&b);
+        crec_idx_free(ix);
+    }
+    cr_assert(done);
+}
+
 Test(index, a_block_filter_passes_over_what_it_never_touched)
 {
     crec_idx *ix = sample(), *back = NULL;

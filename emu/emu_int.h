@@ -431,6 +431,7 @@ struct emu_timer {
 struct emu_thread {
     uint32_t id;              /* crec's number: 1, 2, ... in creation order */
     uint32_t tid;             /* the guest's thread id (gettid) */
+    struct emu_tid_holder *holder; /* the host thread that holds tid (sched.c) */
     uint32_t parent;          /* id of the thread that created it (0: none) */
     int state;                /* enum emu_th_state */
     uc_context *ctx;          /* registers while another thread runs */
@@ -515,6 +516,9 @@ struct emu_thread *emu_thread_new(crec_emu *e, crec_error *err);
 /* The other threads are gone (fork's child, execve): the current one is
  * the process's only thread. */
 void emu_sched_only_current(crec_emu *e);
+/* Thread t's id is no longer held (it exits, or becomes a fork's child's
+ * pid): its host thread ends, or in a forked child is let go. */
+void emu_thread_drop_id(struct emu_thread *t);
 /* A new process image (fork's child, execve): its only thread is number 1
  * and every instruction count starts at 0. */
 void emu_sched_restart(crec_emu *e);

@@ -32,10 +32,13 @@
  * apart in emu_sched so that it can move out of crec_emu then.
  */
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "emu/emu_int.h"
@@ -60,8 +63,79 @@ static uint64_t slice_len(struct emu_sched *s)
 
 /* ---- threads ---------------------------------------------------------------- */
 
+/* ---- thread ids ------------------------------------------------------------
+ *
+ * Linux gives threads and processes their ids from one space: no process
+ * the program forks can have the id of one of its threads.  An id crec
+ * made up (the pid plus n) could be a child's pid, and then kill() of the
+ * child reached the thread instead (a Pool of python's multiprocessing
+ * ended by SIGTERM to itself).  So each thread but the first has a host
+ * thread of crec's that holds its id: it only sleeps, until the guest's
+ * thread exits.  A forked child has no such host threads: it lets its
+ * copies go without waiting for them.
+ */
+struct emu_tid_holder {
+    pthread_t th;
+    pid_t owner;   /* the process that has the host thread */
+    uint32_t tid;  /* its id, 0 until it is known (futex word) */
+    uint32_t done; /* 1: end (futex word) */
+};
+
+/* Its stack holds crec's thread-local data too (66 KiB): glibc refuses a
+ * stack smaller than that, and keeps a few stacks of this size for the
+ * next threads. */
+#define EMU_HOLDER_STACK (256u << 10)
+
+static void *holder_main(void *arg)
+{
+    struct emu_tid_holder *h = arg;
+
+    __atomic_store_n(&h->tid, (uint32_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+    syscall(SYS_futex, &h->tid, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    while (!__atomic_load_n(&h->done, __ATOMIC_ACQUIRE))
+        syscall(SYS_futex, &h->done, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+    return NULL;
+}
+
+static void holder_end(struct emu_tid_holder *h)
+{
+    if (!h)
+        return;
+    if (h->owner == getpid()) {
+        __atomic_store_n(&h->done, 1, __ATOMIC_RELEASE);
+        syscall(SYS_futex, &h->done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+        pthread_join(h->th, NULL);
+    }
+    crec_free(h);
+}
+
+/* A host thread to hold a new thread's id.  @return it, or NULL. */
+static struct emu_tid_holder *holder_new(void)
+{
+    struct emu_tid_holder *h = crec_calloc(1, sizeof *h);
+    uint32_t tid;
+
+    if (!h)
+        return NULL;
+    h->owner = getpid();
+    if (crec_thread_start(&h->th, EMU_HOLDER_STACK, holder_main, h) != 0) {
+        crec_free(h);
+        return NULL;
+    }
+    while ((tid = __atomic_load_n(&h->tid, __ATOMIC_ACQUIRE)) == 0)
+        syscall(SYS_futex, &h->tid, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+    return h;
+}
+
+void emu_thread_drop_id(struct emu_thread *t)
+{
+    holder_end(t->holder);
+    t->holder = NULL;
+}
+
 static void thread_free(struct emu_thread *t)
 {
+    emu_thread_drop_id(t);
     if (t->ctx)
         uc_context_free(t->ctx);
     crec_emu_xstate_free(t->xs);
@@ -93,7 +167,15 @@ struct emu_thread *emu_thread_new(crec_emu *e, crec_error *err)
         return NULL;
     }
     t->id = ++s->last_id;
-    t->tid = (uint32_t)getpid() + t->id - 1; /* the first thread's tid is the pid */
+    if (t->id == 1) {
+        t->tid = (uint32_t)getpid(); /* the first thread's tid is the pid */
+    } else if ((t->holder = holder_new()) != NULL) {
+        t->tid = t->holder->tid;
+    } else {
+        thread_free(t);
+        crec_error_set(err, CREC_ERR_LIMIT, "can't start a host thread to hold a thread id");
+        return NULL;
+    }
     t->deadline = -1;
     t->sigmask = e->sigmask;
     crec_emu_cpu_xstate_save(e->cpu, t->xs); /* clone copies the registers, these too */
@@ -845,6 +927,7 @@ void emu_thread_exit(crec_emu *e, int status)
     if (e->obs.on_thread)
         e->obs.on_thread(e->obs.ctx, &ev);
     t->state = EMU_TH_EXITED;
+    emu_thread_drop_id(t); /* its id is free now, as on Linux */
     s->nlive--;
     s->want_switch = 1;
     crec_emu_cpu_stop(e->cpu);

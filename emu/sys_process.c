@@ -66,6 +66,7 @@ int64_t emu_fork(crec_emu *e, uint64_t flags, uint64_t stack, uint64_t ptid, uin
         emu_sched_only_current(e); /* a child has only the thread that forked */
         emu_sched_restart(e);      /* ... numbered 1, counting from 0 */
         emu_hostsig_child(e);
+        emu_thread_drop_id(t); /* its id is the pid now */
         t->tid = tid;
         e->sig_pending = t->sig_pending = 0; /* pending signals are the parent's */
         e->sig_more.n = t->sig_more.n = 0;

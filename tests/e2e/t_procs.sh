@@ -270,3 +270,6 @@ if __name__ == "__main__":
         print(p.map(sq, range(6)))
 PY
 rec multiprocessing "/usr/bin/python3 mp.py" "rm mp.py"
+# a thread's id is never a child's pid: kill() of the child kills the child
+# (crec made thread ids up as pid+1, pid+2..., which children's pids met)
+rec thread-ids "$GUESTS/threads_tids"

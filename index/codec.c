@@ -420,7 +420,7 @@ struct crec_idx_writer {
     pthread_t th;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    crec_idx_span q[IDX_QUEUE];
+    crec_idx_gathered q[IDX_QUEUE];
     size_t qhead, qn;
 };
 
@@ -592,21 +592,29 @@ static void writer_put(crec_idx_writer *w, const crec_idx_span *s)
         block_end(w);
 }
 
+/* Put a span handed over in order if it needs it, and encode it. */
+static void writer_take(crec_idx_writer *w, crec_idx_gathered *g)
+{
+    if ((g->lines || g->needs) && crec_idx_gathered_close(g) != 0)
+        w->bad = 1;
+    writer_put(w, &g->s);
+    crec_idx_gathered_clear(g);
+}
+
 static void *writer_main(void *arg)
 {
     crec_idx_writer *w = arg;
 
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        crec_idx_span s;
+        crec_idx_gathered g;
         while (!w->qn && !w->stop)
             pthread_cond_wait(&w->cv, &w->mu);
         if (!w->qn)
             break;
-        s = w->q[w->qhead];
+        g = w->q[w->qhead];
         pthread_mutex_unlock(&w->mu);
-        writer_put(w, &s);
-        crec_idx_span_clear(&s);
+        writer_take(w, &g);
         pthread_mutex_lock(&w->mu);
         w->qhead = (w->qhead + 1) % IDX_QUEUE, w->qn--;
         w->failed = w->bad;
@@ -647,7 +655,7 @@ static void writer_release(crec_idx_writer *w)
 {
     writer_join(w);
     for (size_t i = 0; i < w->qn; i++) /* handed over, never encoded (no thread) */
-        crec_idx_span_clear(&w->q[(w->qhead + i) % IDX_QUEUE]);
+        crec_idx_gathered_clear(&w->q[(w->qhead + i) % IDX_QUEUE]);
     ZSTD_freeCCtx(w->raw.cctx);
     ZSTD_freeCCtx(w->vals.cctx);
     crec_free(w->raw.z);
@@ -689,24 +697,31 @@ int crec_idx_writer_new(crec_idx_writer **out, int threaded)
     return CREC_OK;
 }
 
-int crec_idx_writer_add(crec_idx_writer *w, crec_idx_span *s)
+int crec_idx_writer_add_gathered(crec_idx_writer *w, crec_idx_gathered *g)
 {
     int bad;
 
     if (!w->threaded) {
-        writer_put(w, s);
-        crec_idx_span_clear(s);
+        writer_take(w, g);
         return w->bad ? CREC_ERR_NOMEM : CREC_OK;
     }
     pthread_mutex_lock(&w->mu);
     while (w->qn == IDX_QUEUE)
         pthread_cond_wait(&w->cv, &w->mu);
-    w->q[(w->qhead + w->qn++) % IDX_QUEUE] = *s;
-    memset(s, 0, sizeof *s);
+    w->q[(w->qhead + w->qn++) % IDX_QUEUE] = *g;
+    memset(g, 0, sizeof *g);
     pthread_cond_broadcast(&w->cv);
     bad = w->failed;
     pthread_mutex_unlock(&w->mu);
     return bad ? CREC_ERR_NOMEM : CREC_OK;
+}
+
+int crec_idx_writer_add(crec_idx_writer *w, crec_idx_span *s)
+{
+    crec_idx_gathered g = {.s = *s};
+
+    memset(s, 0, sizeof *s);
+    return crec_idx_writer_add_gathered(w, &g);
 }
 
 void crec_idx_writer_free(crec_idx_writer *w)

@@ -100,24 +100,6 @@ typedef struct crec_idx {
  *  @return CREC_OK or CREC_ERR_NOMEM. */
 int crec_idx_encode(const crec_idx *ix, crec_fmt_buf *b);
 
-/*
- * The index file written a span at a time (recorder/rec_index.c), each
- * span encoded when it comes, by a host thread of the writer's own if
- * `threaded` (else in crec_idx_writer_add).  crec_idx_writer_add takes
- * the span's arrays (s is zeroed); its error, CREC_ERR_NOMEM, may be a
- * span's given before.  crec_idx_writer_finish: every span encoded, then
- * the file image with ix's tables (crec_idx_read_tables): its head into
- * b, then the `tail` bytes, which the writer keeps; ix->spans becomes the
- * spans' starts, key frames and point flags (for spans_fit).
- * A process that forks must not leave a threaded writer to its child.
- */
-typedef struct crec_idx_writer crec_idx_writer;
-int crec_idx_writer_new(crec_idx_writer **out, int threaded);
-int crec_idx_writer_add(crec_idx_writer *w, crec_idx_span *s);
-int crec_idx_writer_finish(crec_idx_writer *w, crec_idx *ix, crec_fmt_buf *b,
-                           const uint8_t **tail, size_t *tail_len);
-void crec_idx_writer_free(crec_idx_writer *w);
-
 /*! crec_idx_decode() : parse and check an index file image.
  *  @return CREC_OK and *out, or CREC_ERR_CORRUPT / CREC_ERR_VERSION. */
 int crec_idx_decode(const uint8_t *data, size_t len, crec_idx **out, crec_error *err);
@@ -154,11 +136,71 @@ int crec_idx_need_values(crec_idx *ix, size_t seg, uint64_t addr, uint64_t len,
 /*! crec_idx_span_values() : the values span s's stores left, read with
  *  read(ctx, dst, addr, len) (0: read; memory at the span's end), and
  *  CREC_IDX_VALUED; a stored line that can't be read (unmapped since)
- *  joins s's stale lines: its bytes are answered by a replay.
+ *  joins s's stale lines: its bytes are answered by a replay (the index's
+ *  build; a recorder gathers them as crec_idx_gathered).
  *  @return 0, or -1 out of memory (s then has no values). */
 int crec_idx_span_values(crec_idx_span *s,
                          int (*read)(void *ctx, void *dst, uint64_t addr, uint64_t len),
                          void *ctx);
+
+/*
+ * A span as a recorder gathers it (recorder/rec_index.c), put in order on
+ * the writer's thread: `s` holds its start, key frame, point, flags, cost
+ * and kernel writes; `lines` its lines in any order, a line perhaps more
+ * than once (its page given up and taken again), each with `slot`, where
+ * its 64 bytes at the span's end lie in `values` (a line with stored
+ * bytes), or CREC_IDX_NO_SLOT (none, or they could not be read: unmapped
+ * since; then a replay answers them); `needs` the granules of its point's
+ * seed, in any order.
+ */
+typedef struct crec_idx_line {
+    uint64_t line, touch, write, stale; /* bytes loaded or stored, stored, and
+                                           stored before the kernel wrote them */
+    uint64_t slot;
+} crec_idx_line;
+#define CREC_IDX_NO_SLOT UINT64_MAX
+
+typedef struct crec_idx_granule {
+    uint64_t granule, value; /* the bytes of the mask are needed, with these values */
+    uint64_t mask;
+} crec_idx_granule;
+
+typedef struct crec_idx_gathered {
+    crec_idx_span s;
+    crec_idx_line *lines;
+    size_t nlines;
+    uint8_t *values;
+    crec_idx_granule *needs;
+    size_t nneeds;
+} crec_idx_gathered;
+
+/*! crec_idx_gathered_close() : g's lines and seed into g->s, in order (its
+ *  stored lines' values, CREC_IDX_VALUED), and the rest of g freed.
+ *  @return 0, or -1 out of memory (g->s then holds what it had). */
+int crec_idx_gathered_close(crec_idx_gathered *g);
+/*! crec_idx_gathered_clear() : free what g holds, span included, and zero it. */
+void crec_idx_gathered_clear(crec_idx_gathered *g);
+
+/*
+ * The index file written a span at a time (recorder/rec_index.c), each
+ * span encoded when it comes, by a host thread of the writer's own if
+ * `threaded` (else in crec_idx_writer_add).  crec_idx_writer_add takes
+ * the span's arrays (s is zeroed); its error, CREC_ERR_NOMEM, may be a
+ * span's given before.  crec_idx_writer_finish: every span encoded, then
+ * the file image with ix's tables (crec_idx_read_tables): its head into
+ * b, then the `tail` bytes, which the writer keeps; ix->spans becomes the
+ * spans' starts, key frames and point flags (for spans_fit).
+ * A process that forks must not leave a threaded writer to its child.
+ */
+typedef struct crec_idx_writer crec_idx_writer;
+int crec_idx_writer_new(crec_idx_writer **out, int threaded);
+int crec_idx_writer_add(crec_idx_writer *w, crec_idx_span *s);
+/* ... a span as gathered, put in order (crec_idx_gathered_close) before it
+ * is encoded, on the writer's thread: g is zeroed */
+int crec_idx_writer_add_gathered(crec_idx_writer *w, crec_idx_gathered *g);
+int crec_idx_writer_finish(crec_idx_writer *w, crec_idx *ix, crec_fmt_buf *b,
+                           const uint8_t **tail, size_t *tail_len);
+void crec_idx_writer_free(crec_idx_writer *w);
 
 /*! crec_idx_span_clear() : free what a span holds and zero it. */
 void crec_idx_span_clear(crec_idx_span *s);

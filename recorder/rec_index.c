@@ -33,23 +33,6 @@
 #include "common/common.h"
 #include "recorder/recorder_int.h"
 
-/* One line of a span: the bytes it loaded or stored, stored, and stored
- * before the kernel wrote them (stale: not their store's value now). */
-struct ix_line {
-    uint64_t line, touch, write, stale;
-};
-
-/* One granule of a seed: the bytes needed and their values. */
-struct ix_need {
-    uint64_t granule;
-    uint64_t value;
-    unsigned mask;
-};
-
-/* sort_by_key sorts both by their first member */
-_Static_assert(offsetof(struct ix_line, line) == 0, "a line's key comes first");
-_Static_assert(offsetof(struct ix_need, granule) == 0, "a need's key comes first");
-
 static void ix_off(struct rec_session *rs)
 {
     rs->ix.on = 0;
@@ -73,7 +56,8 @@ static int push(void **v, size_t *n, size_t *cap, size_t size, const void *item)
 static void page_lines(struct rec_session *rs, const struct crec_pcache_page *p)
 {
     for (unsigned g0 = 0; g0 < CREC_PCACHE_PAGE_GRANULES; g0 += 8) {
-        struct ix_line l = {p->page * (CREC_PCACHE_PAGE / 64) + g0 / 8, 0, 0, 0};
+        crec_idx_line l = {p->page * (CREC_PCACHE_PAGE / 64) + g0 / 8, 0, 0, 0,
+                           CREC_IDX_NO_SLOT};
         for (unsigned k = 0; k < 8; k++) {
             l.touch |= (uint64_t)p->touch[g0 + k] << (8 * k);
             l.write |= (uint64_t)p->wrote[g0 + k] << (8 * k);
@@ -109,7 +93,7 @@ void rec_ix_attach(struct rec_session *rs, crec_pcache *pc)
 void rec_ix_need(struct rec_session *rs, const struct crec_pcache_page *p, unsigned g,
                  unsigned mask)
 {
-    struct ix_need n = {p->page * CREC_PCACHE_PAGE_GRANULES + g,
+    crec_idx_granule n = {p->page * CREC_PCACHE_PAGE_GRANULES + g,
                         pcache_load_le(p->bytes + 8 * g, 8), mask};
 
     if (!rs->ix.on) /* turned off (threads, a fork): nothing gathers it */
@@ -145,7 +129,7 @@ void rec_ix_access(struct rec_session *rs, uint64_t addr, unsigned size, int sto
 /* Bytes of line l's mask `m` were stored, then written by the kernel. */
 static void add_stale(struct rec_session *rs, uint64_t line, uint64_t m)
 {
-    struct ix_line l = {line, 0, 0, m};
+    crec_idx_line l = {line, 0, 0, m, CREC_IDX_NO_SLOT};
 
     if (push((void **)&rs->ix.lines, &rs->ix.nlines, &rs->ix.caplines, sizeof l, &l) != 0)
         ix_off(rs);
@@ -179,7 +163,7 @@ static void kernel_stales(struct rec_session *rs, uint64_t addr, uint64_t end)
         }
     }
     for (size_t i = 0; i < n; i++) { /* pages given up before */
-        struct ix_line *l = &rs->ix.lines[i];
+        crec_idx_line *l = &rs->ix.lines[i];
         uint64_t m;
         if (l->write && (l->line + 1) * 64 > addr && l->line * 64 < end &&
             (m = l->write & crec_idx_line_mask(l->line, addr, end - addr)) != 0) {
@@ -205,126 +189,8 @@ void rec_ix_kernel(struct rec_session *rs, uint64_t addr, uint64_t len)
         ix_off(rs);
 }
 
-/*
- * Sort n items of `size` bytes by the number in their first 8 bytes (a
- * line or a granule): a radix sort, 11 bits a pass, stable, passing over
- * the digits every key shares (the high ones, mostly).  qsort took 12% of
- * recording bench_hash, whose spans' seeds hold 500,000 granules each,
- * loaded in no order.  Out of memory, qsort with `cmp` does it.
- */
-static void sort_by_key(void *v, size_t n, size_t size, int (*cmp)(const void *, const void *))
-{
-    enum { BITS = 11, DIGITS = 1 << BITS };
-    uint8_t *a = v, *b = n > 1 ? crec_malloc(n * size) : NULL, *t;
-    size_t count[DIGITS];
-
-    if (!b) {
-        crec_sort(v, n, size, cmp);
-        return;
-    }
-    for (unsigned shift = 0; shift < 64; shift += BITS) {
-        uint64_t key;
-        size_t at = 0;
-        memset(count, 0, sizeof count);
-        for (size_t i = 0; i < n; i++) {
-            memcpy(&key, a + i * size, sizeof key);
-            count[key >> shift & (DIGITS - 1)]++;
-        }
-        memcpy(&key, a, sizeof key);
-        if (count[key >> shift & (DIGITS - 1)] == n)
-            continue; /* every key has this digit */
-        for (size_t d = 0; d < DIGITS; d++) { /* where each digit's items begin */
-            size_t c = count[d];
-            count[d] = at, at += c;
-        }
-        for (size_t i = 0; i < n; i++) {
-            memcpy(&key, a + i * size, sizeof key);
-            memcpy(b + count[key >> shift & (DIGITS - 1)]++ * size, a + i * size, size);
-        }
-        t = a, a = b, b = t;
-    }
-    if (a != v) { /* the last pass wrote the copy */
-        memcpy(v, a, n * size);
-        b = a;
-    }
-    crec_free(b);
-}
-
-static int cmp_line(const void *a, const void *b)
-{
-    const struct ix_line *x = a, *y = b;
-    return x->line < y->line ? -1 : x->line > y->line;
-}
-
-static int cmp_need(const void *a, const void *b)
-{
-    const struct ix_need *x = a, *y = b;
-    return x->granule < y->granule ? -1 : x->granule > y->granule;
-}
-
-/* The span's lines into s (sorted, merged). */
-static int close_lines(struct rec_session *rs, crec_idx_span *s)
-{
-    struct ix_line *v = rs->ix.lines;
-    size_t n = 0;
-
-    sort_by_key(v, rs->ix.nlines, sizeof *v, cmp_line);
-    for (size_t i = 0; i < rs->ix.nlines; i++) /* a page given up and taken again */
-        if (n > 0 && v[n - 1].line == v[i].line)
-            v[n - 1].touch |= v[i].touch, v[n - 1].write |= v[i].write,
-            v[n - 1].stale |= v[i].stale;
-        else
-            v[n++] = v[i];
-    s->touch = crec_malloc((n ? n : 1) * sizeof *s->touch);
-    s->touch_mask = crec_malloc((n ? n : 1) * sizeof *s->touch_mask);
-    s->write = crec_malloc((n ? n : 1) * sizeof *s->write);
-    s->write_mask = crec_malloc((n ? n : 1) * sizeof *s->write_mask);
-    s->stale = crec_malloc((n ? n : 1) * sizeof *s->stale);
-    s->stale_mask = crec_malloc((n ? n : 1) * sizeof *s->stale_mask);
-    if (!s->touch || !s->touch_mask || !s->write || !s->write_mask || !s->stale ||
-        !s->stale_mask)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t stale = v[i].stale & ~v[i].write; /* stored again since: its store's */
-        s->touch[s->ntouch] = v[i].line, s->touch_mask[s->ntouch++] = v[i].touch;
-        if (v[i].write | v[i].stale)
-            s->write[s->nwrite] = v[i].line,
-            s->write_mask[s->nwrite++] = v[i].write | v[i].stale;
-        if (stale)
-            s->stale[s->nstale] = v[i].line, s->stale_mask[s->nstale++] = stale;
-    }
-    return 0;
-}
-
-/* The span's seed into s: lines, masks and the needed bytes' values. */
-static int close_seed(struct rec_session *rs, crec_idx_span *s)
-{
-    struct ix_need *v = rs->ix.needs;
-    size_t n = rs->ix.nneeds, lines = 0;
-
-    sort_by_key(v, n, sizeof *v, cmp_need);
-    for (size_t i = 0; i < n; i++)
-        lines += i == 0 || v[i].granule / 8 != v[i - 1].granule / 8;
-    s->lines = crec_malloc((lines ? lines : 1) * sizeof *s->lines);
-    s->masks = crec_calloc(lines ? lines : 1, sizeof *s->masks);
-    s->values = crec_calloc(lines ? lines : 1, 64);
-    if (!s->lines || !s->masks || !s->values)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t line = v[i].granule / 8;
-        unsigned at = (unsigned)(v[i].granule % 8) * 8;
-        if (s->nlines == 0 || s->lines[s->nlines - 1] != line)
-            s->lines[s->nlines++] = line;
-        s->masks[s->nlines - 1] |= (uint64_t)v[i].mask << at;
-        for (unsigned b = 0; b < 8; b++)
-            if (v[i].mask >> b & 1)
-                s->values[64 * (s->nlines - 1) + at + b] = (uint8_t)(v[i].value >> (8 * b));
-    }
-    return 0;
-}
-
-/* Read guest memory (crec_idx_span_values): a line at a time, mostly of
- * pages the hooks' table of host pages holds already. */
+/* Read guest memory (span_values): a line at a time, mostly of pages the
+ * hooks' table of host pages holds already. */
 static int guest_read(void *ctx, void *dst, uint64_t addr, uint64_t len)
 {
     struct rec_session *rs = ctx;
@@ -336,10 +202,34 @@ static int guest_read(void *ctx, void *dst, uint64_t addr, uint64_t len)
     return 0;
 }
 
-/* End the span being gathered: its lists into the index's spans. */
+/*
+ * The values the span's stores left, from guest memory at its end (a
+ * later query takes them rather than replaying the span), read now, before
+ * the program goes on, for each line with stored bytes: the writer's
+ * thread puts the lines in order.  A line that can't be read (unmapped
+ * since) keeps no slot: its bytes are a replay's.  @return -1 out of memory.
+ */
+static int span_values(struct rec_session *rs, crec_idx_gathered *g)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < g->nlines; i++)
+        n += (g->lines[i].write | g->lines[i].stale) != 0;
+    if (!(g->values = crec_malloc((n ? n : 1) * 64)))
+        return -1;
+    n = 0;
+    for (size_t i = 0; i < g->nlines; i++) {
+        crec_idx_line *l = &g->lines[i];
+        if ((l->write | l->stale) && guest_read(rs, g->values + 64 * n, l->line * 64, 64) == 0)
+            l->slot = n++;
+    }
+    return 0;
+}
+
+/* End the span being gathered: handed to the index's writer. */
 static void close_span(struct rec_session *rs)
 {
-    crec_idx_span s = rs->ix.cur;
+    crec_idx_gathered g = {.s = rs->ix.cur};
     crec_pcache *pc = rs->pc;
 
     if (!rs->ix.open)
@@ -352,26 +242,29 @@ static void close_span(struct rec_session *rs)
             page_lines(rs, pc->spanp[i]);
     memset(&rs->ix.cur, 0, sizeof rs->ix.cur);
     if (rs->ix.on) {
-        s.flags = rs->ix.flags;
+        g.s.flags = rs->ix.flags;
         /* what it cost to record, where replay --jobs cuts (replayer/session.c) */
-        s.cost = crec_thread_cpu_lap(&rs->ix.cpu_at);
-        s.k = rs->ix.k ? rs->ix.k : crec_malloc(sizeof *s.k);
-        s.nk = rs->ix.nk;
+        g.s.cost = crec_thread_cpu_lap(&rs->ix.cpu_at);
+        g.s.k = rs->ix.k ? rs->ix.k : crec_malloc(sizeof *g.s.k);
+        g.s.nk = rs->ix.nk;
         rs->ix.k = NULL, rs->ix.nk = rs->ix.capk = 0;
-        /* the values the span's stores left, from guest memory at its end:
-         * a later query takes them rather than replaying the span */
-        if (!s.k || close_lines(rs, &s) != 0 ||
-            crec_idx_span_values(&s, guest_read, rs) != 0 ||
-            (s.at_point && close_seed(rs, &s) != 0)) {
-            crec_idx_span_clear(&s);
+        /* the lists go with the span; the next one makes its own */
+        g.lines = rs->ix.lines, g.nlines = rs->ix.nlines;
+        rs->ix.lines = NULL, rs->ix.nlines = rs->ix.caplines = 0;
+        if (g.s.at_point) {
+            g.needs = rs->ix.needs, g.nneeds = rs->ix.nneeds;
+            rs->ix.needs = NULL, rs->ix.nneeds = rs->ix.capneeds = 0;
+        }
+        if (!g.s.k || span_values(rs, &g) != 0) {
+            crec_idx_gathered_clear(&g);
             ix_off(rs);
-        } else if (crec_idx_writer_add(rs->ix.writer, &s) != CREC_OK) { /* it took s */
+        } else if (crec_idx_writer_add_gathered(rs->ix.writer, &g) != CREC_OK) { /* took g */
             ix_off(rs);
         } else {
             rs->ix.nspans++;
         }
     } else {
-        crec_idx_span_clear(&s);
+        crec_idx_span_clear(&g.s);
     }
     rs->ix.nlines = rs->ix.nneeds = rs->ix.nk = 0;
     rs->ix.flags = 0;

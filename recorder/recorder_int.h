@@ -399,9 +399,9 @@ struct rec_ix {
     size_t nkf;           /* key frames so far */
     crec_idx_writer *writer; /* the spans done, encoded on its own thread */
     size_t nspans;
-    struct ix_line *lines; /* the current span's lines (of pages given up, */
+    crec_idx_line *lines; /* the current span's lines (of pages given up, */
     size_t nlines, caplines; /*  then of all its pages as it ends) */
-    struct ix_need *needs; /* ... its seed */
+    crec_idx_granule *needs; /* ... its seed */
     size_t nneeds, capneeds;
     uint64_t *k;          /* ... the ranges the kernel wrote */
     size_t nk, capk;

@@ -263,6 +263,50 @@ Test(index, every_allocation_failure_in_the_writer)
     cr_assert(done);
 }
 
+Test(index, a_gathered_span_is_put_in_order,
+     .description = "lines sorted and merged, values by slot, unread lines stale, the seed")
+{
+    static const crec_idx_line lines[] = {
+        {0x30, 0xff, 0x0f, 0, 1}, {0x10, 0x1, 0, 0, CREC_IDX_NO_SLOT},
+        {0x30, 0xff00, 0, 0xf0, CREC_IDX_NO_SLOT}, /* the page taken again */
+        {0x20, 0x3, 0x3, 0, CREC_IDX_NO_SLOT},     /* stored, not readable */
+        {0x40, 0x1, 0, 0x1, 0}};
+    static const crec_idx_granule needs[] = {
+        {17, 0x1122334455667788ull, 0x0f}, {3, 0xaa, 0x01}, {16, 0xbbcc, 0x03}};
+    crec_idx_gathered g = {.s = {.start = 5, .at_point = 1}};
+    crec_idx_span *s = &g.s;
+
+    g.lines = crec_malloc(sizeof lines), g.nlines = 5;
+    memcpy(g.lines, lines, sizeof lines);
+    g.needs = crec_malloc(sizeof needs), g.nneeds = 3;
+    memcpy(g.needs, needs, sizeof needs);
+    g.values = crec_calloc(2, 64);
+    g.values[0] = 0x40, g.values[64] = 0x30;
+    cr_assert_eq(crec_idx_gathered_close(&g), 0);
+    cr_expect_eq(g.lines, NULL);
+    cr_assert_eq(s->ntouch, 4);
+    cr_expect(s->touch[0] == 0x10 && s->touch[1] == 0x20 && s->touch[2] == 0x30 &&
+              s->touch[3] == 0x40);
+    cr_expect(s->touch_mask[0] == 0x1 && s->touch_mask[1] == 0x3 &&
+              s->touch_mask[2] == 0xffff && s->touch_mask[3] == 0x1);
+    cr_assert_eq(s->nwrite, 3);
+    cr_expect(s->write[0] == 0x20 && s->write[1] == 0x30 && s->write[2] == 0x40);
+    cr_expect(s->write_mask[0] == 0x3 && s->write_mask[1] == 0xff && s->write_mask[2] == 0x1);
+    cr_expect_eq(s->write_values[64], 0x30, "line 0x30 from slot 1");
+    cr_expect_eq(s->write_values[128], 0x40, "line 0x40 from slot 0");
+    cr_assert_eq(s->nstale, 3);
+    cr_expect(s->stale[0] == 0x20 && s->stale_mask[0] == 0x3, "not read: all its stores");
+    cr_expect(s->stale[1] == 0x30 && s->stale_mask[1] == 0xf0, "stored before the kernel");
+    cr_expect(s->stale[2] == 0x40 && s->stale_mask[2] == 0x1);
+    cr_expect(s->flags & CREC_IDX_VALUED);
+    cr_assert_eq(s->nlines, 2);
+    cr_expect(s->lines[0] == 0 && s->masks[0] == 1ull << 24 && s->values[24] == 0xaa);
+    cr_expect(s->lines[1] == 2 && s->masks[1] == 0xf03);
+    cr_expect(s->values[64] == 0xcc && s->values[65] == 0xbb && s->values[72] == 0x88 &&
+              s->values[75] == 0x55);
+    crec_idx_gathered_clear(&g);
+}
+
 Test(index, a_block_filter_passes_over_what_it_never_touched)
 {
     crec_idx *ix = sample(), *back = NULL;

@@ -620,10 +620,12 @@ void crec_emu_cpu_resume_at(crec_emu_cpu *cpu, uint64_t rip)
 void crec_emu_cpu_stop(crec_emu_cpu *cpu)
 {
     cpu->stop_requested = 1;
-    /* From a block hook the stop comes before the block runs: uncount it. */
+    /* From a block hook the stop comes before the block runs: uncount it,
+     * and RIP is the block's once the engine is out (Unicorn's is stale) */
     if (cpu->in_block_hook) {
         cpu->icount -= cpu->cur_block_n;
         cpu->cur_block_n = 0, cpu->cur_block_size = 0;
+        cpu->hook_stop_rip = cpu->cur_block;
     }
     uc_emu_stop(cpu->uc);
 }
@@ -753,7 +755,11 @@ int crec_emu_cpu_run(crec_emu_cpu *cpu, struct crec_emu_stop *stop, crec_error *
         emu_running = cpu;
         ue = uc_emu_start(cpu->uc, rip, (uint64_t)-1, 0, 0);
         emu_running = outer;
-        if (cpu->until_stop_rip) { /* RIP is stale after a stop in a block hook */
+        if (cpu->hook_stop_rip) { /* RIP is stale after a stop in a block hook */
+            emu_reg_set(cpu, UC_X86_REG_RIP, cpu->hook_stop_rip);
+            cpu->hook_stop_rip = 0;
+        }
+        if (cpu->until_stop_rip) { /* ... and so after an exact stop inside one */
             emu_reg_set(cpu, UC_X86_REG_RIP, cpu->until_stop_rip);
             cpu->until_stop_rip = 0;
         }

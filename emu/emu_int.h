@@ -196,6 +196,7 @@ struct crec_emu_cpu {
     int xstop_pending;
     int rip_moved;            /* the syscall hook running wrote RIP (resume_at) */
     uint64_t xstop_rip;       /* a stop asked again before the block here: RIP */
+    uint64_t hook_stop_rip;   /* a stop from a block hook, before the block here: RIP */
 
     /* crec_emu_cpu_run_until (blocks.c): query runs only */
     int until_armed;          /* stop once `until` instructions have run */

@@ -1448,6 +1448,8 @@ static void rep_on_block(void *ctx, uint64_t addr, uint32_t ninsns, uint64_t ico
 
     if (s->nlazy > 0 && rep_block_lazy(s, addr))
         return;
+    s->blocks_seen[1][0] = s->blocks_seen[0][0], s->blocks_seen[1][1] = s->blocks_seen[0][1];
+    s->blocks_seen[0][0] = addr, s->blocks_seen[0][1] = crec_emu_cpu_block_bytes(s->cpu);
     __atomic_store_n(&s->at, before, __ATOMIC_RELAXED); /* for the progress line */
     if (s->whole && rep_slice_end(s, addr, before, before + visit))
         return;
@@ -1697,6 +1699,31 @@ static int rep_seg_first_hits(struct rep_seg *s, crec_error *err)
     return CREC_OK;
 }
 
+/*
+ * A recording that crec stopped (SIGINT, SIGTERM) ends with the key frame
+ * of where the program was.  Before 2026-11-29 the recorder took its RIP
+ * from Unicorn after a stop in a block hook, where it is stale: an
+ * address in a block that ran before (emu/cpu.c, crec_emu_cpu_stop).  Such
+ * a file is still verified: every register but RIP as recorded, and the
+ * recorded RIP in one of the last two blocks begun.
+ */
+static int rep_stale_end_rip(const struct rep_seg *s, const crec_regs *last, const crec_regs *now)
+{
+    crec_regs same = *now;
+    char what[300];
+
+    if (!s->have_exit || s->exit.u.exit.how != CREC_FMT_EXIT_STOPPED)
+        return 0;
+    same.rip = last->rip;
+    if (crec_regs_diff(last, &same, what, sizeof what))
+        return 0;
+    for (int i = 0; i < 2; i++)
+        if (last->rip >= s->blocks_seen[i][0] &&
+            last->rip - s->blocks_seen[i][0] < s->blocks_seen[i][1])
+            return 1;
+    return 0;
+}
+
 /* The registers now against the thread's last key frame, as its end. */
 static void rep_check_last_regs(struct rep_seg *s, const crec_regs *now)
 {
@@ -1708,7 +1735,8 @@ static void rep_check_last_regs(struct rep_seg *s, const crec_regs *now)
                        "after %" PRIu64, s->tid, rep_ticount(s), last->thread_icount);
         return;
     }
-    if (crec_regs_diff(&last->regs, now, what, sizeof what)) {
+    if (crec_regs_diff(&last->regs, now, what, sizeof what) &&
+        !rep_stale_end_rip(s, &last->regs, now)) {
         if (s->alone)
             rep_diverge(s, "at the end of thread %u: %s", s->tid, what);
         else

@@ -132,6 +132,8 @@ struct rep_seg {
     int reached;                 /* the run got to `until` */
     int ended;                   /* ... or the program exited or faulted first */
     uint64_t stopped_at_block;   /* the block start where on_block stopped it, or 0 */
+    uint64_t blocks_seen[2][2];  /* the last two blocks begun: start, bytes (the
+                                    latest first; rep_stale_end_rip) */
     struct rep_lazy *lazy;       /* code not copied in yet (lazy.c) */
     size_t nlazy, caplazy;
     uint64_t lazy_seen[REP_LAZY_SEEN]; /* page+1 of pages known filled or not lazy */

@@ -186,7 +186,8 @@ expect_status "the crash recording replays verified" 0 "$CREC" replay "$d/segv.c
 # SIGINT and SIGTERM end the recording cleanly where the program was.
 for sig in INT:2 TERM:15; do
     num=${sig#*:} sig=${sig%:*}
-    timeout --preserve-status -s $sig 2 "$CREC" record -o "$d/stopped-$sig.crec" -- \
+    timeout --preserve-status -s $sig 2 "$CREC" record --keyframe-interval 2000000 \
+        -o "$d/stopped-$sig.crec" -- \
         lua5.4 -e 'local s=0 for i=1,1e10 do s=s+i end print(s)' >/dev/null 2>"$d/stopped.err"
     expect_eq "record stopped by SIG$sig exits 128+signal" \
         "$((128 + num))" "$?"
@@ -199,7 +200,29 @@ for sig in INT:2 TERM:15; do
     fi
     expect_status "record stopped by SIG$sig replays verified" 0 \
         "$CREC" replay "$d/stopped-$sig.crec"
+    # the last key frame is where the program was, RIP too: a part that
+    # starts at a key frame ends there (it was stale, the start of a block
+    # before, which a replay from the start met as stale)
+    expect_status "record stopped by SIG$sig replays verified in parts" 0 \
+        "$CREC" replay --jobs 2 "$d/stopped-$sig.crec"
+    if grep -q "replayed in 2 parts" "$TMP/out"; then pass "... in 2 parts"; else
+        fail "... in 2 parts" "$(head -c 300 "$TMP/out")"; fi
 done
+# A stopped recording made before that holds the stale RIP: still verified
+# (replay.c, rep_stale_end_rip), but for a RIP in no block that ran last,
+# or at the end of a program that was not stopped.
+nk=$("$CREC" info "$d/stopped-INT.crec" | awk '/^key frames:/ { print $3 }')
+"$CRECTOOLS/crec_refield" "$d/stopped-INT.crec" "$d/stale.crec" KEYFRAMES 1 $((nk - 1)) 7 add 1
+expect_status "a stopped recording whose last RIP lies in the last blocks still verifies" 0 \
+    "$CREC" replay "$d/stale.crec"
+"$CRECTOOLS/crec_refield" "$d/stopped-INT.crec" "$d/stale.crec" KEYFRAMES 1 $((nk - 1)) 7 \
+    add 0x10000
+expect_status "a stopped recording whose last RIP is elsewhere diverges" 3 \
+    "$CREC" replay "$d/stale.crec"
+nk=$("$CREC" info "$d/segv.crec" | awk '/^key frames:/ { print $3 }')
+"$CRECTOOLS/crec_refield" "$d/segv.crec" "$d/stale.crec" KEYFRAMES 1 $((nk - 1)) 7 add 1
+expect_status "a recording that was not stopped, its last RIP off by one, diverges" 3 \
+    "$CREC" replay "$d/stale.crec"
 
 # SIGKILL gives crec no chance to finish the file: what was recorded up to
 # about a second before the kill must still be there, and replay verified.

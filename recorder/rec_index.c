@@ -94,7 +94,7 @@ void rec_ix_need(struct rec_session *rs, const struct crec_pcache_page *p, unsig
                  unsigned mask)
 {
     crec_idx_granule n = {p->page * CREC_PCACHE_PAGE_GRANULES + g,
-                        pcache_load_le(p->bytes + 8 * g, 8), mask};
+                          pcache_load_le(p->bytes + 8 * g, 8), mask};
 
     if (!rs->ix.on) /* turned off (threads, a fork): nothing gathers it */
         return;
@@ -191,9 +191,8 @@ void rec_ix_kernel(struct rec_session *rs, uint64_t addr, uint64_t len)
 
 /* Read guest memory (span_values): a line at a time, mostly of pages the
  * hooks' table of host pages holds already. */
-static int guest_read(void *ctx, void *dst, uint64_t addr, uint64_t len)
+static int guest_read(struct rec_session *rs, void *dst, uint64_t addr, uint64_t len)
 {
-    struct rec_session *rs = ctx;
     const uint8_t *h = crec_emu_hostpages_find(&rs->hostpages, rs->cpu, addr, (unsigned)len);
 
     if (!h)

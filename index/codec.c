@@ -269,22 +269,6 @@ static void put_span(crec_fmt_buf *b, const crec_idx_span *s)
     put_list(b, s->stale, s->stale_mask, s->nstale);
 }
 
-/* Append `raw` compressed as one zstd frame.  @return its length, 0 on failure. */
-static size_t put_frame(crec_fmt_buf *b, const crec_fmt_buf *raw)
-{
-    size_t bound = ZSTD_compressBound(raw->len), n;
-    uint8_t *z;
-
-    if (raw->nomem || b->nomem || !(z = crec_malloc(bound)))
-        return 0;
-    n = ZSTD_compress(z, bound, raw->data, raw->len, IDX_ZSTD_LEVEL);
-    if (ZSTD_isError(n))
-        n = 0;
-    put_bytes(b, z, n);
-    crec_free(z);
-    return n;
-}
-
 /* The key frames, but their registers (read from KEYFRAMES when needed). */
 static void put_keyframes(crec_fmt_buf *t, const crec_idx *ix)
 {
@@ -737,12 +721,12 @@ void crec_idx_writer_free(crec_idx_writer *w)
  * in the writer: the image is not copied whole). */
 static int writer_finish(crec_idx_writer *w, const crec_idx *ix, crec_fmt_buf *out)
 {
-    crec_fmt_buf table = {0}, tz = {0};
+    crec_fmt_buf table = {0};
     uint8_t magic[8] = IDX_MAGIC;
+    uint64_t table_len;
     XXH3_state_t st;
 
-    writer_join(w);
-    block_end(w);
+    block_end(w); /* which leaves the blocks' frame empty: the table's, now */
     put_varint(&table, w->nspan);
     put_bytes(&table, w->spans_tab.data, w->spans_tab.len);
     put_varint(&table, w->nblocks); /* the filters */
@@ -750,24 +734,25 @@ static int writer_finish(crec_idx_writer *w, const crec_idx *ix, crec_fmt_buf *o
     put_varint(&table, w->nblocks);
     put_bytes(&table, w->blocks_tab.data, w->blocks_tab.len);
     put_table_tail(&table, ix);
-    w->bad |= put_frame(&tz, &table) == 0 || table.len > IDX_MAX_PART;
+    table_len = table.len;
+    w->bad |= frame_put(&w->raw, &table, ZSTD_e_end) != 0 ||
+              table_len > IDX_MAX_PART;
     XXH3_64bits_reset(&st); /* the sum of the rest: the table's frame, the blocks */
-    XXH3_64bits_update(&st, tz.data, tz.len);
+    XXH3_64bits_update(&st, w->raw.z, w->raw.zlen);
     XXH3_64bits_update(&st, w->blocks.data, w->blocks.len);
     put_bytes(out, magic, 8);
     crec_fmt_buf_u32(out, IDX_VERSION);
     crec_fmt_buf_u32(out, 0);
     crec_fmt_buf_u64(out, ix->rec_size);
     crec_fmt_buf_u64(out, ix->rec_hash);
-    crec_fmt_buf_u64(out, tz.len + w->blocks.len);
+    crec_fmt_buf_u64(out, w->raw.zlen + w->blocks.len);
     crec_fmt_buf_u64(out, XXH3_64bits_digest(&st));
-    crec_fmt_buf_u32(out, (uint32_t)tz.len);
-    crec_fmt_buf_u32(out, (uint32_t)table.len);
-    put_bytes(out, tz.data, tz.len);
+    crec_fmt_buf_u32(out, (uint32_t)w->raw.zlen);
+    crec_fmt_buf_u32(out, (uint32_t)table_len);
+    put_bytes(out, w->raw.z, w->raw.zlen);
     w->bad |= w->spans_tab.nomem || w->filters.nomem || w->blocks_tab.nomem ||
-              w->blocks.nomem || table.nomem || tz.nomem;
+              w->blocks.nomem;
     crec_fmt_buf_free(&table);
-    crec_fmt_buf_free(&tz);
     if (w->bad)
         out->nomem = 1;
     return out->nomem ? CREC_ERR_NOMEM : CREC_OK;
